@@ -1,0 +1,7 @@
+"""``python -m compactkit``: the command line."""
+
+import sys
+
+from compactkit.cli import main
+
+sys.exit(main())

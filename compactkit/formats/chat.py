@@ -1,0 +1,405 @@
+"""OpenAI Chat Completions messages <-> compactkit items, and the chat prompt validator.
+
+Mapping:
+
+* ``system``/``developer``/``user`` messages -> ``Message``;
+* an ``assistant`` message -> a ``Message`` (when it has content or no ``tool_calls``) followed by
+  one ``FunctionCall`` per entry of ``tool_calls``. Going back, function calls are folded into the
+  assistant message right before them (or a ``content: null`` assistant message);
+* a ``tool`` message -> ``FunctionCallOutput`` (``tool_call_id`` -> ``call_id``, ``name`` kept);
+* content parts: ``text`` -> ``TextPart``, ``image_url`` -> ``ImagePart``; any other part, or a
+  part with keys compactkit does not model, -> ``RawPart`` carried through untouched;
+* keys of a message that compactkit does not model -> ``Message.extra``, restored on output.
+
+Chat cannot express ``Reasoning``: converting one raises ``FormatError`` naming the item unless
+``lossy=True``, which drops it and reports it to ``on_drop``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from compactkit.errors import FormatError
+from compactkit.items import (
+    ContentPart,
+    FunctionCall,
+    FunctionCallOutput,
+    ImagePart,
+    Item,
+    Message,
+    RawPart,
+    TextPart,
+    Tool,
+)
+
+__all__ = [
+    "ChatProblem",
+    "chat_to_items",
+    "items_to_chat",
+    "tools_from_chat",
+    "tools_to_chat",
+    "validate_chat",
+]
+
+ChatMessage = dict[str, Any]
+_MODELLED_KEYS = {"role", "content", "name", "tool_calls", "tool_call_id"}
+
+
+def chat_to_items(messages: Iterable[Mapping[str, Any]]) -> list[Item]:
+    """Convert Chat Completions messages to items.
+
+    Raises:
+        FormatError: a message is not a valid chat message; the error names its index.
+    """
+    items: list[Item] = []
+    for index, message in enumerate(messages):
+        try:
+            items.extend(_message_to_items(message))
+        except FormatError as exc:
+            raise FormatError(f"message {index}: {exc}") from None
+    return items
+
+
+def items_to_chat(
+    items: Iterable[Item],
+    *,
+    lossy: bool = False,
+    on_drop: Callable[[Item, str], None] | None = None,
+) -> list[ChatMessage]:
+    """Convert items to Chat Completions messages.
+
+    Args:
+        items: The items, oldest first.
+        lossy: Drop what chat cannot express (reasoning) instead of raising.
+        on_drop: Called with each dropped item and the reason, when ``lossy``.
+
+    Raises:
+        FormatError: an item cannot be expressed in chat and ``lossy`` is false.
+    """
+    out: list[ChatMessage] = []
+    open_assistant: ChatMessage | None = None  # the assistant message calls may join
+    for item in items:
+        if isinstance(item, Message):
+            message = _message_to_chat(item)
+            out.append(message)
+            open_assistant = message if item.role == "assistant" else None
+        elif isinstance(item, FunctionCall):
+            if open_assistant is None:
+                open_assistant = {"role": "assistant", "content": None}
+                out.append(open_assistant)
+            open_assistant.setdefault("tool_calls", []).append(
+                {
+                    "id": item.call_id,
+                    "type": "function",
+                    "function": {"name": item.name, "arguments": item.arguments},
+                }
+            )
+        elif isinstance(item, FunctionCallOutput):
+            tool: ChatMessage = {
+                "role": "tool",
+                "tool_call_id": item.call_id,
+                "content": _content_to_chat(item.output),
+            }
+            if item.name is not None:
+                tool["name"] = item.name
+            out.append(tool)
+            open_assistant = None
+        else:
+            reason = (
+                f"chat cannot express a reasoning item (from {item.format!r}); "
+                "pass lossy=True (CLI: --lossy) to drop it"
+            )
+            if not lossy:
+                raise FormatError(f"{_describe(item)}: {reason}")
+            if on_drop is not None:
+                on_drop(item, reason)
+    return out
+
+
+def tools_from_chat(tools: Iterable[Mapping[str, Any]]) -> list[Tool]:
+    """Convert Chat Completions ``tools`` entries (``{"type": "function", "function": …}``)."""
+    out: list[Tool] = []
+    for index, tool in enumerate(tools):
+        function = tool.get("function") if isinstance(tool, Mapping) else None
+        if tool.get("type", "function") != "function" or not isinstance(function, Mapping):
+            raise FormatError(f"tool {index}: expected {{'type': 'function', 'function': {{...}}}}")
+        name = function.get("name")
+        if not isinstance(name, str) or not name:
+            raise FormatError(f"tool {index}: 'function.name' must be a non-empty string")
+        modelled = ("name", "description", "parameters")
+        extra = {k: v for k, v in function.items() if k not in modelled}
+        outer = {k: v for k, v in tool.items() if k not in ("type", "function")}
+        if outer:
+            extra["__outer__"] = outer
+        out.append(
+            Tool(
+                name=name,
+                description=function.get("description"),
+                parameters=dict(function.get("parameters") or {}),
+                extra=extra or None,
+            )
+        )
+    return out
+
+
+def tools_to_chat(tools: Iterable[Tool]) -> list[dict[str, Any]]:
+    """Convert tools to Chat Completions ``tools`` entries."""
+    out: list[dict[str, Any]] = []
+    for tool in tools:
+        extra = dict(tool.extra or {})
+        outer = extra.pop("__outer__", {})
+        function: dict[str, Any] = {"name": tool.name}
+        if tool.description is not None:
+            function["description"] = tool.description
+        if tool.parameters:
+            function["parameters"] = tool.parameters
+        function.update(extra)
+        out.append({"type": "function", "function": function, **outer})
+    return out
+
+
+# -- validation ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChatProblem:
+    """One rule of the Chat Completions API that a prompt breaks."""
+
+    kind: Literal["orphan_output", "missing_output", "duplicate_call_id"]
+    """``orphan_output``: a tool message answering no call right before it;
+    ``missing_output``: a tool call with no tool message after it;
+    ``duplicate_call_id``: two tool calls share one id."""
+    call_id: str
+    """The call id concerned."""
+    index: int
+    """Index of the offending message in the input."""
+
+    def __str__(self) -> str:
+        what = {
+            "orphan_output": "tool message answers no preceding tool call",
+            "missing_output": "tool call has no tool message after it",
+            "duplicate_call_id": "tool call id used twice",
+        }[self.kind]
+        return f"message {self.index}: {what} (call id {self.call_id!r})"
+
+
+def validate_chat(
+    messages: Sequence[Mapping[str, Any]], *, mode: Literal["raise", "repair"] = "raise"
+) -> tuple[list[ChatMessage], list[ChatProblem]]:
+    """Check a chat prompt against the API's tool-call rules; repair it or raise.
+
+    The API requires every assistant ``tool_calls`` entry to be answered by a ``tool`` message,
+    and those tool messages to follow the assistant message directly. ``repair`` moves an
+    answer that came later up to its call, drops tool messages that answer nothing, and removes
+    unanswered calls (an assistant message left with neither calls nor content is dropped).
+
+    Returns:
+        The messages (repaired copies in ``repair`` mode; the input as a list when valid) and
+        the problems found.
+
+    Raises:
+        FormatError: in ``raise`` mode, when there is any problem; it lists them all.
+    """
+    problems: list[ChatProblem] = []
+    answer_at: dict[str, int] = {}
+    for index, message in enumerate(messages):
+        if message.get("role") == "tool":
+            answer_at.setdefault(str(message.get("tool_call_id")), index)
+
+    out: list[ChatMessage] = []
+    used: set[int] = set()
+    seen_ids: set[str] = set()
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        role = message.get("role")
+        if role == "tool":
+            if index not in used:
+                call_id = str(message.get("tool_call_id"))
+                problems.append(ChatProblem("orphan_output", call_id, index))
+            index += 1
+            continue
+        calls = message.get("tool_calls") if role == "assistant" else None
+        if not calls:
+            out.append(dict(message))
+            index += 1
+            continue
+        # The tool messages directly after this one, as the API wants them.
+        adjacent: dict[str, int] = {}
+        probe = index + 1
+        while probe < len(messages) and messages[probe].get("role") == "tool":
+            adjacent.setdefault(str(messages[probe].get("tool_call_id")), probe)
+            probe += 1
+        kept_calls: list[Any] = []
+        answers: list[int] = []
+        for call in calls:
+            call_id = str(call.get("id"))
+            if call_id in seen_ids:
+                problems.append(ChatProblem("duplicate_call_id", call_id, index))
+                continue
+            seen_ids.add(call_id)
+            answer = adjacent.get(call_id)
+            if answer is None:
+                later = answer_at.get(call_id)
+                if later is not None and later > index and later not in used:
+                    answer = later
+                problems.append(ChatProblem("missing_output", call_id, index))
+            if answer is None:
+                continue
+            used.add(answer)
+            answers.append(answer)
+            kept_calls.append(call)
+        repaired = dict(message)
+        if kept_calls:
+            repaired["tool_calls"] = kept_calls
+        else:
+            repaired.pop("tool_calls", None)
+        if kept_calls or repaired.get("content") not in (None, ""):
+            out.append(repaired)
+        out.extend(dict(messages[a]) for a in answers)
+        index += 1
+
+    if mode == "raise" and problems:
+        listing = "; ".join(str(p) for p in problems)
+        raise FormatError(
+            f"chat prompt breaks the tool-call rules: {listing}. "
+            "Fix the transcript, or validate with mode='repair'"
+        )
+    if not problems:
+        return [dict(m) for m in messages], problems
+    return out, problems
+
+
+# -- conversion helpers ----------------------------------------------------------------------
+
+
+def _message_to_items(message: Mapping[str, Any]) -> list[Item]:
+    if not isinstance(message, Mapping):
+        raise FormatError(f"expected a JSON object, got {type(message).__name__}")
+    role = message.get("role")
+    extra = {k: v for k, v in message.items() if k not in _MODELLED_KEYS} or None
+    name = message.get("name")
+    if name is not None and not isinstance(name, str):
+        raise FormatError(f"'name' must be a string, got {name!r}")
+    if role in ("system", "developer", "user"):
+        content = message.get("content")
+        if content is None:
+            raise FormatError(f"a {role} message needs 'content'")
+        return [Message(role=role, content=_content_from_chat(content), name=name, extra=extra)]
+    if role == "assistant":
+        items: list[Item] = []
+        content = message.get("content")
+        calls = message.get("tool_calls") or []
+        if not isinstance(calls, list):
+            raise FormatError("'tool_calls' must be a list")
+        if content is not None or not calls or extra or name is not None:
+            items.append(
+                Message(
+                    role="assistant",
+                    content=_content_from_chat(content if content is not None else ""),
+                    name=name,
+                    extra=extra,
+                )
+            )
+        items.extend(_call_from_chat(call) for call in calls)
+        return items
+    if role == "tool":
+        call_id = message.get("tool_call_id")
+        if not isinstance(call_id, str) or not call_id:
+            raise FormatError("a tool message needs a non-empty 'tool_call_id'")
+        if extra:
+            raise FormatError(f"a tool message cannot carry {sorted(extra)!r}")
+        return [
+            FunctionCallOutput(
+                call_id=call_id,
+                output=_content_from_chat(message.get("content") or ""),
+                name=name,
+            )
+        ]
+    if role == "function":
+        raise FormatError(
+            "legacy 'function' role messages are not supported; use 'tool' with 'tool_call_id'"
+        )
+    raise FormatError(f"unknown role {role!r}; expected system, developer, user, assistant or tool")
+
+
+def _call_from_chat(call: Any) -> FunctionCall:
+    if not isinstance(call, Mapping) or call.get("type", "function") != "function":
+        raise FormatError(f"unsupported tool call {call!r}; only function tool calls are modelled")
+    function = call.get("function")
+    if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+        raise FormatError(f"tool call {call.get('id')!r} needs 'function.name'")
+    call_id = call.get("id")
+    if not isinstance(call_id, str) or not call_id:
+        raise FormatError(f"tool call to {function['name']!r} needs a non-empty 'id'")
+    arguments = function.get("arguments", "{}")
+    if not isinstance(arguments, str):
+        raise FormatError(f"tool call {call_id!r}: 'arguments' must be a JSON string")
+    return FunctionCall(call_id=call_id, name=function["name"], arguments=arguments)
+
+
+def _content_from_chat(content: Any) -> str | tuple[ContentPart, ...]:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise FormatError(f"'content' must be a string or a list of parts, got {content!r}")
+    parts: list[ContentPart] = []
+    for part in content:
+        if not isinstance(part, Mapping):
+            raise FormatError(f"content part must be an object, got {part!r}")
+        kind = part.get("type")
+        if kind == "text" and set(part) == {"type", "text"} and isinstance(part["text"], str):
+            parts.append(TextPart(text=part["text"]))
+            continue
+        image = part.get("image_url")
+        if kind == "image_url" and set(part) == {"type", "image_url"} and _plain_image(image):
+            assert isinstance(image, Mapping)
+            parts.append(ImagePart(url=image["url"], detail=image.get("detail")))
+            continue
+        parts.append(RawPart(format="chat", data=dict(part)))
+    return tuple(parts)
+
+
+def _plain_image(image: Any) -> bool:
+    return (
+        isinstance(image, Mapping)
+        and isinstance(image.get("url"), str)
+        and set(image) <= {"url", "detail"}
+        and image.get("detail", "auto") in ("auto", "low", "high")
+    )
+
+
+def _content_to_chat(content: str | tuple[ContentPart, ...]) -> Any:
+    if isinstance(content, str):
+        return content
+    parts: list[dict[str, Any]] = []
+    for part in content:
+        if isinstance(part, TextPart):
+            parts.append({"type": "text", "text": part.text})
+        elif isinstance(part, ImagePart):
+            image: dict[str, Any] = {"url": part.url}
+            if part.detail is not None:
+                image["detail"] = part.detail
+            parts.append({"type": "image_url", "image_url": image})
+        elif part.format == "chat":
+            parts.append(dict(part.data))
+        else:
+            raise FormatError(f"a {part.format!r} content part cannot be expressed in chat")
+    return parts
+
+
+def _message_to_chat(item: Message) -> ChatMessage:
+    message: ChatMessage = {"role": item.role, "content": _content_to_chat(item.content)}
+    if item.name is not None:
+        message["name"] = item.name
+    if item.extra:
+        message.update(item.extra)
+    return message
+
+
+def _describe(item: Item) -> str:
+    ident = f" id={item.id!r}" if item.id else ""
+    seq = f" seq={item.seq}" if item.seq is not None else ""
+    return f"{item.type} item{ident}{seq}"
