@@ -463,12 +463,12 @@ def image_tokens(part: ImagePart) -> int:
     """
     if part.detail == "low":
         return 85
-    width, height = part.width or 1024, part.height or 1024
+    width: float = part.width or 1024
+    height: float = part.height or 1024
     scale = min(1.0, 2048 / max(width, height))
     width, height = width * scale, height * scale
     scale = min(1.0, 768 / min(width, height))
-    width, height = width * scale, height * scale
-    tiles = math.ceil(width / 512) * math.ceil(height / 512)
+    tiles = math.ceil(width * scale / 512) * math.ceil(height * scale / 512)
     return 85 + 170 * tiles
 
 
