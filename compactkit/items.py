@@ -176,8 +176,8 @@ class Tool(_Frozen):
     """The tool's name."""
     description: str | None = None
     """What the tool does."""
-    parameters: dict[str, Any] = Field(default_factory=dict)
-    """The JSON schema of the arguments."""
+    parameters: dict[str, Any] | None = None
+    """The JSON schema of the arguments (``None`` when the tool declares none)."""
     extra: dict[str, Any] | None = None
     """Provider fields compactkit does not model (``strict``, ``cache_control``, …)."""
 

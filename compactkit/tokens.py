@@ -311,7 +311,7 @@ class TiktokenCounter(_BaseCounter):
             total += rules.func_init
             description = _strip_period(tool.description or "")
             total += self.count_text(f"{tool.name}:{description}")
-            properties = tool.parameters.get("properties") or {}
+            properties = (tool.parameters or {}).get("properties") or {}
             if properties:
                 total += rules.prop_init
                 for key, spec in properties.items():
@@ -387,7 +387,7 @@ class TiktokenCounter(_BaseCounter):
         if not self.verified:
             return ["formatting rules not verified for this model"]
         for tool in tools:
-            for spec in (tool.parameters.get("properties") or {}).values():
+            for spec in ((tool.parameters or {}).get("properties") or {}).values():
                 if isinstance(spec, dict) and any(k in _NESTED_KEYS for k in spec):
                     return ["nested tool schemas are approximated"]
         return []

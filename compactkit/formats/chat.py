@@ -137,7 +137,7 @@ def tools_from_chat(tools: Iterable[Mapping[str, Any]]) -> list[Tool]:
             Tool(
                 name=name,
                 description=function.get("description"),
-                parameters=dict(function.get("parameters") or {}),
+                parameters=function.get("parameters"),
                 extra=extra or None,
             )
         )
@@ -153,7 +153,7 @@ def tools_to_chat(tools: Iterable[Tool]) -> list[dict[str, Any]]:
         function: dict[str, Any] = {"name": tool.name}
         if tool.description is not None:
             function["description"] = tool.description
-        if tool.parameters:
+        if tool.parameters is not None:
             function["parameters"] = tool.parameters
         function.update(extra)
         out.append({"type": "function", "function": function, **outer})
