@@ -1,4 +1,7 @@
-"""compactkit: context governance for long-running LLM agents."""
+"""compactkit: context governance for long-running LLM agents.
+
+Everything public is importable from here; see docs/ for guides.
+"""
 
 from compactkit.errors import (
     BudgetError,
@@ -10,9 +13,21 @@ from compactkit.errors import (
     StorageError,
     SummarizationError,
 )
-from compactkit.groups import Group, group_items
+from compactkit.formats.chat import (
+    ChatProblem,
+    chat_to_items,
+    items_to_chat,
+    tools_from_chat,
+    tools_to_chat,
+    validate_chat,
+)
+from compactkit.groups import (
+    Group,
+    group_items,
+)
 from compactkit.items import (
     ITEMS_ADAPTER,
+    ContentPart,
     FunctionCall,
     FunctionCallOutput,
     ImagePart,
@@ -20,10 +35,40 @@ from compactkit.items import (
     Message,
     RawPart,
     Reasoning,
+    Role,
     TextPart,
     Tool,
+    dump_items,
+    item_text,
+    load_items,
 )
-from compactkit.snapshot import SUMMARY_NAME, CompactResult, CompactStats, MemorySnapshot, Outcome
+from compactkit.snapshot import (
+    SUMMARY_NAME,
+    CompactResult,
+    CompactStats,
+    MemorySnapshot,
+    Outcome,
+    SummaryRole,
+    is_summary_message,
+    leading_instructions,
+    summary_message,
+)
+from compactkit.tokens import (
+    EstimateCounter,
+    TiktokenCounter,
+    TokenCount,
+    TokenCounter,
+    ToolRules,
+    get_encoding,
+    image_tokens,
+)
+from compactkit.transcript import (
+    Format,
+    Transcript,
+    dump_transcript,
+    load_transcript,
+    parse_transcript,
+)
 
 __version__ = "0.1.0"
 
@@ -31,26 +76,53 @@ __all__ = [
     "ITEMS_ADAPTER",
     "SUMMARY_NAME",
     "BudgetError",
+    "ChatProblem",
     "CompactResult",
     "CompactStats",
     "CompactkitError",
     "ConcurrencyError",
     "ConfigError",
+    "ContentPart",
     "EncodingUnavailableError",
+    "EstimateCounter",
+    "Format",
     "FormatError",
     "FunctionCall",
     "FunctionCallOutput",
     "Group",
     "ImagePart",
     "Item",
-    "Message",
     "MemorySnapshot",
+    "Message",
     "Outcome",
     "RawPart",
     "Reasoning",
+    "Role",
     "StorageError",
     "SummarizationError",
+    "SummaryRole",
     "TextPart",
+    "TiktokenCounter",
+    "TokenCount",
+    "TokenCounter",
     "Tool",
+    "ToolRules",
+    "Transcript",
+    "chat_to_items",
+    "dump_items",
+    "dump_transcript",
+    "get_encoding",
     "group_items",
+    "image_tokens",
+    "is_summary_message",
+    "item_text",
+    "items_to_chat",
+    "leading_instructions",
+    "load_items",
+    "load_transcript",
+    "parse_transcript",
+    "summary_message",
+    "tools_from_chat",
+    "tools_to_chat",
+    "validate_chat",
 ]
