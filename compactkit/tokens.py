@@ -203,27 +203,31 @@ class _BaseCounter:
     _cache_limit = 500_000
 
     def __init__(self) -> None:
-        self._cache: dict[int, tuple[Item, int]] = {}
+        self._cache: dict[int, tuple[Item, int, str | None]] = {}
 
     def count_item(self, item: Item) -> int:
         """Tokens one item adds to a request (cached per item object; items are immutable)."""
+        return self._priced(item)[0]
+
+    def _priced(self, item: Item) -> tuple[int, str | None]:
         entry = self._cache.get(id(item))
         if entry is not None and entry[0] is item:
-            return entry[1]
-        tokens = self._price(item)
+            return entry[1], entry[2]
+        tokens, reason = self._price(item), self._approximation(item)
         if len(self._cache) >= self._cache_limit:
             del self._cache[next(iter(self._cache))]
-        self._cache[id(item)] = (item, tokens)
-        return tokens
+        self._cache[id(item)] = (item, tokens, reason)
+        return tokens, reason
 
     def count(self, items: Iterable[Item], *, tools: Sequence[Tool] = ()) -> TokenCount:
         """The whole request: every item, the tool schemas and the reply priming."""
         total = 0
         approximated: set[str] = set()
+        priced = self._priced
         for item in items:
-            total += self.count_item(item)
-            reason = self._approximation(item)
-            if reason:
+            tokens, reason = priced(item)
+            total += tokens
+            if reason is not None:
                 approximated.add(reason)
         total += self.count_overhead(tools)
         approximated.update(self._tools_approximation(tools))
@@ -444,7 +448,7 @@ class EstimateCounter(_BaseCounter):
             return self.count_text(item.text) + _opaque_tokens(item)
         return self.tokens_per_message + self.count_text(text)
 
-    def _approximation(self, item: Item) -> str:
+    def _approximation(self, item: Item) -> str | None:
         return "no local tokenizer for this model: character-based estimate"
 
     def _tools_approximation(self, tools: Sequence[Tool]) -> list[str]:
