@@ -118,6 +118,8 @@ class FunctionCall(_Item):
     """The tool's name."""
     arguments: str = "{}"
     """The arguments as the model wrote them (a JSON string, not parsed or re-serialised)."""
+    extra: dict[str, Any] | None = None
+    """Provider fields compactkit does not model (``status``, ``cache_control``, …)."""
 
     def parsed_arguments(self) -> dict[str, Any]:
         """The arguments as a dict; an empty dict when they are not a JSON object."""
@@ -140,6 +142,8 @@ class FunctionCallOutput(_Item):
     """The tool's name, when the format carries it (Chat ``name`` on tool messages)."""
     is_error: bool | None = None
     """Anthropic's ``is_error`` flag on a tool result, when given."""
+    extra: dict[str, Any] | None = None
+    """Provider fields compactkit does not model (``status``, ``cache_control``, …)."""
 
     @property
     def text(self) -> str:
