@@ -63,7 +63,21 @@ class BudgetError(CompactkitError):
 
 
 class SummarizationError(CompactkitError):
-    """The summarizer failed after its retries, or its answer failed validation."""
+    """The summarizer failed after its retries, or its answer failed validation.
+
+    Attributes:
+        transient: Whether trying again later may succeed (rate limit, timeout, 5xx, lost
+            connection). Permanent failures (bad request, authentication, an unusable answer)
+            are never retried.
+        retry_after: The wait in seconds the server asked for (``Retry-After``), when it did.
+    """
+
+    def __init__(
+        self, message: str, *, transient: bool = False, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.transient = transient
+        self.retry_after = retry_after
 
 
 class StorageError(CompactkitError):
