@@ -1,0 +1,211 @@
+"""The SQL schema of ``SQLMemory`` and ``SQLSessionStore``, and its forward migrations.
+
+Four tables, every name starting with the table prefix (``compactkit_`` by default)::
+
+    <prefix>schema_version   one row per applied migration (version, applied_at)
+    <prefix>sessions         one row per session: version counters, next seq, summary,
+                             the store's saved state (JSON), timestamps
+    <prefix>items            one row per stored item: (session_id, seq) primary key, kind,
+                             call id, original payload (JSON), the replacement a compaction
+                             put in its place, pin, status active/archived, order in the
+                             active window, the compaction that archived or created it
+    <prefix>compactions      one row per applied or failed compaction: strategy, model, prompt
+                             version, archived seq range, tokens and items before/after,
+                             outcome, error, what undo needs, timestamps
+
+Migrations: ``MIGRATIONS[n - 1]`` brings a database from schema version ``n - 1`` to ``n``. They
+run in order, each with its version row in the same transaction, under a lock (PostgreSQL: an
+advisory lock; SQLite: ``BEGIN IMMEDIATE``), so workers starting together migrate once. A
+database newer than this compactkit is refused rather than misread. The ``Table`` objects below
+describe the newest version; when a migration changes a table, freeze the older definition inside
+the migration that created it.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Connection,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    func,
+    insert,
+    inspect,
+    select,
+)
+
+from compactkit.errors import ConfigError, StorageError
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Tables", "migrate", "tables", "validate_prefix"]
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_MAX_PREFIX = 40  # PostgreSQL truncates identifiers at 63 bytes; leave room for index names
+
+# SQLite makes only an INTEGER PRIMARY KEY an alias of the rowid (and so autoincrementing).
+_ID = BigInteger().with_variant(Integer(), "sqlite")
+
+
+def validate_prefix(prefix: str) -> str:
+    """Return ``prefix`` if it is a safe SQL identifier prefix.
+
+    Raises:
+        ConfigError: it is not letters, digits and underscores starting with a letter or an
+            underscore, or it is longer than 40 characters.
+    """
+    if not isinstance(prefix, str) or not _IDENTIFIER.match(prefix) or len(prefix) > _MAX_PREFIX:
+        raise ConfigError(
+            f"table_prefix {prefix!r} is not a valid SQL identifier prefix: use letters, digits "
+            f"and underscores, starting with a letter or an underscore, at most {_MAX_PREFIX} "
+            "characters (for example 'compactkit_')"
+        )
+    return prefix
+
+
+@dataclass(frozen=True)
+class Tables:
+    """The tables of one prefix."""
+
+    prefix: str
+    metadata: MetaData
+    schema_version: Table
+    sessions: Table
+    items: Table
+    compactions: Table
+
+
+_TABLES: dict[str, Tables] = {}
+
+
+def tables(prefix: str) -> Tables:
+    """The ``Table`` objects for ``prefix`` (validated, built once per prefix)."""
+    found = _TABLES.get(prefix)
+    if found is not None:
+        return found
+    validate_prefix(prefix)
+    metadata = MetaData()
+    when = DateTime(timezone=True)
+    schema_version = Table(
+        f"{prefix}schema_version",
+        metadata,
+        Column("version", Integer, primary_key=True, autoincrement=False),
+        Column("applied_at", when, nullable=False),
+    )
+    sessions = Table(
+        f"{prefix}sessions",
+        metadata,
+        Column("id", String(255), primary_key=True),
+        # Bumped by every write; what apply() checks a compaction result against.
+        Column("version", BigInteger, nullable=False),
+        # Bumped by every write that is not an append (compaction, undo, restore, clear, pin):
+        # a reader whose cached window has the same window_version only fetches newer rows.
+        Column("window_version", BigInteger, nullable=False),
+        Column("next_seq", BigInteger, nullable=False),
+        Column("summary", Text, nullable=False),
+        Column("state", Text, nullable=True),  # SQLSessionStore's SessionState JSON
+        Column("created_at", when, nullable=False),
+        Column("updated_at", when, nullable=False),
+    )
+    compactions = Table(
+        f"{prefix}compactions",
+        metadata,
+        Column("id", _ID, primary_key=True, autoincrement=True),
+        Column("session_id", String(255), ForeignKey(sessions.c.id), nullable=False),
+        Column("strategy", String(255), nullable=False),
+        Column("model", String(255), nullable=True),
+        Column("prompt_version", String(255), nullable=True),
+        Column("first_seq", BigInteger, nullable=True),
+        Column("last_seq", BigInteger, nullable=True),
+        Column("archived", Integer, nullable=False),
+        Column("items_before", Integer, nullable=False),
+        Column("items_after", Integer, nullable=False),
+        Column("tokens_before", Integer, nullable=True),
+        Column("tokens_after", Integer, nullable=True),
+        Column("outcome", String(16), nullable=False),
+        Column("error", Text, nullable=True),
+        Column("details", Text, nullable=True),  # CompactStats.details as JSON
+        Column("undo", Text, nullable=True),  # the summary and window before (JSON)
+        Column("undone_at", when, nullable=True),
+        Column("created_at", when, nullable=False),
+        Index(f"{prefix}compactions_session", "session_id", "id"),
+    )
+    items = Table(
+        f"{prefix}items",
+        metadata,
+        Column("session_id", String(255), ForeignKey(sessions.c.id), primary_key=True),
+        Column("seq", BigInteger, primary_key=True, autoincrement=False),
+        Column("kind", String(32), nullable=False),
+        Column("call_id", String(255), nullable=True),
+        Column("payload", Text, nullable=False),  # the item as first stored (no seq, no pin)
+        Column("replacement", Text, nullable=True),  # its active form after a compaction
+        Column("pinned", Boolean, nullable=False),
+        Column("status", String(16), nullable=False),  # "active" | "archived"
+        Column("position", BigInteger, nullable=True),  # order in the active window
+        Column("archived_by", _ID, ForeignKey(compactions.c.id), nullable=True),
+        Column("created_by", _ID, ForeignKey(compactions.c.id), nullable=True),
+        Column("created_at", when, nullable=False),
+        Index(f"{prefix}items_window", "session_id", "status", "position"),
+        Index(f"{prefix}items_call", "session_id", "call_id"),
+    )
+    found = Tables(prefix, metadata, schema_version, sessions, items, compactions)
+    _TABLES[prefix] = found
+    return found
+
+
+def _v1_create_tables(conn: Connection, t: Tables) -> None:
+    for table in (t.sessions, t.compactions, t.items):
+        table.create(conn)
+
+
+Migration = Callable[[Connection, Tables], None]
+
+MIGRATIONS: list[Migration] = [_v1_create_tables]
+"""The forward migrations, in order: entry ``n - 1`` brings version ``n - 1`` to ``n``."""
+
+SCHEMA_VERSION = len(MIGRATIONS)
+"""The schema version this compactkit writes and the newest it reads."""
+
+
+def migrate(conn: Connection, t: Tables) -> int:
+    """Bring the schema of prefix ``t.prefix`` to the newest version inside ``conn``'s (write)
+    transaction; returns the version found before.
+
+    Raises:
+        StorageError: the database holds a newer schema than this compactkit knows.
+    """
+    if conn.dialect.name == "postgresql":  # serialise concurrent first starts (DDL races)
+        conn.execute(select(func.pg_advisory_xact_lock(zlib.crc32(t.prefix.encode()))))
+    if not inspect(conn).has_table(t.schema_version.name):
+        t.schema_version.create(conn)
+    found = conn.execute(select(func.max(t.schema_version.c.version))).scalar() or 0
+    if found > len(MIGRATIONS):
+        raise StorageError(
+            f"the tables with prefix {t.prefix!r} have schema version {found}, newer than this "
+            f"compactkit knows ({len(MIGRATIONS)}); upgrade compactkit to use them"
+        )
+    for version in range(found + 1, len(MIGRATIONS) + 1):
+        MIGRATIONS[version - 1](conn, t)
+        conn.execute(
+            insert(t.schema_version).values(version=version, applied_at=datetime.now(timezone.utc))
+        )
+    return int(found)
+
+
+def schema_version(conn: Connection, t: Tables) -> int | None:
+    """The schema version of prefix ``t.prefix`` in the database; ``None`` when absent."""
+    if not inspect(conn).has_table(t.schema_version.name):
+        return None
+    return int(conn.execute(select(func.max(t.schema_version.c.version))).scalar() or 0)
