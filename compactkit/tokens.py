@@ -26,7 +26,7 @@ import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -45,13 +45,14 @@ from compactkit.items import (
     TextPart,
     Tool,
 )
+from compactkit.profiles import ModelProfile, ProfileRegistry, ToolSchemaRules, default_registry
 
 __all__ = [
     "EstimateCounter",
     "TiktokenCounter",
     "TokenCount",
     "TokenCounter",
-    "ToolRules",
+    "counter_for",
     "get_encoding",
     "image_tokens",
 ]
@@ -137,18 +138,6 @@ def _bundled_rank_file(name: str) -> Path:
     if spec is None or spec.origin is None:
         raise FileNotFoundError(f"bpe_openai/data/{name}.tiktoken.gz")
     return Path(spec.origin).parent / "data" / f"{name}.tiktoken.gz"
-
-
-@dataclass(frozen=True)
-class ToolRules:
-    """The cookbook's tool-schema formula constants (see ``TiktokenCounter.count_tools``)."""
-
-    func_init: int = 7
-    prop_init: int = 3
-    prop_key: int = 3
-    enum_init: int = -3
-    enum_item: int = 3
-    func_end: int = 12
 
 
 @dataclass(frozen=True)
@@ -278,7 +267,7 @@ class TiktokenCounter(_BaseCounter):
         tokens_per_message: int = 3,
         tokens_per_name: int = 1,
         reply_priming: int = 3,
-        tool_rules: ToolRules | None = None,
+        tool_rules: ToolSchemaRules | None = None,
         verified: bool = True,
     ) -> None:
         super().__init__()
@@ -288,7 +277,7 @@ class TiktokenCounter(_BaseCounter):
         self.tokens_per_message = tokens_per_message
         self.tokens_per_name = tokens_per_name
         self.reply_priming = reply_priming
-        self.tool_rules = tool_rules or ToolRules()
+        self.tool_rules = tool_rules or ToolSchemaRules()
         self.verified = verified
         self._role_tokens: dict[str, int] = {}
 
@@ -454,6 +443,36 @@ class EstimateCounter(_BaseCounter):
     def _tools_approximation(self, tools: Sequence[Tool]) -> list[str]:
         return ["no local tokenizer for this model: character-based estimate"] if tools else []
 
+
+def counter_for(model: str, *, registry: ProfileRegistry | None = None) -> TokenCounter:
+    """The counter for ``model``, built from its profile (exact where the profile says so).
+
+    Raises:
+        ConfigError: the model has no profile and the registry has no default.
+        EncodingUnavailableError: the profile's encoding is not installed.
+    """
+    return _counter_for_profile((registry or default_registry()).get(model))
+
+
+@lru_cache(maxsize=64)
+def _counter_for_profile(profile: ModelProfile) -> TokenCounter:
+    # One counter per profile, so every caller shares its per-item cache.
+    if profile.encoding is None:
+        assert profile.chars_per_token is not None  # a profile invariant
+        return EstimateCounter(profile.chars_per_token, model=profile.name)
+    rules = profile.message_rules
+    return TiktokenCounter(
+        profile.encoding,
+        model=profile.name,
+        tokens_per_message=rules.tokens_per_message if rules else 3,
+        tokens_per_name=rules.tokens_per_name if rules else 1,
+        reply_priming=rules.reply_priming if rules else 3,
+        tool_rules=profile.tool_rules,
+        verified=profile.exact,
+    )
+
+
+ToolRules = ToolSchemaRules  # transitional alias; removed once every caller uses ToolSchemaRules
 
 _NESTED_KEYS = ("properties", "items", "anyOf", "oneOf", "allOf", "$ref")
 

@@ -11,10 +11,11 @@ import pytest
 
 from compactkit.formats.chat import chat_to_items, tools_from_chat
 from compactkit.items import FunctionCall, FunctionCallOutput, ImagePart, Message, TextPart, Tool
+from compactkit.profiles import ToolSchemaRules
 from compactkit.tokens import (
     EstimateCounter,
     TiktokenCounter,
-    ToolRules,
+    counter_for,
     get_encoding,
     image_tokens,
 )
@@ -57,7 +58,7 @@ def test_cookbook_tools_example_matches_the_api(
     encoding: str, func_init: int, expected: int
 ) -> None:
     example = COOKBOOK["tools_example"]
-    counter = TiktokenCounter(encoding, tool_rules=ToolRules(func_init=func_init))
+    counter = TiktokenCounter(encoding, tool_rules=ToolSchemaRules(func_init=func_init))
     count = counter.count(
         chat_to_items(example["messages"]), tools=tools_from_chat(example["tools"])
     )
@@ -137,3 +138,31 @@ def test_cache_makes_recount_cost_only_new_items() -> None:
     items.append(Message(role="assistant", content="new"))
     counter.count(items)
     assert priced == [items[-1]]
+
+
+@pytest.mark.usefixtures("offline")
+@pytest.mark.parametrize(
+    ("model", "chat", "tools"),
+    [
+        ("gpt-3.5-turbo", 129, 105),
+        ("gpt-4", 129, 105),
+        ("gpt-4o", 124, 101),
+        ("gpt-4o-mini", 124, 101),
+    ],
+)
+def test_counter_for_model_reproduces_the_api(model: str, chat: int, tools: int) -> None:
+    counter = counter_for(model)
+    assert counter.count(chat_to_items(COOKBOOK["chat_example"]["messages"])).tokens == chat
+    example = COOKBOOK["tools_example"]
+    count = counter.count(
+        chat_to_items(example["messages"]), tools=tools_from_chat(example["tools"])
+    )
+    assert (count.tokens, count.exact) == (tools, True)
+
+
+def test_models_without_verified_rules_are_labelled() -> None:
+    items = chat_to_items(COOKBOOK["chat_example"]["messages"])
+    assert not counter_for("gpt-5").count(items).exact
+    estimate = counter_for("claude-sonnet-4-5").count(items)
+    assert not estimate.exact
+    assert estimate.encoding is None
