@@ -151,6 +151,9 @@ _TRIM_NOTE = re.compile(r"^_?Note: (\d+) older entr(?:y was|ies were) trimmed\b.
 _LEADING_CODE = re.compile(r"^`([^`]+)`")
 _VALUE = re.compile(r"^`(?P<name>[^`]+)` = (?P<value>.*?)(?: \((?P<status>current|superseded)\))?$")
 _BULLET = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
+_OMITTED = re.compile(r"^(\d+) earlier omitted$")
+_MAX_DETAILS = 6  # per keyed entry (a file edited fifty times keeps its six latest edits)
+_MAX_SUPERSEDED = 3  # per value name
 
 
 def _normalise_heading(text: str) -> str:
@@ -298,14 +301,17 @@ class SummaryDocument:
 
         * ``files_read``, ``files_modified``, ``identifiers``: one entry per leading `` `key` ``;
           a newer entry for a known key adds its new details (after " — ", "; "-separated) to
-          the existing entry, in place;
+          the existing entry, in place, keeping the newest six ("N earlier omitted" counts the
+          rest);
         * ``values``: one *current* entry per `` `name` ``; a newer value marks the current one
-          ``(superseded)`` and is appended as ``(current)``;
+          ``(superseded)`` and is appended as ``(current)``; the newest three superseded values
+          per name are kept, older ones count as trimmed;
         * ``state``, ``next_steps``: replaced by ``other``'s when it has any (they describe
           now, not history);
         * every other section, and unknown ones: appended.
         """
         sections: dict[SectionKey, tuple[str, ...]] = dict(self.sections)
+        trimmed = self.trimmed + other.trimmed
         for key in _KEYS:
             new = [_clean(e) for e in other.entries(key)]
             new = [e for e in new if e]
@@ -314,7 +320,9 @@ class SummaryDocument:
             if key in _REPLACED:
                 sections[key] = tuple(_append_unique(key, [], new))
             elif key == "values":
-                sections[key] = tuple(_merge_values(list(self.entries(key)), new))
+                values, dropped = _merge_values(list(self.entries(key)), new)
+                sections[key] = tuple(values)
+                trimmed += dropped
             elif key in _KEYED:
                 sections[key] = tuple(_merge_keyed(key, list(self.entries(key)), new))
             else:
@@ -327,7 +335,7 @@ class SummaryDocument:
         return SummaryDocument(
             sections={k: v for k, v in sections.items() if v},
             extra={k: v for k, v in extra.items() if v},
-            trimmed=self.trimmed + other.trimmed,
+            trimmed=trimmed,
         )
 
     def trim_to(self, cap_tokens: int, counter: TokenCounter) -> SummaryDocument:
@@ -415,11 +423,24 @@ def _merge_keyed(section: SectionKey, existing: list[str], new: Iterable[str]) -
         _, more = _split_details(entry)
         folded = {" ".join(d.split()).casefold() for d in details}
         details += [d for d in more if " ".join(d.split()).casefold() not in folded]
-        existing[position] = f"{head} — {'; '.join(details)}" if details else head
+        existing[position] = f"{head} — {'; '.join(_bounded(details))}" if details else head
     return existing
 
 
-def _merge_values(existing: list[str], new: Iterable[str]) -> list[str]:
+def _bounded(details: list[str]) -> list[str]:
+    """At most ``_MAX_DETAILS`` details per keyed entry: the newest, after a count of the rest."""
+    omitted = 0
+    match = _OMITTED.match(details[0]) if details else None
+    if match:
+        omitted, details = int(match.group(1)), details[1:]
+    if len(details) <= _MAX_DETAILS:
+        return ([f"{omitted} earlier omitted"] if omitted else []) + details
+    omitted += len(details) - _MAX_DETAILS
+    return [f"{omitted} earlier omitted", *details[-_MAX_DETAILS:]]
+
+
+def _merge_values(existing: list[str], new: Iterable[str]) -> tuple[list[str], int]:
+    """Values merged (see ``merge``), and how many old superseded values were dropped."""
     for entry in new:
         match = _VALUE.match(entry)
         if match is None:
@@ -438,9 +459,19 @@ def _merge_values(existing: list[str], new: Iterable[str]) -> list[str]:
                 kept.append(old)
             elif old_match.group("value") == value:
                 continue  # the new current entry replaces it (or its superseded twin)
-            elif (old_match.group("status") or "current") == "current":
-                kept.append(f"`{name}` = {old_match.group('value')} (superseded)")
             else:
-                kept.append(old)
-        existing = _append_unique("values", kept, [line])
-    return existing
+                kept.append(f"`{name}` = {old_match.group('value')} (superseded)")
+        existing = _append_unique("values", [], [*kept, line])
+    # Keep the newest few superseded values per name; older ones are counted as trimmed.
+    seen: dict[str, int] = {}
+    out: list[str] = []
+    dropped = 0
+    for entry in reversed(existing):
+        match = _VALUE.match(entry)
+        if match and match.group("status") == "superseded":
+            count = seen[match.group("name")] = seen.get(match.group("name"), 0) + 1
+            if count > _MAX_SUPERSEDED:
+                dropped += 1
+                continue
+        out.append(entry)
+    return out[::-1], dropped

@@ -1,0 +1,202 @@
+"""What every compressor shares: what may never be folded, where to cut, what a result counts.
+
+A snapshot's items are read as ``instructions + groups``: the leading system/developer messages
+(never altered), then atomic groups (``group_items``). A group is *protected* when it holds a
+pinned item, the latest user input, or a call still waiting for its output; protected groups are
+always kept. A compressor keeps the protected groups plus one contiguous suffix of the newest
+groups and folds the rest, so the result has the projector's shape and no group is ever split.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from compactkit.groups import Group, group_items
+from compactkit.items import FunctionCallOutput, Item, Message, Tool
+from compactkit.snapshot import (
+    CompactResult,
+    CompactStats,
+    MemorySnapshot,
+    leading_instructions,
+    summary_message,
+)
+from compactkit.tokens import TiktokenCounter, TokenCounter
+
+
+def default_counter() -> TokenCounter:
+    """The counter compressors use when none is given (gpt-4o's o200k_base rules)."""
+    return TiktokenCounter("o200k_base")
+
+
+def request_tokens(
+    snapshot: MemorySnapshot, counter: TokenCounter, tools: Sequence[Tool] = ()
+) -> int:
+    """Tokens of the whole request a snapshot makes: instructions, summary message,
+    conversation, tool schemas and reply priming (``render_items`` + overhead)."""
+    count = counter.count_item
+    return sum(count(i) for i in snapshot.render_items()) + counter.count_overhead(tools)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A snapshot's items split into instructions and groups, with what is protected."""
+
+    items: tuple[Item, ...]
+    """The snapshot's items."""
+    lead: int
+    """How many leading items are the instructions."""
+    groups: tuple[Group, ...]
+    """The groups after the instructions, oldest first (indices into ``items``)."""
+    protected: tuple[str | None, ...]
+    """Per group: why it may never be folded (``"pinned items"``, …), or ``None``."""
+
+    @classmethod
+    def of(cls, items: Sequence[Item]) -> Layout:
+        """The layout of ``items``."""
+        items = tuple(items)
+        lead = leading_instructions(items)
+        groups = tuple(group_items(items, lead))
+        latest_user = next(
+            (
+                i
+                for i in range(len(items) - 1, lead - 1, -1)
+                if isinstance(items[i], Message) and items[i].role == "user"  # type: ignore[union-attr]
+            ),
+            None,
+        )
+        protected: list[str | None] = []
+        for group in groups:
+            reason = None
+            if latest_user is not None and group.start <= latest_user < group.stop:
+                reason = "latest user input"
+            elif group.pending:
+                reason = "pending calls"
+            elif any(item.pinned for item in group.slice(items)):
+                reason = "pinned items"
+            protected.append(reason)
+        return cls(items, lead, groups, tuple(protected))
+
+    def tokens(self, group: Group, counter: TokenCounter) -> int:
+        """Tokens of one group's items."""
+        return sum(counter.count_item(i) for i in group.slice(self.items))
+
+    def cut(self, keep: Callable[[int, Group], bool]) -> int:
+        """The index of the oldest group of the kept suffix.
+
+        Walks the unprotected groups newest first and stops at the first one ``keep(position,
+        group)`` refuses (``position`` counts kept unprotected groups, 0 for the newest); every
+        unprotected group older than the returned index is folded.
+        """
+        position = 0
+        for index in range(len(self.groups) - 1, -1, -1):
+            if self.protected[index] is not None:
+                continue
+            if not keep(position, self.groups[index]):
+                return index + 1
+            position += 1
+        return 0
+
+    def split(self, first_kept: int) -> tuple[list[Item], list[Item]]:
+        """``(kept, folded)`` items when every unprotected group before ``first_kept`` folds."""
+        kept = list(self.items[: self.lead])
+        folded: list[Item] = []
+        for index, group in enumerate(self.groups):
+            target = folded if index < first_kept and self.protected[index] is None else kept
+            target.extend(group.slice(self.items))
+        return kept, folded
+
+    @cached_property
+    def fixed_items(self) -> list[Item]:
+        """The items no compressor may fold: the instructions and every protected group."""
+        fixed = list(self.items[: self.lead])
+        for group, reason in zip(self.groups, self.protected, strict=True):
+            if reason is not None:
+                fixed.extend(group.slice(self.items))
+        return fixed
+
+
+def irreducible(
+    snapshot: MemorySnapshot, counter: TokenCounter, tools: Sequence[Tool] = ()
+) -> list[tuple[str, int]]:
+    """The parts of a request no compressor can shrink, with their tokens (non-empty parts)."""
+    layout = Layout.of(snapshot.items)
+    count = counter.count_item
+    parts: dict[str, int] = {
+        "system instructions": sum(count(i) for i in snapshot.items[: layout.lead])
+    }
+    for group, reason in zip(layout.groups, layout.protected, strict=True):
+        if reason is not None:
+            parts[reason] = parts.get(reason, 0) + layout.tokens(group, counter)
+    if snapshot.summary:
+        parts["summary"] = count(summary_message(snapshot.summary))
+    parts["tool schemas and reply priming"] = counter.count_overhead(tools)
+    return [(name, tokens) for name, tokens in parts.items() if tokens]
+
+
+def folded_items(before: Sequence[Item], after: Sequence[Item]) -> tuple[list[Item], int]:
+    """Input items no longer in the output (by identity), and how many of them were replaced
+    in place (a tool output whose call id is still answered, e.g. by a masking placeholder)."""
+    present = {id(item) for item in after}
+    answered = {i.call_id for i in after if isinstance(i, FunctionCallOutput)}
+    folded = [item for item in before if id(item) not in present]
+    replaced = sum(1 for i in folded if isinstance(i, FunctionCallOutput) and i.call_id in answered)
+    return folded, replaced
+
+
+def result(
+    name: str,
+    before: MemorySnapshot,
+    after: MemorySnapshot | None,
+    counter: TokenCounter,
+    tools: Sequence[Tool] = (),
+    *,
+    tokens_before: int | None = None,
+    details: dict[str, Any] | None = None,
+    error: str | None = None,
+    cause: BaseException | None = None,
+) -> CompactResult:
+    """The ``CompactResult`` of turning ``before`` into ``after``.
+
+    ``after=None`` (or a snapshot equal to ``before``) gives ``unchanged``, or ``failed`` when
+    ``error`` is set; the input snapshot itself is returned then.
+    """
+    tokens_before = (
+        request_tokens(before, counter, tools) if tokens_before is None else tokens_before
+    )
+    details = dict(details or {})
+    if after is None or (after.items == before.items and after.summary == before.summary):
+        return CompactResult(
+            snapshot=before,
+            outcome="failed" if error else "unchanged",
+            error=error,
+            cause=cause,
+            stats=CompactStats(
+                compressor=name,
+                tokens_before=tokens_before,
+                tokens_after=tokens_before,
+                items_before=len(before.items),
+                items_after=len(before.items),
+                details=details,
+            ),
+        )
+    folded, replaced = folded_items(before.items, after.items)
+    if replaced:
+        details.setdefault("replaced", replaced)
+    return CompactResult(
+        snapshot=after,
+        folded=tuple(folded),
+        outcome="compacted",
+        error=error,
+        cause=cause,
+        stats=CompactStats(
+            compressor=name,
+            tokens_before=tokens_before,
+            tokens_after=request_tokens(after, counter, tools),
+            items_before=len(before.items),
+            items_after=len(after.items),
+            details=details,
+        ),
+    )

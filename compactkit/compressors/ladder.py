@@ -1,0 +1,181 @@
+"""``LadderCompressor``: cheap to expensive, re-counting after each step, until the target fits.
+
+The default ladder is::
+
+    mask (old bulky tool outputs → placeholders, oldest first, only as many as needed)
+    → digest (fold old groups into the exact-fact digest, keeping what fits the target)
+    → summary (an LLM summary, only when one is given with ``summary=``)
+    → window (drop the oldest groups; the last resort, it forgets what it drops)
+
+After every step the whole request is counted again (instructions, summary message,
+conversation, tool schemas, reply priming) and the ladder stops as soon as it fits
+``target_tokens``. A step that fails (a dead summarizer) is skipped and the next one runs; when
+a later step reaches the target the outcome is ``fallback`` and ``error`` says what failed.
+
+All or nothing: when no step can reach the target — the instructions, the summary, the latest
+user input, pinned items and pending calls are never reduced — the outcome is ``failed``, the
+error names those parts and their sizes, and **the input snapshot is returned unchanged**: a
+ladder that cannot meet its target loses nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from compactkit.compressors._plan import (
+    default_counter,
+    irreducible,
+    request_tokens,
+    result,
+)
+from compactkit.compressors.base import MemoryCompressor
+from compactkit.compressors.digest import DigestCompressor
+from compactkit.compressors.masking import MaskingCompressor
+from compactkit.compressors.window import WindowedCompressor
+from compactkit.errors import ConfigError
+from compactkit.items import FunctionCallOutput, Tool
+from compactkit.snapshot import CompactResult, MemorySnapshot
+from compactkit.tokens import TokenCounter
+
+__all__ = ["LadderCompressor"]
+
+
+@dataclass(frozen=True)
+class LadderCompressor:
+    """Run compressors cheap → expensive until the whole request fits ``target_tokens``.
+
+    Args:
+        target_tokens: The whole-request size to get under.
+        steps: The compressors to run, in order; default mask → digest → (``summary``) →
+            window, each sized from the target.
+        summary: An LLM summary compressor to run after the digest (ignored with ``steps``).
+        keep_last_groups: Groups the default masking step never masks.
+        summary_cap_tokens: The default digest's summary ceiling (default: derived from the
+            target, see ``DigestCompressor``).
+        counter: Counts tokens the way the model's API bills them (default: o200k_base).
+        tools: The tool schemas sent with the request (they count toward the target).
+
+    Raises:
+        ConfigError: a target below 1 or an empty ``steps``.
+    """
+
+    target_tokens: int
+    steps: Sequence[MemoryCompressor] | None = None
+    summary: MemoryCompressor | None = None
+    keep_last_groups: int = 10
+    summary_cap_tokens: int | None = None
+    counter: TokenCounter = field(default_factory=default_counter)
+    tools: Sequence[Tool] = ()
+
+    name = "ladder"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.target_tokens, bool) or self.target_tokens < 1:
+            raise ConfigError(f"target_tokens must be positive, got {self.target_tokens!r}")
+        if self.steps is not None and not self.steps:
+            raise ConfigError("steps must hold at least one compressor (or be None)")
+
+    def rungs(self) -> list[MemoryCompressor]:
+        """The compressors this ladder runs, in order."""
+        if self.steps is not None:
+            return list(self.steps)
+        common: dict[str, Any] = {"counter": self.counter, "tools": self.tools}
+        rungs: list[MemoryCompressor] = [
+            MaskingCompressor(
+                keep_last_groups=self.keep_last_groups, target_tokens=self.target_tokens, **common
+            ),
+            DigestCompressor(
+                target_tokens=self.target_tokens,
+                summary_cap_tokens=self.summary_cap_tokens,
+                **common,
+            ),
+        ]
+        if self.summary is not None:
+            rungs.append(self.summary)
+        rungs.append(WindowedCompressor(max_tokens=self.target_tokens, **common))
+        return rungs
+
+    def compress(self, snapshot: MemorySnapshot) -> CompactResult:
+        """Climb the ladder; never raises for run time (a failing step is recorded, skipped)."""
+        counter, target = self.counter, self.target_tokens
+        before = request_tokens(snapshot, counter, self.tools)
+        details: dict[str, Any] = {"target_tokens": target, "steps": []}
+        if before <= target:
+            details["target_met"] = True
+            return result(
+                self.name,
+                snapshot,
+                None,
+                counter,
+                self.tools,
+                tokens_before=before,
+                details=details,
+            )
+        originals = {i.call_id: i for i in snapshot.items if isinstance(i, FunctionCallOutput)}
+        current, tokens = snapshot, before
+        used: list[str] = []
+        failures: list[tuple[str, str, BaseException | None]] = []
+        for step in self.rungs():
+            label = str(getattr(step, "name", type(step).__name__))
+            try:
+                with_originals = getattr(step, "compress_with_originals", None)
+                if callable(with_originals):
+                    outcome: CompactResult = with_originals(current, originals)
+                else:
+                    outcome = step.compress(current)
+            except Exception as exc:  # a step breaking its contract must not lose the input
+                failures.append((label, f"{type(exc).__name__}: {exc}", exc))
+                details["steps"].append({"step": label, "outcome": "failed", "error": str(exc)})
+                continue
+            record = {"step": label, "outcome": outcome.outcome, **outcome.stats.details}
+            if outcome.outcome == "failed":
+                failures.append((label, outcome.error or "failed", outcome.cause))
+                record["error"] = outcome.error
+            elif outcome.changed:
+                current = outcome.snapshot
+                tokens = request_tokens(current, counter, self.tools)
+                used.append(label)
+            record["tokens_after"] = tokens
+            details["steps"].append(record)
+            if tokens <= target:
+                break
+        details["target_met"] = tokens <= target
+        if tokens > target:
+            parts = sorted(irreducible(current, counter, self.tools), key=lambda p: -p[1])
+            listing = ", ".join(f"{name} ({size:,} tokens)" for name, size in parts)
+            error = (
+                f"cannot reach target {target:,} tokens: {tokens:,} remain after "
+                f"{', '.join(used) or 'every step'}; what cannot be reduced: {listing}"
+            )
+            if failures:
+                error += "; " + "; ".join(f"{name} failed: {why}" for name, why, _ in failures)
+            details["irreducible"] = dict(parts)
+            cause = failures[-1][2] if failures else None
+            return result(
+                self.name,
+                snapshot,
+                None,
+                counter,
+                self.tools,
+                tokens_before=before,
+                details=details,
+                error=error,
+                cause=cause,
+            )
+        done = result(
+            f"{self.name}>{'+'.join(used)}",
+            snapshot,
+            current,
+            counter,
+            self.tools,
+            tokens_before=before,
+            details=details,
+        )
+        if failures:
+            error = "; ".join(f"{name} failed: {why}" for name, why, _ in failures)
+            return done.model_copy(
+                update={"outcome": "fallback", "error": error, "cause": failures[-1][2]}
+            )
+        return done

@@ -1,0 +1,130 @@
+"""``MaskingCompressor``: observation masking — old bulky tool outputs become placeholders.
+
+JetBrains' "Complexity Trap" (NeurIPS 2025 DL4C) found that replacing tool outputs older than the
+last few turns with a one-line placeholder roughly halves an agent's cost and matches LLM
+summarization on solve rate. Every call and every assistant message stays; only the *outputs*
+older than the last ``keep_last_groups`` groups are replaced. A placeholder keeps the output's
+``call_id``, ``seq`` and other fields (so the tool-call pairing stays valid and a memory knows
+which stored item it stands for), names the tool and the size it replaces, and keeps the last
+error line so that a masked failure still reads as one.
+
+The originals are reported in ``CompactResult.folded`` (they left the active history; their
+placeholders took their place) — a memory keeps them in its history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from compactkit.compressors._facts import last_error
+from compactkit.compressors._plan import Layout, default_counter, request_tokens, result
+from compactkit.errors import ConfigError
+from compactkit.items import FunctionCall, FunctionCallOutput, Item, Tool
+from compactkit.snapshot import CompactResult, MemorySnapshot
+from compactkit.tokens import TokenCounter
+
+__all__ = ["MASK_PREFIX", "MaskingCompressor", "is_masked", "mask_output"]
+
+MASK_PREFIX = "[masked output of "
+"""How every placeholder's text starts (``is_masked`` checks it)."""
+
+
+def mask_output(
+    output: FunctionCallOutput, *, tool: str | None = None, tokens: int | None = None
+) -> FunctionCallOutput:
+    """The placeholder standing in for ``output``: same ``call_id``, ``seq`` and fields, text
+    naming the tool and the size replaced, plus the output's last error line if it had one::
+
+        [masked output of run_tests (call_id call_7): 2,140 tokens, 212 lines; last error:
+        AssertionError: 3 != 5. Call the tool again to see it.]
+    """
+    text = output.text
+    tool = tool or output.name or "a tool"
+    size = [f"{tokens:,} tokens"] if tokens is not None else []
+    lines = text.count("\n") + 1 if text else 0
+    size.append(f"{lines:,} line{'s' if lines != 1 else ''}")
+    note = f"{MASK_PREFIX}{tool} (call_id {output.call_id}): {', '.join(size)}"
+    error = last_error(text)
+    if error:
+        note += f"; last error: {error}"
+    return output.model_copy(update={"output": note + ". Call the tool again to see it.]"})
+
+
+def is_masked(item: Item) -> bool:
+    """Whether ``item`` is a masking placeholder."""
+    return isinstance(item, FunctionCallOutput) and item.text.startswith(MASK_PREFIX)
+
+
+@dataclass(frozen=True)
+class MaskingCompressor:
+    """Replace tool outputs older than the last ``keep_last_groups`` groups with placeholders.
+
+    Args:
+        keep_last_groups: Outputs in the newest this-many groups (plus protected groups:
+            pinned items, the latest user input, pending calls) are never masked. JetBrains
+            used 10 turns for SWE-agent; scaffolds with many small steps need more.
+        min_tokens: Outputs at or below this size are left alone (a placeholder would not save
+            enough to lose them).
+        target_tokens: When given, mask oldest first only until the whole request fits this
+            many tokens; otherwise mask every eligible output.
+        counter: Counts tokens the way the model's API bills them (default: o200k_base).
+        tools: The tool schemas sent with the request (they count toward ``target_tokens``).
+
+    Raises:
+        ConfigError: a negative ``keep_last_groups`` or ``min_tokens``, or a target below 1.
+    """
+
+    keep_last_groups: int = 10
+    min_tokens: int = 100
+    target_tokens: int | None = None
+    counter: TokenCounter = field(default_factory=default_counter)
+    tools: Sequence[Tool] = ()
+
+    name = "mask"
+
+    def __post_init__(self) -> None:
+        if self.keep_last_groups < 0:
+            raise ConfigError(f"keep_last_groups must be >= 0, got {self.keep_last_groups!r}")
+        if self.min_tokens < 0:
+            raise ConfigError(f"min_tokens must be >= 0, got {self.min_tokens!r}")
+        if self.target_tokens is not None and self.target_tokens < 1:
+            raise ConfigError(f"target_tokens must be positive, got {self.target_tokens!r}")
+
+    def compress(self, snapshot: MemorySnapshot) -> CompactResult:
+        """Mask old bulky outputs; never raises for run time."""
+        counter = self.counter
+        layout = Layout.of(snapshot.items)
+        before = request_tokens(snapshot, counter, self.tools)
+        newest_unmasked = layout.cut(lambda position, _group: position < self.keep_last_groups)
+        tool_names = {i.call_id: i.name for i in snapshot.items if isinstance(i, FunctionCall)}
+        items = list(snapshot.items)
+        total = before
+        masked: list[str] = []
+        for index, group in enumerate(layout.groups[:newest_unmasked]):
+            if layout.protected[index] is not None:
+                continue
+            for position in range(group.start, group.stop):
+                if self.target_tokens is not None and total <= self.target_tokens:
+                    break
+                item = items[position]
+                if not isinstance(item, FunctionCallOutput) or is_masked(item):
+                    continue
+                tokens = counter.count_item(item)
+                if tokens <= self.min_tokens:
+                    continue
+                placeholder = mask_output(item, tool=tool_names.get(item.call_id), tokens=tokens)
+                saving = tokens - counter.count_item(placeholder)
+                if saving <= 0:
+                    continue
+                items[position] = placeholder
+                total -= saving
+                masked.append(item.call_id)
+        details: dict[str, object] = {"masked": len(masked), "masked_call_ids": masked}
+        if self.target_tokens is not None:
+            details["target_tokens"] = self.target_tokens
+            details["target_met"] = total <= self.target_tokens
+        after = snapshot.model_copy(update={"items": tuple(items)}) if masked else None
+        return result(
+            self.name, snapshot, after, counter, self.tools, tokens_before=before, details=details
+        )
