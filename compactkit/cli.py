@@ -13,8 +13,14 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from compactkit.errors import CompactkitError, ConfigError
-from compactkit.transcript import Transcript, load_transcript
+from compactkit.errors import BudgetError, CompactkitError, ConfigError
+from compactkit.transcript import (
+    FORMATS,
+    Dropped,
+    Transcript,
+    dump_transcript,
+    load_transcript,
+)
 
 __all__ = ["main"]
 
@@ -59,6 +65,232 @@ _COMMANDS: list[Callable[[Any], None]] = []
 def _command(register: Callable[[Any], None]) -> Callable[[Any], None]:
     _COMMANDS.append(register)
     return register
+
+
+# -- count -----------------------------------------------------------------------------------
+
+
+@_command
+def _register_count(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "count",
+        help="the prompt tokens the model's API bills for this request",
+        description="Print the prompt tokens the model's API bills for this request: messages, "
+        "tool schemas and reply priming.",
+    )
+    _add_transcript_args(parser)
+    parser.add_argument("--model", required=True, help="the model whose billing to count")
+    parser.add_argument(
+        "--json", action="store_true", help="print {tokens, exact, encoding, model, notes}"
+    )
+    parser.set_defaults(handler=_count)
+
+
+def _count(args: argparse.Namespace) -> int:
+    from compactkit.tokens import counter_for
+
+    transcript = _read(args)
+    count = counter_for(args.model).count(transcript.items, tools=transcript.tools)
+    if args.json:
+        _emit_json(
+            {
+                "tokens": count.tokens,
+                "exact": count.exact,
+                "encoding": count.encoding,
+                "model": args.model,
+                "notes": list(count.notes),
+            }
+        )
+    else:
+        sys.stdout.write(f"{count.tokens}\n")
+    return EXIT_OK
+
+
+# -- models ----------------------------------------------------------------------------------
+
+
+@_command
+def _register_models(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "models",
+        help="the model profiles known",
+        description="List the model profiles known (bundled, plus $COMPACTKIT_PROFILES).",
+    )
+    parser.add_argument("--json", action="store_true", help="print a JSON object")
+    parser.set_defaults(handler=_models)
+
+
+def _models(args: argparse.Namespace) -> int:
+    from compactkit.profiles import default_registry
+
+    registry = default_registry()
+    rows = []
+    for profile in registry.profiles:
+        budget = registry.budget_for(profile.name)
+        rows.append(
+            {
+                "name": profile.name,
+                "provider": profile.provider,
+                "context_window": profile.context_window,
+                "max_output": profile.max_output,
+                "input_cap": profile.input_cap,
+                "encoding": profile.encoding,
+                "exact": profile.exact,
+                "counting": profile.counting,
+                "usable_input": budget.usable_input,
+                "source": profile.source,
+            }
+        )
+    if args.json:
+        _emit_json({"models": rows})
+        return EXIT_OK
+    header = ("name", "window", "max out", "input cap", "encoding", "counting")
+    table = [
+        (
+            r["name"],
+            f"{r['context_window']:,}",
+            f"{r['max_output']:,}",
+            f"{r['input_cap']:,}" if r["input_cap"] else "-",
+            r["encoding"] or "(estimate)",
+            r["counting"],
+        )
+        for r in rows
+    ]
+    widths = [max(len(str(row[i])) for row in [header, *table]) for i in range(len(header))]
+    for row in [header, *table]:
+        line = "  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True))
+        sys.stdout.write(line.rstrip() + "\n")
+    return EXIT_OK
+
+
+# -- project -------------------------------------------------------------------------------
+
+
+def _positive_tokens(value: str) -> int:
+    try:
+        tokens = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of tokens, got {value!r}") from None
+    if tokens <= 0:
+        raise argparse.ArgumentTypeError(f"the budget must be positive, got {tokens}")
+    return tokens
+
+
+@_command
+def _register_project(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "project",
+        help="the prompt the projector would send this turn, under the budget",
+        description="Print the prompt the projector would send this turn: what fits the budget "
+        "(default: the model's usable input budget). Never mutates anything.",
+    )
+    _add_transcript_args(parser)
+    parser.add_argument("--model", required=True, help="the model the prompt is for")
+    parser.add_argument(
+        "--budget",
+        type=_positive_tokens,
+        default=None,
+        help="the token ceiling on the whole request (default: the model's usable input)",
+    )
+    parser.add_argument("--json", action="store_true", help="print a JSON object with the report")
+    parser.set_defaults(handler=_project)
+
+
+def _project(args: argparse.Namespace) -> int:
+    from compactkit.items import Message
+    from compactkit.projector import ContextProjector
+    from compactkit.snapshot import MemorySnapshot, is_summary_message
+
+    transcript = _read(args)
+    snapshot = MemorySnapshot.from_items(transcript.items)
+    # A summary read back keeps the role it was written with (it may be a user-side message).
+    marked = [item for item in transcript.items if is_summary_message(item)]
+    role = marked[0].role if marked and isinstance(marked[0], Message) else "system"
+    if role == "assistant":  # a summary may not speak as the model; user-side is the safe side
+        role = "user"
+    options: dict[str, Any] = {"summary_role": role}
+    if args.budget is not None:
+        options["budget"] = args.budget
+    projector = ContextProjector.for_model(args.model, **options)
+    try:
+        projection = projector.project(snapshot, tools=transcript.tools)
+    except BudgetError as exc:
+        if args.json:
+            _emit_json(
+                {"error": str(exc), "part": exc.part, "tokens": exc.tokens, "budget": exc.budget}
+            )
+        _error(str(exc))
+        return EXIT_FAILURE
+    messages = dump_transcript(Transcript(list(projection.items), [], transcript.format))
+    report = projection.report
+    if args.json:
+        _emit_json(
+            {
+                "messages": messages,
+                "tokens": projection.tokens,
+                "budget": projection.budget,
+                "report": {
+                    "kept": report.kept,
+                    "masked": report.masked,
+                    "omitted": report.omitted,
+                    "notes": list(report.notes),
+                },
+            }
+        )
+    else:
+        _emit_json(messages)
+    return EXIT_OK
+
+
+# -- convert ---------------------------------------------------------------------------------
+
+
+def _add_output_format_args(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
+    """``--to FORMAT`` and ``--lossy``, for any command that writes a conversation."""
+    parser.add_argument(
+        "--to",
+        choices=FORMATS,
+        required=required,
+        default=None,
+        help="the output format" + ("" if required else " (default: the input's format)"),
+    )
+    parser.add_argument(
+        "--lossy",
+        action="store_true",
+        help="drop what the output format cannot express (reported on stderr) instead of failing",
+    )
+
+
+def _dump_for_output(transcript: Transcript, args: argparse.Namespace) -> Any:
+    """The transcript as JSON in ``--to``'s format, reporting what ``--lossy`` dropped."""
+
+    def report(dropped: Dropped) -> None:
+        sys.stderr.write(f"compactkit: dropped {dropped}\n")
+
+    return dump_transcript(
+        transcript,
+        to=getattr(args, "to", None),
+        lossy=getattr(args, "lossy", False),
+        on_drop=report,
+    )
+
+
+@_command
+def _register_convert(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "convert",
+        help="the same conversation in another provider's format",
+        description="Print the conversation in another provider's format. What the target "
+        "cannot express is an error (exit 2) unless --lossy drops it and reports it on stderr.",
+    )
+    _add_transcript_args(parser)
+    _add_output_format_args(parser, required=True)
+    parser.set_defaults(handler=_convert)
+
+
+def _convert(args: argparse.Namespace) -> int:
+    _emit_json(_dump_for_output(_read(args), args))
+    return EXIT_OK
 
 
 # -- entry point ---------------------------------------------------------------------------
