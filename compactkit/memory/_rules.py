@@ -1,0 +1,295 @@
+"""The pure rules every memory backend shares.
+
+Backends own storage and locking; these functions decide what a write, a restore or a compaction
+means, so that every backend behaves the same: how inputs become items, which tool outputs are
+refused, how ``seq`` is assigned, and what ``apply`` keeps, replaces and archives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias, TypeVar, cast
+
+from pydantic import ValidationError
+
+from compactkit.errors import ConcurrencyError, ConfigError
+from compactkit.formats.chat import chat_to_items
+from compactkit.items import (
+    ITEMS_ADAPTER,
+    ContentPart,
+    FunctionCall,
+    FunctionCallOutput,
+    ImagePart,
+    Item,
+    Message,
+    RawPart,
+    Reasoning,
+    TextPart,
+)
+from compactkit.snapshot import CompactResult, MemorySnapshot, is_summary_message
+
+UserInput: TypeAlias = str | Message | Sequence[ContentPart]
+"""What ``add_user_input`` accepts: text, a ready ``Message``, or content parts."""
+
+OutputItem: TypeAlias = Item | Mapping[str, Any]
+"""What ``add_output_items`` accepts: items, OpenAI chat message dicts, or dumped items."""
+
+_ItemT = TypeVar("_ItemT", bound="Message | FunctionCall | FunctionCallOutput | Reasoning")
+_ITEM_TYPES = (Message, FunctionCall, FunctionCallOutput, Reasoning)
+_PART_TYPES = (TextPart, ImagePart, RawPart)
+
+
+def user_input_item(value: object) -> Message:
+    """The message ``add_user_input(value)`` stores."""
+    if isinstance(value, Message):
+        return _checked(value)
+    if isinstance(value, str):
+        return Message(role="user", content=value)
+    if isinstance(value, Sequence) and all(isinstance(p, _PART_TYPES) for p in value):
+        return Message(role="user", content=tuple(value))
+    raise ConfigError(
+        f"add_user_input takes text, a Message or content parts, got {type(value).__name__}: "
+        f"{value!r:.80}"
+    )
+
+
+def output_items(values: Iterable[object]) -> list[Item]:
+    """The items ``add_output_items(values)`` stores (chat dicts converted, in order)."""
+    items: list[Item] = []
+    for index, value in enumerate(values):
+        if isinstance(value, _ITEM_TYPES):
+            items.append(_checked(value))
+        elif isinstance(value, Mapping) and "type" in value:
+            try:
+                items.extend(_checked(i) for i in ITEMS_ADAPTER.validate_python([value]))
+            except ValidationError as exc:
+                raise ConfigError(
+                    f"output item {index} is neither a compactkit item nor a chat message "
+                    f"({exc.error_count()} validation errors); convert Responses or Anthropic "
+                    "items with compactkit.formats first"
+                ) from exc
+        elif isinstance(value, Mapping):
+            items.extend(_checked(i) for i in chat_to_items([value]))
+        else:
+            raise ConfigError(
+                f"output item {index} must be an item or a chat message dict, "
+                f"got {type(value).__name__}"
+            )
+    return items
+
+
+def tool_output_item(
+    call_id: object,
+    output: str | Sequence[ContentPart],
+    *,
+    name: str | None = None,
+    is_error: bool | None = None,
+) -> FunctionCallOutput:
+    """The item ``add_tool_output`` stores; a missing call id is an error, never a silent drop."""
+    if not isinstance(call_id, str) or not call_id:
+        raise ConfigError(
+            f"a tool output needs the call id of the call it answers, got {call_id!r}; "
+            "give calls without an id one (the runtime uses 'tool_step_<step>_<index>')"
+        )
+    content = output if isinstance(output, str) else tuple(output)
+    return FunctionCallOutput(call_id=call_id, output=content, name=name, is_error=is_error)
+
+
+def _checked(item: _ItemT) -> _ItemT:
+    if is_summary_message(item):
+        raise ConfigError(
+            "a rendered summary message cannot be stored as an item (it would be summarised as "
+            "conversation); to load a conversation read back from memory.items, use "
+            "memory.restore(MemorySnapshot.from_items(items))"
+        )
+    if item.seq is not None:
+        return cast(_ItemT, item.model_copy(update={"seq": None}))  # the memory assigns seqs
+    return item
+
+
+@dataclass
+class CallIndex:
+    """The call ids a memory has seen, to refuse outputs for unknown or answered calls."""
+
+    calls: set[str] = field(default_factory=set)
+    """Call ids of every stored function call (archived ones included)."""
+    answered: set[str] = field(default_factory=set)
+    """Call ids of every stored function call output."""
+
+    @classmethod
+    def of(cls, items: Iterable[Item]) -> CallIndex:
+        """The index of ``items``."""
+        index = cls()
+        for item in items:
+            index.add(item)
+        return index
+
+    def add(self, item: Item) -> None:
+        """Record ``item``'s call id, if it has one."""
+        if isinstance(item, FunctionCall):
+            self.calls.add(item.call_id)
+        elif isinstance(item, FunctionCallOutput):
+            self.answered.add(item.call_id)
+
+    def check(self, items: Sequence[Item], *, accept_unknown: bool) -> None:
+        """Raise ``ConfigError`` unless ``items`` can be appended to a memory with this index.
+
+        Refused: a second call with a call id already used, an output for a call never seen
+        (unless ``accept_unknown``) and a second output for one call.
+        """
+        calls, answered = set(self.calls), set(self.answered)
+        for item in items:
+            if isinstance(item, FunctionCall):
+                if item.call_id in calls:
+                    raise ConfigError(
+                        f"call id {item.call_id!r} is already used by a call in this memory; "
+                        "call ids must be unique within a session"
+                    )
+                calls.add(item.call_id)
+            elif isinstance(item, FunctionCallOutput):
+                if item.call_id in answered:
+                    raise ConfigError(
+                        f"call {item.call_id!r} already has an output; each call is answered "
+                        "exactly once"
+                    )
+                if item.call_id not in calls and not accept_unknown:
+                    raise ConfigError(
+                        f"tool output for unknown call id {item.call_id!r}: no function call "
+                        "with this id was stored; store the call first (add_output_items) or "
+                        "build the memory with accept_unknown_call_ids=True"
+                    )
+                answered.add(item.call_id)
+
+
+def assign_seqs(items: Iterable[Item], next_seq: int) -> tuple[list[Item], int]:
+    """Give each item without a ``seq`` the next one; returns the items and the new counter."""
+    out: list[Item] = []
+    for item in items:
+        if item.seq is None:
+            item = item.model_copy(update={"seq": next_seq})
+            next_seq += 1
+        out.append(item)
+    return out, next_seq
+
+
+@dataclass(frozen=True)
+class ApplyPlan:
+    """What ``apply`` changes: the new active items and what leaves them."""
+
+    items: list[Item]
+    """The new active items, with seqs assigned and pins kept."""
+    archived: list[Item]
+    """The previously active items that are no longer active (they stay in history)."""
+    next_seq: int
+    """The seq counter afterwards."""
+
+
+def plan_apply(active: Sequence[Item], result: CompactResult, next_seq: int) -> ApplyPlan:
+    """Work out how ``result`` changes the active items (version checks are the caller's).
+
+    Raises:
+        ConfigError: the result holds a seq that is not active, holds one seq twice, holds a
+            rendered summary message, or drops a pinned item.
+    """
+    stored = {item.seq: item for item in active}
+    kept: set[int] = set()
+    items: list[Item] = []
+    for item in result.snapshot.items:
+        if is_summary_message(item):
+            raise ConfigError("a compaction result holds a rendered summary message as an item")
+        if item.seq is not None:
+            before = stored.get(item.seq)
+            if before is None or item.seq in kept:
+                problem = "holds seq twice" if before else "is not an active item of this memory"
+                raise ConfigError(
+                    f"compaction result item seq={item.seq} {problem}; a compressor keeps or "
+                    "replaces the items it was given and creates new ones with seq=None"
+                )
+            kept.add(item.seq)
+            if before.pinned and not item.pinned:
+                item = item.model_copy(update={"pinned": True})
+        items.append(item)
+    dropped_pins = [i.seq for i in active if i.pinned and i.seq not in kept]
+    if dropped_pins:
+        raise ConfigError(
+            f"compaction result drops pinned items (seq {dropped_pins}); compressors must keep "
+            "pinned items — unpin them first to let them go"
+        )
+    items, next_seq = assign_seqs(items, next_seq)
+    archived = [i for i in active if i.seq not in kept]
+    return ApplyPlan(items=items, archived=archived, next_seq=next_seq)
+
+
+@dataclass(frozen=True)
+class RestorePlan:
+    """What ``restore`` loads: active items and history, seqs assigned."""
+
+    items: list[Item]
+    """The active items."""
+    history: dict[int, Item]
+    """Every item of the history by seq (the active ones included)."""
+    next_seq: int
+    """The seq counter afterwards."""
+
+
+def plan_restore(snapshot: MemorySnapshot, history: Sequence[Item], next_seq: int) -> RestorePlan:
+    """Work out the state ``restore(snapshot, history=history)`` loads.
+
+    History entries win over active items with the same seq (they are the originals of items
+    a compaction replaced). Items without a seq get fresh ones after every seq present.
+
+    Raises:
+        ConfigError: a seq appears twice, a history item has no seq, or an item is a rendered
+            summary message.
+    """
+    known: dict[int, Item] = {}
+    for item in history:
+        if item.seq is None:
+            raise ConfigError("history items need their seq (as returned by memory.history())")
+        if item.seq in known:
+            raise ConfigError(f"history holds seq={item.seq} twice")
+        known[item.seq] = item
+    seen: set[int] = set()
+    for item in snapshot.items:
+        if is_summary_message(item):
+            raise ConfigError(
+                "the snapshot holds a rendered summary message as an item; build it with "
+                "MemorySnapshot.from_items(items) so the summary becomes its summary field"
+            )
+        if item.seq is not None:
+            if item.seq in seen:
+                raise ConfigError(f"the snapshot holds seq={item.seq} twice")
+            seen.add(item.seq)
+    top = max([next_seq - 1, *known, *seen])
+    items, next_seq = assign_seqs(snapshot.items, top + 1)
+    merged = {item.seq: item for item in items if item.seq is not None}
+    for seq, original in known.items():
+        current = merged.get(seq)
+        merged[seq] = (
+            original.model_copy(update={"pinned": current.pinned})
+            if current is not None
+            else original
+        )
+    return RestorePlan(items=items, history=dict(sorted(merged.items())), next_seq=next_seq)
+
+
+def check_version(result: CompactResult, version: int) -> None:
+    """Raise unless ``result`` was computed from the memory at ``version``."""
+    seen = result.snapshot.version
+    if seen is None:
+        raise ConfigError(
+            "the compaction result's snapshot has no version, so it cannot be checked against "
+            "the memory; build it from memory.snapshot() with snapshot.model_copy(update=...)"
+        )
+    if seen != version:
+        raise ConcurrencyError(
+            f"the compaction result was computed from version {seen} but the memory is at "
+            f"version {version} (written since); nothing was applied — compact a new snapshot"
+        )
+
+
+def not_active_error(seq: int, *, archived: bool) -> ConfigError:
+    """The error for pinning a seq that is not active."""
+    why = "was archived by a compaction" if archived else "was never stored (or was cleared)"
+    return ConfigError(f"no active item has seq={seq}: it {why}; only active items can be pinned")

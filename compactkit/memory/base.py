@@ -1,0 +1,303 @@
+"""The memory protocol, and the base class the built-in memories share.
+
+A memory holds the facts of one session: a running ``summary`` and the active items, each with a
+``seq`` it assigned. ``AgentMemory`` is the protocol agents code against; ``BaseMemory`` turns the
+three writes into items (through the shared rules) and runs write-path compaction, so a backend
+only stores.
+
+Decisions every backend keeps (the conformance suite in ``tests/memory_conformance.py`` checks
+them):
+
+* ``seq`` starts at 1, increases strictly in the order items are stored and is never reused by a
+  memory — not after a compaction, not after ``clear()``. It is identity and creation order; the
+  active items keep the order a compressor returned, so a placeholder it created may stand before
+  items with smaller seqs.
+* ``version`` increases with every write (the three adds, ``apply`` that changes something,
+  ``restore``, ``clear``, ``pin``/``unpin`` that change a flag). ``apply`` refuses a result
+  computed from an older version with ``ConcurrencyError``.
+* ``history()`` returns every item stored since the last ``clear()``, in seq order, with its
+  original content: compaction archives, it never deletes; a replaced item (a masked output)
+  shows its original there. ``clear()`` is the only way to forget.
+* Tool outputs: a missing call id, a call id never stored, and a second output for one call raise
+  ``ConfigError`` (the first two unless ``accept_unknown_call_ids``).
+* Write-path compaction: after each of the three writes, when a compressor is set and the policy
+  fires (or no policy is set), the compressor runs on a snapshot and its result is applied. It
+  runs outside the memory's lock; if another write lands meanwhile the stale result is dropped
+  (that write checks again). ``restore``, ``clear``, ``apply`` and pins never compact. Setting
+  ``compressor`` or ``policy`` takes effect at the next write and never re-runs anything.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol, TypeAlias, runtime_checkable
+
+from compactkit.compressors.base import MemoryCompressor
+from compactkit.errors import ConcurrencyError, ConfigError
+from compactkit.items import ContentPart, Item
+from compactkit.memory._rules import (
+    OutputItem,
+    UserInput,
+    output_items,
+    tool_output_item,
+    user_input_item,
+)
+from compactkit.snapshot import CompactResult, MemorySnapshot, SummaryRole
+
+__all__ = ["AgentMemory", "BaseMemory", "CompactCallback", "OutputItem", "Trigger", "UserInput"]
+
+Trigger: TypeAlias = Callable[[MemorySnapshot], bool]
+"""Decides, after a write, whether to compact the snapshot. A ``CompactPolicy`` is adapted to
+this shape (it reads a richer state object built from the snapshot)."""
+
+CompactCallback: TypeAlias = Callable[[CompactResult], None]
+"""Called with the result of every compaction the memory runs (write path or ``compact()``),
+whatever its outcome — a failure is never silent."""
+
+
+@runtime_checkable
+class AgentMemory(Protocol):
+    """The facts of one session: what agents and compactkit read and write.
+
+    Implement it for your own storage; every implementation must pass the conformance suite.
+    """
+
+    def add_user_input(self, input: UserInput) -> None:
+        """Store a user turn: text, a ``Message`` or content parts."""
+        ...
+
+    def add_output_items(self, items: Iterable[OutputItem]) -> None:
+        """Store model output: items or OpenAI chat message dicts (``tool_calls`` become
+        ``FunctionCall`` items)."""
+        ...
+
+    def add_tool_output(
+        self,
+        call_id: str,
+        output: str | Sequence[ContentPart],
+        *,
+        name: str | None = None,
+        is_error: bool | None = None,
+    ) -> None:
+        """Store a tool's result for the call ``call_id``."""
+        ...
+
+    @property
+    def items(self) -> list[Item]:
+        """The prompt view: the summary as its own marked message (after leading
+        system/developer messages) when non-empty, then the active items."""
+        ...
+
+    @property
+    def summary(self) -> str:
+        """The running summary; empty when nothing was folded."""
+        ...
+
+    @property
+    def version(self) -> int:
+        """Increases with every write; 0 for a memory never written."""
+        ...
+
+    def clear(self) -> None:
+        """Forget everything: summary, items, pins and history (seqs are still never reused)."""
+        ...
+
+    def snapshot(self) -> MemorySnapshot:
+        """The summary and active items (no rendered summary message), with ``version``."""
+        ...
+
+    def restore(self, snapshot: MemorySnapshot, *, history: Sequence[Item] = ()) -> None:
+        """Replace the whole state with ``snapshot`` (never compacts); ``history`` adds archived
+        items and originals, as returned by ``history()``."""
+        ...
+
+    def apply(self, result: CompactResult) -> bool:
+        """Swap in a compaction result atomically; ``False`` for a failed/unchanged result.
+
+        Raises:
+            ConcurrencyError: the memory was written after the result's snapshot was taken.
+        """
+        ...
+
+    def history(self) -> list[Item]:
+        """Every item stored since the last ``clear()``, archived ones included, by seq."""
+        ...
+
+    def pin(self, seq: int) -> None:
+        """Pin the active item ``seq``: projection and compaction keep it."""
+        ...
+
+    def unpin(self, seq: int) -> None:
+        """Unpin the active item ``seq``."""
+        ...
+
+
+class BaseMemory(ABC):
+    """What the built-in memories share: input normalisation and write-path compaction.
+
+    A backend implements ``_append`` (validate call ids, assign seqs and store, atomically) and
+    the state methods of ``AgentMemory``; the shared rules live in ``compactkit.memory._rules``.
+    """
+
+    def __init__(
+        self,
+        *,
+        policy: Trigger | None = None,
+        compressor: MemoryCompressor | None = None,
+        on_compact: CompactCallback | None = None,
+        accept_unknown_call_ids: bool = False,
+        summary_role: SummaryRole = "system",
+    ) -> None:
+        """Configure the memory.
+
+        Args:
+            policy: When to compact after a write; with no policy a set compressor runs after
+                every write (the reference SDK's mode).
+            compressor: Compacts the snapshot when the policy fires.
+            on_compact: Called with every compaction result, failures included.
+            accept_unknown_call_ids: Store tool outputs for calls this memory never stored.
+            summary_role: The role of the rendered summary message in ``items``.
+        """
+        if policy is not None and compressor is None:
+            raise ConfigError("a compaction policy needs a compressor (pass compressor=...)")
+        self._policy = policy
+        self._compressor = compressor
+        self.on_compact = on_compact
+        self.accept_unknown_call_ids = accept_unknown_call_ids
+        self.summary_role: SummaryRole = summary_role
+        self._last_compaction: CompactResult | None = None
+
+    # -- storage, per backend -------------------------------------------------------------
+
+    @abstractmethod
+    def _append(self, items: Sequence[Item]) -> None:
+        """Atomically check the call ids of ``items`` (``CallIndex.check``), assign their seqs,
+        store them and bump the version. Nothing is stored when the check fails."""
+
+    @abstractmethod
+    def snapshot(self) -> MemorySnapshot:
+        """The summary and active items, with ``version``."""
+
+    @abstractmethod
+    def apply(self, result: CompactResult) -> bool:
+        """Swap in a compaction result atomically (see ``AgentMemory.apply``)."""
+
+    # -- the three writes -------------------------------------------------------------------
+
+    def add_user_input(self, input: UserInput) -> None:
+        """Store a user turn: text, a ``Message`` (any role) or content parts."""
+        self._write([user_input_item(input)])
+
+    def add_output_items(self, items: Iterable[OutputItem]) -> None:
+        """Store model output items; OpenAI chat message dicts are converted (an empty batch
+        writes nothing). Incoming ``seq`` values are replaced by this memory's own."""
+        converted = output_items(items)
+        if converted:
+            self._write(converted)
+
+    def add_tool_output(
+        self,
+        call_id: str,
+        output: str | Sequence[ContentPart],
+        *,
+        name: str | None = None,
+        is_error: bool | None = None,
+    ) -> None:
+        """Store a tool's result for the stored call ``call_id``.
+
+        Raises:
+            ConfigError: ``call_id`` is empty, names a call never stored (unless
+                ``accept_unknown_call_ids``), or the call already has an output.
+        """
+        self._write([tool_output_item(call_id, output, name=name, is_error=is_error)])
+
+    # -- reads --------------------------------------------------------------------------------
+
+    @property
+    def items(self) -> list[Item]:
+        """The prompt view: rendered summary first (after the instructions), then the items."""
+        return self.snapshot().render_items(summary_role=self.summary_role)
+
+    @property
+    def summary(self) -> str:
+        """The running summary; empty when nothing was folded."""
+        return self.snapshot().summary
+
+    # -- compaction ---------------------------------------------------------------------------
+
+    @property
+    def compressor(self) -> MemoryCompressor | None:
+        """The write-path compressor; a new one takes effect at the next write, ``None`` stops
+        write-path compaction (the policy is kept, inert, for a later compressor)."""
+        return self._compressor
+
+    @compressor.setter
+    def compressor(self, compressor: MemoryCompressor | None) -> None:
+        # Keeps the policy: None pauses write-path compaction, a new compressor resumes it.
+        self._compressor = compressor
+
+    @property
+    def policy(self) -> Trigger | None:
+        """When to compact after a write; a new one takes effect at the next write."""
+        return self._policy
+
+    @policy.setter
+    def policy(self, policy: Trigger | None) -> None:
+        self.set_compressor(self._compressor, policy=policy)
+
+    def set_compressor(
+        self, compressor: MemoryCompressor | None, *, policy: Trigger | None = None
+    ) -> None:
+        """Replace the write-path compressor and policy together.
+
+        Takes effect at the next write; nothing is compacted now and past compactions are never
+        re-run (on every backend). ``None`` turns write-path compaction off.
+        """
+        if policy is not None and compressor is None:
+            raise ConfigError("a compaction policy needs a compressor (pass compressor=...)")
+        self._compressor, self._policy = compressor, policy
+
+    @property
+    def last_compaction(self) -> CompactResult | None:
+        """The result of the last compaction this object ran (write path or ``compact()``)."""
+        return self._last_compaction
+
+    def compact(self, compressor: MemoryCompressor | None = None) -> CompactResult:
+        """Compact now, whatever the policy says, and return the result.
+
+        Args:
+            compressor: Overrides the memory's compressor for this call.
+
+        Raises:
+            ConfigError: there is no compressor.
+            ConcurrencyError: the memory was written while the compressor ran; nothing changed.
+        """
+        if compressor is None:
+            compressor = self._compressor
+        if compressor is None:
+            raise ConfigError("compact() needs a compressor: pass one or set memory.compressor")
+        result = compressor.compress(self.snapshot())
+        self.apply(result)
+        self._record(result)
+        return result
+
+    def _write(self, items: Sequence[Item]) -> None:
+        self._append(items)
+        compressor, policy = self._compressor, self._policy
+        if compressor is None:
+            return
+        snapshot = self.snapshot()
+        if policy is not None and not policy(snapshot):
+            return
+        result = compressor.compress(snapshot)
+        try:
+            self.apply(result)
+        except ConcurrencyError:
+            return  # another write landed while compressing; its own check compacts again
+        self._record(result)
+
+    def _record(self, result: CompactResult) -> None:
+        self._last_compaction = result
+        if self.on_compact is not None:
+            self.on_compact(result)

@@ -1,0 +1,166 @@
+"""``InMemoryMemory``: the default memory, held in the process."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from compactkit.compressors.base import MemoryCompressor
+from compactkit.items import Item
+from compactkit.memory._rules import (
+    CallIndex,
+    assign_seqs,
+    check_version,
+    not_active_error,
+    plan_apply,
+    plan_restore,
+)
+from compactkit.memory.base import BaseMemory, CompactCallback, Trigger
+from compactkit.snapshot import CompactResult, MemorySnapshot, SummaryRole
+
+__all__ = ["InMemoryMemory"]
+
+
+class InMemoryMemory(BaseMemory):
+    """A memory held in the process; safe to share between threads.
+
+    Every operation runs under one re-entrant lock, so readers never see half a write or half a
+    compaction. Write-path compaction runs outside the lock (see ``BaseMemory``), so a slow
+    summarizer never blocks other threads' reads and writes.
+    """
+
+    def __init__(
+        self,
+        *,
+        policy: Trigger | None = None,
+        compressor: MemoryCompressor | None = None,
+        on_compact: CompactCallback | None = None,
+        accept_unknown_call_ids: bool = False,
+        summary_role: SummaryRole = "system",
+    ) -> None:
+        """See ``BaseMemory`` for the arguments."""
+        super().__init__(
+            policy=policy,
+            compressor=compressor,
+            on_compact=on_compact,
+            accept_unknown_call_ids=accept_unknown_call_ids,
+            summary_role=summary_role,
+        )
+        self._lock = threading.RLock()
+        self._summary = ""
+        self._active: list[Item] = []
+        self._history: dict[int, Item] = {}  # seq -> the item as first stored
+        self._calls = CallIndex()
+        self._next_seq = 1
+        self._version = 0
+
+    def _append(self, items: Sequence[Item]) -> None:
+        with self._lock:
+            self._calls.check(items, accept_unknown=self.accept_unknown_call_ids)
+            stored, self._next_seq = assign_seqs(items, self._next_seq)
+            for item in stored:
+                self._calls.add(item)
+                self._history[_seq(item)] = item
+            self._active.extend(stored)
+            self._version += 1
+
+    @property
+    def version(self) -> int:
+        """Increases with every write; 0 for a memory never written."""
+        return self._version
+
+    def snapshot(self) -> MemorySnapshot:
+        """The summary and active items, with ``version``."""
+        with self._lock:
+            return MemorySnapshot(
+                summary=self._summary, items=tuple(self._active), version=self._version
+            )
+
+    def history(self) -> list[Item]:
+        """Every item stored since the last ``clear()``, archived ones included, by seq."""
+        with self._lock:
+            return list(self._history.values())
+
+    def apply(self, result: CompactResult) -> bool:
+        """Swap in ``result`` atomically; ``False`` (and no change) when it changed nothing.
+
+        Raises:
+            ConcurrencyError: the memory was written after the result's snapshot was read.
+            ConfigError: the result has no version, or breaks the compressor contract.
+        """
+        if not result.changed:
+            return False
+        with self._lock:
+            check_version(result, self._version)
+            plan = plan_apply(self._active, result, self._next_seq)
+            for item in plan.items:
+                seq = _seq(item)
+                original = self._history.get(seq)
+                if original is None:
+                    self._calls.add(item)
+                    self._history[seq] = item
+                elif original.pinned != item.pinned:
+                    self._history[seq] = original.model_copy(update={"pinned": item.pinned})
+            self._summary = result.snapshot.summary
+            self._active = plan.items
+            self._next_seq = plan.next_seq
+            self._version += 1
+        return True
+
+    def restore(self, snapshot: MemorySnapshot, *, history: Sequence[Item] = ()) -> None:
+        """Replace the whole state with ``snapshot``; ``history`` adds archived items.
+
+        The version becomes one more than both the current and the snapshot's version, so no
+        result computed before the restore can be applied after it. Never compacts.
+        """
+        with self._lock:
+            plan = plan_restore(snapshot, history, self._next_seq)
+            self._summary = snapshot.summary
+            self._active = plan.items
+            self._history = plan.history
+            self._calls = CallIndex.of(plan.history.values())
+            self._next_seq = plan.next_seq
+            self._version = max(self._version, snapshot.version or 0) + 1
+
+    def clear(self) -> None:
+        """Forget the summary, items, pins and history; seqs are still never reused."""
+        with self._lock:
+            self._summary = ""
+            self._active = []
+            self._history = {}
+            self._calls = CallIndex()
+            self._version += 1
+
+    def pin(self, seq: int) -> None:
+        """Pin the active item ``seq`` (no-op when already pinned).
+
+        Raises:
+            ConfigError: no active item has this seq.
+        """
+        self._set_pinned(seq, True)
+
+    def unpin(self, seq: int) -> None:
+        """Unpin the active item ``seq`` (no-op when not pinned).
+
+        Raises:
+            ConfigError: no active item has this seq.
+        """
+        self._set_pinned(seq, False)
+
+    def _set_pinned(self, seq: int, pinned: bool) -> None:
+        with self._lock:
+            index = next((i for i, item in enumerate(self._active) if item.seq == seq), None)
+            if index is None:
+                raise not_active_error(seq, archived=seq in self._history)
+            item = self._active[index]
+            if item.pinned == pinned:
+                return
+            self._active[index] = item.model_copy(update={"pinned": pinned})
+            original = self._history[seq]
+            self._history[seq] = original.model_copy(update={"pinned": pinned})
+            self._version += 1
+
+
+def _seq(item: Item) -> int:
+    assert item.seq is not None, "stored items always have a seq"
+    return item.seq
