@@ -42,7 +42,8 @@ _ERROR_LINE = re.compile(
 )
 _TRACEBACK = "Traceback (most recent call last):"
 _EXIT = re.compile(
-    r"(?:exit(?:ed)?(?: with)?(?: code| status)?|return ?code|exit_code|status)[\s:=]+(-?\d+)",
+    r"(?:exit code|exit status|exited with(?: code| status)?|returncode|return code|exit_code)"
+    r"[\s:=]+(-?\d+)",
     re.IGNORECASE,
 )
 _PYTEST_SUMMARY = re.compile(r"^=+ (.*\b(?:passed|failed|error|errors|skipped)\b.*?) in [\d.]+s")
@@ -87,7 +88,8 @@ def outcome_of(text: str) -> tuple[str, bool | None]:
     """
     parts: list[str] = []
     ok: bool | None = None
-    exit_match = _EXIT.search(text)
+    exits = list(_EXIT.finditer(text))
+    exit_match = exits[-1] if exits else None  # the last one: a tool's own trailer
     if exit_match:
         code_value = int(exit_match.group(1))
         ok = code_value == 0
@@ -164,17 +166,25 @@ def identifiers_in(text: str, *, prose: bool, limit: int = 8) -> list[tuple[str,
 
 # -- values ----------------------------------------------------------------------------------
 
-_VALUE = r"(?:-?\d[\d_,.]*(?:\s?[a-zA-Z%]{1,7})?|true|false|True|False|none|None|null|`[^`\n]{1,60}`|\"[^\"\n]{1,60}\"|'[^'\n]{1,60}')"
+_VALUE = (
+    r"(?:-?\d[\d_]*(?:\.\d+)?(?:\s?(?:%|ms|s|sec|seconds|minutes|min|h|hours|KB|MB|GB)\b)?"
+    r"|true|false|True|False|none|None|null"
+    r"|`[^`\n()]{1,40}`|\"[^\"\n]{1,60}\"|'[^'\n]{1,60}')"
+)
 _NAME = r"`?([A-Za-z_][\w.-]{1,60}?)`?"
 _SET_PHRASE = re.compile(
-    rf"\b(?:set|change|bump|raise|lower|increase|decrease|reduce|update)\s+(?:the\s+)?{_NAME}"
-    rf"\s+(?:from\s+(?P<old>{_VALUE})\s+)?to\s+(?P<new>{_VALUE})(?![\w.])",
+    r"\b(?:set|change|bump|raise|lower|increase|decrease|reduce|update|cap|limit)\s+"
+    rf"(?:the\s+)?{_NAME}\s+(?:from\s+(?P<old>{_VALUE})\s+)?(?:to|at)\s+(?P<new>{_VALUE})"
+    r"(?![\w.])",
     re.IGNORECASE,
 )
+# `name = value` / `name: value` ending its clause (so "x: 3 requests" is not a setting).
 _ASSIGNMENT = re.compile(
-    rf"(?:^|(?<=[\s(,]))`?([A-Za-z_][\w.-]*)`?\s?(?:=|:)\s?({_VALUE})(?=$|[\s,;).])"
+    rf"(?:^|(?<=[\s(,]))`?([A-Za-z_][\w.-]*)`?\s?(?:=|:)\s?({_VALUE})"
+    r"(?=\s*$|[,;)]|\.(?:\s|$)|\s\()"
 )
 _CONFIG_LINE = re.compile(r"^\s*\"?([A-Za-z_][\w.-]*)\"?\s*[=:]\s*(.+?)\s*,?\s*$")
+_PY_CONSTANT = re.compile(r"^([A-Z][A-Z0-9_]*)\s*(?::\s*[\w\[\], |]+)?\s*=\s*([^()\n]{1,60})$")
 _STOP_NAMES = {"it", "this", "that", "them", "the", "value", "default", "http", "https", "e", "i"}
 CONFIG_FILE = re.compile(
     r"(?:\.(?:toml|ini|cfg|conf|env|ya?ml|json|properties)|(?:^|/)(?:settings|config)\.py)$"
@@ -208,15 +218,20 @@ def _strip(value: str | None) -> str | None:
     return None if value is None else value.strip("`")
 
 
-def config_values(text: str, limit: int = 12) -> list[tuple[str, str]]:
-    """``(key, value)`` lines of a config file's text (``key = value``, ``key: value``)."""
+def config_values(text: str, path: str, limit: int = 12) -> list[tuple[str, str]]:
+    """``(key, value)`` settings in a config file's text: ``key = value``/``key: value`` lines
+    (TOML, INI, YAML, .env, JSON), or ``UPPER_CASE = value`` constants in a Python module."""
     found: list[tuple[str, str]] = []
+    python = path.endswith(".py")
     for line in text.splitlines():
         if line.lstrip().startswith(("#", "//", ";", "[", "-")):
             continue
-        match = _CONFIG_LINE.match(line)
-        if match and len(match.group(2)) <= 60 and match.group(2) not in ("{", "["):
-            found.append((match.group(1), match.group(2).rstrip(",")))
+        match = _PY_CONSTANT.match(line.strip()) if python else _CONFIG_LINE.match(line)
+        if not match:
+            continue
+        value = match.group(2).strip().rstrip(",")
+        if len(value) <= 60 and value not in ("{", "[") and "(" not in value:
+            found.append((match.group(1), value))
     return found[:limit]
 
 
@@ -236,6 +251,7 @@ _LIST_KEYS = ("paths", "files", "file_paths")
 _COMMAND_KEYS = ("command", "cmd", "script", "commands")
 _EDITOR_COMMANDS = {"view", "create", "str_replace", "insert", "undo_edit", "delete", "rename"}
 _READ_TOOL = re.compile(r"read|view|cat|open|show|get_?file|grep|search|find|glob|list|ls", re.I)
+_LISTING_TOOL = re.compile(r"list_?dir|list_?files|^ls$|glob|tree", re.I)
 _WRITE_TOOL = re.compile(
     r"write|edit|create|patch|replace|insert|append|delete|remove|move|rename|save|modify", re.I
 )
@@ -260,7 +276,7 @@ def looks_like_path(token: str) -> bool:
     """Whether a shell token or argument value looks like a file path."""
     if not token or token.startswith(("-", "http://", "https://")) or "\n" in token:
         return False
-    if len(token) > 200 or "=" in token or token in (".", "..", "/"):
+    if len(token) > 200 or "=" in token or token.endswith("/") or token in (".", ".."):
         return False
     return "/" in token or bool(re.search(r"\.[A-Za-z0-9]{1,6}$", token))
 
@@ -286,7 +302,9 @@ def file_ops(name: str, args: dict[str, object]) -> list[FileOp]:
     )
     if isinstance(patch, str) and ("*** " in patch or "+++ " in patch):
         return list(_patch_ops(patch))
-    paths = [p for p in paths if looks_like_path(p) or "." in p or "/" in p]
+    if _LISTING_TOOL.search(name):
+        return []  # a directory listing reads no file
+    paths = [p for p in paths if p.strip() and p not in (".", "..") and not p.endswith("/")]
     if not paths:
         return []
     old = next(
@@ -327,10 +345,10 @@ def file_ops(name: str, args: dict[str, object]) -> list[FileOp]:
         )
         if isinstance(span, list) and len(span) == 2:
             what = f"read lines {span[0]}-{span[1]}"
+        elif "limit" in args and start is not None:
+            what = f"read {end} lines from line {start}"
         elif start is not None or end is not None:
-            what = f"read from {start or 1}" + (
-                f" ({end} lines)" if "limit" in args else f" to {end}" if end else ""
-            )
+            what = f"read lines {start or 1}-{end or 'end'}"
         pattern = args.get("pattern") or args.get("query") or args.get("regex")
         if isinstance(pattern, str):
             what = f"searched for {code(pattern, 60)}"
@@ -338,7 +356,7 @@ def file_ops(name: str, args: dict[str, object]) -> list[FileOp]:
     if "delete" in action or (not action and re.search(r"delete|remove", name, re.I)):
         what = "deleted"
     elif isinstance(old, str) and isinstance(new, str):
-        what = f"replaced {code(old, 60)} with {code(new, 60)}"
+        what = f"edited {code(old, 40)} → {code(new, 40)}"
     elif ("insert" in action and isinstance(new, str)) or isinstance(args.get("insert_line"), int):
         what = f"inserted {code(str(new or args.get('new_str') or ''), 60)} at line {args.get('insert_line')}"
     elif isinstance(content, str):
@@ -463,11 +481,11 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'`(])|\n+")
 CONSTRAINT = re.compile(
     r"\b(?:must|mustn't|don't|do not|never|always|only|should|shouldn't|avoid|prefer|make sure"
     r"|ensure|keep|no longer|instead|please|need to|needs to|required?|without|can't|cannot"
-    r"|use|stick to|at most|at least|no more than|not allowed|forbidden)\b",
+    r"|use|stick to|at most|at least|no more than|not allowed|forbidden|no|not)\b",
     re.IGNORECASE,
 )
 DECISION = re.compile(
-    r"\b(?:decid\w*|chose|choose|going with|go with|instead(?: of)?|because|abandon\w*|revert\w*"
+    r"\b(?:decid\w*|chose|choose|going with|go with|decision|instead of|because|abandon\w*"
     r"|switch\w* (?:to|back)|won't work|doesn't work|didn't work|does not work|root cause"
     r"|the (?:fix|problem|issue|cause|culprit) (?:is|was)|rather than|giving up on|dropping"
     r"|let's use|we'll use|I'll use|plan is|approach)\b",
@@ -481,12 +499,38 @@ TRIVIAL = re.compile(
 )
 
 
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+
+
+def unwrap(text: str) -> str:
+    """Hard-wrapped lines joined into paragraphs; list items and blank lines still break."""
+    out: list[str] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if out and out[-1] and stripped and not _LIST_ITEM.match(line):
+            out[-1] += " " + stripped
+        else:
+            out.append(stripped)
+    return "\n".join(out).strip()
+
+
+def list_items(text: str) -> list[str]:
+    """The items of Markdown lists in ``text`` (hard wraps joined), verbatim."""
+    lines = unwrap(text).splitlines()
+    return [_LIST_ITEM.sub("", line).strip() for line in lines if _LIST_ITEM.match(line)]
+
+
+def paragraphs(text: str) -> list[str]:
+    """``text``'s paragraphs with hard wraps joined (list items are paragraphs too)."""
+    return [p for p in unwrap(text).splitlines() if p.strip()]
+
+
 def sentences(text: str) -> list[str]:
-    """``text`` split into sentences and lines, fenced code removed, markup trimmed."""
-    text = re.sub(r"```.*?```", " ", text, flags=re.DOTALL)
+    """``text`` split into sentences and list items, fenced code removed, hard wraps joined."""
+    text = unwrap(re.sub(r"```.*?```", " ", text, flags=re.DOTALL))
     out = []
     for piece in _SENTENCE_END.split(text):
-        piece = piece.strip().lstrip("-*#> ").strip()
+        piece = _LIST_ITEM.sub("", piece).strip().lstrip("#> ").strip()
         if len(piece) >= 8:
             out.append(piece)
     return out

@@ -45,6 +45,7 @@ __all__ = ["DigestCompressor", "digest_items"]
 
 _SHORT_USER_MESSAGE = 400
 _Add = Callable[[SectionKey, str], None]
+_CONTENT_KEYS = {"content", "file_text", "text", "old_str", "new_str", "old_string", "new_string"}
 _Keep = Callable[[int, Group], bool]
 
 
@@ -72,8 +73,9 @@ def digest_items(
     }
     errors: list[tuple[str, str | None]] = []  # (error, command that produced it)
     succeeded: set[str] = set()
-    last_assistant = ""
-    for item in items:
+    file_reads: set[str] = set()  # calls that read or wrote files through a file tool
+    last_assistant = ""  # the latest assistant message that is not a preamble to calls
+    for index, item in enumerate(items):
         if isinstance(item, Message):
             text = item.text.strip()
             if not text:
@@ -84,7 +86,9 @@ def digest_items(
             elif item.role in ("system", "developer"):
                 add("constraints", f"({item.role}) {facts.clip(text, 500)}")
             else:
-                last_assistant = text
+                following = items[index + 1] if index + 1 < len(items) else None
+                if not isinstance(following, FunctionCall) or not last_assistant:
+                    last_assistant = text
                 for sentence in facts.sentences(text):
                     if facts.DECISION.search(sentence):
                         add("decisions", facts.clip(sentence, 280))
@@ -98,12 +102,23 @@ def digest_items(
             output = outputs.get(item.call_id)
             out_text = "" if output is None else output.text
             command, ok = _call(item, out_text, add)
+            if command is None and facts.file_ops(item.name, item.parsed_arguments()):
+                file_reads.add(item.call_id)
             if ok and command:
                 succeeded.add(command)
             errors += [(e, command or item.name) for e in facts.errors_in(out_text)]
-            for ident, kind in facts.identifiers_in(item.arguments, prose=True, limit=4):
+            # Identifiers in commands and plain arguments; not in file contents being written.
+            args = item.parsed_arguments()
+            plain = " ".join(
+                str(v) for k, v in args.items() if k not in _CONTENT_KEYS and isinstance(v, str)
+            )
+            for ident, kind in facts.identifiers_in(plain, prose=True, limit=4):
                 add("identifiers", _identifier(ident, kind))
-        elif isinstance(item, FunctionCallOutput) and not is_masked(outputs[item.call_id]):
+        elif (
+            isinstance(item, FunctionCallOutput)
+            and not is_masked(outputs[item.call_id])
+            and item.call_id not in file_reads  # identifiers in file contents are mostly noise
+        ):
             for ident, kind in facts.identifiers_in(outputs[item.call_id].text, prose=False):
                 add("identifiers", _identifier(ident, kind))
     for error, source in errors:
@@ -125,19 +140,23 @@ def digest_items(
 
 
 def _user_message(text: str, with_goal: bool, add: _Add) -> bool:
+    """Digest one user message; returns whether the goal is still to be taken."""
     if facts.TRIVIAL.match(text):
         return with_goal
-    if with_goal:
-        add("goal", facts.clip(text, 600) if len(text) > 600 else text)
-    if len(text) <= _SHORT_USER_MESSAGE:
-        if not with_goal:
-            add("constraints", text)
-    else:
-        for sentence in facts.sentences(text):
-            if facts.CONSTRAINT.search(sentence):
-                add("constraints", facts.clip(sentence, 400))
-        if not with_goal:
-            add("constraints", facts.clip(text, 200))
+    paragraphs = facts.paragraphs(text)
+    rest = paragraphs
+    if with_goal:  # the first paragraph states the task; the rest may hold its constraints
+        add("goal", facts.clip(paragraphs[0], 600))
+        rest = paragraphs[1:]
+    elif len(text) <= _SHORT_USER_MESSAGE:
+        add("constraints", facts.unwrap(text))
+        return False
+    items = facts.list_items("\n".join(rest))
+    for item in items:  # a list in a user message is a list of requirements: keep each
+        add("constraints", facts.clip(item, 400))
+    for sentence in facts.sentences("\n".join(p for p in rest if p not in items)):
+        if facts.CONSTRAINT.search(sentence) and not any(sentence in i for i in items):
+            add("constraints", facts.clip(sentence, 400))
     return False
 
 
@@ -160,11 +179,11 @@ def _call(item: FunctionCall, out_text: str, add: _Add) -> tuple[str | None, boo
             f"{facts.code(op.path, 160)} — {what}",
         )
         if op.modified and facts.CONFIG_FILE.search(op.path):
-            _config_values(args, add)
+            _config_values(op.path, args, add)
     return command, ok
 
 
-def _config_values(args: dict[str, object], add: _Add) -> None:
+def _config_values(path: str, args: dict[str, object], add: _Add) -> None:
     old = next(
         (args[k] for k in ("old_str", "old_string", "old") if isinstance(args.get(k), str)), ""
     )
@@ -176,8 +195,8 @@ def _config_values(args: dict[str, object], add: _Add) -> None:
         ),
         "",
     )
-    before = dict(facts.config_values(str(old)))
-    for key, value in facts.config_values(str(new)):
+    before = dict(facts.config_values(str(old), path))
+    for key, value in facts.config_values(str(new), path):
         if key in before and before[key] != value:
             add("values", f"`{key}` = {before[key]} (superseded)")
         add("values", f"`{key}` = {value} (current)")

@@ -109,8 +109,8 @@ _REPLACED: frozenset[SectionKey] = frozenset({"state", "next_steps"})
 _KEYED: frozenset[SectionKey] = frozenset({"files_read", "files_modified", "identifiers"})
 # Trimming order: tiers are emptied first to last (see trim_to).
 _TRIM_TIERS: tuple[tuple[SectionKey, ...], ...] = (
-    ("commands", "identifiers", "errors", "files_read", "decisions"),
-    ("files_modified", "values"),
+    ("commands", "identifiers", "files_read"),
+    ("errors", "decisions", "files_modified", "values"),
     ("next_steps", "state", "constraints", "goal"),
 )
 _ALIASES: dict[str, SectionKey] = {
@@ -341,9 +341,9 @@ class SummaryDocument:
     def trim_to(self, cap_tokens: int, counter: TokenCounter) -> SummaryDocument:
         """The document with its oldest entries removed until ``render()`` fits ``cap_tokens``.
 
-        Entries go in tiers: commands, identifiers, errors, files read, decisions and unknown
-        sections first; then files modified and values (superseded values before current ones);
-        the goal, constraints, state and next steps last. Within a tier the oldest entry of
+        Entries go in tiers: commands, identifiers, files read and unknown sections first;
+        then errors, decisions, files modified and values (superseded values before current
+        ones); the goal, constraints, state and next steps last. Within a tier the oldest entry of
         the section holding the most tokens goes first. The count of removed entries is noted
         in the rendered text. When even an empty document does not fit, every entry is removed.
         """

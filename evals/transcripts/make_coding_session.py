@@ -921,10 +921,14 @@ class Session:
 
     @staticmethod
     def shell(command: str, output: str, code: int = 0) -> tuple:
+        # The pytest header is interpolated unindented into indented literals: take it out
+        # while dedenting, so the rest of the output loses its source indentation.
+        marker = "@@PYTEST_HEADER@@"
+        text = dedent(output.replace(PYTEST_HEADER, marker)).replace(marker, PYTEST_HEADER)
         return (
             "run_shell",
             {"command": command},
-            f"{dedent(output).rstrip()}\n[exit code: {code}]",
+            f"{text.rstrip()}\n[exit code: {code}]",
         )
 
     def commit(self) -> None:
