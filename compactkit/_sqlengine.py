@@ -31,10 +31,16 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
-from compactkit._sqlschema import Tables, migrate
+from compactkit._sqlschema import MIGRATIONS, Tables, migrate, schema_version
 from compactkit.errors import ConfigError, StorageError
 
-__all__ = ["connect", "read_transaction", "storage_errors", "write_transaction"]
+__all__ = [
+    "connect",
+    "read_transaction",
+    "single_statement",
+    "storage_errors",
+    "write_transaction",
+]
 
 BUSY_TIMEOUT_MS = 30_000
 """How long an SQLite writer waits for another one's lock before failing (StorageError)."""
@@ -66,11 +72,31 @@ def connect(url_or_engine: str | URL | Engine, t: Tables, *, create_schema: bool
             event.listen(engine, "begin", _sqlite_begin)
             _hooked.add(engine)
         ready = t.prefix in _migrated.setdefault(engine, set())
-    if create_schema and not ready:
+    if ready:
+        return engine
+    if create_schema:
         with write_transaction(engine, "cannot create or migrate compactkit's tables") as conn:
             migrate(conn, t)
-        with _lock:
-            _migrated.setdefault(engine, set()).add(t.prefix)
+    else:
+        with read_transaction(engine, "cannot read compactkit's schema version") as conn:
+            found = schema_version(conn, t)
+        if found is None:
+            raise ConfigError(
+                f"the database has no compactkit tables with prefix {t.prefix!r}; check the "
+                "URL and table_prefix, or pass create_schema=True to create them"
+            )
+        if found != len(MIGRATIONS):
+            raise StorageError(
+                f"the tables with prefix {t.prefix!r} have schema version {found}; this "
+                f"compactkit uses version {len(MIGRATIONS)} — "
+                + (
+                    "upgrade compactkit to use them"
+                    if found > len(MIGRATIONS)
+                    else "open them once with create_schema=True to migrate them"
+                )
+            )
+    with _lock:
+        _migrated.setdefault(engine, set()).add(t.prefix)
     return engine
 
 
@@ -148,6 +174,19 @@ def read_transaction(engine: Engine, failure: str) -> Iterator[Connection]:
             conn.execution_options(isolation_level="REPEATABLE READ")
         with conn.begin():
             yield conn
+
+
+@contextmanager
+def single_statement(engine: Engine, failure: str) -> Iterator[Connection]:
+    """A connection for one read outside any transaction: on PostgreSQL in autocommit mode,
+    which saves the BEGIN and COMMIT round trips (SQLite has none to save)."""
+    if engine.dialect.name != "postgresql":
+        with read_transaction(engine, failure) as conn:
+            yield conn
+        return
+    with storage_errors(failure), engine.connect() as conn:
+        conn.execution_options(isolation_level="AUTOCOMMIT")
+        yield conn
 
 
 @contextmanager

@@ -50,9 +50,18 @@ from sqlalchemy import (
 
 from compactkit.errors import ConfigError, StorageError
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Tables", "migrate", "tables", "validate_prefix"]
+__all__ = [
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "Tables",
+    "migrate",
+    "tables",
+    "validate_prefix",
+    "validate_session_id",
+]
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_MAX_ID = 255  # session ids: String(255)
 _MAX_PREFIX = 40  # PostgreSQL truncates identifiers at 63 bytes; leave room for index names
 
 # SQLite makes only an INTEGER PRIMARY KEY an alias of the rowid (and so autoincrementing).
@@ -73,6 +82,26 @@ def validate_prefix(prefix: str) -> str:
             "characters (for example 'compactkit_')"
         )
     return prefix
+
+
+def validate_session_id(session_id: str) -> str:
+    """Return ``session_id`` if the tables can hold it.
+
+    Raises:
+        ConfigError: it is not a non-empty string of at most 255 characters without NUL
+            (PostgreSQL text cannot hold NUL).
+    """
+    if (
+        not isinstance(session_id, str)
+        or not session_id
+        or len(session_id) > _MAX_ID
+        or "\x00" in session_id
+    ):
+        raise ConfigError(
+            f"a session id for the SQL tables must be a non-empty string of at most {_MAX_ID} "
+            f"characters without NUL, got {session_id!r:.80}"
+        )
+    return session_id
 
 
 @dataclass(frozen=True)
@@ -107,14 +136,15 @@ def tables(prefix: str) -> Tables:
     sessions = Table(
         f"{prefix}sessions",
         metadata,
-        Column("id", String(255), primary_key=True),
+        Column("id", String(_MAX_ID), primary_key=True),
         # Bumped by every write; what apply() checks a compaction result against.
-        Column("version", BigInteger, nullable=False),
+        Column("version", BigInteger, nullable=False, server_default="0"),
         # Bumped by every write that is not an append (compaction, undo, restore, clear, pin):
         # a reader whose cached window has the same window_version only fetches newer rows.
-        Column("window_version", BigInteger, nullable=False),
-        Column("next_seq", BigInteger, nullable=False),
-        Column("summary", Text, nullable=False),
+        Column("window_version", BigInteger, nullable=False, server_default="0"),
+        Column("next_seq", BigInteger, nullable=False, server_default="1"),
+        # A JSON string: text may hold NUL characters, which PostgreSQL's text type cannot.
+        Column("summary", Text, nullable=False, server_default='""'),
         Column("state", Text, nullable=True),  # SQLSessionStore's SessionState JSON
         Column("created_at", when, nullable=False),
         Column("updated_at", when, nullable=False),
@@ -148,7 +178,7 @@ def tables(prefix: str) -> Tables:
         Column("session_id", String(255), ForeignKey(sessions.c.id), primary_key=True),
         Column("seq", BigInteger, primary_key=True, autoincrement=False),
         Column("kind", String(32), nullable=False),
-        Column("call_id", String(255), nullable=True),
+        Column("call_id", Text, nullable=True),  # for lookups; NUL stored as U+FFFD
         Column("payload", Text, nullable=False),  # the item as first stored (no seq, no pin)
         Column("replacement", Text, nullable=True),  # its active form after a compaction
         Column("pinned", Boolean, nullable=False),

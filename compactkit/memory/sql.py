@@ -35,10 +35,15 @@ from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, sele
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL
 
-from compactkit._sqlengine import connect, read_transaction, write_transaction
-from compactkit._sqlschema import Tables, tables
+from compactkit._sqlengine import (
+    connect,
+    read_transaction,
+    single_statement,
+    write_transaction,
+)
+from compactkit._sqlschema import Tables, tables, validate_session_id
 from compactkit.compressors.base import MemoryCompressor
-from compactkit.errors import ConfigError, StorageError
+from compactkit.errors import StorageError
 from compactkit.items import ITEMS_ADAPTER, FunctionCall, FunctionCallOutput, Item, dump_items
 from compactkit.memory._rules import (
     CallIndex,
@@ -165,8 +170,8 @@ class SQLMemory(BaseMemory):
             url_or_engine: A database URL (``sqlite:///agent.db``,
                 ``postgresql+psycopg://user:pass@host/db``) or an SQLAlchemy ``Engine``.
                 Engines made from URLs are shared per URL within the process.
-            session_id: The session (at most 255 characters). Nothing is written until the
-                first write.
+            session_id: The session (at most 255 characters, no NUL). Nothing is stored
+                until the first write.
             table_prefix: Prefix of the table names (an SQL identifier).
             create_schema: Create or migrate the tables when needed; with ``False`` the
                 tables must exist at the current schema version.
@@ -188,11 +193,7 @@ class SQLMemory(BaseMemory):
             accept_unknown_call_ids=accept_unknown_call_ids,
             summary_role=summary_role,
         )
-        if not isinstance(session_id, str) or not session_id or len(session_id) > 255:
-            raise ConfigError(
-                f"a session id must be a non-empty string of at most 255 characters, "
-                f"got {session_id!r:.80}"
-            )
+        validate_session_id(session_id)
         self._t: Tables = tables(table_prefix)
         self._engine = connect(url_or_engine, self._t, create_schema=create_schema)
         self._session_id = session_id
@@ -361,7 +362,7 @@ class SQLMemory(BaseMemory):
                 update(s)
                 .where(s.c.id == self._session_id)
                 .values(
-                    summary=result.snapshot.summary,
+                    summary=_json(result.snapshot.summary),
                     version=row.version + 1,
                     window_version=row.window_version + 1,
                     next_seq=plan.next_seq,
@@ -449,7 +450,7 @@ class SQLMemory(BaseMemory):
                 update(s)
                 .where(s.c.id == self._session_id)
                 .values(
-                    summary=undo["summary"],
+                    summary=_json(undo["summary"]),
                     version=row.version + 1,
                     window_version=row.window_version + 1,
                     updated_at=now,
@@ -497,7 +498,7 @@ class SQLMemory(BaseMemory):
                 update(s)
                 .where(s.c.id == self._session_id)
                 .values(
-                    summary=snapshot.summary,
+                    summary=_json(snapshot.summary),
                     version=max(row.version, snapshot.version or 0) + 1,
                     window_version=row.window_version + 1,
                     next_seq=plan.next_seq,
@@ -516,7 +517,7 @@ class SQLMemory(BaseMemory):
                 update(s)
                 .where(s.c.id == self._session_id)
                 .values(
-                    summary="",
+                    summary=_json(""),
                     version=row.version + 1,
                     window_version=row.window_version + 1,
                     updated_at=_now(),
@@ -609,25 +610,33 @@ class SQLMemory(BaseMemory):
 
     def _lock_existing(self, conn: Connection) -> _Row | None:
         """Lock and read the session's row; ``None`` when there is none."""
-        s = self._t.sessions
-        found = conn.execute(
-            select(s.c.version, s.c.window_version, s.c.next_seq, s.c.summary, s.c.created_at)
-            .where(s.c.id == self._session_id)
-            .with_for_update()
-        ).first()
-        return None if found is None else _Row(*found)
+        return self._session_row(conn, lock=True)
 
     def _read(self) -> _Window:
+        """The current window: one statement when the cache is current, else a consistent
+        read of the session row and the rows the cache lacks."""
+        failure = f"cannot read session {self._session_id!r}"
+        with single_statement(self._engine, failure) as conn:
+            probe = self._session_row(conn)
+        cached = self._window
+        if probe is None:
+            return _EMPTY
+        if cached is not None and cached.row == probe:
+            return cached
+        with read_transaction(self._engine, failure) as conn:
+            row = self._session_row(conn)
+            return _EMPTY if row is None else self._refresh(conn, row)
+
+    def _session_row(self, conn: Connection, *, lock: bool = False) -> _Row | None:
         s = self._t.sessions
-        with read_transaction(self._engine, f"cannot read session {self._session_id!r}") as conn:
-            found = conn.execute(
-                select(
-                    s.c.version, s.c.window_version, s.c.next_seq, s.c.summary, s.c.created_at
-                ).where(s.c.id == self._session_id)
-            ).first()
-            if found is None:
-                return _EMPTY
-            return self._refresh(conn, _Row(*found))
+        query = select(
+            s.c.version, s.c.window_version, s.c.next_seq, s.c.summary, s.c.created_at
+        ).where(s.c.id == self._session_id)
+        found = conn.execute(query.with_for_update() if lock else query).first()
+        if found is None:
+            return None
+        version, window_version, next_seq, summary, created_at = found
+        return _Row(version, window_version, next_seq, json.loads(summary), created_at)
 
     def _refresh(self, conn: Connection, row: _Row) -> _Window:
         """The window at ``row``, read in ``conn``'s snapshot, from the cache where it can."""
@@ -736,19 +745,22 @@ class SQLMemory(BaseMemory):
 
     def _call_index(self, conn: Connection, items: Iterable[Item]) -> CallIndex:
         """The stored calls and outputs sharing a call id with ``items`` (index lookups)."""
-        ids = {
-            item.call_id for item in items if isinstance(item, (FunctionCall, FunctionCallOutput))
+        keys = {
+            _call_key(item.call_id): item.call_id
+            for item in items
+            if isinstance(item, (FunctionCall, FunctionCallOutput))
         }
         index = CallIndex()
-        if not ids:
+        if not keys:
             return index
         i = self._t.items
         rows = conn.execute(
             select(i.c.kind, i.c.call_id).where(
-                i.c.session_id == self._session_id, i.c.call_id.in_(ids)
+                i.c.session_id == self._session_id, i.c.call_id.in_(keys)
             )
         ).all()
-        for kind, call_id in rows:
+        for kind, key in rows:
+            call_id = keys[key]
             (index.calls if kind == "function_call" else index.answered).add(call_id)
         return index
 
@@ -777,7 +789,11 @@ class SQLMemory(BaseMemory):
     def _item_row(
         self, item: Item, payload: str, *, position: int | None, now: datetime
     ) -> dict[str, Any]:
-        call_id = item.call_id if isinstance(item, (FunctionCall, FunctionCallOutput)) else None
+        call_id = (
+            _call_key(item.call_id)
+            if isinstance(item, (FunctionCall, FunctionCallOutput))
+            else None
+        )
         return {
             "session_id": self._session_id,
             "seq": _seq(item),
@@ -893,21 +909,22 @@ _EMPTY = _Window(
 )
 
 
-def _insert_session(conn: Connection, t: Tables, session_id: str, **values: Any) -> None:
-    """Insert the session's row unless it exists (another writer may have just inserted it)."""
+def _insert_session(conn: Connection, t: Tables, session_id: str) -> None:
+    """Insert the session's row unless it exists (another writer may have just inserted it);
+    the counters and the summary start at their column defaults."""
     now = _now()
-    row = {
-        "id": session_id,
-        "version": 0,
-        "window_version": 0,
-        "next_seq": 1,
-        "summary": "",
-        "created_at": now,
-        "updated_at": now,
-        **values,
-    }
+    row = {"id": session_id, "created_at": now, "updated_at": now}
     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
     conn.execute(dialect.insert(t.sessions).values(row).on_conflict_do_nothing())
+
+
+def _call_key(call_id: str) -> str:
+    """The ``call_id`` column's form of a call id (PostgreSQL text cannot hold NUL)."""
+    return call_id.replace("\x00", "\ufffd")
+
+
+def _json(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
 
 
 def _compaction_values(session_id: str, result: CompactResult, now: datetime) -> dict[str, Any]:
@@ -926,7 +943,7 @@ def _compaction_values(session_id: str, result: CompactResult, now: datetime) ->
         "tokens_before": stats.tokens_before,
         "tokens_after": stats.tokens_after,
         "outcome": result.outcome,
-        "error": result.error,
+        "error": None if result.error is None else result.error.replace("\x00", "\ufffd"),
         "details": json.dumps(details, ensure_ascii=False, default=str) if details else None,
         "created_at": now,
     }
