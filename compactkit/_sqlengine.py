@@ -195,5 +195,5 @@ def storage_errors(what: str) -> Iterator[None]:
     try:
         yield
     except SQLAlchemyError as exc:
-        reason = getattr(exc, "orig", None) or exc
+        reason = " ".join(str(getattr(exc, "orig", None) or exc).split())  # one line
         raise StorageError(f"{what}: {reason}") from exc

@@ -636,7 +636,13 @@ class SQLMemory(BaseMemory):
         if found is None:
             return None
         version, window_version, next_seq, summary, created_at = found
-        return _Row(version, window_version, next_seq, json.loads(summary), created_at)
+        try:
+            summary = json.loads(summary)
+        except ValueError as exc:
+            raise StorageError(
+                f"session {self._session_id!r} has a corrupt summary (not a JSON string)"
+            ) from exc
+        return _Row(version, window_version, next_seq, summary, created_at)
 
     def _refresh(self, conn: Connection, row: _Row) -> _Window:
         """The window at ``row``, read in ``conn``'s snapshot, from the cache where it can."""
