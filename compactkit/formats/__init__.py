@@ -1,5 +1,58 @@
-"""Adapters between compactkit items and the providers' wire formats."""
+"""Adapters between compactkit items and the providers' wire formats, and their validators.
 
-from compactkit.formats.chat import ChatProblem, chat_to_items, items_to_chat, validate_chat
+One module per format (``chat``, ``responses``, ``anthropic``), each converting both ways and
+refusing — or, when lossy, dropping and reporting — what its format cannot express; ``validate``
+checks a prompt against the target format's tool-call rules. See docs/formats.md.
+"""
 
-__all__ = ["ChatProblem", "chat_to_items", "items_to_chat", "validate_chat"]
+from compactkit.formats.anthropic import (
+    AnthropicPrompt,
+    anthropic_to_items,
+    items_to_anthropic,
+    tools_from_anthropic,
+    tools_to_anthropic,
+)
+from compactkit.formats.chat import (
+    ChatProblem,
+    chat_to_items,
+    items_to_chat,
+    tools_from_chat,
+    tools_to_chat,
+    validate_chat,
+)
+from compactkit.formats.responses import (
+    items_to_responses,
+    responses_to_items,
+    tools_from_responses,
+    tools_to_responses,
+)
+from compactkit.formats.validate import (
+    ProblemKind,
+    PromptProblem,
+    validate_anthropic,
+    validate_items,
+    validate_responses,
+)
+
+__all__ = [
+    "AnthropicPrompt",
+    "ChatProblem",
+    "ProblemKind",
+    "PromptProblem",
+    "anthropic_to_items",
+    "chat_to_items",
+    "items_to_anthropic",
+    "items_to_chat",
+    "items_to_responses",
+    "responses_to_items",
+    "tools_from_anthropic",
+    "tools_from_chat",
+    "tools_from_responses",
+    "tools_to_anthropic",
+    "tools_to_chat",
+    "tools_to_responses",
+    "validate_anthropic",
+    "validate_chat",
+    "validate_items",
+    "validate_responses",
+]

@@ -11,7 +11,8 @@ Mapping:
   part with keys compactkit does not model, -> ``RawPart`` carried through untouched;
 * keys of a message that compactkit does not model -> ``Message.extra``, restored on output.
 
-Chat cannot express ``Reasoning``: converting one raises ``FormatError`` naming the item unless
+Chat cannot express ``Reasoning``, ``is_error`` on a tool result, or the raw parts and
+unmodelled fields of another format: converting one raises ``FormatError`` naming the item unless
 ``lossy=True``, which drops it and reports it to ``on_drop``.
 """
 
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from compactkit.errors import FormatError
+from compactkit.formats._common import Losses, extra_format
 from compactkit.items import (
     ContentPart,
     FunctionCall,
@@ -78,43 +80,40 @@ def items_to_chat(
     Raises:
         FormatError: an item cannot be expressed in chat and ``lossy`` is false.
     """
+    losses: Losses[Item] = Losses("chat", lossy, on_drop)
     out: list[ChatMessage] = []
     open_assistant: ChatMessage | None = None  # the assistant message calls may join
     for item in items:
         if isinstance(item, Message):
-            message = _message_to_chat(item)
+            message = _message_to_chat(item, losses)
             out.append(message)
             open_assistant = message if item.role == "assistant" else None
         elif isinstance(item, FunctionCall):
             if open_assistant is None:
                 open_assistant = {"role": "assistant", "content": None}
                 out.append(open_assistant)
-            open_assistant.setdefault("tool_calls", []).append(
-                {
-                    "id": item.call_id,
-                    "type": "function",
-                    "function": {"name": item.name, "arguments": item.arguments},
-                }
-            )
+            call = {
+                "id": item.call_id,
+                "type": "function",
+                "function": {"name": item.name, "arguments": item.arguments},
+            }
+            call.update(losses.native_extra(item, item.extra))
+            open_assistant.setdefault("tool_calls", []).append(call)
         elif isinstance(item, FunctionCallOutput):
             tool: ChatMessage = {
                 "role": "tool",
                 "tool_call_id": item.call_id,
-                "content": _content_to_chat(item.output),
+                "content": _content_to_chat(item.output, item, losses),
             }
             if item.name is not None:
                 tool["name"] = item.name
+            if item.is_error:
+                losses.lose(item, "is_error=True on a tool result")
+            tool.update(losses.native_extra(item, item.extra))
             out.append(tool)
             open_assistant = None
         else:
-            reason = (
-                f"chat cannot express a reasoning item (from {item.format!r}); "
-                "pass lossy=True (CLI: --lossy) to drop it"
-            )
-            if not lossy:
-                raise FormatError(f"{_describe(item)}: {reason}")
-            if on_drop is not None:
-                on_drop(item, reason)
+            losses.lose(item, f"a reasoning item from {item.format!r}")
     return out
 
 
@@ -144,18 +143,33 @@ def tools_from_chat(tools: Iterable[Mapping[str, Any]]) -> list[Tool]:
     return out
 
 
-def tools_to_chat(tools: Iterable[Tool]) -> list[dict[str, Any]]:
-    """Convert tools to Chat Completions ``tools`` entries."""
+def tools_to_chat(
+    tools: Iterable[Tool],
+    *,
+    lossy: bool = False,
+    on_drop: Callable[[Tool, str], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Convert tools to Chat Completions ``tools`` entries.
+
+    An explicit ``strict: true`` of another format is carried; the implicit strict mode of a
+    Responses tool without ``strict`` (the API rewrites its schema) is not, as a chat tool with
+    ``strict: true`` must already have a strict schema.
+    """
+    losses: Losses[Tool] = Losses("chat", lossy, on_drop)
     out: list[dict[str, Any]] = []
     for tool in tools:
         extra = dict(tool.extra or {})
         outer = extra.pop("__outer__", {})
+        source = extra_format(extra)
+        strict = extra.pop("strict", False) if source != "chat" else None
         function: dict[str, Any] = {"name": tool.name}
         if tool.description is not None:
             function["description"] = tool.description
         if tool.parameters is not None:
             function["parameters"] = tool.parameters
-        function.update(extra)
+        if strict:
+            function["strict"] = True
+        function.update(losses.native_extra(tool, extra))
         out.append({"type": "function", "function": function, **outer})
     return out
 
@@ -371,11 +385,18 @@ def _plain_image(image: Any) -> bool:
     )
 
 
-def _content_to_chat(content: str | tuple[ContentPart, ...]) -> Any:
+def _content_to_chat(
+    content: str | tuple[ContentPart, ...], item: Item, losses: Losses[Item]
+) -> Any:
     if isinstance(content, str):
         return content
     parts: list[dict[str, Any]] = []
     for part in content:
+        if isinstance(part, RawPart) and part.format != "chat":
+            replacement = losses.foreign_part(item, part)
+            if replacement is None:
+                continue
+            part = replacement
         if isinstance(part, TextPart):
             parts.append({"type": "text", "text": part.text})
         elif isinstance(part, ImagePart):
@@ -383,23 +404,17 @@ def _content_to_chat(content: str | tuple[ContentPart, ...]) -> Any:
             if part.detail is not None:
                 image["detail"] = part.detail
             parts.append({"type": "image_url", "image_url": image})
-        elif part.format == "chat":
-            parts.append(dict(part.data))
         else:
-            raise FormatError(f"a {part.format!r} content part cannot be expressed in chat")
+            parts.append(dict(part.data))
     return parts
 
 
-def _message_to_chat(item: Message) -> ChatMessage:
-    message: ChatMessage = {"role": item.role, "content": _content_to_chat(item.content)}
+def _message_to_chat(item: Message, losses: Losses[Item]) -> ChatMessage:
+    message: ChatMessage = {
+        "role": item.role,
+        "content": _content_to_chat(item.content, item, losses),
+    }
     if item.name is not None:
         message["name"] = item.name
-    if item.extra:
-        message.update(item.extra)
+    message.update(losses.native_extra(item, item.extra))
     return message
-
-
-def _describe(item: Item) -> str:
-    ident = f" id={item.id!r}" if item.id else ""
-    seq = f" seq={item.seq}" if item.seq is not None else ""
-    return f"{item.type} item{ident}{seq}"

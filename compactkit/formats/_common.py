@@ -1,0 +1,179 @@
+"""What every adapter shares: loss reporting, provider-field tagging and the summary text marker.
+
+Provider fields compactkit does not model are kept in an item's ``extra``. Fields read from
+Responses or Anthropic carry the key ``"__format__"`` naming their format (chat's carry none, for
+compatibility with items stored before the other adapters existed), so that a writer emits only
+the fields of its own format and treats the others as a loss. Keys starting with ``"__"`` are
+compactkit's own markers and are never written out.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, Literal, TypeAlias, TypeVar
+
+from compactkit.errors import FormatError
+from compactkit.items import (
+    ContentPart,
+    FunctionCall,
+    FunctionCallOutput,
+    Item,
+    Message,
+    RawPart,
+    Reasoning,
+    TextPart,
+    Tool,
+)
+from compactkit.snapshot import SUMMARY_NAME
+
+WireFormat: TypeAlias = Literal["chat", "responses", "anthropic"]
+
+FORMAT_KEY = "__format__"
+
+# Fields that describe how the provider produced an item, not what the conversation says:
+# dropping them on the way to another format loses nothing.
+_BOOKKEEPING = frozenset({"status"})
+
+SUMMARY_OPEN = f"<{SUMMARY_NAME}>"
+SUMMARY_CLOSE = f"</{SUMMARY_NAME}>"
+
+_TEXT_PART_TYPES = ("text", "input_text", "output_text")
+
+T = TypeVar("T", Item, Tool)
+
+
+def tag_extra(fields: Mapping[str, Any], format: WireFormat) -> dict[str, Any] | None:
+    """``fields`` as an ``extra`` dict marked with the format they came from (``None`` if empty)."""
+    if not fields:
+        return None
+    if format == "chat":
+        return dict(fields)
+    return {FORMAT_KEY: format, **fields}
+
+
+def extra_format(extra: Mapping[str, Any] | None) -> str:
+    """The format an ``extra`` dict came from (untagged means chat)."""
+    return str(extra.get(FORMAT_KEY, "chat")) if extra else "chat"
+
+
+class Losses(Generic[T]):
+    """What a target format cannot express: raised as ``FormatError``, or dropped and reported.
+
+    Args:
+        target: The format being written.
+        lossy: Drop instead of raising.
+        on_drop: Called with the item (or tool) concerned and what was dropped, when ``lossy``.
+    """
+
+    def __init__(
+        self, target: WireFormat, lossy: bool, on_drop: Callable[[T, str], None] | None
+    ) -> None:
+        self.target = target
+        self.lossy = lossy
+        self.on_drop: Callable[[T, str], None] | None = on_drop
+
+    def lose(self, subject: T, what: str) -> None:
+        """Report that ``what`` (part of ``subject``) cannot be expressed in the target."""
+        reason = f"{self.target} cannot express {what}"
+        if not self.lossy:
+            raise FormatError(
+                f"{describe(subject)}: {reason}; pass lossy=True (CLI: --lossy) to drop it"
+            )
+        if self.on_drop is not None:
+            self.on_drop(subject, reason)
+
+    def native_extra(self, subject: T, extra: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The fields of ``extra`` the target can write; the others are reported as lost."""
+        if not extra:
+            return {}
+        source = extra_format(extra)
+        fields = {k: v for k, v in extra.items() if not k.startswith("__")}
+        if source == self.target:
+            return fields
+        for key, value in fields.items():
+            if key in _BOOKKEEPING or value in (None, "", [], {}):
+                continue
+            self.lose(subject, f"the {source} field {key!r} ({_short(value)})")
+        return {}
+
+    def foreign_part(self, subject: T, part: RawPart) -> TextPart | None:
+        """A content part from another format: its text when ``lossy`` allows, else nothing."""
+        data = part.data
+        text = data.get("text")
+        if data.get("type") in _TEXT_PART_TYPES and isinstance(text, str):
+            dropped = sorted(k for k in data if k not in ("type", "text"))
+            self.lose(subject, f"the fields {dropped!r} of a {part.format} text part")
+            return TextPart(text=text)
+        self.lose(subject, f"a {part.format} {data.get('type', 'untyped')!r} content part")
+        return None
+
+
+def describe(subject: Item | Tool) -> str:
+    """A short, unambiguous name for an item or tool, for error messages and drop reports."""
+    if isinstance(subject, Tool):
+        return f"tool {subject.name!r}"
+    facts: list[str] = []
+    if isinstance(subject, Message):
+        facts.append(f"role={subject.role!r}")
+        text = subject.text
+        if text:
+            facts.append(f"text={text[:30] + '…' if len(text) > 30 else text!r}")
+    elif isinstance(subject, FunctionCall):
+        facts += [f"call_id={subject.call_id!r}", f"name={subject.name!r}"]
+    elif isinstance(subject, FunctionCallOutput):
+        facts.append(f"call_id={subject.call_id!r}")
+    elif isinstance(subject, Reasoning):
+        facts.append(f"from {subject.format!r}")
+    if subject.id:
+        facts.append(f"id={subject.id!r}")
+    if subject.seq is not None:
+        facts.append(f"seq={subject.seq}")
+    return f"{subject.type} item ({', '.join(facts)})"
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# -- the summary marker in formats without a message name ------------------------------------
+
+
+def mark_summary(text: str) -> str:
+    """The summary text as compactkit writes it where a message has no ``name``."""
+    return f"{SUMMARY_OPEN}\n{text}\n{SUMMARY_CLOSE}"
+
+
+def unmark_summary(text: str) -> str | None:
+    """The summary inside a marked text, or ``None`` when the text is not a marked summary."""
+    head, tail = SUMMARY_OPEN + "\n", "\n" + SUMMARY_CLOSE
+    if text.startswith(head) and text.endswith(tail) and len(text) >= len(head) + len(tail):
+        return text[len(head) : len(text) - len(tail)]
+    return None
+
+
+def split_marked_suffix(text: str) -> tuple[str, str] | None:
+    """Split ``"<prefix>\\n\\n<marked summary>"`` (or a bare marked summary) into its parts."""
+    if unmark_summary(text) is not None:
+        return "", text
+    for match in re.finditer(re.escape("\n\n" + SUMMARY_OPEN + "\n"), text):
+        marked = text[match.start() + 2 :]
+        if unmark_summary(marked) is not None:
+            return text[: match.start()], marked
+    return None
+
+
+def parts_text(content: str | tuple[ContentPart, ...]) -> str | None:
+    """The text of content that is a string or a single text part; ``None`` otherwise."""
+    if isinstance(content, str):
+        return content
+    if len(content) == 1 and isinstance(content[0], TextPart):
+        return content[0].text
+    return None
+
+
+def compact_json(value: Any) -> str:
+    """JSON the way OpenAI models write tool arguments: no spaces, non-ASCII kept."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
