@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 __all__ = [
     "SESSION_SCHEMA_VERSION",
     "AgentSession",
-    "MemoryFactory",
     "SessionState",
     "new_session",
     "resume_session",

@@ -184,6 +184,10 @@ class MemoryConformance:
             memory.add_output_items(bad)
         assert memory.version == 0
 
+    def test_a_single_message_must_come_in_a_list(self, memory: AgentMemory) -> None:
+        with pytest.raises(ConfigError, match="wrap it in a list"):
+            memory.add_output_items({"role": "assistant", "content": "hi"})  # type: ignore[arg-type]
+
     def test_unusable_user_input_raises(self, memory: AgentMemory) -> None:
         with pytest.raises(ConfigError, match="add_user_input"):
             memory.add_user_input(None)  # type: ignore[arg-type]
@@ -514,9 +518,14 @@ class MemoryConformance:
         memory.set_compressor(compressor, policy=lambda s: len(s.items) > 3)
         memory.add_user_input("d")
         assert texts(memory.items) == ["a | b | c", "d"]
-        memory.compressor = None
+        memory.compressor = None  # pauses; the policy is kept
         memory.add_user_input("e")
         assert texts(memory.items) == ["a | b | c", "d", "e"]
+        memory.set_compressor(KeepLast(1))
+        memory.add_user_input("f")
+        assert len(memory.snapshot().items) == 3  # the kept policy (> 3) has not fired
+        memory.add_user_input("g")
+        assert texts(memory.items) == ["a | b | c | d | e | f", "g"]
 
     def test_a_policy_needs_a_compressor(self, memory_factory: MemoryFactory) -> None:
         with pytest.raises(ConfigError, match="needs a compressor"):

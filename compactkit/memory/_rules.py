@@ -56,6 +56,11 @@ def user_input_item(value: object) -> Message:
 
 def output_items(values: Iterable[object]) -> list[Item]:
     """The items ``add_output_items(values)`` stores (chat dicts converted, in order)."""
+    if isinstance(values, (Mapping, str, *_ITEM_TYPES)):
+        raise ConfigError(
+            f"add_output_items takes a list of items or chat messages, got one "
+            f"{type(values).__name__}; wrap it in a list"
+        )
     items: list[Item] = []
     for index, value in enumerate(values):
         if isinstance(value, _ITEM_TYPES):

@@ -29,9 +29,10 @@ them):
 
 from __future__ import annotations
 
+import enum
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol, TypeAlias, runtime_checkable
+from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
 from compactkit.compressors.base import MemoryCompressor
 from compactkit.errors import ConcurrencyError, ConfigError
@@ -45,11 +46,18 @@ from compactkit.memory._rules import (
 )
 from compactkit.snapshot import CompactResult, MemorySnapshot, SummaryRole
 
-__all__ = ["AgentMemory", "BaseMemory", "CompactCallback", "OutputItem", "Trigger", "UserInput"]
+__all__ = ["AgentMemory", "BaseMemory", "SnapshotTrigger"]
 
-Trigger: TypeAlias = Callable[[MemorySnapshot], bool]
-"""Decides, after a write, whether to compact the snapshot. A ``CompactPolicy`` is adapted to
-this shape (it reads a richer state object built from the snapshot)."""
+SnapshotTrigger: TypeAlias = Callable[[MemorySnapshot], bool]
+"""Decides, after a write, whether to compact the snapshot. A ``CompactPolicy`` becomes one with
+``policy.as_trigger(counter)`` (it measures the snapshot into its richer ``PolicyState``)."""
+
+Trigger: TypeAlias = SnapshotTrigger  # the short name the backends use internally
+
+
+class _Keep(enum.Enum):
+    KEEP = "keep"  # set_compressor: leave the policy as it is
+
 
 CompactCallback: TypeAlias = Callable[[CompactResult], None]
 """Called with the result of every compaction the memory runs (write path or ``compact()``),
@@ -143,7 +151,7 @@ class BaseMemory(ABC):
     def __init__(
         self,
         *,
-        policy: Trigger | None = None,
+        policy: SnapshotTrigger | None = None,
         compressor: MemoryCompressor | None = None,
         on_compact: CompactCallback | None = None,
         accept_unknown_call_ids: bool = False,
@@ -228,33 +236,42 @@ class BaseMemory(ABC):
 
     @property
     def compressor(self) -> MemoryCompressor | None:
-        """The write-path compressor; a new one takes effect at the next write, ``None`` stops
-        write-path compaction (the policy is kept, inert, for a later compressor)."""
+        """The write-path compressor; a new one takes effect at the next write, ``None`` pauses
+        write-path compaction (the policy is kept for a later compressor)."""
         return self._compressor
 
     @compressor.setter
     def compressor(self, compressor: MemoryCompressor | None) -> None:
-        # Keeps the policy: None pauses write-path compaction, a new compressor resumes it.
-        self._compressor = compressor
+        self.set_compressor(compressor)
 
     @property
-    def policy(self) -> Trigger | None:
+    def policy(self) -> SnapshotTrigger | None:
         """When to compact after a write; a new one takes effect at the next write."""
         return self._policy
 
     @policy.setter
-    def policy(self, policy: Trigger | None) -> None:
-        self.set_compressor(self._compressor, policy=policy)
+    def policy(self, policy: SnapshotTrigger | None) -> None:
+        if policy is not None and self._compressor is None:
+            raise ConfigError("a compaction policy needs a compressor (pass compressor=...)")
+        self._policy = policy
 
     def set_compressor(
-        self, compressor: MemoryCompressor | None, *, policy: Trigger | None = None
+        self,
+        compressor: MemoryCompressor | None,
+        *,
+        policy: SnapshotTrigger | Literal[_Keep.KEEP] | None = _Keep.KEEP,
     ) -> None:
-        """Replace the write-path compressor and policy together.
+        """Replace the write-path compressor (and the policy, when given) in one step.
 
         Takes effect at the next write; nothing is compacted now and past compactions are never
-        re-run (on every backend). ``None`` turns write-path compaction off.
+        re-run (on every backend). ``None`` pauses write-path compaction.
+
+        Raises:
+            ConfigError: a policy is given without a compressor.
         """
-        if policy is not None and compressor is None:
+        if policy is _Keep.KEEP:
+            policy = self._policy  # kept, and inert while there is no compressor
+        elif policy is not None and compressor is None:
             raise ConfigError("a compaction policy needs a compressor (pass compressor=...)")
         self._compressor, self._policy = compressor, policy
 

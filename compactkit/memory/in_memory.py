@@ -15,7 +15,7 @@ from compactkit.memory._rules import (
     plan_apply,
     plan_restore,
 )
-from compactkit.memory.base import BaseMemory, CompactCallback, Trigger
+from compactkit.memory.base import BaseMemory, CompactCallback, SnapshotTrigger
 from compactkit.snapshot import CompactResult, MemorySnapshot, SummaryRole
 
 __all__ = ["InMemoryMemory"]
@@ -32,7 +32,7 @@ class InMemoryMemory(BaseMemory):
     def __init__(
         self,
         *,
-        policy: Trigger | None = None,
+        policy: SnapshotTrigger | None = None,
         compressor: MemoryCompressor | None = None,
         on_compact: CompactCallback | None = None,
         accept_unknown_call_ids: bool = False,

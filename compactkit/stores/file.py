@@ -26,7 +26,7 @@ from compactkit.errors import ConfigError, StorageError
 from compactkit.session import AgentSession, SessionState
 from compactkit.stores.base import SessionNotFoundError
 
-__all__ = ["FileSessionStore", "decode_session_id", "encode_session_id"]
+__all__ = ["FileSessionStore"]
 
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
 _SUFFIX = ".json"
