@@ -38,7 +38,7 @@ from compactkit.compressors.sections import SectionKey, SummaryDocument
 from compactkit.errors import ConfigError
 from compactkit.groups import Group
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, Tool
-from compactkit.snapshot import CompactResult, MemorySnapshot
+from compactkit.snapshot import CompactResult, MemorySnapshot, summary_message
 from compactkit.tokens import TokenCounter
 
 __all__ = ["DigestCompressor", "digest_items"]
@@ -274,14 +274,19 @@ class DigestCompressor:
         )
         new = digest_items(folded, originals=originals, with_goal=not existing.entries("goal"))
         merged = existing.merge(new)
-        trimmed = merged.trim_to(self.cap, counter)
+        cap = self.cap
+        if self.target_tokens is not None:  # a smaller cap when the kept items leave less room
+            rest = sum(counter.count_item(i) for i in kept) + counter.count_overhead(self.tools)
+            room = self.target_tokens - rest - counter.count_item(summary_message(""))
+            cap = max(1, min(cap, room))
+        trimmed = merged.trim_to(cap, counter)
         after = snapshot.model_copy(update={"items": tuple(kept), "summary": trimmed.render()})
         details: dict[str, object] = {
             "folded_groups": sum(1 for i in range(first_kept) if layout.protected[i] is None),
             "digest_entries": len(new),
             "summary_entries": len(trimmed),
             "trimmed_entries": trimmed.trimmed - merged.trimmed,
-            "summary_cap_tokens": self.cap,
+            "summary_cap_tokens": cap,
         }
         after_tokens = request_tokens(after, counter, self.tools)
         if self.target_tokens is not None:

@@ -301,8 +301,9 @@ class SummaryDocument:
 
         * ``files_read``, ``files_modified``, ``identifiers``: one entry per leading `` `key` ``;
           a newer entry for a known key adds its new details (after " — ", "; "-separated) to
-          the existing entry, in place, keeping the newest six ("N earlier omitted" counts the
-          rest);
+          the existing entry, which moves to the end (the section is ordered by last touch, so
+          trimming spares what is still being worked on); the newest six details are kept
+          ("N earlier omitted" counts the rest);
         * ``values``: one *current* entry per `` `name` ``; a newer value marks the current one
           ``(superseded)`` and is appended as ``(current)``; the newest three superseded values
           per name are kept, older ones count as trimmed;
@@ -418,12 +419,17 @@ def _merge_keyed(section: SectionKey, existing: list[str], new: Iterable[str]) -
             index[key] = len(existing)
             existing.append(entry)
             continue
-        position = index[key]
-        head, details = _split_details(existing[position])
+        head, details = _split_details(existing[index[key]])
         _, more = _split_details(entry)
         folded = {" ".join(d.split()).casefold() for d in details}
-        details += [d for d in more if " ".join(d.split()).casefold() not in folded]
-        existing[position] = f"{head} — {'; '.join(_bounded(details))}" if details else head
+        fresh = [d for d in more if " ".join(d.split()).casefold() not in folded]
+        if not fresh:
+            continue
+        # Touched again: the entry moves to the end, so trimming (oldest first) spares it.
+        del existing[index[key]]
+        details = _bounded(details + fresh)
+        existing.append(f"{head} — {'; '.join(details)}")
+        index = {_dedupe_key(section, e): i for i, e in enumerate(existing)}
     return existing
 
 
