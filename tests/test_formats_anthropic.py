@@ -412,3 +412,9 @@ def test_validator_moves_a_result_into_the_turn_after_its_call() -> None:
     repaired, problems = validate_items(items, format="anthropic", mode="repair")
     assert [p.kind for p in problems] == ["missing_output"]
     assert repaired == [items[0], items[1], items[4], items[2], items[3]]
+
+
+def test_validator_names_a_malformed_message_by_its_index() -> None:
+    broken = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": 7}]
+    with pytest.raises(FormatError, match=r"^message 1: 'content' must be a string"):
+        validate_anthropic(broken)

@@ -1,4 +1,4 @@
-"""Anthropic Messages <-> compactkit items, and the Anthropic prompt validator.
+"""Anthropic Messages <-> compactkit items (``formats.validate`` checks them).
 
 Mapping:
 

@@ -1,4 +1,4 @@
-"""OpenAI Responses input items <-> compactkit items, and the Responses prompt validator.
+"""OpenAI Responses input items <-> compactkit items (``formats.validate`` checks them).
 
 Mapping (one input item is one compactkit item, in order):
 

@@ -87,9 +87,9 @@ def validate_items(
     Raises:
         FormatError: in ``raise`` mode, when there is any problem; it lists them all.
     """
-    order, problems = plan_repair(items, format)
+    order, problems = _plan_repair(items, format)
     if mode == "raise":
-        raise_problems(problems, format)
+        _raise_problems(problems, format)
     return [items[i] for i in order], problems
 
 
@@ -110,9 +110,9 @@ def validate_responses(
     Raises:
         FormatError: in ``raise`` mode, when there is any problem; it lists them all.
     """
-    order, problems = plan_repair(responses_to_items(input_items), "responses")
+    order, problems = _plan_repair(responses_to_items(input_items), "responses")
     if mode == "raise":
-        raise_problems(problems, "responses")
+        _raise_problems(problems, "responses")
     return [dict(input_items[i]) for i in order], problems
 
 
@@ -138,24 +138,27 @@ def validate_anthropic(
     items: list[Item] = []
     origin: list[int] = []
     for index, message in enumerate(messages):
+        try:
+            converted = anthropic_to_items([message])
+        except FormatError as exc:
+            raise FormatError(f"message {index}: {str(exc).removeprefix('message 0: ')}") from None
         if index and message.get("role") == messages[index - 1].get("role"):
             problems.append(PromptProblem("consecutive_role", index, unit="message"))
-        converted = anthropic_to_items([message])
         items += converted
         origin += [index] * len(converted)
-    order, item_problems = plan_repair(items, "anthropic")
+    order, item_problems = _plan_repair(items, "anthropic")
     problems += [
         PromptProblem(p.kind, origin[p.index], p.call_id, unit="message") for p in item_problems
     ]
     problems.sort(key=lambda p: p.index)
     if mode == "raise":
-        raise_problems(problems, "anthropic")
+        _raise_problems(problems, "anthropic")
     if not problems:
         return [dict(m) for m in messages], []
     return items_to_anthropic([items[i] for i in order]).messages, problems
 
 
-def raise_problems(problems: Sequence[PromptProblem], format: str) -> None:
+def _raise_problems(problems: Sequence[PromptProblem], format: str) -> None:
     """Raise ``FormatError`` listing ``problems``, if there are any."""
     if problems:
         listing = "; ".join(str(p) for p in problems)
@@ -165,7 +168,7 @@ def raise_problems(problems: Sequence[PromptProblem], format: str) -> None:
         )
 
 
-def plan_repair(items: Sequence[Item], format: Target) -> tuple[list[int], list[PromptProblem]]:
+def _plan_repair(items: Sequence[Item], format: Target) -> tuple[list[int], list[PromptProblem]]:
     """The indices of ``items`` to keep, in their repaired order, and the problems found."""
     planner = _Planner(items, format)
     order = planner.plan()
