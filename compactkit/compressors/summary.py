@@ -477,30 +477,35 @@ class SummaryCompressor:
         counter = self.counter
         item_cap = max(64, min(self.max_item_tokens, room // 2))
         names = {i.call_id: i.name for i in folded if isinstance(i, FunctionCall)}
-        units: list[list[tuple[Item, str, int, int]]] = []
+        # One digest per group (a call with its output); a chunk's facts are its groups'
+        # digests merged, so the span is read once.
+        units: list[list[tuple[Item, str, int, SummaryDocument]]] = []
         for group in group_items(folded):
+            members = group.slice(folded)
+            facts = digest_items(members, originals=originals, with_goal=with_goal)
+            with_goal = with_goal and not facts.entries("goal")
             unit = []
-            for item in group.slice(folded):
-                text = _describe(_original(item, originals), names, item_cap, counter)
-                facts = digest_items([item], originals=originals, with_goal=False)
-                unit.append(
-                    (item, text, counter.count_text(text) + 1, _facts_tokens(facts, counter))
-                )
+            for position, item in enumerate(members):
+                line, tokens = _describe(_original(item, originals), names, item_cap, counter)
+                unit.append((item, line, tokens, facts if position == 0 else SummaryDocument()))
             units.append(unit)
         chunks: list[_Chunk] = []
-        current: list[tuple[Item, str, int, int]] = []
+        current: list[tuple[Item, str, int, SummaryDocument]] = []
         used = 0
 
+        def facts_tokens(facts: SummaryDocument) -> int:
+            return counter.count_text(_body(facts)) if not facts.is_empty else 0
+
         def close() -> None:
-            nonlocal current, used, with_goal
+            nonlocal current, used
             if not current:
                 return
-            items = [entry[0] for entry in current]
-            facts = digest_items(items, originals=originals, with_goal=with_goal)
-            with_goal = with_goal and not facts.entries("goal")
+            facts = SummaryDocument()
+            for entry in current:
+                facts = facts.merge(entry[3])
             chunks.append(
                 _Chunk(
-                    items=tuple(items),
+                    items=tuple(entry[0] for entry in current),
                     text="\n".join(entry[1] for entry in current),
                     facts=facts,
                     tokens_seen=sum(entry[2] for entry in current),
@@ -509,18 +514,18 @@ class SummaryCompressor:
             current, used = [], 0
 
         for unit in units:
-            size = sum(text + facts for _, _, text, facts in unit)
-            if used + size > room:
+            sizes = [tokens + facts_tokens(facts) for _, _, tokens, facts in unit]
+            if used + sum(sizes) > room:
                 close()
-            if size <= room:
+            if sum(sizes) <= room:
                 current.extend(unit)
-                used += size
+                used += sum(sizes)
                 continue
-            for entry in unit:  # a group larger than a whole chunk: split it between items
-                if used + entry[2] + entry[3] > room:
+            for entry, size in zip(unit, sizes, strict=True):  # larger than a chunk: split it
+                if used + size > room:
                     close()
                 current.append(entry)
-                used += entry[2] + entry[3]
+                used += size
         close()
         return chunks
 
@@ -586,15 +591,26 @@ class SummaryCompressor:
             SummarizationError: the summary is empty, over its cap, or not smaller than what it
                 replaces.
         """
-        if fold.summary.is_empty:
-            raise SummarizationError("the summarizer produced an empty summary")
-        text = fold.summary.render()
-        tokens = self.counter.count_text(text)
-        if tokens > self.cap:
-            raise SummarizationError(
-                f"the summary is {tokens} tokens, over its cap of {self.cap} even after trimming"
+        counter = self.counter
+        cap = self.cap
+        if self.target_tokens is not None:  # as the digest does: the target may leave less room
+            rest = sum(counter.count_item(i) for i in plan.kept) + counter.count_overhead(
+                self.tools
             )
-        new = self.counter.count_item(summary_message(text))
+            room = self.target_tokens - rest - counter.count_item(summary_message(""))
+            cap = max(1, min(cap, room))
+        summary = fold.summary.trim_to(cap, counter)
+        fold.trimmed += summary.trimmed - fold.summary.trimmed
+        fold.summary = summary
+        if summary.is_empty:
+            raise SummarizationError("the summarizer produced an empty summary")
+        text = summary.render()
+        tokens = counter.count_text(text)
+        if tokens > cap:
+            raise SummarizationError(
+                f"the summary is {tokens} tokens, over its cap of {cap} even after trimming"
+            )
+        new = counter.count_item(summary_message(text))
         if new >= plan.replaced_tokens:
             raise SummarizationError(
                 f"the new summary ({new} tokens) is not smaller than what it replaces "
@@ -732,25 +748,36 @@ def _original(item: Item, originals: Mapping[str, FunctionCallOutput]) -> Item:
     return item
 
 
-def _describe(item: Item, names: Mapping[str, str], cap: int, counter: TokenCounter) -> str:
-    """One item as a transcript line: who, what (tool calls with name and arguments), the
-    content cut in the middle when over ``cap`` tokens."""
+def _describe(
+    item: Item, names: Mapping[str, str], cap: int, counter: TokenCounter
+) -> tuple[str, int]:
+    """One item as a transcript line — who, what (tool calls with name and arguments), the
+    content cut in the middle when over ``cap`` tokens — and about how many tokens it holds."""
+    content: str | tuple[Any, ...] | None = None
     if isinstance(item, Message):
-        head = f"[{item.role}]"
-        body = item.text + _attachments(item.content)
+        head, body, content = f"[{item.role}]", item.text, item.content
     elif isinstance(item, FunctionCall):
-        head = f"[assistant called {item.name} (call {item.call_id})]"
-        body = _arguments(item)
+        head, body = f"[assistant called {item.name} (call {item.call_id})]", _arguments(item)
     elif isinstance(item, FunctionCallOutput):
         name = item.name or names.get(item.call_id, "a tool")
         failed = " (error)" if item.is_error else ""
-        head = f"[{name} returned{failed} (call {item.call_id})]"
-        body = item.text + _attachments(item.output)
+        head, body, content = (
+            f"[{name} returned{failed} (call {item.call_id})]",
+            item.text,
+            item.output,
+        )
     else:
         head = "[assistant reasoning]"
         body = item.text if isinstance(item, Reasoning) and item.text else "(opaque)"
-    body = _cut(body.replace("</conversation-part", "<\\/conversation-part"), cap, counter)
-    return f"{head} {body}"
+    # A plain-text item's count is cached by the counter: no need to encode it again.
+    tokens = counter.count_item(item) if isinstance(content, str) else counter.count_text(body)
+    body = body.replace("</conversation-part", "<\\/conversation-part")
+    if tokens > cap:
+        body = _cut(body, cap, tokens)
+        tokens = cap + 32
+    if content is not None:
+        body += _attachments(content)
+    return f"{head} {body}", tokens + counter.count_text(head) + 1
 
 
 def _attachments(content: str | tuple[Any, ...]) -> str:
@@ -781,13 +808,11 @@ def _shorten(text: str, limit: int) -> str:
     return f"{text[:limit]}… [+{len(text) - limit:,} chars]"
 
 
-def _cut(text: str, cap: int, counter: TokenCounter) -> str:
-    """``text`` within about ``cap`` tokens: head and tail kept, the middle replaced by a note."""
-    tokens = counter.count_text(text)
-    if tokens <= cap:
-        return text
+def _cut(text: str, cap: int, tokens: int) -> str:
+    """``text`` (``tokens`` long) within about ``cap`` tokens: head and tail kept, the middle
+    replaced by a note."""
     keep = max(16, cap - 40)
-    chars_per_token = len(text) / tokens
+    chars_per_token = len(text) / max(tokens, 1)
     head = int(keep * 2 / 3 * chars_per_token)
     tail = int(keep / 3 * chars_per_token)
     omitted = tokens - keep
@@ -804,10 +829,6 @@ def _body(doc: SummaryDocument) -> str:
     """A document's sections without the title (for the prompt's <exact-facts>)."""
     lines = doc.render().splitlines()
     return "\n".join(lines[1:]).strip()
-
-
-def _facts_tokens(doc: SummaryDocument, counter: TokenCounter) -> int:
-    return counter.count_text(_body(doc)) if not doc.is_empty else 0
 
 
 def _normalise(text: str) -> str:
