@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine
+from sqlalchemy import Engine, create_engine, event
 
 from compactkit._sqlschema import tables
 
@@ -33,6 +33,21 @@ class Database:
 def sqlite_database(directory: Path) -> Database:
     """A fresh SQLite file in ``directory``."""
     return Database("sqlite", f"sqlite:///{directory}/compactkit.db", "compactkit_")
+
+
+def fast_engine(url: str) -> Engine:
+    """An engine for ``url`` whose commits skip the flush to disk (SQLite
+    ``synchronous=NORMAL`` in WAL mode, PostgreSQL ``synchronous_commit=off``).
+
+    Only a power loss or an operating-system crash could lose a commit, and the tests cause
+    neither: the semantics are the same, the suites just run several times faster. The crash
+    and multi-process tests use URLs, so they run with compactkit's own durable defaults.
+    """
+    if url.startswith("sqlite"):
+        engine = create_engine(url)
+        event.listen(engine, "connect", lambda dbapi, _: dbapi.execute("PRAGMA synchronous=NORMAL"))
+        return engine
+    return create_engine(url, connect_args={"options": "-c synchronous_commit=off"})
 
 
 @pytest.fixture(scope="module")

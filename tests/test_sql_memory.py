@@ -13,7 +13,14 @@ from typing import Any
 import pytest
 import sql_workers
 from memory_conformance import MemoryConformance
-from sql_support import Database, database, drop, postgres, sqlite_database  # noqa: F401
+from sql_support import (  # noqa: F401
+    Database,
+    database,
+    drop,
+    fast_engine,
+    postgres,
+    sqlite_database,
+)
 from sqlalchemy import Engine, create_engine, event, inspect, select, text
 
 from compactkit import _sqlengine, _sqlschema
@@ -27,16 +34,24 @@ from compactkit.snapshot import CompactResult, CompactStats, MemorySnapshot
 
 class TestSQLiteMemory(MemoryConformance):
     @pytest.fixture
-    def memory_factory(self, tmp_path: Path) -> Any:
-        url = sqlite_database(tmp_path).url
-        return lambda **options: SQLMemory(url, uuid.uuid4().hex, **options)
+    def memory_factory(self, tmp_path: Path) -> Iterator[Any]:
+        engine = fast_engine(sqlite_database(tmp_path).url)
+        yield lambda **options: SQLMemory(engine, uuid.uuid4().hex, **options)
+        engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def postgres_engine(postgres: Database) -> Iterator[Engine]:  # noqa: F811
+    engine = fast_engine(postgres.url)
+    yield engine
+    engine.dispose()
 
 
 class TestPostgresMemory(MemoryConformance):
     @pytest.fixture
-    def memory_factory(self, postgres: Database) -> Any:  # noqa: F811
+    def memory_factory(self, postgres_engine: Engine, postgres: Database) -> Any:  # noqa: F811
         return lambda **options: SQLMemory(
-            postgres.url, uuid.uuid4().hex, table_prefix=postgres.prefix, **options
+            postgres_engine, uuid.uuid4().hex, table_prefix=postgres.prefix, **options
         )
 
 
