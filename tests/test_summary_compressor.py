@@ -33,7 +33,7 @@ from compactkit.errors import ConfigError, SummarizationError
 from compactkit.groups import group_items
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
 from compactkit.llm import OpenAIChatLLM
-from compactkit.snapshot import CompactResult, MemorySnapshot
+from compactkit.snapshot import CompactResult, MemorySnapshot, summary_message
 from compactkit.testing import FunctionLLM, ScriptedLLM, block_network
 from compactkit.tokens import TiktokenCounter
 
@@ -696,3 +696,30 @@ def test_cap_defaults_follow_the_digest() -> None:
     assert SummaryCompressor(ScriptedLLM(), target_tokens=8_000).cap == 2000
     assert SummaryCompressor(ScriptedLLM(), target_tokens=1_000).cap == 300
     assert "summary-v1" in repr(SummaryCompressor(ScriptedLLM()))
+
+
+def test_a_target_that_leaves_no_room_for_a_summary_fails_cleanly() -> None:
+    items = session(turns=6)
+    items[-1] = Message(role="user", content="Keep going. " + "Details follow. " * 600)
+    rest = COUNTER.count_item(items[0]) + COUNTER.count_item(items[-1]) + COUNTER.count_overhead()
+    target = rest + COUNTER.count_item(summary_message("")) + 1  # one token left for it
+    snapshot = MemorySnapshot.of(items)
+    res = compressor(ScriptedLLM([UPDATE]), keep_last_groups=None, target_tokens=target).compress(
+        snapshot
+    )
+    assert res.outcome == "failed" and res.snapshot is snapshot
+    assert "leaves 1 tokens for the summary" in (res.error or "")
+
+
+def test_a_tight_target_shrinks_the_summary_to_fit() -> None:
+    items = session(turns=10)
+    snapshot = MemorySnapshot.of(items)
+    kept_tokens = sum(COUNTER.count_item(i) for i in (items[0], items[-1]))
+    target = kept_tokens + COUNTER.count_overhead() + 250
+    res = compressor(ScriptedLLM([UPDATE]), keep_last_groups=None, target_tokens=target).compress(
+        snapshot
+    )
+    assert res.outcome == "compacted", res.error
+    assert res.stats.tokens_after is not None and res.stats.tokens_after <= target
+    assert res.stats.details["target_met"] is True
+    assert res.stats.details["trimmed_entries"] > 0

@@ -599,11 +599,16 @@ class SummaryCompressor:
             )
             room = self.target_tokens - rest - counter.count_item(summary_message(""))
             cap = max(1, min(cap, room))
+        if fold.summary.is_empty:
+            raise SummarizationError("the summarizer produced an empty summary")
         summary = fold.summary.trim_to(cap, counter)
         fold.trimmed += summary.trimmed - fold.summary.trimmed
         fold.summary = summary
         if summary.is_empty:
-            raise SummarizationError("the summarizer produced an empty summary")
+            raise SummarizationError(
+                f"target_tokens={self.target_tokens} leaves {cap} tokens for the summary after "
+                "the items that stay; no entry fits"
+            )
         text = summary.render()
         tokens = counter.count_text(text)
         if tokens > cap:
