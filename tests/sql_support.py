@@ -62,12 +62,9 @@ def postgres() -> Iterator[Database]:
 
 def drop(database: Database) -> None:
     """Drop the tables of ``database.prefix``."""
-    t = tables(database.prefix)
     engine = create_engine(database.url)
     try:
-        with engine.begin() as conn:
-            t.metadata.drop_all(conn)
-            t.schema_version.drop(conn, checkfirst=True)
+        tables(database.prefix).metadata.drop_all(engine)  # schema_version included
     finally:
         engine.dispose()
 
