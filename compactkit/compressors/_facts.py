@@ -175,7 +175,7 @@ _NAME = r"`?([A-Za-z_][\w.-]{1,60}?)`?"
 _SET_PHRASE = re.compile(
     r"\b(?:set|change|bump|raise|lower|increase|decrease|reduce|update|cap|limit)\s+"
     rf"(?:the\s+)?{_NAME}\s+(?:from\s+(?P<old>{_VALUE})\s+)?(?:to|at)\s+(?P<new>{_VALUE})"
-    r"(?![\w.])",
+    r"(?!\w|\.\d)",
     re.IGNORECASE,
 )
 # `name = value` / `name: value` ending its clause (so "x: 3 requests" is not a setting).
@@ -441,10 +441,13 @@ def shell_file_ops(command: str) -> list[FileOp]:
         if not tokens:
             continue
         program, rest = tokens[0].rsplit("/", 1)[-1], tokens[1:]
-        for index, token in enumerate(rest):
-            if token in (">", ">>") and index + 1 < len(rest):
-                ops.append(FileOp(rest[index + 1], True, f"written by {code(part.strip(), 80)}"))
-        paths = [t for t in rest if looks_like_path(t) and t not in (">", ">>")]
+        targets = {
+            rest[index + 1]
+            for index, token in enumerate(rest[:-1])
+            if token in (">", ">>", "1>", "2>", "&>")
+        }
+        ops += [FileOp(t, True, f"written by {code(part.strip(), 80)}") for t in sorted(targets)]
+        paths = [t for t in rest if looks_like_path(t) and t not in targets]
         if (
             program in ("grep", "rg")
             and paths
@@ -457,7 +460,7 @@ def shell_file_ops(command: str) -> list[FileOp]:
         elif program == "sed" and any(t.startswith("-i") for t in rest):
             ops += [FileOp(p, True, f"edited by {code(part.strip(), 80)}") for p in paths]
         elif program in _SHELL_WRITE and paths:
-            what = {"rm": "deleted", "touch": "created (touch)", "mkdir": "created directory"}
+            what = {"rm": "deleted", "touch": "created (touch)", "tee": "written (tee)"}
             if program in ("mv", "cp") and len(paths) >= 2:
                 ops.append(
                     FileOp(
@@ -514,10 +517,9 @@ def unwrap(text: str) -> str:
     return "\n".join(out).strip()
 
 
-def list_items(text: str) -> list[str]:
-    """The items of Markdown lists in ``text`` (hard wraps joined), verbatim."""
-    lines = unwrap(text).splitlines()
-    return [_LIST_ITEM.sub("", line).strip() for line in lines if _LIST_ITEM.match(line)]
+def list_item(paragraph: str) -> str | None:
+    """The text of a Markdown list item (marker removed), or ``None`` for other paragraphs."""
+    return _LIST_ITEM.sub("", paragraph).strip() if _LIST_ITEM.match(paragraph) else None
 
 
 def paragraphs(text: str) -> list[str]:

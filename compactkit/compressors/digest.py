@@ -151,12 +151,14 @@ def _user_message(text: str, with_goal: bool, add: _Add) -> bool:
     elif len(text) <= _SHORT_USER_MESSAGE:
         add("constraints", facts.unwrap(text))
         return False
-    items = facts.list_items("\n".join(rest))
-    for item in items:  # a list in a user message is a list of requirements: keep each
-        add("constraints", facts.clip(item, 400))
-    for sentence in facts.sentences("\n".join(p for p in rest if p not in items)):
-        if facts.CONSTRAINT.search(sentence) and not any(sentence in i for i in items):
-            add("constraints", facts.clip(sentence, 400))
+    for paragraph in rest:
+        item = facts.list_item(paragraph)
+        if item is not None:  # a list in a user message is a list of requirements: keep each
+            add("constraints", facts.clip(item, 400))
+            continue
+        for sentence in facts.sentences(paragraph):
+            if facts.CONSTRAINT.search(sentence):
+                add("constraints", facts.clip(sentence, 400))
     return False
 
 

@@ -234,6 +234,7 @@ class SummaryDocument:
         trimmed = 0
         current: list[str] = extra.setdefault(NOTES_HEADING, [])
         open_entry = False
+        indent = 0
         for raw in text.splitlines():
             line = raw.rstrip()
             stripped = line.strip()
@@ -259,12 +260,14 @@ class SummaryDocument:
             bullet = _BULLET.match(line)
             if bullet:
                 current.append(line[bullet.end() :])
+                indent = bullet.end()  # continuation lines are indented to the bullet's text
                 open_entry = True
             elif open_entry and current and (line.startswith(" ") or not _BULLET.match(stripped)):
-                continuation = line[2:] if line.startswith("  ") else stripped
-                current[-1] += "\n" + continuation
+                leading = len(line) - len(line.lstrip(" "))
+                current[-1] += "\n" + line[min(indent, leading) :]
             else:
                 current.append(stripped)
+                indent = 0
                 open_entry = True
         doc = cls(trimmed=trimmed)
         known = cls(sections={k: tuple(v) for k, v in sections.items()})
@@ -455,7 +458,7 @@ def _merge_values(existing: list[str], new: Iterable[str]) -> tuple[list[str], i
         name, value = match.group("name"), match.group("value")
         status = match.group("status") or "current"
         line = f"`{name}` = {value} ({status})"
-        if status == "superseded":
+        if status == "superseded" or line in existing:  # (already current: nothing moves)
             existing = _append_unique("values", existing, [line])
             continue
         kept: list[str] = []
