@@ -12,7 +12,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from compactkit.compressors import (
@@ -233,24 +233,28 @@ def _project(args: argparse.Namespace) -> int:
             )
         _error(str(exc))
         return EXIT_FAILURE
-    messages = dump_transcript(Transcript(list(projection.items), [], transcript.format))
+    if not args.json:  # the request as it would be sent, in the transcript's format
+        _emit_json(dump_transcript(replace(transcript, items=list(projection.items))))
+        return EXIT_OK
+    conversation = dump_transcript(Transcript(list(projection.items), [], transcript.format))
+    if isinstance(conversation, list):
+        conversation = {"messages": conversation}
+    elif "input" in conversation:  # Responses: the conversation is "input"
+        conversation["messages"] = conversation.pop("input")
     report = projection.report
-    if args.json:
-        _emit_json(
-            {
-                "messages": messages,
-                "tokens": projection.tokens,
-                "budget": projection.budget,
-                "report": {
-                    "kept": report.kept,
-                    "masked": report.masked,
-                    "omitted": report.omitted,
-                    "notes": list(report.notes),
-                },
-            }
-        )
-    else:
-        _emit_json(messages)
+    _emit_json(
+        {
+            **conversation,  # "messages", plus "system"/"instructions" where the format has them
+            "tokens": projection.tokens,
+            "budget": projection.budget,
+            "report": {
+                "kept": report.kept,
+                "masked": report.masked,
+                "omitted": report.omitted,
+                "notes": list(report.notes),
+            },
+        }
+    )
     return EXIT_OK
 
 
