@@ -52,6 +52,7 @@ _lock = threading.Lock()
 _engines: dict[str, Engine] = {}
 _hooked: weakref.WeakSet[Engine] = weakref.WeakSet()
 _migrated: weakref.WeakKeyDictionary[Engine, set[str]] = weakref.WeakKeyDictionary()
+_one_at_a_time: weakref.WeakKeyDictionary[Engine, threading.RLock] = weakref.WeakKeyDictionary()
 
 
 def connect(url_or_engine: str | URL | Engine, t: Tables, *, create_schema: bool) -> Engine:
@@ -113,8 +114,10 @@ def _engine(url: str | URL) -> Engine:
         if engine is not None:
             return engine
         options: dict[str, Any] = {}
-        if parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:"):
-            # One in-memory database per engine, shared by the process's threads.
+        in_memory = parsed.get_backend_name() == "sqlite" and (parsed.database or ":memory:") == (
+            ":memory:"
+        )
+        if in_memory:  # one database per engine: one connection, shared by the threads in turn
             options = {"poolclass": StaticPool, "connect_args": {"check_same_thread": False}}
         try:
             engine = create_engine(parsed, **options)
@@ -126,6 +129,8 @@ def _engine(url: str | URL) -> Engine:
         except ArgumentError as exc:
             raise ConfigError(f"not a usable database URL: {str(url)!r} ({exc})") from exc
         _engines[key] = engine
+        if in_memory:
+            _one_at_a_time[engine] = threading.RLock()
         return engine
 
 
@@ -160,7 +165,7 @@ def write_transaction(engine: Engine, failure: str) -> Iterator[Connection]:
     caller locks the session row (``with_for_update``). Database errors become
     ``StorageError("<failure>: <reason>")``.
     """
-    with storage_errors(failure), engine.connect() as conn:
+    with _turn(engine), storage_errors(failure), engine.connect() as conn:
         conn.execution_options(**{_WRITE: True})
         with conn.begin():
             yield conn
@@ -169,11 +174,22 @@ def write_transaction(engine: Engine, failure: str) -> Iterator[Connection]:
 @contextmanager
 def read_transaction(engine: Engine, failure: str) -> Iterator[Connection]:
     """A read-only transaction whose statements all see one snapshot of the database."""
-    with storage_errors(failure), engine.connect() as conn:
+    with _turn(engine), storage_errors(failure), engine.connect() as conn:
         if engine.dialect.name == "postgresql":
             conn.execution_options(isolation_level="REPEATABLE READ")
         with conn.begin():
             yield conn
+
+
+@contextmanager
+def _turn(engine: Engine) -> Iterator[None]:
+    """Serialise transactions on an in-memory SQLite engine (they share one connection)."""
+    lock = _one_at_a_time.get(engine)
+    if lock is None:
+        yield
+        return
+    with lock:
+        yield
 
 
 @contextmanager

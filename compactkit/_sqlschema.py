@@ -29,6 +29,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+try:
+    import sqlalchemy  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "compactkit's SQL memory and store need SQLAlchemy: pip install 'compactkit[sql]' "
+        "(or 'compactkit[postgres]' for PostgreSQL)"
+    ) from exc
+
 from sqlalchemy import (
     BigInteger,
     Boolean,

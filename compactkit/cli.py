@@ -503,11 +503,14 @@ def _register_inspect(subparsers: Any) -> None:
 def _inspect(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from sqlalchemy import make_url
-    from sqlalchemy.exc import ArgumentError
+    try:
+        from sqlalchemy import make_url
+        from sqlalchemy.exc import ArgumentError
 
+        from compactkit.memory.sql import SQLMemory, list_sessions
+    except ImportError as exc:
+        raise ConfigError(f"{exc}") from exc
     from compactkit.items import dump_items
-    from compactkit.memory.sql import SQLMemory, list_sessions
 
     if args.list == (args.session_id is not None):
         raise ConfigError("give either a SESSION_ID or --list")

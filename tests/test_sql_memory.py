@@ -5,6 +5,7 @@ migrations and identifier validation."""
 from __future__ import annotations
 
 import contextlib
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -459,3 +460,23 @@ def test_migrations_run_forward_once_and_newer_schemas_are_refused(
         fresh.dispose()
     finally:
         drop(db)
+
+
+def test_an_in_memory_sqlite_database_is_shared_by_the_threads() -> None:
+    memory = SQLMemory("sqlite://", uuid.uuid4().hex)
+    errors: list[BaseException] = []
+
+    def write(worker: int) -> None:
+        try:
+            for n in range(20):
+                memory.add_user_input(f"{worker}-{n}")
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert SQLMemory("sqlite://", memory.session_id).version == 80
