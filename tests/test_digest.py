@@ -19,6 +19,7 @@ from compactkit.compressors import (
     digest_items,
 )
 from compactkit.compressors import _facts as facts
+from compactkit.compressors import _files as files
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, item_text
 from compactkit.snapshot import MemorySnapshot
 from compactkit.tokens import TiktokenCounter
@@ -328,14 +329,14 @@ def test_config_values() -> None:
 def test_file_ops_of_tool_calls(
     name: str, args: dict[str, Any], expected: list[tuple[str, bool, str]]
 ) -> None:
-    assert [(op.path, op.modified, op.what) for op in facts.file_ops(name, args)] == expected
+    assert [(op.path, op.modified, op.what) for op in files.file_ops(name, args)] == expected
 
 
 def test_shell_commands_and_their_files() -> None:
-    assert facts.command_of("run_shell", {"command": "ls -la"}) == "ls -la"
-    assert facts.command_of("bash", {"cmd": ["git", "status"]}) == "git status"
-    assert facts.command_of("str_replace_based_edit_tool", {"command": "view", "path": "a"}) is None
-    ops = facts.shell_file_ops(
+    assert files.command_of("run_shell", {"command": "ls -la"}) == "ls -la"
+    assert files.command_of("bash", {"cmd": ["git", "status"]}) == "git status"
+    assert files.command_of("str_replace_based_edit_tool", {"command": "view", "path": "a"}) is None
+    ops = files.shell_file_ops(
         "cat src/a.py && sed -i 's/a/b/' src/b.py; rm old.txt | tee log.txt > out.json; "
         "mv x.py y.py; grep -n foo src/c.py; git checkout -- src/d.py"
     )

@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from compactkit.compressors import _facts as facts
+from compactkit.compressors import _files as files
 from compactkit.compressors._plan import Layout, default_counter, request_tokens, result
 from compactkit.compressors.masking import is_masked
 from compactkit.compressors.sections import SectionKey, SummaryDocument
@@ -102,7 +103,7 @@ def digest_items(
             output = outputs.get(item.call_id)
             out_text = "" if output is None else output.text
             command, ok = _call(item, out_text, add)
-            if command is None and facts.file_ops(item.name, item.parsed_arguments()):
+            if command is None and files.file_ops(item.name, item.parsed_arguments()):
                 file_reads.add(item.call_id)
             if ok and command:
                 succeeded.add(command)
@@ -164,14 +165,14 @@ def _user_message(text: str, with_goal: bool, add: _Add) -> bool:
 
 def _call(item: FunctionCall, out_text: str, add: _Add) -> tuple[str | None, bool | None]:
     args = item.parsed_arguments()
-    command = facts.command_of(item.name, args)
+    command = files.command_of(item.name, args)
     outcome, ok = facts.outcome_of(out_text) if out_text else ("no output", None)
     failed = facts.last_error(out_text) if out_text else None
     if command is not None:
         add("commands", f"{facts.code(command, 200)} → {outcome}")
-        ops = facts.shell_file_ops(command)
+        ops = files.shell_file_ops(command)
     else:
-        ops = facts.file_ops(item.name, args)
+        ops = files.file_ops(item.name, args)
         if not ops:
             add("commands", f"{facts.code(f'{item.name}({item.arguments})', 160)} → {outcome}")
     for op in ops:

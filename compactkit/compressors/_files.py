@@ -1,0 +1,255 @@
+"""Files and commands in tool calls: what the digest records as the artifact trail.
+
+Structured tools are read from their arguments (``path``/``file``/``filename``…, editor
+commands, ``old_str``/``new_str`` edits, whole-file writes, ``apply_patch`` patches); shell tools
+from their command line (common coreutils, ``sed -i``, redirections, ``git checkout --``).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from compactkit.compressors._facts import code
+
+_PATH_KEYS = (
+    "path",
+    "file",
+    "file_path",
+    "filepath",
+    "filename",
+    "target_file",
+    "relative_path",
+    "notebook_path",
+)
+_LIST_KEYS = ("paths", "files", "file_paths")
+_COMMAND_KEYS = ("command", "cmd", "script", "commands")
+_EDITOR_COMMANDS = {"view", "create", "str_replace", "insert", "undo_edit", "delete", "rename"}
+_READ_TOOL = re.compile(r"read|view|cat|open|show|get_?file|grep|search|find|glob|list|ls", re.I)
+_LISTING_TOOL = re.compile(r"list_?dir|list_?files|^ls$|glob|tree", re.I)
+_WRITE_TOOL = re.compile(
+    r"write|edit|create|patch|replace|insert|append|delete|remove|move|rename|save|modify", re.I
+)
+_SHELL_TOOL = re.compile(r"shell|bash|terminal|exec|command|run|sh$|cmd|powershell", re.I)
+_PATCH_FILE = re.compile(
+    r"^\*\*\* (Update|Add|Delete) File: (.+)$|^\+\+\+ (?:b/)?(.+)$|^--- (?:a/)?(.+)$", re.M
+)
+
+
+@dataclass(frozen=True)
+class FileOp:
+    """One thing a call did to a file."""
+
+    path: str
+    modified: bool
+    """True for writes, edits, deletes; False for reads and searches."""
+    what: str
+    """What was done, verbatim where possible ("read lines 1-80", "replaced `a` with `b`")."""
+
+
+def looks_like_path(token: str) -> bool:
+    """Whether a shell token or argument value looks like a file path."""
+    if not token or token.startswith(("-", "http://", "https://")) or "\n" in token:
+        return False
+    if len(token) > 200 or "=" in token or token.endswith("/") or token in (".", ".."):
+        return False
+    return "/" in token or bool(re.search(r"\.[A-Za-z0-9]{1,6}$", token))
+
+
+def file_ops(name: str, args: dict[str, object]) -> list[FileOp]:
+    """The file operations a structured (non-shell) tool call performs."""
+    paths = [str(args[k]) for k in _PATH_KEYS if isinstance(args.get(k), str)]
+    for key in _LIST_KEYS:
+        value = args.get(key)
+        if isinstance(value, list):
+            paths += [str(v) for v in value if isinstance(v, str)]
+    action = next(
+        (
+            str(args[k])
+            for k in ("command", "action", "operation", "mode")
+            if isinstance(args.get(k), str)
+            and str(args[k]) in _EDITOR_COMMANDS | {"read", "write", "append"}
+        ),
+        "",
+    )
+    patch = next(
+        (args[k] for k in ("patch", "diff", "input") if isinstance(args.get(k), str)), None
+    )
+    if isinstance(patch, str) and ("*** " in patch or "+++ " in patch):
+        return list(_patch_ops(patch))
+    if _LISTING_TOOL.search(name):
+        return []  # a directory listing reads no file
+    paths = [p for p in paths if p.strip() and p not in (".", "..") and not p.endswith("/")]
+    if not paths:
+        return []
+    old = next(
+        (
+            args[k]
+            for k in ("old_str", "old_string", "old", "search", "find")
+            if isinstance(args.get(k), str)
+        ),
+        None,
+    )
+    new = next(
+        (
+            args[k]
+            for k in ("new_str", "new_string", "new", "replace", "replacement")
+            if isinstance(args.get(k), str)
+        ),
+        None,
+    )
+    content = next(
+        (
+            args[k]
+            for k in ("content", "file_text", "text", "contents", "data")
+            if isinstance(args.get(k), str)
+        ),
+        None,
+    )
+    modified = bool(
+        re.search(r"write|edit|create|replace|insert|delete|remove|undo|rename|append", action)
+    ) or (not action and (bool(_WRITE_TOOL.search(name)) or old is not None or content is not None))
+    if not modified and not _READ_TOOL.search(name) and not action:
+        return []
+    if not modified:
+        what = "read"
+        span = args.get("view_range") or args.get("range") or args.get("lines")
+        start, end = (
+            args.get("start_line") or args.get("offset"),
+            args.get("end_line") or args.get("limit"),
+        )
+        if isinstance(span, list) and len(span) == 2:
+            what = f"read lines {span[0]}-{span[1]}"
+        elif "limit" in args and start is not None:
+            what = f"read {end} lines from line {start}"
+        elif start is not None or end is not None:
+            what = f"read lines {start or 1}-{end or 'end'}"
+        pattern = args.get("pattern") or args.get("query") or args.get("regex")
+        if isinstance(pattern, str):
+            what = f"searched for {code(pattern, 60)}"
+        return [FileOp(p, False, what) for p in paths]
+    if "delete" in action or (not action and re.search(r"delete|remove", name, re.I)):
+        what = "deleted"
+    elif isinstance(old, str) and isinstance(new, str):
+        what = f"edited {code(old, 40)} → {code(new, 40)}"
+    elif ("insert" in action and isinstance(new, str)) or isinstance(args.get("insert_line"), int):
+        what = f"inserted {code(str(new or args.get('new_str') or ''), 60)} at line {args.get('insert_line')}"
+    elif isinstance(content, str):
+        lines = content.count("\n") + (0 if content.endswith("\n") else 1)
+        what = f"{'created' if 'create' in (action or name.lower()) else 'wrote'} ({lines} lines)"
+    else:
+        what = action or name
+    return [FileOp(p, True, what) for p in paths]
+
+
+def _patch_ops(patch: str) -> Iterator[FileOp]:
+    current: str | None = None
+    verb = "patched"
+    counts: dict[str, list[int]] = {}
+    verbs: dict[str, str] = {}
+    for line in patch.splitlines():
+        match = _PATCH_FILE.match(line)
+        if match:
+            kind, star_path, plus_path, minus_path = match.groups()
+            path = star_path or plus_path or None
+            if minus_path and not path:
+                continue
+            if path and path != "/dev/null":
+                current = path.strip()
+                verb = {"Add": "created", "Delete": "deleted"}.get(kind or "", "patched")
+                counts.setdefault(current, [0, 0])
+                verbs.setdefault(current, verb)
+            continue
+        if current is None:
+            continue
+        if line.startswith("+") and not line.startswith("+++"):
+            counts[current][0] += 1
+        elif line.startswith("-") and not line.startswith("---"):
+            counts[current][1] += 1
+    for path, (added, removed) in counts.items():
+        yield FileOp(path, True, f"{verbs[path]} (+{added}/-{removed} lines)")
+
+
+def command_of(name: str, args: dict[str, object]) -> str | None:
+    """The shell command a call runs, when it is a shell-like tool."""
+    if isinstance(args.get("command"), str) and str(args["command"]) in _EDITOR_COMMANDS:
+        return None
+    for key in _COMMAND_KEYS:
+        value = args.get(key)
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            value = " ".join(shlex.quote(str(v)) for v in value)
+        if isinstance(value, str) and (
+            key != "command" or _SHELL_TOOL.search(name) or "path" not in args
+        ):
+            return value.strip()
+    return None
+
+
+_SHELL_READ = {
+    "cat",
+    "head",
+    "tail",
+    "less",
+    "more",
+    "wc",
+    "nl",
+    "grep",
+    "rg",
+    "diff",
+    "sed",
+    "awk",
+    "bat",
+}
+_SHELL_WRITE = {"rm", "touch", "tee", "mv", "cp", "mkdir", "truncate", "chmod"}
+
+
+def shell_file_ops(command: str) -> list[FileOp]:
+    """Files a shell command reads or modifies (common coreutils, ``sed -i``, redirections)."""
+    ops: list[FileOp] = []
+    for part in re.split(r"&&|\|\||;|\|", command):
+        try:
+            tokens = shlex.split(part)
+        except ValueError:
+            tokens = part.split()
+        while tokens and "=" in tokens[0] and not tokens[0].startswith("-"):
+            tokens = tokens[1:]  # environment assignments
+        if not tokens:
+            continue
+        program, rest = tokens[0].rsplit("/", 1)[-1], tokens[1:]
+        targets = {
+            rest[index + 1]
+            for index, token in enumerate(rest[:-1])
+            if token in (">", ">>", "1>", "2>", "&>")
+        }
+        ops += [FileOp(t, True, f"written by {code(part.strip(), 80)}") for t in sorted(targets)]
+        paths = [t for t in rest if looks_like_path(t) and t not in targets]
+        if (
+            program in ("grep", "rg")
+            and paths
+            and not rest[0].startswith("-")
+            and rest[0] == paths[0]
+        ):
+            paths = paths[1:]  # the pattern
+        if program == "git" and rest[:1] in (["checkout"], ["restore"]) and "--" in rest:
+            ops += [FileOp(p, True, "reverted (git checkout)") for p in paths]
+        elif program == "sed" and any(t.startswith("-i") for t in rest):
+            ops += [FileOp(p, True, f"edited by {code(part.strip(), 80)}") for p in paths]
+        elif program in _SHELL_WRITE and paths:
+            what = {"rm": "deleted", "touch": "created (touch)", "tee": "written (tee)"}
+            if program in ("mv", "cp") and len(paths) >= 2:
+                ops.append(
+                    FileOp(
+                        paths[-1],
+                        True,
+                        f"{'moved' if program == 'mv' else 'copied'} from {paths[0]}",
+                    )
+                )
+                if program == "mv":
+                    ops.append(FileOp(paths[0], True, f"moved to {paths[-1]}"))
+            else:
+                ops += [FileOp(p, True, what.get(program, f"{program}")) for p in paths]
+        elif program in _SHELL_READ:
+            ops += [FileOp(p, False, f"read ({program})") for p in paths]
+    return ops
