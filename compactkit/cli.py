@@ -507,7 +507,7 @@ def _inspect(args: argparse.Namespace) -> int:
         from sqlalchemy import make_url
         from sqlalchemy.exc import ArgumentError
 
-        from compactkit.memory.sql import SQLMemory, list_sessions
+        from compactkit.memory.sql import SQLMemory, list_sql_sessions
     except ImportError as exc:
         raise ConfigError(f"{exc}") from exc
     from compactkit.items import dump_items
@@ -527,7 +527,7 @@ def _inspect(args: argparse.Namespace) -> int:
     ):
         raise ConfigError(f"no SQLite database file at {database!r}")  # (connecting creates one)
     if args.list:
-        infos = list_sessions(url, table_prefix=args.prefix)
+        infos = list_sql_sessions(url, table_prefix=args.prefix)
         rows = [info.model_dump(mode="json") for info in infos]
         if args.json:
             _emit_json({"sessions": rows})

@@ -27,7 +27,7 @@ from sqlalchemy import Engine, create_engine, event, inspect, select, text
 from compactkit import _sqlengine, _sqlschema
 from compactkit.errors import ConcurrencyError, ConfigError, StorageError
 from compactkit.items import FunctionCallOutput, Message, item_text
-from compactkit.memory.sql import SQLMemory, list_sessions
+from compactkit.memory.sql import SQLMemory, list_sql_sessions
 from compactkit.snapshot import CompactResult, CompactStats, MemorySnapshot
 
 # -- the conformance suite -------------------------------------------------------------------
@@ -354,7 +354,7 @@ def test_purge_deletes_the_session_and_its_archive_only(
     assert memory.info() is None and memory.history() == [] and memory.compactions() == []
     assert memory.snapshot().version == 0
     assert memory.purge() is False
-    ids = [i.session_id for i in list_sessions(database.url, table_prefix=database.prefix)]
+    ids = [i.session_id for i in list_sql_sessions(database.url, table_prefix=database.prefix)]
     assert memory.session_id not in ids and bystander.session_id in ids
     assert texts(bystander.history()) == ["a", "b", "c"]
 

@@ -56,7 +56,7 @@ from compactkit.memory._rules import (
 from compactkit.memory.base import BaseMemory, CompactCallback, Trigger
 from compactkit.snapshot import CompactResult, MemorySnapshot, Outcome, SummaryRole
 
-__all__ = ["CompactionRecord", "SQLMemory", "SessionInfo", "list_sessions"]
+__all__ = ["CompactionRecord", "SQLMemory", "SQLSessionInfo", "list_sql_sessions"]
 
 _ACTIVE, _ARCHIVED = "active", "archived"
 _CRASH_AT = "COMPACTKIT_TEST_CRASH_AT"
@@ -103,7 +103,7 @@ class CompactionRecord(BaseModel):
     """When ``undo_last_compaction`` reverted it; ``None`` while it stands."""
 
 
-class SessionInfo(BaseModel):
+class SQLSessionInfo(BaseModel):
     """What the database holds for one session."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -263,7 +263,7 @@ class SQLMemory(BaseMemory):
             rows = conn.execute(query).all()
         return [_record(row._mapping) for row in rows]
 
-    def info(self) -> SessionInfo | None:
+    def info(self) -> SQLSessionInfo | None:
         """What the database holds for this session; ``None`` when it holds nothing."""
         found = _session_infos(self._engine, self._t, self._session_id)
         return found[0] if found else None
@@ -831,9 +831,9 @@ class SQLMemory(BaseMemory):
         ]
 
 
-def list_sessions(
+def list_sql_sessions(
     url_or_engine: str | URL | Engine, *, table_prefix: str = "compactkit_"
-) -> list[SessionInfo]:
+) -> list[SQLSessionInfo]:
     """Every session the database holds under ``table_prefix``, by id (never creates tables).
 
     Raises:
@@ -977,7 +977,7 @@ def _record(row: Any) -> CompactionRecord:
     )
 
 
-def _session_infos(engine: Engine, t: Tables, session_id: str | None) -> list[SessionInfo]:
+def _session_infos(engine: Engine, t: Tables, session_id: str | None) -> list[SQLSessionInfo]:
     s, i, c = t.sessions, t.items, t.compactions
 
     def count(table: Any, *where: Any) -> Any:
@@ -1003,7 +1003,7 @@ def _session_infos(engine: Engine, t: Tables, session_id: str | None) -> list[Se
     with read_transaction(engine, "cannot list sessions") as conn:
         rows = conn.execute(query).all()
     infos = [
-        SessionInfo(
+        SQLSessionInfo(
             session_id=r[0],
             version=r[1],
             active_items=r[2],
