@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 from collections.abc import Callable
 from multiprocessing.process import BaseProcess
 from typing import Any
@@ -56,11 +57,13 @@ def compact(url: str, prefix: str, session_id: str, crash_at: str) -> None:
 def start(target: Callable[..., None], *calls: tuple[Any, ...]) -> list[BaseProcess]:
     """Start ``target(*args)`` for each ``args`` in ``calls``, each in a process of its own.
 
-    Forks where the platform can (fast: nothing is imported again); call it from the main
-    thread with no other threads running, as forking demands.
+    Forks where the platform can and no other thread runs (fast: nothing is imported again;
+    forking a process with threads may deadlock its child), else spawns.
     """
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    can_fork = "fork" in multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context(
+        "fork" if can_fork and threading.active_count() == 1 else "spawn"
+    )
     processes: list[BaseProcess] = [context.Process(target=target, args=a) for a in calls]
     for process in processes:
         process.start()
