@@ -28,6 +28,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import cached_property
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -136,12 +137,49 @@ class _Row(NamedTuple):
 
 @dataclass(frozen=True)
 class _Window:
-    """The cached active window of one version of the session."""
+    """The cached active window of one version of the session.
+
+    Windows that only appends separate share their lists: extending the longest of them
+    appends in place (so an append costs O(1), not a copy of the window); extending an older
+    one copies its part first. Extend only under the memory's lock.
+    """
 
     row: _Row
-    snapshot: MemorySnapshot
-    positions: tuple[int, ...]
+    shared_items: list[Item]
+    shared_positions: list[int]
+    size: int  # this window's part of the shared lists
     replaced: frozenset[int]  # seqs whose active form is a replacement of the original
+
+    @cached_property
+    def snapshot(self) -> MemorySnapshot:
+        items = tuple(self.shared_items[: self.size])
+        # Items come validated from the database or from a validated result: no revalidation.
+        return MemorySnapshot.model_construct(
+            summary=self.row.summary, items=items, version=self.row.version
+        )
+
+    @property
+    def positions(self) -> list[int]:
+        return self.shared_positions[: self.size]
+
+    def extended(
+        self,
+        row: _Row,
+        items: Sequence[Item],
+        positions: Sequence[int],
+        replaced: frozenset[int] = frozenset(),
+    ) -> _Window:
+        """This window plus appended ``items``, as of ``row``."""
+        if len(self.shared_items) == self.size:
+            shared_items, shared_positions = self.shared_items, self.shared_positions
+        else:
+            shared_items = self.shared_items[: self.size]
+            shared_positions = self.shared_positions[: self.size]
+        shared_items.extend(items)
+        shared_positions.extend(positions)
+        return _Window(
+            row, shared_items, shared_positions, len(shared_items), self.replaced | replaced
+        )
 
 
 class SQLMemory(BaseMemory):
@@ -293,12 +331,7 @@ class SQLMemory(BaseMemory):
         with self._lock:  # extend the cache only if it held exactly the version we appended to
             window = self._window
             if window is not None and window.row == row:
-                self._window = _window(
-                    after,
-                    (*window.snapshot.items, *stored),
-                    (*window.positions, *(_seq(item) for item in stored)),
-                    window.replaced,
-                )
+                self._window = window.extended(after, stored, [_seq(item) for item in stored])
 
     def apply(self, result: CompactResult) -> bool:
         """Swap in ``result`` in one transaction; ``False`` (and no change) when it changed
@@ -593,10 +626,10 @@ class SQLMemory(BaseMemory):
         with self._lock:
             window = self._window
             if window is not None and window.row == row:
-                items = tuple(
+                items = [
                     item.model_copy(update={"pinned": pinned}) if item.seq == seq else item
                     for item in window.snapshot.items
-                )
+                ]
                 self._window = _window(after, items, window.positions, window.replaced)
 
     def _lock_row(self, conn: Connection) -> _Row:
@@ -620,12 +653,12 @@ class SQLMemory(BaseMemory):
             probe = self._session_row(conn)
         cached = self._window
         if probe is None:
-            return _EMPTY
+            return _empty()
         if cached is not None and cached.row == probe:
             return cached
         with read_transaction(self._engine, failure) as conn:
             row = self._session_row(conn)
-            return _EMPTY if row is None else self._refresh(conn, row)
+            return _empty() if row is None else self._refresh(conn, row)
 
     def _session_row(self, conn: Connection, *, lock: bool = False) -> _Row | None:
         s = self._t.sessions
@@ -654,12 +687,8 @@ class SQLMemory(BaseMemory):
                 cached.row.window_version == row.window_version and cached.row.version < row.version
             ):  # only appends since: fetch the newer rows
                 items, positions, replaced = self._fetch(conn, since=cached.row.next_seq)
-                window = _window(
-                    row,
-                    (*cached.snapshot.items, *items),
-                    (*cached.positions, *positions),
-                    cached.replaced | replaced,
-                )
+                with self._lock:
+                    window = cached.extended(row, items, positions, replaced)
                 self._store(window)
                 return window
         window = _window(row, *self._fetch(conn))
@@ -896,23 +925,17 @@ def _content_differs(item: Item, other: Item) -> bool:
     return item.model_copy(update={"pinned": other.pinned, "seq": other.seq}) != other
 
 
-def _snapshot(row: _Row, items: tuple[Item, ...]) -> MemorySnapshot:
-    # Items come validated from the database or from a validated result: skip revalidation.
-    return MemorySnapshot.model_construct(summary=row.summary, items=items, version=row.version)
-
-
 def _window(
-    row: _Row, items: Sequence[Item], positions: Sequence[int], replaced: frozenset[int]
+    row: _Row, items: list[Item], positions: list[int], replaced: frozenset[int]
 ) -> _Window:
-    return _Window(row, _snapshot(row, tuple(items)), tuple(positions), replaced)
+    return _Window(row, items, positions, len(items), replaced)
 
 
-_EMPTY = _Window(
-    _Row(0, 0, 1, "", datetime.min.replace(tzinfo=timezone.utc)),
-    MemorySnapshot(version=0),
-    (),
-    frozenset(),
-)
+def _empty() -> _Window:
+    """The window of a session the database holds nothing for."""
+    return _window(
+        _Row(0, 0, 1, "", datetime.min.replace(tzinfo=timezone.utc)), [], [], frozenset()
+    )
 
 
 def _insert_session(conn: Connection, t: Tables, session_id: str) -> None:
