@@ -80,3 +80,8 @@ def join(processes: list[BaseProcess]) -> list[int | None]:
 def run(target: Callable[..., None], *calls: tuple[Any, ...]) -> list[int | None]:
     """``start`` then ``join``."""
     return join(start(target, *calls))
+
+
+def first_start(url: str, prefix: str, session_id: str, worker: int) -> None:
+    """Open a memory on tables that may not exist yet, and append one item."""
+    SQLMemory(url, session_id, table_prefix=prefix).add_user_input(f"w{worker}")

@@ -428,6 +428,23 @@ def test_without_create_schema_missing_tables_are_a_config_error(tmp_path: Path)
     assert SQLMemory(url, "s", table_prefix="other_", create_schema=False).summary == ""
 
 
+def test_workers_starting_together_create_the_tables_once(
+    database: Database,  # noqa: F811
+) -> None:
+    db = Database(database.name, database.url, f"f{uuid.uuid4().hex[:8]}_")
+    try:
+        session_id = uuid.uuid4().hex
+        calls = [(db.url, db.prefix, session_id, w) for w in range(3)]
+        assert sql_workers.run(sql_workers.first_start, *calls) == [0, 0, 0]
+        memory = open_memory(db, session_id)
+        assert sorted(texts(memory.history())) == ["w0", "w1", "w2"]
+        t = _sqlschema.tables(db.prefix)
+        with memory.engine.connect() as conn:
+            assert conn.execute(select(t.schema_version.c.version)).scalars().all() == [1]
+    finally:
+        drop(db)
+
+
 def test_migrations_run_forward_once_and_newer_schemas_are_refused(
     database: Database,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
