@@ -54,7 +54,7 @@ from compactkit.memory._rules import (
     plan_apply,
     plan_restore,
 )
-from compactkit.memory.base import BaseMemory, CompactCallback, Trigger
+from compactkit.memory.base import BaseMemory, CompactCallback, SnapshotTrigger
 from compactkit.snapshot import CompactResult, MemorySnapshot, Outcome, SummaryRole
 
 __all__ = ["CompactionRecord", "SQLMemory", "SQLSessionInfo", "list_sql_sessions"]
@@ -196,7 +196,7 @@ class SQLMemory(BaseMemory):
         *,
         table_prefix: str = "compactkit_",
         create_schema: bool = True,
-        policy: Trigger | None = None,
+        policy: SnapshotTrigger | None = None,
         compressor: MemoryCompressor | None = None,
         on_compact: CompactCallback | None = None,
         accept_unknown_call_ids: bool = False,
