@@ -139,7 +139,8 @@ def _dispose_after_fork() -> None:
         engine.dispose(close=False)  # the parent's connections stay the parent's
 
 
-os.register_at_fork(after_in_child=_dispose_after_fork)
+if hasattr(os, "register_at_fork"):  # POSIX; Windows has no fork
+    os.register_at_fork(after_in_child=_dispose_after_fork)
 
 
 def _sqlite_begin(conn: Connection) -> None:
