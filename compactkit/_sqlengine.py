@@ -4,7 +4,8 @@ Writers to one session must queue, so every write transaction starts by taking a
 
 * PostgreSQL: ``SELECT ... FOR UPDATE`` on the session's row (the caller does it), under the
   default READ COMMITTED. Reads run under REPEATABLE READ, so the session row and the item rows
-  of one read come from one snapshot.
+  of one read come from one snapshot; a read of one row alone runs as a single autocommit
+  statement (no BEGIN/COMMIT round trips).
 * SQLite: pysqlite's own transaction handling starts transactions late and never with
   ``IMMEDIATE``, so SQLAlchemy event hooks take it over (the recipe of SQLAlchemy's SQLite
   documentation): the driver runs in autocommit mode and each transaction opens with ``BEGIN``
@@ -31,7 +32,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
-from compactkit._sqlschema import MIGRATIONS, Tables, migrate, schema_version
+from compactkit._sqlschema import Tables, migrate, verify
 from compactkit.errors import ConfigError, StorageError
 
 __all__ = [
@@ -80,22 +81,7 @@ def connect(url_or_engine: str | URL | Engine, t: Tables, *, create_schema: bool
             migrate(conn, t)
     else:
         with read_transaction(engine, "cannot read compactkit's schema version") as conn:
-            found = schema_version(conn, t)
-        if found is None:
-            raise ConfigError(
-                f"the database has no compactkit tables with prefix {t.prefix!r}; check the "
-                "URL and table_prefix, or pass create_schema=True to create them"
-            )
-        if found != len(MIGRATIONS):
-            raise StorageError(
-                f"the tables with prefix {t.prefix!r} have schema version {found}; this "
-                f"compactkit uses version {len(MIGRATIONS)} — "
-                + (
-                    "upgrade compactkit to use them"
-                    if found > len(MIGRATIONS)
-                    else "open them once with create_schema=True to migrate them"
-                )
-            )
+            verify(conn, t)
     with _lock:
         _migrated.setdefault(engine, set()).add(t.prefix)
     return engine

@@ -66,6 +66,7 @@ __all__ = [
     "tables",
     "validate_prefix",
     "validate_session_id",
+    "verify",
 ]
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -242,8 +243,27 @@ def migrate(conn: Connection, t: Tables) -> int:
     return int(found)
 
 
-def schema_version(conn: Connection, t: Tables) -> int | None:
-    """The schema version of prefix ``t.prefix`` in the database; ``None`` when absent."""
+def verify(conn: Connection, t: Tables) -> None:
+    """Check, without changing anything, that the tables of ``t.prefix`` are at the newest
+    schema version.
+
+    Raises:
+        ConfigError: there are no compactkit tables with this prefix.
+        StorageError: they are at another version (older: migrate them; newer: upgrade).
+    """
     if not inspect(conn).has_table(t.schema_version.name):
-        return None
-    return int(conn.execute(select(func.max(t.schema_version.c.version))).scalar() or 0)
+        raise ConfigError(
+            f"the database has no compactkit tables with prefix {t.prefix!r}; check the URL "
+            "and table_prefix, or pass create_schema=True to create them"
+        )
+    found = conn.execute(select(func.max(t.schema_version.c.version))).scalar() or 0
+    if found != len(MIGRATIONS):
+        advice = (
+            "upgrade compactkit to use them"
+            if found > len(MIGRATIONS)
+            else "open them once with create_schema=True to migrate them"
+        )
+        raise StorageError(
+            f"the tables with prefix {t.prefix!r} have schema version {found}; this compactkit "
+            f"uses version {len(MIGRATIONS)} — {advice}"
+        )

@@ -24,7 +24,7 @@ from sql_support import (  # noqa: F401
 )
 from sqlalchemy import Engine, create_engine, event, inspect, select, text
 
-from compactkit import _sqlengine, _sqlschema
+from compactkit import _sqlschema
 from compactkit.errors import ConcurrencyError, ConfigError, StorageError
 from compactkit.items import FunctionCallOutput, Message, item_text
 from compactkit.memory.sql import SQLMemory, list_sql_sessions
@@ -459,7 +459,10 @@ def test_migrations_run_forward_once_and_newer_schemas_are_refused(
             conn.execute(text(f"ALTER TABLE {t.sessions.name} ADD COLUMN label VARCHAR(20)"))
 
         monkeypatch.setattr(_sqlschema, "MIGRATIONS", [*_sqlschema.MIGRATIONS, v2])
-        monkeypatch.setattr(_sqlengine, "MIGRATIONS", _sqlschema.MIGRATIONS)
+        fresh = create_engine(db.url)
+        with pytest.raises(StorageError, match=r"schema version 1; .* create_schema=True"):
+            SQLMemory(fresh, "s", table_prefix=db.prefix, create_schema=False)
+        fresh.dispose()
         for _ in range(2):
             fresh = create_engine(db.url)  # a new process would start with a new engine
             memory = SQLMemory(fresh, uuid.uuid4().hex, table_prefix=db.prefix)
