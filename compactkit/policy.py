@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TypeAlias
 
 from compactkit._incremental import ItemsTally, MessageCache, OverheadCache
@@ -226,6 +226,7 @@ class CompactPolicy:
     """
 
     trigger: TriggerLike | None
+    _: KW_ONLY
     target: int | float
     budget: int | None = None
     model: str | None = None

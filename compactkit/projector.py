@@ -22,7 +22,7 @@ and the fill stops at the first group that does not fit.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Literal, TypeAlias
 
 from compactkit._incremental import MessageCache, OverheadCache
@@ -92,6 +92,7 @@ class ContextProjector:
     """
 
     counter: TokenCounter
+    _: KW_ONLY
     budget: int | None = None
     mask_threshold: int = 500
     summary_role: SummaryRole = "system"
