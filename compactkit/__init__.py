@@ -1,8 +1,49 @@
 """compactkit: context governance for long-running LLM agents.
 
-Everything public is importable from here; see docs/ for guides.
+Everything public is importable from here. The SQL backends (``SQLMemory``,
+``SQLSessionStore``, …) load on first use, so SQLAlchemy is only needed when they are used
+(``pip install 'compactkit[sql]'``).
 """
 
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from compactkit.compressors.base import (
+    MemoryCompressor,
+)
+from compactkit.compressors.digest import (
+    DigestCompressor,
+    digest_items,
+)
+from compactkit.compressors.ladder import (
+    LadderCompressor,
+)
+from compactkit.compressors.masking import (
+    MASK_PREFIX,
+    MaskingCompressor,
+    is_masked,
+    mask_output,
+)
+from compactkit.compressors.sections import (
+    SECTIONS,
+    SUMMARY_TITLE,
+    SectionKey,
+    SectionSpec,
+    SummaryDocument,
+)
+from compactkit.compressors.summary import (
+    PROMPT_VERSION,
+    CircuitBreaker,
+    CircuitOpenError,
+    RetryPolicy,
+    SummaryCompressor,
+    summary_prompt,
+)
+from compactkit.compressors.window import (
+    WindowedCompressor,
+)
 from compactkit.errors import (
     BudgetError,
     CompactkitError,
@@ -13,6 +54,13 @@ from compactkit.errors import (
     StorageError,
     SummarizationError,
 )
+from compactkit.formats.anthropic import (
+    AnthropicPrompt,
+    anthropic_to_items,
+    items_to_anthropic,
+    tools_from_anthropic,
+    tools_to_anthropic,
+)
 from compactkit.formats.chat import (
     ChatProblem,
     chat_to_items,
@@ -20,6 +68,19 @@ from compactkit.formats.chat import (
     tools_from_chat,
     tools_to_chat,
     validate_chat,
+)
+from compactkit.formats.responses import (
+    items_to_responses,
+    responses_to_items,
+    tools_from_responses,
+    tools_to_responses,
+)
+from compactkit.formats.validate import (
+    ProblemKind,
+    PromptProblem,
+    validate_anthropic,
+    validate_items,
+    validate_responses,
 )
 from compactkit.groups import (
     Group,
@@ -42,6 +103,57 @@ from compactkit.items import (
     item_text,
     load_items,
 )
+from compactkit.llm import (
+    LLM,
+    ChatMessage,
+    OpenAIChatLLM,
+)
+from compactkit.memory.base import (
+    AgentMemory,
+    BaseMemory,
+    SnapshotTrigger,
+)
+from compactkit.memory.in_memory import (
+    InMemoryMemory,
+)
+from compactkit.policy import (
+    CompactPolicy,
+    PolicyState,
+    Trigger,
+    all_of,
+    any_of,
+    every_turns,
+    items_over,
+    ratio_over,
+    tokens_over,
+    usage_over,
+)
+from compactkit.profiles import (
+    DEFAULT_RESERVED_OUTPUT,
+    PROFILES_ENV,
+    Budget,
+    BudgetPolicy,
+    Counting,
+    MessageRules,
+    ModelProfile,
+    ProfileRegistry,
+    ToolSchemaRules,
+    budget_for,
+    default_registry,
+    get_profile,
+)
+from compactkit.projector import (
+    ContextProjector,
+    Projection,
+    ProjectionReport,
+)
+from compactkit.session import (
+    SESSION_SCHEMA_VERSION,
+    AgentSession,
+    SessionState,
+    new_session,
+    resume_session,
+)
 from compactkit.snapshot import (
     SUMMARY_NAME,
     CompactResult,
@@ -53,16 +165,28 @@ from compactkit.snapshot import (
     leading_instructions,
     summary_message,
 )
+from compactkit.stores.base import (
+    SessionNotFoundError,
+    SessionStore,
+)
+from compactkit.stores.file import (
+    FileSessionStore,
+)
+from compactkit.stores.in_memory import (
+    InMemorySessionStore,
+)
 from compactkit.tokens import (
     EstimateCounter,
     TiktokenCounter,
     TokenCount,
     TokenCounter,
-    ToolRules,
+    counter_for,
     get_encoding,
     image_tokens,
 )
 from compactkit.transcript import (
+    FORMATS,
+    Dropped,
     Format,
     Transcript,
     dump_transcript,
@@ -70,59 +194,175 @@ from compactkit.transcript import (
     parse_transcript,
 )
 
+if TYPE_CHECKING:
+    from compactkit.memory.sql import (
+        CompactionRecord,
+        SQLMemory,
+        SQLSessionInfo,
+        list_sql_sessions,
+    )
+    from compactkit.stores.sql import (
+        SQLSessionStore,
+    )
+
 __version__ = "0.1.0"
 
+# Library logging stays silent unless the application configures it.
+logging.getLogger("compactkit").addHandler(logging.NullHandler())
+
+_LAZY = {
+    "CompactionRecord": "compactkit.memory.sql",
+    "SQLMemory": "compactkit.memory.sql",
+    "SQLSessionInfo": "compactkit.memory.sql",
+    "SQLSessionStore": "compactkit.stores.sql",
+    "list_sql_sessions": "compactkit.memory.sql",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'compactkit' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
 __all__ = [
+    "DEFAULT_RESERVED_OUTPUT",
+    "FORMATS",
     "ITEMS_ADAPTER",
+    "LLM",
+    "MASK_PREFIX",
+    "PROFILES_ENV",
+    "PROMPT_VERSION",
+    "SECTIONS",
+    "SESSION_SCHEMA_VERSION",
     "SUMMARY_NAME",
+    "SUMMARY_TITLE",
+    "AgentMemory",
+    "AgentSession",
+    "AnthropicPrompt",
+    "BaseMemory",
+    "Budget",
     "BudgetError",
+    "BudgetPolicy",
+    "ChatMessage",
     "ChatProblem",
+    "CircuitBreaker",
+    "CircuitOpenError",
+    "CompactPolicy",
     "CompactResult",
     "CompactStats",
+    "CompactionRecord",
     "CompactkitError",
     "ConcurrencyError",
     "ConfigError",
     "ContentPart",
+    "ContextProjector",
+    "Counting",
+    "DigestCompressor",
+    "Dropped",
     "EncodingUnavailableError",
     "EstimateCounter",
+    "FileSessionStore",
     "Format",
     "FormatError",
     "FunctionCall",
     "FunctionCallOutput",
     "Group",
     "ImagePart",
+    "InMemoryMemory",
+    "InMemorySessionStore",
     "Item",
+    "LadderCompressor",
+    "MaskingCompressor",
+    "MemoryCompressor",
     "MemorySnapshot",
     "Message",
+    "MessageRules",
+    "ModelProfile",
+    "OpenAIChatLLM",
     "Outcome",
+    "PolicyState",
+    "ProblemKind",
+    "ProfileRegistry",
+    "Projection",
+    "ProjectionReport",
+    "PromptProblem",
     "RawPart",
     "Reasoning",
+    "RetryPolicy",
     "Role",
+    "SQLMemory",
+    "SQLSessionInfo",
+    "SQLSessionStore",
+    "SectionKey",
+    "SectionSpec",
+    "SessionNotFoundError",
+    "SessionState",
+    "SessionStore",
+    "SnapshotTrigger",
     "StorageError",
     "SummarizationError",
+    "SummaryCompressor",
+    "SummaryDocument",
     "SummaryRole",
     "TextPart",
     "TiktokenCounter",
     "TokenCount",
     "TokenCounter",
     "Tool",
-    "ToolRules",
+    "ToolSchemaRules",
     "Transcript",
+    "Trigger",
+    "WindowedCompressor",
+    "all_of",
+    "anthropic_to_items",
+    "any_of",
+    "budget_for",
     "chat_to_items",
+    "counter_for",
+    "default_registry",
+    "digest_items",
     "dump_items",
     "dump_transcript",
+    "every_turns",
     "get_encoding",
+    "get_profile",
     "group_items",
     "image_tokens",
+    "is_masked",
     "is_summary_message",
     "item_text",
+    "items_over",
+    "items_to_anthropic",
     "items_to_chat",
+    "items_to_responses",
     "leading_instructions",
+    "list_sql_sessions",
     "load_items",
     "load_transcript",
+    "mask_output",
+    "new_session",
     "parse_transcript",
+    "ratio_over",
+    "responses_to_items",
+    "resume_session",
     "summary_message",
+    "summary_prompt",
+    "tokens_over",
+    "tools_from_anthropic",
     "tools_from_chat",
+    "tools_from_responses",
+    "tools_to_anthropic",
     "tools_to_chat",
+    "tools_to_responses",
+    "usage_over",
+    "validate_anthropic",
     "validate_chat",
+    "validate_items",
+    "validate_responses",
 ]

@@ -472,8 +472,6 @@ def _counter_for_profile(profile: ModelProfile) -> TokenCounter:
     )
 
 
-ToolRules = ToolSchemaRules  # transitional alias; removed once every caller uses ToolSchemaRules
-
 _NESTED_KEYS = ("properties", "items", "anyOf", "oneOf", "allOf", "$ref")
 
 

@@ -10,6 +10,7 @@ import compactkit
 
 def test_all_is_sorted_and_complete() -> None:
     exported = set(compactkit.__all__)
+
     def isort_key(name: str) -> tuple[int, str]:  # constants, then classes, then functions
         return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
 

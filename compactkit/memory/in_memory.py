@@ -72,7 +72,8 @@ class InMemoryMemory(BaseMemory):
     def snapshot(self) -> MemorySnapshot:
         """The summary and active items, with ``version``."""
         with self._lock:
-            return MemorySnapshot(
+            # Stored items were validated on the way in: no O(history) revalidation per read.
+            return MemorySnapshot.model_construct(
                 summary=self._summary, items=tuple(self._active), version=self._version
             )
 

@@ -34,7 +34,9 @@ def make_transcript(n: int, seed: int = 7) -> list[Item]:
         if kind == 0:
             items.append(Message(role="user", content=text))
         elif kind == 1:
-            items.append(FunctionCall(call_id=f"c{i}", name="read_file", arguments=f'{{"p": "{i}"}}'))
+            items.append(
+                FunctionCall(call_id=f"c{i}", name="read_file", arguments=f'{{"p": "{i}"}}')
+            )
         elif kind == 2:
             items.append(FunctionCallOutput(call_id=f"c{i - 1}", output=text * 3))
         else:
