@@ -200,3 +200,47 @@ def result(
             details=details,
         ),
     )
+
+
+Keep = Callable[[int, Group], bool]
+"""Decides, newest group first (``position`` 0 is the newest), whether a group stays active."""
+
+DEFAULT_KEEP_GROUPS = 10
+"""Groups kept when neither a count, a token budget nor a target says otherwise."""
+
+
+def newest_groups_keeper(
+    layout: Layout,
+    counter: TokenCounter,
+    *,
+    keep_last_groups: int | None,
+    keep_tokens: int | None,
+    target_tokens: int | None,
+    summary_cap: int,
+    tools: Sequence[Tool] = (),
+) -> Keep:
+    """The keep rule the folding compressors share (digest, LLM summary), so either can stand in
+    for the other: the last ``keep_last_groups`` groups; else the newest groups that fit
+    ``keep_tokens``; else what a ``target_tokens`` leaves after the fixed items, the tools and a
+    summary of ``summary_cap`` tokens; else the last ``DEFAULT_KEEP_GROUPS`` groups."""
+    if keep_last_groups is not None:
+        limit = keep_last_groups
+        return lambda position, _group: position < limit
+    budget = keep_tokens
+    if budget is None and target_tokens is not None:
+        fixed = sum(counter.count_item(i) for i in layout.fixed_items)
+        # 8 tokens: the summary message's own overhead (role, name, per-message tokens).
+        budget = target_tokens - fixed - counter.count_overhead(tools) - summary_cap - 8
+    if budget is None:
+        return lambda position, _group: position < DEFAULT_KEEP_GROUPS
+    left = budget
+
+    def keep(_position: int, group: Group) -> bool:
+        nonlocal left
+        size = layout.tokens(group, counter)
+        if size > left:
+            return False
+        left -= size
+        return True
+
+    return keep

@@ -33,11 +33,17 @@ from dataclasses import dataclass, field
 
 from compactkit.compressors import _facts as facts
 from compactkit.compressors import _files as files
-from compactkit.compressors._plan import Layout, default_counter, request_tokens, result
+from compactkit.compressors._plan import (
+    Keep,
+    Layout,
+    default_counter,
+    newest_groups_keeper,
+    request_tokens,
+    result,
+)
 from compactkit.compressors.masking import is_masked
 from compactkit.compressors.sections import SectionKey, SummaryDocument
 from compactkit.errors import ConfigError
-from compactkit.groups import Group
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, Tool
 from compactkit.snapshot import CompactResult, MemorySnapshot, summary_message
 from compactkit.tokens import TokenCounter
@@ -47,7 +53,6 @@ __all__ = ["DigestCompressor", "digest_items"]
 _SHORT_USER_MESSAGE = 400
 _Add = Callable[[SectionKey, str], None]
 _CONTENT_KEYS = {"content", "file_text", "text", "old_str", "new_str", "old_string", "new_string"}
-_Keep = Callable[[int, Group], bool]
 
 
 def digest_items(
@@ -310,25 +315,13 @@ class DigestCompressor:
             self.name, snapshot, after, counter, self.tools, tokens_before=before, details=details
         )
 
-    def _keeper(self, layout: Layout) -> _Keep:
-        counter = self.counter
-        if self.keep_last_groups is not None:
-            limit = self.keep_last_groups
-            return lambda position, _group: position < limit
-        budget = self.keep_tokens
-        if budget is None and self.target_tokens is not None:
-            fixed = sum(counter.count_item(i) for i in layout.fixed_items)
-            budget = self.target_tokens - fixed - counter.count_overhead(self.tools) - self.cap - 8
-        if budget is None:
-            return lambda position, _group: position < 10
-        left = budget
-
-        def keep(_position: int, group: Group) -> bool:
-            nonlocal left
-            size = layout.tokens(group, counter)
-            if size > left:
-                return False
-            left -= size
-            return True
-
-        return keep
+    def _keeper(self, layout: Layout) -> Keep:
+        return newest_groups_keeper(
+            layout,
+            self.counter,
+            keep_last_groups=self.keep_last_groups,
+            keep_tokens=self.keep_tokens,
+            target_tokens=self.target_tokens,
+            summary_cap=self.cap,
+            tools=self.tools,
+        )

@@ -38,7 +38,14 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from compactkit.compressors._plan import Layout, default_counter, request_tokens, result
+from compactkit.compressors._plan import (
+    Keep,
+    Layout,
+    default_counter,
+    newest_groups_keeper,
+    request_tokens,
+    result,
+)
 from compactkit.compressors._resilience import (
     CallStats,
     CircuitBreaker,
@@ -50,7 +57,7 @@ from compactkit.compressors.base import MemoryCompressor
 from compactkit.compressors.digest import digest_items
 from compactkit.compressors.sections import SECTIONS, SectionKey, SummaryDocument
 from compactkit.errors import ConfigError, SummarizationError
-from compactkit.groups import Group, group_items
+from compactkit.groups import group_items
 from compactkit.items import (
     FunctionCall,
     FunctionCallOutput,
@@ -437,29 +444,16 @@ class SummaryCompressor:
             folded_tokens=folded_tokens,
         )
 
-    def _keeper(self, layout: Layout) -> Callable[[int, Group], bool]:
-        # The same rule as DigestCompressor's, so the two are interchangeable as fallbacks.
-        counter = self.counter
-        if self.keep_last_groups is not None:
-            limit = self.keep_last_groups
-            return lambda position, _group: position < limit
-        budget = self.keep_tokens
-        if budget is None and self.target_tokens is not None:
-            fixed = sum(counter.count_item(i) for i in layout.fixed_items)
-            budget = self.target_tokens - fixed - counter.count_overhead(self.tools) - self.cap - 8
-        if budget is None:
-            return lambda position, _group: position < 10
-        left = budget
-
-        def keep(_position: int, group: Group) -> bool:
-            nonlocal left
-            size = layout.tokens(group, counter)
-            if size > left:
-                return False
-            left -= size
-            return True
-
-        return keep
+    def _keeper(self, layout: Layout) -> Keep:
+        return newest_groups_keeper(
+            layout,
+            self.counter,
+            keep_last_groups=self.keep_last_groups,
+            keep_tokens=self.keep_tokens,
+            target_tokens=self.target_tokens,
+            summary_cap=self.cap,
+            tools=self.tools,
+        )
 
     def _chunks(
         self,
