@@ -102,7 +102,9 @@ def _count(args: argparse.Namespace) -> int:
     from compactkit.tokens import counter_for
 
     transcript = _read(args)
-    count = counter_for(args.model).count(transcript.items, tools=transcript.tools)
+    count = counter_for(args.model).count(
+        transcript.items, tools=transcript.tools, format=transcript.format
+    )
     if args.json:
         _emit_json(
             {

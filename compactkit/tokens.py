@@ -180,8 +180,10 @@ class TokenCounter(Protocol):
         """Tokens a request costs beyond its items: reply priming and tool schemas."""
         ...
 
-    def count(self, items: Iterable[Item], *, tools: Sequence[Tool] = ()) -> TokenCount:
-        """The whole request."""
+    def count(
+        self, items: Iterable[Item], *, tools: Sequence[Tool] = (), format: str = "chat"
+    ) -> TokenCount:
+        """The whole request, as sent in ``format`` (``chat``, ``responses``, ``anthropic``)."""
         ...
 
 
@@ -208,8 +210,14 @@ class _BaseCounter:
         self._cache[id(item)] = (item, tokens, reason)
         return tokens, reason
 
-    def count(self, items: Iterable[Item], *, tools: Sequence[Tool] = ()) -> TokenCount:
-        """The whole request: every item, the tool schemas and the reply priming."""
+    def count(
+        self, items: Iterable[Item], *, tools: Sequence[Tool] = (), format: str = "chat"
+    ) -> TokenCount:
+        """The whole request: every item, the tool schemas and the reply priming.
+
+        Only Chat Completions billing rules are published; a request in another ``format`` is
+        counted with them and labelled approximate.
+        """
         total = 0
         approximated: set[str] = set()
         priced = self._priced
@@ -220,6 +228,8 @@ class _BaseCounter:
                 approximated.add(reason)
         total += self.count_overhead(tools)
         approximated.update(self._tools_approximation(tools))
+        if format != "chat":
+            approximated.add(f"{format} requests are counted with Chat Completions rules")
         return TokenCount(
             tokens=total,
             exact=not approximated,

@@ -98,3 +98,23 @@ def test_models_lists_profiles(capsys: pytest.CaptureFixture[str]) -> None:
     assert gpt4o["exact"] is True
     assert all(r["max_output"] <= r["context_window"] for r in rows)
     assert all(r["source"] for r in rows)
+
+
+def test_other_formats_are_counted_and_labelled_approximate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    messages = COOKBOOK["chat_example"]["messages"]
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(messages))
+    assert main(["count", str(path), "--model", "gpt-4o", "--json"]) == 0
+    chat = json.loads(capsys.readouterr().out)
+    for target in ("responses", "anthropic"):
+        assert main(["convert", str(path), "--to", target, "--lossy"]) == 0
+        converted = tmp_path / f"{target}.json"
+        converted.write_text(capsys.readouterr().out)
+        assert main(["count", str(converted), "--model", "gpt-4o", "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["exact"] is False
+        assert any(target in note for note in out["notes"])
+        assert out["tokens"] > 0
+    assert chat["exact"] is True
