@@ -36,7 +36,6 @@ from compactkit.compressors.sections import (
 from compactkit.compressors.summary import (
     PROMPT_VERSION,
     CircuitBreaker,
-    CircuitOpenError,
     RetryPolicy,
     SummaryCompressor,
     summary_prompt,
@@ -46,11 +45,13 @@ from compactkit.compressors.window import (
 )
 from compactkit.errors import (
     BudgetError,
+    CircuitOpenError,
     CompactkitError,
     ConcurrencyError,
     ConfigError,
     EncodingUnavailableError,
     FormatError,
+    SessionNotFoundError,
     StorageError,
     SummarizationError,
 )
@@ -166,7 +167,6 @@ from compactkit.snapshot import (
     summary_message,
 )
 from compactkit.stores.base import (
-    SessionNotFoundError,
     SessionStore,
 )
 from compactkit.stores.file import (

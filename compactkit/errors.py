@@ -8,8 +8,10 @@ One small tree. Misuse (a wrong argument, a malformed transcript, an unknown mod
     │   └── FormatError        input that is not a valid conversation in the named format
     ├── BudgetError            the irreducible part of a prompt does not fit the budget
     ├── SummarizationError     the summarizer failed (after retries) or gave an unusable answer
+    │   └── CircuitOpenError   the summarizer kept failing; it is not called until a cool-down ends
     ├── StorageError           a memory or session store could not read or write
-    │   └── ConcurrencyError   another writer changed the session first; nothing was written
+    │   ├── ConcurrencyError   another writer changed the session first; nothing was written
+    │   └── SessionNotFoundError  no session with that id (also a KeyError)
     └── EncodingUnavailableError  a tokenizer's rank file is not installed (a ConfigError too)
 
 Backend exceptions are mapped at the boundary with ``raise ... from exc`` so the original
@@ -20,11 +22,13 @@ from __future__ import annotations
 
 __all__ = [
     "BudgetError",
+    "CircuitOpenError",
     "CompactkitError",
     "ConcurrencyError",
     "ConfigError",
     "EncodingUnavailableError",
     "FormatError",
+    "SessionNotFoundError",
     "StorageError",
     "SummarizationError",
 ]
@@ -86,3 +90,18 @@ class StorageError(CompactkitError):
 
 class ConcurrencyError(StorageError):
     """Another writer changed the session since it was read; this write changed nothing."""
+
+
+class CircuitOpenError(SummarizationError):
+    """The circuit breaker is open: the summarizer failed repeatedly and was not called."""
+
+
+class SessionNotFoundError(StorageError, KeyError):
+    """The store holds no session with this id."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"no saved session with id {session_id!r}")
+        self.session_id = session_id
+
+    def __str__(self) -> str:
+        return str(self.args[0])  # KeyError would show the message's repr

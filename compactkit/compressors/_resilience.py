@@ -25,16 +25,12 @@ from tenacity import (
     stop_after_attempt,
 )
 
-from compactkit.errors import ConfigError, SummarizationError
+from compactkit.errors import CircuitOpenError, ConfigError, SummarizationError
 
-__all__ = ["BreakerState", "CircuitBreaker", "CircuitOpenError", "RetryPolicy"]
+__all__ = ["BreakerState", "CircuitBreaker", "RetryPolicy"]
 
 T = TypeVar("T")
 BreakerState: TypeAlias = Literal["closed", "open", "half_open"]
-
-
-class CircuitOpenError(SummarizationError):
-    """The circuit breaker is open: the summarizer failed repeatedly and was not called."""
 
 
 @dataclass(frozen=True)

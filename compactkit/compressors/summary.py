@@ -49,14 +49,13 @@ from compactkit.compressors._plan import (
 from compactkit.compressors._resilience import (
     CallStats,
     CircuitBreaker,
-    CircuitOpenError,
     Guard,
     RetryPolicy,
 )
 from compactkit.compressors.base import MemoryCompressor
 from compactkit.compressors.digest import digest_items
 from compactkit.compressors.sections import SECTIONS, SectionKey, SummaryDocument
-from compactkit.errors import ConfigError, SummarizationError
+from compactkit.errors import CircuitOpenError, ConfigError, SummarizationError
 from compactkit.groups import group_items
 from compactkit.items import (
     FunctionCall,
@@ -75,7 +74,6 @@ from compactkit.tokens import TokenCounter
 __all__ = [
     "PROMPT_VERSION",
     "CircuitBreaker",
-    "CircuitOpenError",
     "RetryPolicy",
     "SummaryCompressor",
     "summary_prompt",

@@ -1,6 +1,7 @@
 """Session stores: save sessions and resume them across restarts (see ``SessionStore``)."""
 
-from compactkit.stores.base import SessionNotFoundError, SessionStore
+from compactkit.errors import SessionNotFoundError
+from compactkit.stores.base import SessionStore
 from compactkit.stores.file import FileSessionStore
 from compactkit.stores.in_memory import InMemorySessionStore
 

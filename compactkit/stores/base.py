@@ -10,23 +10,10 @@ from __future__ import annotations
 import builtins
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from compactkit.errors import StorageError
-
 if TYPE_CHECKING:
     from compactkit.session import AgentSession, SessionState
 
-__all__ = ["SessionNotFoundError", "SessionStore"]
-
-
-class SessionNotFoundError(StorageError, KeyError):
-    """The store holds no session with this id."""
-
-    def __init__(self, session_id: str) -> None:
-        super().__init__(f"no saved session with id {session_id!r}")
-        self.session_id = session_id
-
-    def __str__(self) -> str:
-        return str(self.args[0])  # KeyError would show the message's repr
+__all__ = ["SessionStore"]
 
 
 @runtime_checkable

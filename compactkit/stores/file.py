@@ -22,9 +22,8 @@ import tempfile
 from pathlib import Path
 from urllib.parse import unquote
 
-from compactkit.errors import ConfigError, StorageError
+from compactkit.errors import ConfigError, SessionNotFoundError, StorageError
 from compactkit.session import AgentSession, SessionState
-from compactkit.stores.base import SessionNotFoundError
 
 __all__ = ["FileSessionStore"]
 

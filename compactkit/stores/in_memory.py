@@ -5,8 +5,8 @@ from __future__ import annotations
 import builtins
 import threading
 
+from compactkit.errors import SessionNotFoundError
 from compactkit.session import AgentSession, SessionState
-from compactkit.stores.base import SessionNotFoundError
 
 __all__ = ["InMemorySessionStore"]
 

@@ -19,9 +19,9 @@ from sqlalchemy.engine import URL
 
 from compactkit._sqlengine import connect, read_transaction, write_transaction
 from compactkit._sqlschema import tables, validate_session_id
+from compactkit.errors import SessionNotFoundError
 from compactkit.memory.sql import SQLMemory
 from compactkit.session import AgentSession, SessionState
-from compactkit.stores.base import SessionNotFoundError
 
 __all__ = ["SQLSessionStore"]
 
