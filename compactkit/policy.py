@@ -24,7 +24,7 @@ from typing import TypeAlias
 from compactkit._incremental import ItemsTally, MessageCache, OverheadCache
 from compactkit.errors import ConfigError
 from compactkit.items import Message, Tool
-from compactkit.snapshot import MemorySnapshot
+from compactkit.snapshot import MemorySnapshot, require_snapshot
 from compactkit.tokens import TokenCounter
 
 __all__ = [
@@ -222,7 +222,8 @@ class CompactPolicy:
         model: The model the policy is for (reported in the state it builds).
 
     Raises:
-        ConfigError: a bad target, or a target not below the trigger's thresholds.
+        ConfigError: a bad target, a target not below the trigger's thresholds, or a
+            ``ratio_over`` trigger (or ratio target) without a budget.
     """
 
     trigger: TriggerLike | None
@@ -255,6 +256,13 @@ class CompactPolicy:
                 f"target={target!r} is a ratio of the budget: give budget= (the usable input "
                 "budget) or use CompactPolicy.for_model(model)"
             )
+        if self.budget is None and isinstance(self.trigger, Trigger):
+            for leaf in self.trigger.leaves():
+                if isinstance(leaf, ratio_over):
+                    raise ConfigError(
+                        f"the trigger {leaf!r} is a ratio of the usable input budget: give "
+                        "budget= or build the policy with CompactPolicy.for_model(model)"
+                    )
         tokens = self.target_tokens()
         for threshold, leaf in self._thresholds():
             if tokens >= threshold:
@@ -316,7 +324,11 @@ class CompactPolicy:
         ``tokens`` counts the request as if the whole memory were sent: ``instructions``, the
         summary message, every item, ``tools`` and reply priming. Counting is incremental:
         measuring a grown history costs only the appended items.
+
+        Raises:
+            ConfigError: ``snapshot`` is not a ``MemorySnapshot`` (pass ``memory.snapshot()``).
         """
+        snapshot = require_snapshot(snapshot, "measure()")
         head: list[Message] = []
         if isinstance(instructions, str):
             if instructions:

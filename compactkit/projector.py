@@ -30,7 +30,7 @@ from compactkit._projection import Mask, Masker, Piece, Pieces, View, ViewCache
 from compactkit.errors import BudgetError, ConfigError, FormatError
 from compactkit.items import Item, Message, Tool
 from compactkit.profiles import budget_for
-from compactkit.snapshot import MemorySnapshot, SummaryRole
+from compactkit.snapshot import MemorySnapshot, SummaryRole, require_snapshot
 from compactkit.tokens import TokenCounter, counter_for
 
 __all__ = ["ContextProjector", "Projection", "ProjectionReport"]
@@ -151,8 +151,10 @@ class ContextProjector:
         Raises:
             BudgetError: the parts that are never dropped do not fit the budget.
             FormatError: with ``validate="raise"``, the history breaks the tool-call rules.
-            ConfigError: no budget was given.
+            ConfigError: no budget was given, or ``snapshot`` is not a ``MemorySnapshot`` (pass
+                ``memory.snapshot()``, not the memory or ``memory.items``).
         """
+        snapshot = require_snapshot(snapshot, "project()")
         limit = budget if budget is not None else self.budget
         if limit is None or limit <= 0:
             raise ConfigError(

@@ -12,6 +12,7 @@ from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from compactkit.errors import ConfigError
 from compactkit.items import Item, Message
 
 __all__ = [
@@ -87,6 +88,24 @@ class MemorySnapshot(BaseModel):
             summary_message(self.summary, summary_role),
             *self.items[lead:],
         ]
+
+
+def require_snapshot(value: object, caller: str) -> MemorySnapshot:
+    """``value`` when it is a ``MemorySnapshot``; otherwise a ``ConfigError`` saying what to pass.
+
+    A memory or a list of items is the usual mistake: ``memory.items`` holds the rendered summary
+    message, so reading it as a snapshot would send (or fold) the summary twice.
+    """
+    if isinstance(value, MemorySnapshot):
+        return value
+    if callable(getattr(value, "snapshot", None)):
+        hint = "pass memory.snapshot()"
+    else:
+        hint = (
+            "build one with MemorySnapshot.of(items, summary=...), or "
+            "MemorySnapshot.from_items(items) for a conversation read back from memory.items"
+        )
+    raise ConfigError(f"{caller} takes a MemorySnapshot, got {type(value).__name__}: {hint}")
 
 
 def summary_message(summary: str, role: SummaryRole = "system") -> Message:

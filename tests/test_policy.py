@@ -86,6 +86,32 @@ def test_bad_triggers_are_config_errors() -> None:
         ratio_over(0.8)(state(tokens=10))
 
 
+def test_a_ratio_trigger_without_a_budget_is_refused_when_the_policy_is_built() -> None:
+    # Used to build fine and raise from inside a memory write, after the write was stored.
+    for trigger in (
+        ratio_over(0.8),
+        ratio_over(0.8) | items_over(500),
+        tokens_over(9) & ratio_over(0.5),
+    ):
+        with pytest.raises(ConfigError, match=r"ratio_over\(0\.\d\).*budget="):
+            CompactPolicy(trigger, target=5)
+    assert CompactPolicy(ratio_over(0.8) | items_over(500), target=5, budget=100).budget == 100
+
+
+def test_measure_refuses_a_memory_or_a_list_of_items() -> None:
+    # A memory's items hold the rendered summary message: measuring them as a snapshot (or the
+    # memory itself, whose .items and .summary both exist) would count the summary twice.
+    from compactkit.memory import InMemoryMemory
+
+    memory = InMemoryMemory()
+    memory.add_user_input("hello")
+    policy = CompactPolicy(tokens_over(1000), target=500)
+    with pytest.raises(ConfigError, match=r"memory\.snapshot\(\)"):
+        policy.measure(memory, COUNTER)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="MemorySnapshot"):
+        policy.measure(memory.items, COUNTER)  # type: ignore[arg-type]
+
+
 def test_should_compact_fires_on_the_trigger_or_a_manual_request() -> None:
     policy = CompactPolicy(tokens_over(1000), target=500)
     assert policy.should_compact(state(tokens=1001))

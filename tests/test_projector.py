@@ -430,6 +430,23 @@ def test_misuse_is_a_config_error() -> None:
         ContextProjector(COUNTER, budget=100).project(snapshot, instructions=[call("x")])  # type: ignore[list-item]
 
 
+def test_a_memory_or_a_list_is_refused_not_projected_with_its_summary_twice() -> None:
+    # project(memory) used to read memory.items (which hold the rendered summary message) and
+    # memory.summary, and sent the summary twice; a list raised AttributeError.
+    from compactkit.memory import InMemoryMemory
+
+    memory = InMemoryMemory()
+    memory.restore(MemorySnapshot.of([], summary="The user wants the parser fixed."))
+    memory.add_user_input("new")
+    projector = ContextProjector(COUNTER, budget=1_000)
+    with pytest.raises(ConfigError, match=r"memory\.snapshot\(\)"):
+        projector.project(memory)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="from_items"):
+        projector.project(memory.items)  # type: ignore[arg-type]
+    sent = projector.project(memory.snapshot()).items
+    assert sum(is_summary_message(item) for item in sent) == 1
+
+
 def test_for_model_uses_the_profile_budget_and_counter() -> None:
     from compactkit.profiles import budget_for
 

@@ -21,6 +21,7 @@ from compactkit.snapshot import (
     CompactStats,
     MemorySnapshot,
     leading_instructions,
+    require_snapshot,
     summary_message,
 )
 from compactkit.tokens import TiktokenCounter, TokenCounter
@@ -35,7 +36,11 @@ def request_tokens(
     snapshot: MemorySnapshot, counter: TokenCounter, tools: Sequence[Tool] = ()
 ) -> int:
     """Tokens of the whole request a snapshot makes: instructions, summary message,
-    conversation, tool schemas and reply priming (``render_items`` + overhead)."""
+    conversation, tool schemas and reply priming (``render_items`` + overhead).
+
+    Every compressor counts its input with this first, so it is also where a memory or a list
+    passed instead of a snapshot is refused (``ConfigError``)."""
+    snapshot = require_snapshot(snapshot, "compress()")
     count = counter.count_item
     return sum(count(i) for i in snapshot.render_items()) + counter.count_overhead(tools)
 
