@@ -311,6 +311,46 @@ def test_unusable_answers_fail_and_store_nothing(answer: str) -> None:
     assert "summarizer failed" in (res.error or "")
 
 
+@pytest.mark.parametrize("answer", [None, {"content": UPDATE}, 42], ids=["none", "dict", "int"])
+def test_an_answer_that_is_not_text_fails_instead_of_raising(answer: object) -> None:
+    # A user's LLM returning None (a message without content) used to raise TypeError out of
+    # compress/acompress — which must never raise for a run-time failure.
+    snapshot = MemorySnapshot.of(session(), summary="## Goal\n- keep this summary")
+    copy = snapshot.model_copy(deep=True)
+    for run in ("sync", "async"):
+        breaker = CircuitBreaker(failure_threshold=5)
+        summarizer = compressor(FunctionLLM(lambda messages: answer), breaker=breaker)
+        res = (
+            summarizer.compress(snapshot)
+            if run == "sync"
+            else asyncio.run(summarizer.acompress(snapshot))
+        )
+        assert res.outcome == "failed", run
+        assert_untouched(snapshot, copy, res)
+        assert res.snapshot.summary == "## Goal\n- keep this summary"
+        assert isinstance(res.cause, SummarizationError)
+        assert f"returned {type(answer).__name__}, not text" in (res.error or "")
+        assert breaker.consecutive_failures == 1  # counted as a failed request
+
+
+@pytest.mark.parametrize("llm", [None, "gpt-4o", object()])
+def test_an_llm_without_complete_is_a_config_error(llm: object) -> None:
+    with pytest.raises(ConfigError, match="LLM protocol"):
+        SummaryCompressor(llm)  # type: ignore[arg-type]
+
+
+def test_a_memory_instead_of_a_snapshot_is_a_config_error() -> None:
+    from compactkit.memory import InMemoryMemory
+
+    memory = InMemoryMemory()
+    memory.add_user_input("hello")
+    summarizer = compressor(ScriptedLLM([]))
+    with pytest.raises(ConfigError, match=r"memory\.snapshot\(\)"):
+        summarizer.compress(memory)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="MemorySnapshot"):
+        asyncio.run(summarizer.acompress(memory.items))  # type: ignore[arg-type]
+
+
 def test_preamble_and_empty_markers_are_dropped() -> None:
     answer = "Sure! Here is the update:\n\n## Goal\n- (none)\n\n" + UPDATE.split("\n\n", 1)[1]
     res = compressor(ScriptedLLM([answer])).compress(MemorySnapshot.of(session()))

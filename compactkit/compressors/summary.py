@@ -68,7 +68,7 @@ from compactkit.items import (
     Tool,
 )
 from compactkit.llm import LLM, ChatMessage
-from compactkit.snapshot import CompactResult, MemorySnapshot, summary_message
+from compactkit.snapshot import CompactResult, MemorySnapshot, require_snapshot, summary_message
 from compactkit.tokens import TokenCounter
 
 __all__ = [
@@ -289,6 +289,12 @@ class SummaryCompressor:
         ):
             if value is not None and (isinstance(value, bool) or value < minimum):
                 raise ConfigError(f"{label} must be positive, got {value!r}")
+        if not callable(getattr(llm, "complete", None)):
+            raise ConfigError(
+                f"llm must implement the LLM protocol (complete(messages) -> str, and acomplete "
+                f"for acompress), got {type(llm).__name__}; use compactkit.llm.OpenAIChatLLM, or "
+                "compactkit.testing.ScriptedLLM / FunctionLLM in tests"
+            )
         self.llm = llm
         self.keep_last_groups = keep_last_groups
         self.keep_tokens = keep_tokens
@@ -382,7 +388,7 @@ class SummaryCompressor:
 
         def send() -> str:
             fold.input_tokens += tokens
-            return self.llm.complete(messages)
+            return _answer_text(self.llm.complete(messages))
 
         return send
 
@@ -391,9 +397,9 @@ class SummaryCompressor:
     ) -> Callable[[], Awaitable[str]]:
         tokens = self._count_request(messages)
 
-        def send() -> Awaitable[str]:
+        async def send() -> str:
             fold.input_tokens += tokens
-            return self.llm.acomplete(messages)
+            return _answer_text(await self.llm.acomplete(messages))
 
         return send
 
@@ -406,6 +412,7 @@ class SummaryCompressor:
         return self.summarizer_window_tokens - reserved
 
     def _plan(self, snapshot: MemorySnapshot, originals: Mapping[str, FunctionCallOutput]) -> _Plan:
+        snapshot = require_snapshot(snapshot, "compress()")
         counter = self.counter
         layout = Layout.of(snapshot.items)
         before = request_tokens(snapshot, counter, self.tools)
@@ -722,6 +729,17 @@ class SummaryCompressor:
             error=error,
             cause=exc,
         )
+
+
+def _answer_text(answer: object) -> str:
+    """The summarizer's answer, which must be text: anything else (``None`` from a client whose
+    message had no content, a response object) is a failed request, never a crash."""
+    if not isinstance(answer, str):
+        raise SummarizationError(
+            f"the summarizer returned {type(answer).__name__}, not text: its complete() and "
+            f"acomplete() must return the answer as a str (got {answer!r:.80})"
+        )
+    return answer
 
 
 def _run_fallback(
