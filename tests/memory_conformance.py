@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from compactkit.errors import ConcurrencyError, ConfigError
 from compactkit.items import FunctionCallOutput, Item, Message, TextPart, item_text
 from compactkit.memory import AgentMemory
+from compactkit.policy import CompactPolicy, items_over
 from compactkit.snapshot import (
     SUMMARY_NAME,
     CompactResult,
@@ -233,6 +234,18 @@ class MemoryConformance:
         with pytest.raises(ConfigError, match="already has an output"):
             memory.add_output_items([tool])
         assert texts(memory.items)[-1] == "first"
+
+    @pytest.mark.parametrize("output", [None, {"rows": 3}, 42, b"bytes", ["not a part"]])
+    def test_tool_output_that_is_not_text_or_parts_raises(
+        self, memory: AgentMemory, output: Any
+    ) -> None:
+        # Used to raise TypeError (None) or a pydantic ValidationError (a dict).
+        memory.add_output_items([assistant_call("c1")])
+        with pytest.raises(ConfigError, match="'c1' must be text or content parts"):
+            memory.add_tool_output("c1", output)
+        assert memory.version == 1
+        memory.add_tool_output("c1", "")  # still answerable
+        assert texts(memory.items)[-1] == ""
 
     def test_a_reused_call_id_raises(self, memory: AgentMemory) -> None:
         memory.add_output_items([assistant_call("c1")])
@@ -533,6 +546,28 @@ class MemoryConformance:
         memory = memory_factory()
         with pytest.raises(ConfigError, match="needs a compressor"):
             memory.policy = lambda s: True
+
+    def test_an_unusable_policy_or_compressor_is_refused_when_configured(
+        self, memory_factory: MemoryFactory
+    ) -> None:
+        # Used to be accepted and fail at the next write with a TypeError, after the write was
+        # stored: a CompactPolicy is not a trigger until policy.as_trigger(counter).
+        compact_policy = CompactPolicy(items_over(3), target=100)
+        with pytest.raises(ConfigError, match=r"as_trigger\(counter\)"):
+            memory_factory(policy=compact_policy, compressor=KeepLast(1))
+        with pytest.raises(ConfigError, match="trigger"):
+            memory_factory(policy=42, compressor=KeepLast(1))
+        with pytest.raises(ConfigError, match="compress"):
+            memory_factory(compressor=object())
+        memory = memory_factory(compressor=KeepLast(1))
+        with pytest.raises(ConfigError, match=r"as_trigger\(counter\)"):
+            memory.policy = compact_policy  # type: ignore[assignment]
+        with pytest.raises(ConfigError, match=r"as_trigger\(counter\)"):
+            memory.set_compressor(KeepLast(1), policy=compact_policy)  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="compress"):
+            memory.compressor = "digest"  # type: ignore[assignment]
+        memory.add_user_input("a")
+        assert texts(memory.items) == ["a"] and memory.version == 1
 
     def test_manual_compaction(self, memory_factory: MemoryFactory) -> None:
         seen: list[CompactResult] = []

@@ -97,7 +97,20 @@ def tool_output_item(
             f"a tool output needs the call id of the call it answers, got {call_id!r}; "
             "give calls without an id one (the runtime uses 'tool_step_<step>_<index>')"
         )
-    content = output if isinstance(output, str) else tuple(output)
+    if isinstance(output, str):
+        content: str | tuple[ContentPart, ...] = output
+    elif (
+        isinstance(output, Sequence)
+        and not isinstance(output, (bytes, bytearray))
+        and all(isinstance(part, _PART_TYPES) for part in output)
+    ):
+        content = tuple(cast(Sequence[ContentPart], output))
+    else:
+        raise ConfigError(
+            f"the output of call {call_id!r} must be text or content parts, got "
+            f"{type(output).__name__}: {output!r:.80}; serialise it first (json.dumps for data, "
+            "'' for a tool that returned nothing)"
+        )
     return FunctionCallOutput(call_id=call_id, output=content, name=name, is_error=is_error)
 
 

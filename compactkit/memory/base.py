@@ -167,8 +167,7 @@ class BaseMemory(ABC):
             accept_unknown_call_ids: Store tool outputs for calls this memory never stored.
             summary_role: The role of the rendered summary message in ``items``.
         """
-        if policy is not None and compressor is None:
-            raise ConfigError("a compaction policy needs a compressor (pass compressor=...)")
+        _check_options(compressor, policy)
         self._policy = policy
         self._compressor = compressor
         self.on_compact = on_compact
@@ -251,8 +250,7 @@ class BaseMemory(ABC):
 
     @policy.setter
     def policy(self, policy: SnapshotTrigger | None) -> None:
-        if policy is not None and self._compressor is None:
-            raise ConfigError("a compaction policy needs a compressor (pass compressor=...)")
+        _check_options(self._compressor, policy)
         self._policy = policy
 
     def set_compressor(
@@ -271,8 +269,9 @@ class BaseMemory(ABC):
         """
         if policy is _Keep.KEEP:
             policy = self._policy  # kept, and inert while there is no compressor
-        elif policy is not None and compressor is None:
-            raise ConfigError("a compaction policy needs a compressor (pass compressor=...)")
+            _check_options(compressor, None)
+        else:
+            _check_options(compressor, policy)
         self._compressor, self._policy = compressor, policy
 
     @property
@@ -318,3 +317,27 @@ class BaseMemory(ABC):
         self._last_compaction = result
         if self.on_compact is not None:
             self.on_compact(result)
+
+
+def _check_options(compressor: object, policy: object) -> None:
+    """Refuse, when configured rather than at the next write, what write-path compaction cannot
+    run: a policy without a compressor, a policy that is not a trigger, a compressor without
+    ``compress``."""
+    if compressor is not None and not callable(getattr(compressor, "compress", None)):
+        raise ConfigError(
+            f"compressor must have compress(snapshot) -> CompactResult, got "
+            f"{type(compressor).__name__}"
+        )
+    if policy is None:
+        return
+    if compressor is None:
+        raise ConfigError("a compaction policy needs a compressor (pass compressor=...)")
+    if callable(getattr(policy, "as_trigger", None)):
+        raise ConfigError(
+            f"policy= takes a trigger (snapshot) -> bool, got a {type(policy).__name__}; "
+            "pass policy.as_trigger(counter) (for example counter_for(model))"
+        )
+    if not callable(policy):
+        raise ConfigError(
+            f"policy= takes a trigger (snapshot) -> bool, got {type(policy).__name__}: {policy!r:.80}"
+        )
