@@ -131,7 +131,7 @@ class AgentSession:
             session_id = uuid.uuid4().hex
         if not isinstance(session_id, str) or not session_id:
             raise ConfigError(f"a session id must be a non-empty string, got {session_id!r}")
-        self._memory = InMemoryMemory() if memory is None else memory
+        self._memory = InMemoryMemory() if memory is None else _checked_memory(memory)
         _bind(self._memory, session_id)
         self._session_id = session_id
         self.turn = turn
@@ -218,7 +218,11 @@ def new_session(
             continue a saved session.
     """
     session_id = uuid.uuid4().hex if session_id is None else session_id
-    memory = InMemoryMemory() if memory_factory is None else memory_factory(session_id)
+    memory = (
+        InMemoryMemory()
+        if memory_factory is None
+        else _checked_memory(memory_factory(session_id), "memory_factory returned")
+    )
     owner = _owner(memory)
     if owner is not None and owner != session_id:
         raise ConfigError(
@@ -250,8 +254,22 @@ def resume_session(
         StorageError: the saved state is corrupt or from a newer compactkit.
     """
     state = store.load(session_id)
-    memory = None if memory_factory is None else memory_factory(session_id)
+    memory = (
+        None
+        if memory_factory is None
+        else _checked_memory(memory_factory(session_id), "memory_factory returned")
+    )
     return AgentSession.from_state(state, memory)
+
+
+def _checked_memory(memory: object, what: str = "the session's memory is") -> AgentMemory:
+    if not isinstance(memory, AgentMemory):
+        raise ConfigError(
+            f"{what} {type(memory).__name__}, not an AgentMemory: a memory factory takes the "
+            "session id and returns a new memory, for example "
+            "lambda session_id: SQLMemory(url, session_id)"
+        )
+    return memory
 
 
 # -- which session holds which memory ----------------------------------------------------------

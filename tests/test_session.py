@@ -100,6 +100,22 @@ def test_new_session_refuses_a_memory_that_already_holds_state() -> None:
         new_session(fixed_id_factory)
 
 
+def test_a_factory_that_returns_no_memory_is_a_config_error() -> None:
+    # Used to fail with AttributeError ('NoneType' object has no attribute 'snapshot'); a
+    # factory that forgets its return statement is a common slip.
+    def forgetful(session_id: str) -> None:
+        InMemoryMemory()
+
+    with pytest.raises(ConfigError, match="memory_factory returned NoneType, not an AgentMemory"):
+        new_session(forgetful)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="not an AgentMemory"):
+        AgentSession({"items": []})  # type: ignore[arg-type]
+    store = InMemorySessionStore()
+    store.save(AgentSession(session_id="s"))
+    with pytest.raises(ConfigError, match="not an AgentMemory"):
+        resume_session(store, "s", forgetful)  # type: ignore[arg-type]
+
+
 def test_new_session_passes_the_new_id_to_the_factory() -> None:
     seen: list[str] = []
     session = new_session(lambda session_id: seen.append(session_id) or InMemoryMemory())
