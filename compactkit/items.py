@@ -169,7 +169,9 @@ class Reasoning(_Item):
         """Readable reasoning text where the payload has any (summaries, thinking)."""
         if self.format == "anthropic":
             return str(self.payload.get("thinking", ""))
-        summary = self.payload.get("summary") or []
+        summary = self.payload.get("summary")
+        if not isinstance(summary, list):  # opaque: a malformed summary has no readable text
+            return ""
         return "\n".join(str(s.get("text", "")) for s in summary if isinstance(s, dict))
 
 

@@ -315,6 +315,9 @@ class TiktokenCounter(_BaseCounter):
             description = _strip_period(tool.description or "")
             total += self.count_text(f"{tool.name}:{description}")
             properties = (tool.parameters or {}).get("properties") or {}
+            if not isinstance(properties, dict):  # not a JSON schema: price its text
+                total += self.count_text(json.dumps(properties, separators=(",", ":"), default=str))
+                properties = {}
             if properties:
                 total += rules.prop_init
                 for key, spec in properties.items():
@@ -322,7 +325,8 @@ class TiktokenCounter(_BaseCounter):
                     total += rules.prop_key
                     if "enum" in spec:
                         total += rules.enum_init
-                        for value in spec["enum"]:
+                        enum = spec["enum"]
+                        for value in enum if isinstance(enum, list) else [enum]:
                             total += rules.enum_item + self.count_text(str(value))
                     kind = spec.get("type", "")
                     pdesc = _strip_period(str(spec.get("description", "")))
@@ -390,7 +394,10 @@ class TiktokenCounter(_BaseCounter):
         if not self.verified:
             return ["formatting rules not verified for this model"]
         for tool in tools:
-            for spec in ((tool.parameters or {}).get("properties") or {}).values():
+            properties = (tool.parameters or {}).get("properties") or {}
+            if not isinstance(properties, dict):
+                return ["malformed tool schemas are approximated"]
+            for spec in properties.values():
                 if isinstance(spec, dict) and any(k in _NESTED_KEYS for k in spec):
                     return ["nested tool schemas are approximated"]
         return []

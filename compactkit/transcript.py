@@ -95,10 +95,16 @@ def load_transcript(path: str | Path, *, format: Format | None = None) -> Transc
     """Read a transcript file (``"-"`` reads standard input).
 
     Raises:
-        FormatError: the file is not JSON/JSONL, or not a conversation in the format.
+        FormatError: the file is not UTF-8 JSON/JSONL, or not a conversation in the format.
         OSError: the file cannot be read.
     """
-    text = sys.stdin.read() if str(path) == "-" else Path(path).read_text(encoding="utf-8")
+    try:
+        text = sys.stdin.read() if str(path) == "-" else Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(
+            f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}); save the transcript as "
+            "UTF-8 JSON"
+        ) from None
     return parse_transcript(text, format=format, source=str(path))
 
 
@@ -184,8 +190,11 @@ def _read(data: Any, format: Format) -> Transcript:
         raise FormatError("expected a JSON array or object holding a conversation")
     conversation = "input" if format == "responses" else "messages"
     if conversation not in data:
-        raise FormatError(f"a {format} transcript object needs {conversation!r}")
-    tools = data.get("tools") or []
+        article = "an" if format == "anthropic" else "a"
+        raise FormatError(f"{article} {format} transcript object needs {conversation!r}")
+    tools = data.get("tools")
+    if tools is None:
+        tools = []
     if not isinstance(tools, list):
         raise FormatError("'tools' must be an array")
     options = {k: v for k, v in data.items() if k not in _CONVERSATION_KEYS[format]}
@@ -212,7 +221,7 @@ def _read(data: Any, format: Format) -> Transcript:
 
 
 def _parse_json(text: str, source: str) -> Any:
-    stripped = text.strip()
+    stripped = text.removeprefix("\ufeff").strip()  # a UTF-8 byte order mark is not content
     if not stripped:
         raise FormatError(f"{source}: the transcript is empty")
     try:
@@ -226,10 +235,12 @@ def _parse_json(text: str, source: str) -> Any:
             except json.JSONDecodeError as exc:
                 if number == 1:
                     raise FormatError(
-                        f"{source}: not JSON or JSONL ({whole_error.msg} at line "
+                        f"{source}: not JSON or JSONL ({whole_error.msg.removesuffix(' at')} at line "
                         f"{whole_error.lineno} column {whole_error.colno})"
                     ) from None
-                raise FormatError(f"{source}: line {number} is not JSON ({exc.msg})") from None
+                raise FormatError(
+                    f"{source}: line {number} is not JSON ({exc.msg.removesuffix(' at')})"
+                ) from None
         return records
 
 

@@ -59,6 +59,20 @@ def test_tools_round_trip() -> None:
 
 
 @pytest.mark.parametrize(
+    ("tool", "fragment"),
+    [
+        (5, "expected {'type': 'function'"),
+        ({"type": "function", "function": {"name": "f", "parameters": 5}}, "'parameters'"),
+        ({"type": "function", "function": {"name": "f", "description": ["d"]}}, "'description'"),
+    ],
+)
+def test_bad_tools_are_a_format_error_naming_the_tool(tool: Any, fragment: str) -> None:
+    with pytest.raises(FormatError, match="tool 1") as info:
+        tools_from_chat([{"type": "function", "function": {"name": "ok"}}, tool])
+    assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize(
     ("message", "fragment"),
     [
         ({"role": "wizard", "content": "x"}, "unknown role 'wizard'"),

@@ -341,6 +341,10 @@ def test_tools_round_trip_and_cross_formats() -> None:
     )
     assert chat[0]["function"]["parameters"] == tools[0]["input_schema"]
     assert dropped == ["get_weather", "bash"]
+    with pytest.raises(FormatError, match=r"tool 0: 'input_schema' must be a JSON schema object"):
+        tools_from_anthropic([{"name": "f", "input_schema": "object"}])
+    with pytest.raises(FormatError, match=r"tool 0: 'description' must be a string"):
+        tools_from_anthropic([{"name": "f", "description": {"text": "d"}}])
 
 
 def test_validator_accepts_a_valid_conversation_as_is() -> None:

@@ -233,6 +233,17 @@ def test_tools_round_trip_and_keep_their_strictness_across_formats() -> None:
     assert back == [{"type": "function", "name": "f", "parameters": None, "strict": False}]
     with pytest.raises(FormatError, match="only function tools"):
         tools_from_responses([{"type": "web_search"}])
+    with pytest.raises(FormatError, match=r"tool 0: 'parameters' must be a JSON schema object"):
+        tools_from_responses([{"type": "function", "name": "f", "parameters": [1]}])
+    with pytest.raises(FormatError, match=r"tool 0: 'description' must be a string"):
+        tools_from_responses([{"type": "function", "name": "f", "description": 3}])
+
+
+@pytest.mark.parametrize("summary", [5, "text", {"text": "x"}, None])
+def test_a_reasoning_item_with_a_malformed_summary_stays_opaque(summary: Any) -> None:
+    (item,) = responses_to_items([{"type": "reasoning", "id": "rs_1", "summary": summary}])
+    assert isinstance(item, Reasoning) and item.text == ""
+    assert items_to_responses([item]) == [{"type": "reasoning", "id": "rs_1", "summary": summary}]
 
 
 def test_validator_accepts_a_valid_prompt_as_is() -> None:

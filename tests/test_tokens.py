@@ -110,6 +110,21 @@ def test_nested_tool_schemas_are_labelled_approximate() -> None:
     assert not TiktokenCounter("o200k_base").count([], tools=[nested]).exact
 
 
+@pytest.mark.parametrize(
+    "parameters",
+    [
+        {"type": "object", "properties": ["path", "mode"]},
+        {"type": "object", "properties": "path"},
+        {"type": "object", "properties": {"mode": {"type": "string", "enum": "fast"}}},
+    ],
+)
+def test_a_malformed_tool_schema_is_counted_not_a_crash(parameters: dict[str, Any]) -> None:
+    counter = TiktokenCounter("o200k_base")
+    bare = counter.count([], tools=[Tool(name="f")]).tokens
+    count = counter.count([], tools=[Tool(name="f", parameters=parameters)])
+    assert count.tokens > bare  # what the schema says is priced, not ignored
+
+
 def test_image_estimate_follows_openai_tiling() -> None:
     assert image_tokens(ImagePart(url="u", detail="low")) == 85
     # 2048x4096 scales to 1024x2048 then 768x1536: 2x3 tiles.

@@ -110,6 +110,21 @@ class Losses(Generic[T]):
         return None
 
 
+def check_tool_fields(
+    index: int, description: Any, parameters: Any, *, schema_key: str = "parameters"
+) -> None:
+    """Raise ``FormatError`` unless a wire tool's description and schema have the types a
+    ``Tool`` takes (a string, a JSON schema object), naming the tool and the field."""
+    if description is not None and not isinstance(description, str):
+        raise FormatError(
+            f"tool {index}: 'description' must be a string, got {_short(description)}"
+        )
+    if parameters is not None and not isinstance(parameters, Mapping):
+        raise FormatError(
+            f"tool {index}: {schema_key!r} must be a JSON schema object, got {_short(parameters)}"
+        )
+
+
 def describe(subject: Item | Tool) -> str:
     """A short, unambiguous name for an item or tool, for error messages and drop reports."""
     if isinstance(subject, Tool):

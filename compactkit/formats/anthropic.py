@@ -42,6 +42,7 @@ from typing import Any, Literal, NamedTuple
 from compactkit.errors import FormatError
 from compactkit.formats._common import (
     Losses,
+    check_tool_fields,
     compact_json,
     mark_summary,
     split_marked_suffix,
@@ -155,6 +156,9 @@ def tools_from_anthropic(tools: Iterable[Mapping[str, Any]]) -> list[Tool]:
         name = tool.get("name") if isinstance(tool, Mapping) else None
         if not isinstance(name, str) or not name:
             raise FormatError(f"tool {index}: 'name' must be a non-empty string")
+        check_tool_fields(
+            index, tool.get("description"), tool.get("input_schema"), schema_key="input_schema"
+        )
         extra = {k: v for k, v in tool.items() if k not in ("name", "description", "input_schema")}
         if extra.get("type") == "custom":
             del extra["type"]  # the default: a client tool

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from compactkit.errors import FormatError
-from compactkit.formats._common import Losses, extra_format
+from compactkit.formats._common import Losses, check_tool_fields, extra_format
 from compactkit.items import (
     ContentPart,
     FunctionCall,
@@ -122,11 +122,12 @@ def tools_from_chat(tools: Iterable[Mapping[str, Any]]) -> list[Tool]:
     out: list[Tool] = []
     for index, tool in enumerate(tools):
         function = tool.get("function") if isinstance(tool, Mapping) else None
-        if tool.get("type", "function") != "function" or not isinstance(function, Mapping):
+        if not isinstance(function, Mapping) or tool.get("type", "function") != "function":
             raise FormatError(f"tool {index}: expected {{'type': 'function', 'function': {{...}}}}")
         name = function.get("name")
         if not isinstance(name, str) or not name:
             raise FormatError(f"tool {index}: 'function.name' must be a non-empty string")
+        check_tool_fields(index, function.get("description"), function.get("parameters"))
         modelled = ("name", "description", "parameters")
         extra = {k: v for k, v in function.items() if k not in modelled}
         outer = {k: v for k, v in tool.items() if k not in ("type", "function")}

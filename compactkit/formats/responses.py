@@ -32,6 +32,7 @@ from typing import Any
 from compactkit.errors import FormatError
 from compactkit.formats._common import (
     Losses,
+    check_tool_fields,
     mark_summary,
     parts_text,
     tag_extra,
@@ -145,6 +146,7 @@ def tools_from_responses(tools: Iterable[Mapping[str, Any]]) -> list[Tool]:
         name = tool.get("name")
         if not isinstance(name, str) or not name:
             raise FormatError(f"tool {index}: 'name' must be a non-empty string")
+        check_tool_fields(index, tool.get("description"), tool.get("parameters"))
         modelled = ("type", "name", "description", "parameters")
         extra = {k: v for k, v in tool.items() if k not in modelled}
         out.append(
