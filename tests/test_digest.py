@@ -592,3 +592,24 @@ def test_ladder_on_the_bundled_session_keeps_the_facts_that_matter() -> None:
         "TypeError: RetrySettings.__init__() got an unexpected keyword argument 'retry_statuses'",
     ]:
         assert fact in summary or fact in kept, fact
+
+
+def test_a_request_already_within_the_target_is_left_unchanged() -> None:
+    # As the LLM summary decides: a target the request already fits asks for no fold, even
+    # when the summary cap it reserves would leave less room than the conversation takes.
+    snapshot = MemorySnapshot.from_items(
+        [Message(role="user", content="Fix the retry bug. Never commit to main.")]
+        + [i for n in range(12) for i in (call("run", f"c{n}", cmd="ls"), out(f"c{n}", "a\n" * 60))]
+        + [Message(role="user", content="Go on.")]
+    )
+    before = COUNTER.count(snapshot.items).tokens
+    for target in (before, before + 1, before + 200):
+        result = DigestCompressor(target_tokens=target, counter=COUNTER).compress(snapshot)
+        assert result.outcome == "unchanged" and result.snapshot is snapshot, target
+    # Over the target it folds; and an explicit keep rule still folds whatever the target.
+    assert (
+        DigestCompressor(target_tokens=before - 1, counter=COUNTER).compress(snapshot).outcome
+        == "compacted"
+    )
+    explicit = DigestCompressor(keep_last_groups=2, target_tokens=before * 2, counter=COUNTER)
+    assert explicit.compress(snapshot).outcome == "compacted"

@@ -273,6 +273,10 @@ class DigestCompressor:
         counter = self.counter
         layout = Layout.of(snapshot.items)
         before = request_tokens(snapshot, counter, self.tools)
+        explicit_keep = self.keep_last_groups is not None or self.keep_tokens is not None
+        if self.target_tokens is not None and before <= self.target_tokens and not explicit_keep:
+            # Already within the target (as the LLM summary decides): nothing to fold.
+            return result(self.name, snapshot, None, counter, self.tools, tokens_before=before)
         first_kept = layout.cut(self._keeper(layout))
         kept, folded = layout.split(first_kept)
         if not folded:
