@@ -41,14 +41,67 @@ EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 Handler = Callable[[argparse.Namespace], int]
 
 
+class _UsageExit(SystemExit):
+    """argparse's exit on a usage error, carrying the one-line message."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(EXIT_USAGE)
+        self.message = message
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # argparse exits 2 on usage errors, as the contract says
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"compactkit: error: {message}\n")
+        message = f"{message} (see: {self.prog} --help)"
+        _error(message)
+        raise _UsageExit(message)
+
+
+def _json_text(value: Any, encoding: str | None) -> str:
+    """``value`` as indented JSON text that ``encoding`` can write.
+
+    Text is kept readable; a character the encoding cannot take (a lone surrogate from a cut
+    emoji, Arabic on a cp1252 console) is written as a JSON ``\\u`` escape instead, which reads
+    back as the same value.
+    """
+    text = json.dumps(value, ensure_ascii=False, indent=2) + "\n"
+    encoding = encoding or "utf-8"
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        # Outside JSON strings everything is ASCII, so only string contents are escaped.
+        text = "".join(c if _encodable(c, encoding) else _json_escape(c) for c in text)
+    return text
+
+
+def _encodable(char: str, encoding: str) -> bool:
+    try:
+        char.encode(encoding)
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _json_escape(char: str) -> str:
+    code = ord(char)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # a UTF-16 surrogate pair, as JSON spells characters beyond the BMP
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def _emit_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+    sys.stdout.write(_json_text(value, getattr(sys.stdout, "encoding", None)))
+
+
+def _conversation_json(conversation: Any) -> dict[str, Any]:
+    """A dumped conversation as ``{"messages": [...]}``, plus ``system`` (Anthropic) or
+    ``instructions`` (Responses) where the format keeps them outside the messages."""
+    if isinstance(conversation, list):
+        return {"messages": conversation}
+    fields: dict[str, Any] = dict(conversation)
+    if "input" in fields:  # Responses: the conversation is "input"
+        fields["messages"] = fields.pop("input")
+    return fields
 
 
 def _error(message: str) -> None:
@@ -56,7 +109,12 @@ def _error(message: str) -> None:
 
 
 def _read(args: argparse.Namespace) -> Transcript:
-    return load_transcript(args.transcript, format=getattr(args, "format", None))
+    try:
+        return load_transcript(args.transcript, format=getattr(args, "format", None))
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read the transcript {args.transcript!r}: {exc.strerror or exc}"
+        ) from exc
 
 
 def _add_transcript_args(parser: argparse.ArgumentParser) -> None:
@@ -238,11 +296,9 @@ def _project(args: argparse.Namespace) -> int:
     if not args.json:  # the request as it would be sent, in the transcript's format
         _emit_json(dump_transcript(replace(transcript, items=list(projection.items))))
         return EXIT_OK
-    conversation = dump_transcript(Transcript(list(projection.items), [], transcript.format))
-    if isinstance(conversation, list):
-        conversation = {"messages": conversation}
-    elif "input" in conversation:  # Responses: the conversation is "input"
-        conversation["messages"] = conversation.pop("input")
+    conversation = _conversation_json(
+        dump_transcript(Transcript(list(projection.items), [], transcript.format))
+    )
     report = projection.report
     _emit_json(
         {
@@ -442,12 +498,18 @@ def _compact(args: argparse.Namespace) -> int:
     stats = result.stats
     target_met = stats.tokens_after is not None and stats.tokens_after <= target
     if args.out is not None:
-        with open(args.out, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(messages, ensure_ascii=False, indent=2) + "\n")
+        try:
+            with open(args.out, "w", encoding="utf-8") as handle:
+                handle.write(_json_text(messages, "utf-8"))
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot write --out {args.out!r}: {exc.strerror or exc}; "
+                "name a file in a writable directory"
+            ) from exc
     if args.json:
         _emit_json(
             {
-                "messages": messages,
+                **_conversation_json(messages),  # plus "system"/"instructions" where kept apart
                 "summary": result.snapshot.summary,
                 "tokens_before": stats.tokens_before,
                 "tokens_after": stats.tokens_after,
@@ -634,19 +696,59 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = parser.parse_args(argv)
+    except _UsageExit as exc:
+        if "--json" in argv:  # a script asked for JSON: it gets the error as JSON too
+            _emit_json({"error": exc.message})
+        raise
     handler: Handler = args.handler
     try:
+        if getattr(args, "model", None) is not None:
+            _check_model(args.model)
         return handler(args)
-    except ConfigError as exc:
-        _error(str(exc))
-        return EXIT_USAGE
-    except OSError as exc:
-        _error(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
-        return EXIT_USAGE
-    except CompactkitError as exc:
-        _error(str(exc))
+    except BrokenPipeError:  # the reader went away (``compactkit models | head``): stop quietly
+        _silence_stdout()
         return EXIT_FAILURE
+    except ConfigError as exc:
+        return _fail(args, str(exc), EXIT_USAGE)
+    except OSError as exc:
+        return _fail(args, f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), EXIT_USAGE)
+    except CompactkitError as exc:
+        return _fail(args, str(exc), EXIT_FAILURE)
+
+
+def _check_model(model: str) -> None:
+    """Raise ``ConfigError`` saying how to fix it, in command-line terms, unless a profile
+    matches ``model``."""
+    from compactkit.profiles import PROFILES_ENV, default_registry
+
+    registry = default_registry()  # (its own errors, a broken TOML file, are not about `model`)
+    try:
+        registry.get(model)
+    except ConfigError:
+        raise ConfigError(
+            f"unknown model {model!r}: no profile matches it; `compactkit models` lists the known "
+            f"ones, and a TOML file named by ${PROFILES_ENV} adds one (see docs/models.md)"
+        ) from None
+
+
+def _fail(args: argparse.Namespace, message: str, code: int) -> int:
+    """Report a failure: one line on stderr, and with ``--json`` a JSON object on stdout."""
+    if getattr(args, "json", False):
+        _emit_json({"error": message})
+    _error(message)
+    return code
+
+
+def _silence_stdout() -> None:
+    """Point stdout at the null device, so that flushing it at exit raises nothing more."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # not a real file (tests, embedding): nothing to flush to
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover
