@@ -437,3 +437,20 @@ def test_every_compressor_is_a_memory_compressor() -> None:
         LadderCompressor(1000),
     ):
         assert isinstance(compressor, MemoryCompressor)
+
+
+def test_an_abandoned_call_mid_conversation_is_folded_not_kept_as_pending() -> None:
+    items: list[Item] = [
+        Message(role="system", content="sys"),
+        Message(role="user", content="first"),
+        FunctionCall(call_id="lost", name="run_shell", arguments='{"command": "make"}'),
+        Message(role="user", content="never mind that, do this instead"),
+        Message(role="assistant", content="ok"),
+        FunctionCall(call_id="live", name="read_file", arguments='{"path": "a.py"}'),
+    ]
+    layout = Layout.of(items)
+    assert [r for r in layout.protected if r] == ["latest user input", "pending calls"]
+    result = WindowedCompressor(max_items=3).compress(MemorySnapshot.of(items))
+    kept_calls = [i.call_id for i in result.snapshot.items if isinstance(i, FunctionCall)]
+    assert kept_calls == ["live"]
+    assert any(isinstance(i, FunctionCall) and i.call_id == "lost" for i in result.folded)

@@ -77,7 +77,9 @@ class Layout:
             reason = None
             if latest_user is not None and group.start <= latest_user < group.stop:
                 reason = "latest user input"
-            elif group.pending:
+            elif group.pending and group is groups[-1]:
+                # Only the newest group can still be waiting for its outputs; an unanswered call
+                # further back was abandoned, and keeping it would keep an invalid prompt.
                 reason = "pending calls"
             elif any(item.pinned for item in group.slice(items)):
                 reason = "pinned items"
