@@ -251,3 +251,13 @@ def newest_groups_keeper(
         return True
 
     return keep
+
+
+def summary_cap(summary_cap_tokens: int | None, target_tokens: int | None) -> int:
+    """The summary's token ceiling shared by the folding compressors: the explicit cap; else a
+    quarter of the target, within 300..4,000; else 2,000."""
+    if summary_cap_tokens is not None:
+        return summary_cap_tokens
+    if target_tokens is None:
+        return 2000
+    return max(300, min(4000, target_tokens // 4))

@@ -40,6 +40,7 @@ from compactkit.compressors._plan import (
     newest_groups_keeper,
     request_tokens,
     result,
+    summary_cap,
 )
 from compactkit.compressors.masking import is_masked
 from compactkit.compressors.sections import SectionKey, SummaryDocument
@@ -255,11 +256,7 @@ class DigestCompressor:
     @property
     def cap(self) -> int:
         """The summary's token ceiling in effect."""
-        if self.summary_cap_tokens is not None:
-            return self.summary_cap_tokens
-        if self.target_tokens is None:
-            return 2000
-        return max(300, min(4000, self.target_tokens // 4))
+        return summary_cap(self.summary_cap_tokens, self.target_tokens)
 
     def compress(self, snapshot: MemorySnapshot) -> CompactResult:
         """Fold the oldest unprotected groups into the digest; never raises for run time."""

@@ -45,6 +45,7 @@ from compactkit.compressors._plan import (
     newest_groups_keeper,
     request_tokens,
     result,
+    summary_cap,
 )
 from compactkit.compressors._resilience import (
     CallStats,
@@ -328,11 +329,7 @@ class SummaryCompressor:
     @property
     def cap(self) -> int:
         """The summary's token ceiling in effect."""
-        if self.summary_cap_tokens is not None:
-            return self.summary_cap_tokens
-        if self.target_tokens is None:
-            return 2000
-        return max(300, min(4000, self.target_tokens // 4))
+        return summary_cap(self.summary_cap_tokens, self.target_tokens)
 
     # -- the two drivers: identical but for the call --------------------------------------------
 
