@@ -393,6 +393,22 @@ class MemoryConformance:
         assert [(i.seq, i.pinned) for i in memory.items] == [(1, True), (3, False)]
         assert memory.history()[0].pinned
 
+    @pytest.mark.parametrize("seq", ["1", 1.0, None, True])
+    def test_pin_takes_an_int_seq(self, memory: AgentMemory, seq: Any) -> None:
+        memory.add_user_input("a")
+        with pytest.raises(ConfigError, match="an int"):
+            memory.pin(seq)
+        with pytest.raises(ConfigError, match="an int"):
+            memory.unpin(seq)
+        assert not memory.items[0].pinned and memory.version == 1
+
+    @pytest.mark.parametrize("value", [None, "compacted", {}])
+    def test_apply_takes_a_compact_result(self, memory: AgentMemory, value: Any) -> None:
+        memory.add_user_input("a")
+        with pytest.raises(ConfigError, match="CompactResult"):
+            memory.apply(value)
+        assert texts(memory.items) == ["a"] and memory.version == 1
+
     def test_a_result_dropping_a_pinned_item_is_refused(self, memory: AgentMemory) -> None:
         memory.add_user_input("keep me")
         memory.add_user_input("b")

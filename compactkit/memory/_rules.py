@@ -292,6 +292,23 @@ def plan_restore(snapshot: MemorySnapshot, history: Sequence[Item], next_seq: in
     return RestorePlan(items=items, history=dict(sorted(merged.items())), next_seq=next_seq)
 
 
+def require_result(result: object) -> CompactResult:
+    """``result`` itself, or a ``ConfigError`` when it is not a ``CompactResult``."""
+    if not isinstance(result, CompactResult):
+        raise ConfigError(
+            f"apply() takes the CompactResult a compressor returned, got {type(result).__name__}; "
+            "call memory.apply(compressor.compress(memory.snapshot()))"
+        )
+    return result
+
+
+def require_seq(seq: object) -> int:
+    """``seq`` itself, or a ``ConfigError`` when it is not an item's seq (an ``int``)."""
+    if isinstance(seq, bool) or not isinstance(seq, int):
+        raise ConfigError(f"pin()/unpin() take an item's seq (an int, item.seq), got {seq!r}")
+    return seq
+
+
 def check_version(result: CompactResult, version: int) -> None:
     """Raise unless ``result`` was computed from the memory at ``version``."""
     seen = result.snapshot.version

@@ -14,6 +14,8 @@ from compactkit.memory._rules import (
     not_active_error,
     plan_apply,
     plan_restore,
+    require_result,
+    require_seq,
 )
 from compactkit.memory.base import BaseMemory, CompactCallback, SnapshotTrigger
 from compactkit.snapshot import CompactResult, MemorySnapshot, SummaryRole
@@ -89,6 +91,7 @@ class InMemoryMemory(BaseMemory):
             ConcurrencyError: the memory was written after the result's snapshot was read.
             ConfigError: the result has no version, or breaks the compressor contract.
         """
+        require_result(result)
         if not result.changed:
             return False
         with self._lock:
@@ -149,6 +152,7 @@ class InMemoryMemory(BaseMemory):
         self._set_pinned(seq, False)
 
     def _set_pinned(self, seq: int, pinned: bool) -> None:
+        require_seq(seq)
         with self._lock:
             index = next((i for i, item in enumerate(self._active) if item.seq == seq), None)
             if index is None:

@@ -53,6 +53,8 @@ from compactkit.memory._rules import (
     not_active_error,
     plan_apply,
     plan_restore,
+    require_result,
+    require_seq,
 )
 from compactkit.memory.base import BaseMemory, CompactCallback, SnapshotTrigger
 from compactkit.snapshot import CompactResult, MemorySnapshot, Outcome, SummaryRole
@@ -342,6 +344,7 @@ class SQLMemory(BaseMemory):
             ConfigError: the result has no version, or breaks the compressor contract.
             StorageError: the database failed; nothing was applied.
         """
+        require_result(result)
         if not result.changed:
             if result.outcome == "failed":
                 self._record_failure(result)
@@ -593,6 +596,7 @@ class SQLMemory(BaseMemory):
     # -- internals ----------------------------------------------------------------------------
 
     def _set_pinned(self, seq: int, pinned: bool) -> None:
+        require_seq(seq)
         i, s = self._t.items, self._t.sessions
         with write_transaction(self._engine, f"cannot write session {self._session_id!r}") as conn:
             row = self._lock_existing(conn)
