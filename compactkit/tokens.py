@@ -24,6 +24,7 @@ import hashlib
 import importlib.util
 import json
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
@@ -187,7 +188,7 @@ class TokenCounter(Protocol):
         ...
 
 
-class _BaseCounter:
+class _BaseCounter(ABC):
     """Shared per-item caching and the request total; subclasses price one item."""
 
     model: str | None
@@ -239,20 +240,25 @@ class _BaseCounter:
         )
 
     @property
-    def encoding_name(self) -> str | None:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abstractmethod
+    def encoding_name(self) -> str | None:
+        """The tokenizer's name, or ``None`` for an estimate."""
 
-    def count_overhead(self, tools: Sequence[Tool] = ()) -> int:  # pragma: no cover
-        raise NotImplementedError
+    @abstractmethod
+    def count_overhead(self, tools: Sequence[Tool] = ()) -> int:
+        """Tokens a request costs beyond its items: reply priming and tool schemas."""
 
-    def _price(self, item: Item) -> int:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abstractmethod
+    def _price(self, item: Item) -> int:
+        """Tokens of one item (uncached)."""
 
-    def _approximation(self, item: Item) -> str | None:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abstractmethod
+    def _approximation(self, item: Item) -> str | None:
+        """Why this item's count is approximate, or ``None`` when it is exact."""
 
-    def _tools_approximation(self, tools: Sequence[Tool]) -> list[str]:  # pragma: no cover
-        raise NotImplementedError
+    @abstractmethod
+    def _tools_approximation(self, tools: Sequence[Tool]) -> list[str]:
+        """Why the tool schemas' count is approximate (empty when exact)."""
 
 
 class TiktokenCounter(_BaseCounter):
