@@ -10,6 +10,29 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from compactkit.budget.profiles import (
+    DEFAULT_RESERVED_OUTPUT,
+    PROFILES_ENV,
+    Budget,
+    BudgetPolicy,
+    Counting,
+    MessageRules,
+    ModelProfile,
+    ProfileRegistry,
+    ToolSchemaRules,
+    budget_for,
+    default_registry,
+    get_profile,
+)
+from compactkit.budget.tokens import (
+    EstimateCounter,
+    TiktokenCounter,
+    TokenCount,
+    TokenCounter,
+    counter_for,
+    get_encoding,
+    image_tokens,
+)
 from compactkit.compressors.base import (
     MemoryCompressor,
 )
@@ -39,6 +62,11 @@ from compactkit.compressors.summary import (
     RetryPolicy,
     SummaryCompressor,
     summary_prompt,
+)
+from compactkit.compressors.summary.llm import (
+    LLM,
+    ChatMessage,
+    OpenAIChatLLM,
 )
 from compactkit.compressors.window import (
     WindowedCompressor,
@@ -76,6 +104,15 @@ from compactkit.formats.responses import (
     tools_from_responses,
     tools_to_responses,
 )
+from compactkit.formats.transcript import (
+    FORMATS,
+    Dropped,
+    Format,
+    Transcript,
+    dump_transcript,
+    load_transcript,
+    parse_transcript,
+)
 from compactkit.formats.validate import (
     ProblemKind,
     PromptProblem,
@@ -83,9 +120,22 @@ from compactkit.formats.validate import (
     validate_items,
     validate_responses,
 )
-from compactkit.groups import (
-    Group,
-    group_items,
+from compactkit.governance.policy import (
+    CompactPolicy,
+    PolicyState,
+    Trigger,
+    all_of,
+    any_of,
+    every_turns,
+    items_over,
+    ratio_over,
+    tokens_over,
+    usage_over,
+)
+from compactkit.governance.projector import (
+    ContextProjector,
+    Projection,
+    ProjectionReport,
 )
 from compactkit.items import (
     ITEMS_ADAPTER,
@@ -104,58 +154,11 @@ from compactkit.items import (
     item_text,
     load_items,
 )
-from compactkit.llm import (
-    LLM,
-    ChatMessage,
-    OpenAIChatLLM,
+from compactkit.items.groups import (
+    Group,
+    group_items,
 )
-from compactkit.memory.base import (
-    AgentMemory,
-    BaseMemory,
-    SnapshotTrigger,
-)
-from compactkit.memory.in_memory import (
-    InMemoryMemory,
-)
-from compactkit.policy import (
-    CompactPolicy,
-    PolicyState,
-    Trigger,
-    all_of,
-    any_of,
-    every_turns,
-    items_over,
-    ratio_over,
-    tokens_over,
-    usage_over,
-)
-from compactkit.profiles import (
-    DEFAULT_RESERVED_OUTPUT,
-    PROFILES_ENV,
-    Budget,
-    BudgetPolicy,
-    Counting,
-    MessageRules,
-    ModelProfile,
-    ProfileRegistry,
-    ToolSchemaRules,
-    budget_for,
-    default_registry,
-    get_profile,
-)
-from compactkit.projector import (
-    ContextProjector,
-    Projection,
-    ProjectionReport,
-)
-from compactkit.session import (
-    SESSION_SCHEMA_VERSION,
-    AgentSession,
-    SessionState,
-    new_session,
-    resume_session,
-)
-from compactkit.snapshot import (
+from compactkit.items.snapshot import (
     SUMMARY_NAME,
     CompactResult,
     CompactStats,
@@ -166,42 +169,42 @@ from compactkit.snapshot import (
     leading_instructions,
     summary_message,
 )
-from compactkit.stores.base import (
-    SessionStore,
+from compactkit.memory.base import (
+    AgentMemory,
+    BaseMemory,
+    SnapshotTrigger,
 )
-from compactkit.stores.file import (
+from compactkit.memory.in_memory import (
+    InMemoryMemory,
+)
+from compactkit.sessions.file import (
     FileSessionStore,
 )
-from compactkit.stores.in_memory import (
+from compactkit.sessions.in_memory import (
     InMemorySessionStore,
 )
-from compactkit.tokens import (
-    EstimateCounter,
-    TiktokenCounter,
-    TokenCount,
-    TokenCounter,
-    counter_for,
-    get_encoding,
-    image_tokens,
+from compactkit.sessions.session import (
+    SESSION_SCHEMA_VERSION,
+    AgentSession,
+    new_session,
+    resume_session,
 )
-from compactkit.transcript import (
-    FORMATS,
-    Dropped,
-    Format,
-    Transcript,
-    dump_transcript,
-    load_transcript,
-    parse_transcript,
+from compactkit.sessions.state import (
+    SessionState,
+    StateSource,
+)
+from compactkit.sessions.store import (
+    SessionStore,
 )
 
 if TYPE_CHECKING:
-    from compactkit.memory.sql import (
+    from compactkit.sql.memory import (
         CompactionRecord,
         SQLMemory,
         SQLSessionInfo,
         list_sql_sessions,
     )
-    from compactkit.stores.sql import (
+    from compactkit.sql.store import (
         SQLSessionStore,
     )
 
@@ -211,11 +214,11 @@ __version__ = "0.1.0"
 logging.getLogger("compactkit").addHandler(logging.NullHandler())
 
 _LAZY = {
-    "CompactionRecord": "compactkit.memory.sql",
-    "SQLMemory": "compactkit.memory.sql",
-    "SQLSessionInfo": "compactkit.memory.sql",
-    "SQLSessionStore": "compactkit.stores.sql",
-    "list_sql_sessions": "compactkit.memory.sql",
+    "CompactionRecord": "compactkit.sql.memory",
+    "SQLMemory": "compactkit.sql.memory",
+    "SQLSessionInfo": "compactkit.sql.memory",
+    "SQLSessionStore": "compactkit.sql.store",
+    "list_sql_sessions": "compactkit.sql.memory",
 }
 
 
@@ -305,6 +308,7 @@ __all__ = [
     "SessionState",
     "SessionStore",
     "SnapshotTrigger",
+    "StateSource",
     "StorageError",
     "SummarizationError",
     "SummaryCompressor",

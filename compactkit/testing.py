@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from compactkit.llm import ChatMessage
+from compactkit.compressors.summary.llm import ChatMessage
 
 __all__ = ["FunctionLLM", "NetworkBlockedError", "ScriptedLLM", "block_network"]
 

@@ -27,10 +27,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compactkit.errors import ConcurrencyError, ConfigError
+from compactkit.governance.policy import CompactPolicy, items_over
 from compactkit.items import FunctionCallOutput, Item, Message, TextPart, item_text
-from compactkit.memory import AgentMemory
-from compactkit.policy import CompactPolicy, items_over
-from compactkit.snapshot import (
+from compactkit.items.snapshot import (
     SUMMARY_NAME,
     CompactResult,
     CompactStats,
@@ -38,6 +37,7 @@ from compactkit.snapshot import (
     Outcome,
     is_summary_message,
 )
+from compactkit.memory import AgentMemory
 
 MemoryFactory = Callable[..., Any]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, create_engine, event
 
-from compactkit._sqlschema import tables
+from compactkit.sql._schema import tables
 
 POSTGRES_URL = os.environ.get("COMPACTKIT_TEST_POSTGRES_URL")
 

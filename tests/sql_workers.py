@@ -10,8 +10,8 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from compactkit.items import item_text
-from compactkit.memory.sql import SQLMemory
-from compactkit.snapshot import CompactResult, CompactStats, MemorySnapshot
+from compactkit.items.snapshot import CompactResult, CompactStats, MemorySnapshot
+from compactkit.sql.memory import SQLMemory
 
 
 def keep_last(snapshot: MemorySnapshot, n: int) -> CompactResult:

@@ -16,19 +16,19 @@ from pathlib import Path
 
 import pytest
 
+from compactkit.budget.tokens import counter_for
 from compactkit.compressors import DigestCompressor, LadderCompressor
 from compactkit.compressors.summary import RetryPolicy, SummaryCompressor
+from compactkit.governance.policy import CompactPolicy, items_over, ratio_over
+from compactkit.governance.projector import ContextProjector
 from compactkit.items import FunctionCall, FunctionCallOutput, Message
+from compactkit.items.snapshot import CompactResult
 from compactkit.memory import AgentMemory, InMemoryMemory
 from compactkit.memory.base import BaseMemory
-from compactkit.memory.sql import SQLMemory
-from compactkit.policy import CompactPolicy, items_over, ratio_over
-from compactkit.projector import ContextProjector
-from compactkit.session import new_session, resume_session
-from compactkit.snapshot import CompactResult
-from compactkit.stores import FileSessionStore
+from compactkit.sessions import FileSessionStore
+from compactkit.sessions.session import new_session, resume_session
+from compactkit.sql.memory import SQLMemory
 from compactkit.testing import FunctionLLM
-from compactkit.tokens import counter_for
 
 MODEL = "gpt-4"  # an 8,192-token window
 INSTRUCTIONS = "You are a coding agent."

@@ -13,7 +13,7 @@ import openai
 import pytest
 import respx
 
-from compactkit.llm import LLM, OpenAIChatLLM
+from compactkit.compressors.summary.llm import LLM, OpenAIChatLLM
 from compactkit.testing import FunctionLLM, NetworkBlockedError, ScriptedLLM, block_network
 
 MESSAGES = [{"role": "user", "content": "hello"}]

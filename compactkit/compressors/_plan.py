@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from compactkit.groups import Group, group_items
+from compactkit.budget.tokens import TiktokenCounter, TokenCounter
 from compactkit.items import FunctionCallOutput, Item, Message, Tool
-from compactkit.snapshot import (
+from compactkit.items.groups import Group, group_items
+from compactkit.items.snapshot import (
     CompactResult,
     CompactStats,
     MemorySnapshot,
@@ -24,7 +25,6 @@ from compactkit.snapshot import (
     require_snapshot,
     summary_message,
 )
-from compactkit.tokens import TiktokenCounter, TokenCounter
 
 
 def default_counter() -> TokenCounter:

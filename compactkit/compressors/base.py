@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from compactkit.snapshot import CompactResult, MemorySnapshot
+from compactkit.items.snapshot import CompactResult, MemorySnapshot
 
 __all__ = ["MemoryCompressor"]
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors import _facts as facts
 from compactkit.compressors import _files as files
 from compactkit.compressors._plan import (
@@ -46,8 +47,7 @@ from compactkit.compressors.masking import is_masked
 from compactkit.compressors.sections import SectionKey, SummaryDocument
 from compactkit.errors import ConfigError
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, Tool
-from compactkit.snapshot import CompactResult, MemorySnapshot, summary_message
-from compactkit.tokens import TokenCounter
+from compactkit.items.snapshot import CompactResult, MemorySnapshot, summary_message
 
 __all__ = ["DigestCompressor", "digest_items"]
 

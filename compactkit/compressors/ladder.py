@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors._plan import (
     default_counter,
     irreducible,
@@ -36,8 +37,7 @@ from compactkit.compressors.masking import MaskingCompressor
 from compactkit.compressors.window import WindowedCompressor
 from compactkit.errors import ConfigError
 from compactkit.items import FunctionCallOutput, Tool
-from compactkit.snapshot import CompactResult, MemorySnapshot
-from compactkit.tokens import TokenCounter
+from compactkit.items.snapshot import CompactResult, MemorySnapshot
 
 __all__ = ["LadderCompressor"]
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors._facts import last_error
 from compactkit.compressors._plan import Layout, default_counter, request_tokens, result
 from compactkit.errors import ConfigError
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Tool
-from compactkit.snapshot import CompactResult, MemorySnapshot
-from compactkit.tokens import TokenCounter
+from compactkit.items.snapshot import CompactResult, MemorySnapshot
 
 __all__ = ["MASK_PREFIX", "MaskingCompressor", "is_masked", "mask_output"]
 

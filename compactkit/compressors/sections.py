@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
-from compactkit.tokens import TokenCounter
+from compactkit.budget.tokens import TokenCounter
 
 __all__ = ["SECTIONS", "SUMMARY_TITLE", "SectionKey", "SectionSpec", "SummaryDocument"]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors._plan import (
     Layout,
     default_counter,
@@ -20,10 +21,9 @@ from compactkit.compressors._plan import (
     result,
 )
 from compactkit.errors import ConfigError
-from compactkit.groups import Group
 from compactkit.items import Tool
-from compactkit.snapshot import CompactResult, MemorySnapshot, summary_message
-from compactkit.tokens import TokenCounter
+from compactkit.items.groups import Group
+from compactkit.items.snapshot import CompactResult, MemorySnapshot, summary_message
 
 __all__ = ["WindowedCompressor"]
 

@@ -26,7 +26,7 @@ from compactkit.items import (
     TextPart,
     Tool,
 )
-from compactkit.snapshot import SUMMARY_NAME
+from compactkit.items.snapshot import SUMMARY_NAME
 
 WireFormat: TypeAlias = Literal["chat", "responses", "anthropic"]
 

@@ -61,7 +61,7 @@ from compactkit.items import (
     TextPart,
     Tool,
 )
-from compactkit.snapshot import SUMMARY_NAME, is_summary_message
+from compactkit.items.snapshot import SUMMARY_NAME, is_summary_message
 
 __all__ = [
     "AnthropicPrompt",

@@ -27,7 +27,7 @@ from compactkit.items import (
     Reasoning,
     TextPart,
 )
-from compactkit.snapshot import CompactResult, MemorySnapshot, is_summary_message
+from compactkit.items.snapshot import CompactResult, MemorySnapshot, is_summary_message
 
 UserInput: TypeAlias = str | Message | Sequence[ContentPart]
 """What ``add_user_input`` accepts: text, a ready ``Message``, or content parts."""

@@ -37,6 +37,7 @@ from typing import Literal, Protocol, TypeAlias, runtime_checkable
 from compactkit.compressors.base import MemoryCompressor
 from compactkit.errors import ConcurrencyError, ConfigError
 from compactkit.items import ContentPart, Item
+from compactkit.items.snapshot import CompactResult, MemorySnapshot, SummaryRole
 from compactkit.memory._rules import (
     OutputItem,
     UserInput,
@@ -44,7 +45,6 @@ from compactkit.memory._rules import (
     tool_output_item,
     user_input_item,
 )
-from compactkit.snapshot import CompactResult, MemorySnapshot, SummaryRole
 
 __all__ = ["AgentMemory", "BaseMemory", "SnapshotTrigger"]
 

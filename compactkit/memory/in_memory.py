@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from compactkit.compressors.base import MemoryCompressor
 from compactkit.items import Item
+from compactkit.items.snapshot import CompactResult, MemorySnapshot, SummaryRole
 from compactkit.memory._rules import (
     CallIndex,
     assign_seqs,
@@ -18,7 +19,6 @@ from compactkit.memory._rules import (
     require_seq,
 )
 from compactkit.memory.base import BaseMemory, CompactCallback, SnapshotTrigger
-from compactkit.snapshot import CompactResult, MemorySnapshot, SummaryRole
 
 __all__ = ["InMemoryMemory"]
 

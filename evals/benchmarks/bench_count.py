@@ -14,8 +14,8 @@ import random
 import time
 from collections.abc import Callable
 
+from compactkit.budget.tokens import TiktokenCounter, get_encoding
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
-from compactkit.tokens import TiktokenCounter, get_encoding
 
 WORDS = (
     "the agent reads file src/app.py and runs pytest; error: KeyError 'user_id' at line 42 "

@@ -27,10 +27,10 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from compactkit.budget.tokens import TiktokenCounter, get_encoding
+from compactkit.governance.projector import ContextProjector
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, Tool
-from compactkit.projector import ContextProjector
-from compactkit.snapshot import MemorySnapshot
-from compactkit.tokens import TiktokenCounter, get_encoding
+from compactkit.items.snapshot import MemorySnapshot
 
 WORDS = (
     "the agent reads file src/app.py and runs pytest; error: KeyError 'user_id' at line 42 "

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 from sqlalchemy import Column, Engine, Integer, MetaData, String, Table, Text, delete, select
 
-from compactkit._sqlschema import tables
 from compactkit.items import Message
-from compactkit.memory.sql import SQLMemory
+from compactkit.sql._schema import tables
+from compactkit.sql.memory import SQLMemory
 
 TEXT = "the agent reads src/app.py and runs pytest; error: KeyError 'user_id' at line 42. " * 3
 

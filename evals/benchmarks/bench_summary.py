@@ -31,12 +31,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from compactkit.budget.tokens import TiktokenCounter
 from compactkit.compressors._plan import request_tokens
 from compactkit.compressors.summary import SummaryCompressor
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
-from compactkit.snapshot import MemorySnapshot
+from compactkit.items.snapshot import MemorySnapshot
 from compactkit.testing import FunctionLLM
-from compactkit.tokens import TiktokenCounter
 
 COUNTER = TiktokenCounter("o200k_base")
 WORDS = (

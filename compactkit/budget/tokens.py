@@ -1,0 +1,536 @@
+"""Counting the tokens a request is billed for, offline.
+
+``TiktokenCounter`` counts a Chat Completions request the way the OpenAI API bills it, using the
+model's real encoding and the formatting rules published in the OpenAI cookbook: every message
+costs ``tokens_per_message`` plus its encoded values (role, content, name) and ``tokens_per_name``
+for a name; the reply is primed with ``reply_priming`` tokens; tool schemas follow the cookbook's
+formula. Those rules are verified against the API for plain messages and flat tool schemas, and
+the count is then exact (the cookbook examples are tests). Tool calls, tool messages, images,
+reasoning and nested schemas have no published ground truth: they get the best known
+approximation and the count says ``exact=False``; the budget's safety margin covers the gap.
+
+Encodings load from the rank files bundled in the ``bpe-openai`` package (byte-identical to
+OpenAI's, checked against the published sha256), never from the network.
+
+Counts are additive per item and cached per item object: re-counting a grown history costs only
+the new items.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import importlib.util
+import json
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import tiktoken
+
+from compactkit.budget.profiles import (
+    ModelProfile,
+    ProfileRegistry,
+    ToolSchemaRules,
+    default_registry,
+)
+from compactkit.errors import ConfigError, EncodingUnavailableError
+from compactkit.items import (
+    ContentPart,
+    FunctionCall,
+    FunctionCallOutput,
+    ImagePart,
+    Item,
+    Message,
+    RawPart,
+    Reasoning,
+    TextPart,
+    Tool,
+)
+
+__all__ = [
+    "EstimateCounter",
+    "TiktokenCounter",
+    "TokenCount",
+    "TokenCounter",
+    "counter_for",
+    "get_encoding",
+    "image_tokens",
+]
+
+# The published sha256 of OpenAI's rank files (tiktoken_ext.openai_public).
+_RANK_SHA256 = {
+    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+}
+_ENDOFTEXT, _FIM_PREFIX, _FIM_MIDDLE, _FIM_SUFFIX, _ENDOFPROMPT = (
+    "<|endoftext|>",
+    "<|fim_prefix|>",
+    "<|fim_middle|>",
+    "<|fim_suffix|>",
+    "<|endofprompt|>",
+)
+# Split patterns and special tokens as tiktoken defines them for each encoding.
+_ENCODING_SPECS: dict[str, tuple[str, dict[str, int]]] = {
+    "cl100k_base": (
+        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+        {
+            _ENDOFTEXT: 100257,
+            _FIM_PREFIX: 100258,
+            _FIM_MIDDLE: 100259,
+            _FIM_SUFFIX: 100260,
+            _ENDOFPROMPT: 100276,
+        },
+    ),
+    "o200k_base": (
+        "|".join(
+            [
+                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+                r"""\p{N}{1,3}""",
+                r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+                r"""\s*[\r\n]+""",
+                r"""\s+(?!\S)""",
+                r"""\s+""",
+            ]
+        ),
+        {_ENDOFTEXT: 199999, _ENDOFPROMPT: 200018},
+    ),
+}
+
+
+@cache
+def get_encoding(name: str) -> tiktoken.Encoding:
+    """Load a tiktoken encoding from the bundled rank files, without network.
+
+    Raises:
+        EncodingUnavailableError: the encoding is unknown or its rank file is not installed.
+    """
+    spec = _ENCODING_SPECS.get(name)
+    if spec is None:
+        raise EncodingUnavailableError(
+            f"no bundled rank file for encoding {name!r}; known: {sorted(_ENCODING_SPECS)}. "
+            "Use a model profile with encoding=None to count with an estimate instead"
+        )
+    try:
+        raw = _bundled_rank_file(name).read_bytes()
+    except OSError as exc:
+        raise EncodingUnavailableError(
+            f"the rank file for {name!r} is not installed; run: pip install bpe-openai "
+            "(it bundles OpenAI's cl100k_base and o200k_base files)"
+        ) from exc
+    data = gzip.decompress(raw)
+    if hashlib.sha256(data).hexdigest() != _RANK_SHA256[name]:
+        raise EncodingUnavailableError(
+            f"the bundled rank file for {name!r} does not match OpenAI's published sha256; "
+            "reinstall bpe-openai"
+        )
+    ranks = {
+        base64.b64decode(token): int(rank)
+        for token, rank in (line.split() for line in data.splitlines() if line)
+    }
+    pattern, special = spec
+    return tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=ranks, special_tokens=special)
+
+
+def _bundled_rank_file(name: str) -> Path:
+    # Locate bpe-openai's data without importing it (its import has side effects and warnings).
+    spec = importlib.util.find_spec("bpe_openai")
+    if spec is None or spec.origin is None:
+        raise FileNotFoundError(f"bpe_openai/data/{name}.tiktoken.gz")
+    return Path(spec.origin).parent / "data" / f"{name}.tiktoken.gz"
+
+
+@dataclass(frozen=True)
+class TokenCount:
+    """A request's token count and how far to trust it."""
+
+    tokens: int
+    """Prompt tokens of the whole request (messages, tools, reply priming)."""
+    exact: bool
+    """True only where the counting rules are verified against the API for every part."""
+    encoding: str | None
+    """The tokenizer used, or ``None`` for a character-based estimate."""
+    model: str | None
+    """The model counted for, when known."""
+    notes: tuple[str, ...] = ()
+    """Which parts were approximated, and why."""
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Counts what a request costs. Counts are additive over items:
+
+    ``count(items, tools).tokens == sum(count_item(i) for i in items) + count_overhead(tools)``.
+    """
+
+    @property
+    def encoding_name(self) -> str | None:
+        """The tokenizer's name, or ``None`` for an estimate."""
+        ...
+
+    def count_text(self, text: str) -> int:
+        """Tokens of plain text."""
+        ...
+
+    def count_item(self, item: Item) -> int:
+        """Tokens one item adds to a request, its per-message overhead included."""
+        ...
+
+    def count_overhead(self, tools: Sequence[Tool] = ()) -> int:
+        """Tokens a request costs beyond its items: reply priming and tool schemas."""
+        ...
+
+    def count(
+        self, items: Iterable[Item], *, tools: Sequence[Tool] = (), format: str = "chat"
+    ) -> TokenCount:
+        """The whole request, as sent in ``format`` (``chat``, ``responses``, ``anthropic``)."""
+        ...
+
+
+class _BaseCounter(ABC):
+    """Shared per-item caching and the request total; subclasses price one item."""
+
+    model: str | None
+    _cache_limit = 500_000
+
+    def __init__(self) -> None:
+        self._cache: dict[int, tuple[Item, int, str | None]] = {}
+
+    def count_item(self, item: Item) -> int:
+        """Tokens one item adds to a request (cached per item object; items are immutable)."""
+        return self._priced(item)[0]
+
+    def _priced(self, item: Item) -> tuple[int, str | None]:
+        entry = self._cache.get(id(item))
+        if entry is not None and entry[0] is item:
+            return entry[1], entry[2]
+        tokens, reason = self._price(item), self._approximation(item)
+        if len(self._cache) >= self._cache_limit:
+            del self._cache[next(iter(self._cache))]
+        self._cache[id(item)] = (item, tokens, reason)
+        return tokens, reason
+
+    def count(
+        self, items: Iterable[Item], *, tools: Sequence[Tool] = (), format: str = "chat"
+    ) -> TokenCount:
+        """The whole request: every item, the tool schemas and the reply priming.
+
+        Only Chat Completions billing rules are published; a request in another ``format`` is
+        counted with them and labelled approximate.
+        """
+        total = 0
+        approximated: set[str] = set()
+        priced = self._priced
+        for item in items:
+            tokens, reason = priced(item)
+            total += tokens
+            if reason is not None:
+                approximated.add(reason)
+        total += self.count_overhead(tools)
+        approximated.update(self._tools_approximation(tools))
+        if format != "chat":
+            approximated.add(f"{format} requests are counted with Chat Completions rules")
+        return TokenCount(
+            tokens=total,
+            exact=not approximated,
+            encoding=self.encoding_name,
+            model=self.model,
+            notes=tuple(sorted(approximated)),
+        )
+
+    @property
+    @abstractmethod
+    def encoding_name(self) -> str | None:
+        """The tokenizer's name, or ``None`` for an estimate."""
+
+    @abstractmethod
+    def count_overhead(self, tools: Sequence[Tool] = ()) -> int:
+        """Tokens a request costs beyond its items: reply priming and tool schemas."""
+
+    @abstractmethod
+    def _price(self, item: Item) -> int:
+        """Tokens of one item (uncached)."""
+
+    @abstractmethod
+    def _approximation(self, item: Item) -> str | None:
+        """Why this item's count is approximate, or ``None`` when it is exact."""
+
+    @abstractmethod
+    def _tools_approximation(self, tools: Sequence[Tool]) -> list[str]:
+        """Why the tool schemas' count is approximate (empty when exact)."""
+
+
+class TiktokenCounter(_BaseCounter):
+    """Counts Chat Completions requests with a tiktoken encoding and the cookbook's rules.
+
+    Args:
+        encoding: ``"o200k_base"`` or ``"cl100k_base"``.
+        model: The model counted for (reported back; not used to pick rules).
+        tokens_per_message: Overhead of every message (3 for current models).
+        tokens_per_name: Extra cost of a ``name`` (1 for current models).
+        reply_priming: Tokens priming the reply (``<|start|>assistant<|message|>``: 3).
+        tool_rules: The tool-schema formula constants for this model family.
+        verified: Whether these rules are verified against the API for this model; when false,
+            every count says ``exact=False``.
+    """
+
+    def __init__(
+        self,
+        encoding: str = "o200k_base",
+        *,
+        model: str | None = None,
+        tokens_per_message: int = 3,
+        tokens_per_name: int = 1,
+        reply_priming: int = 3,
+        tool_rules: ToolSchemaRules | None = None,
+        verified: bool = True,
+    ) -> None:
+        super().__init__()
+        self._encoding = get_encoding(encoding)
+        self._encode = self._encoding.encode_ordinary
+        self.model = model
+        self.tokens_per_message = tokens_per_message
+        self.tokens_per_name = tokens_per_name
+        self.reply_priming = reply_priming
+        self.tool_rules = tool_rules or ToolSchemaRules()
+        self.verified = verified
+        self._role_tokens: dict[str, int] = {}
+
+    @property
+    def encoding_name(self) -> str:
+        """The encoding's name."""
+        return self._encoding.name
+
+    def count_text(self, text: str) -> int:
+        """Tokens of ``text`` (special-token strings are counted as plain text, as billed)."""
+        return len(self._encode(text))
+
+    def count_overhead(self, tools: Sequence[Tool] = ()) -> int:
+        """Reply priming plus the tool schemas."""
+        return self.reply_priming + self.count_tools(tools)
+
+    def count_tools(self, tools: Sequence[Tool]) -> int:
+        """The cookbook's tool-schema formula (exact for flat schemas; nested ones estimated)."""
+        if not tools:
+            return 0
+        rules = self.tool_rules
+        total = 0
+        for tool in tools:
+            total += rules.func_init
+            description = _strip_period(tool.description or "")
+            total += self.count_text(f"{tool.name}:{description}")
+            properties = (tool.parameters or {}).get("properties") or {}
+            if not isinstance(properties, dict):  # not a JSON schema: price its text
+                total += self.count_text(json.dumps(properties, separators=(",", ":"), default=str))
+                properties = {}
+            if properties:
+                total += rules.prop_init
+                for key, spec in properties.items():
+                    spec = spec if isinstance(spec, dict) else {}
+                    total += rules.prop_key
+                    if "enum" in spec:
+                        total += rules.enum_init
+                        enum = spec["enum"]
+                        for value in enum if isinstance(enum, list) else [enum]:
+                            total += rules.enum_item + self.count_text(str(value))
+                    kind = spec.get("type", "")
+                    pdesc = _strip_period(str(spec.get("description", "")))
+                    total += self.count_text(f"{key}:{kind}:{pdesc}")
+                    nested = {k: v for k, v in spec.items() if k in _NESTED_KEYS}
+                    if nested:
+                        total += self.count_text(json.dumps(nested, separators=(",", ":")))
+        return total + rules.func_end
+
+    def _role(self, role: str) -> int:
+        tokens = self._role_tokens.get(role)
+        if tokens is None:
+            tokens = self._role_tokens[role] = self.count_text(role)
+        return tokens
+
+    def _price(self, item: Item) -> int:
+        if isinstance(item, Message):
+            tokens = self.tokens_per_message + self._role(item.role)
+            tokens += self._content(item.content)
+            if item.name is not None:
+                tokens += self.count_text(item.name) + self.tokens_per_name
+            return tokens
+        if isinstance(item, FunctionCall):
+            # Approximation: a call is priced like a message holding its name and arguments.
+            return (
+                self.tokens_per_message
+                + self._role("assistant")
+                + self.count_text(item.name)
+                + self.count_text(item.arguments)
+            )
+        if isinstance(item, FunctionCallOutput):
+            tokens = self.tokens_per_message + self._role("tool") + self._content(item.output)
+            if item.name is not None:
+                tokens += self.count_text(item.name) + self.tokens_per_name
+            return tokens
+        return self.count_text(item.text) + _opaque_tokens(item)
+
+    def _content(self, content: str | tuple[ContentPart, ...]) -> int:
+        if isinstance(content, str):
+            return len(self._encode(content))
+        tokens = 0
+        for part in content:
+            if isinstance(part, TextPart):
+                tokens += len(self._encode(part.text))
+            elif isinstance(part, ImagePart):
+                tokens += image_tokens(part)
+            else:
+                tokens += _raw_tokens(part)
+        return tokens
+
+    def _approximation(self, item: Item) -> str | None:
+        if not self.verified:
+            return "formatting rules not verified for this model"
+        if isinstance(item, Message):
+            if isinstance(item.content, str) or all(isinstance(p, TextPart) for p in item.content):
+                return None
+            return "images or other content parts are estimated"
+        if isinstance(item, Reasoning):
+            return "reasoning items are estimated"
+        return "tool calls and tool outputs are approximated"
+
+    def _tools_approximation(self, tools: Sequence[Tool]) -> list[str]:
+        if not tools:
+            return []
+        if not self.verified:
+            return ["formatting rules not verified for this model"]
+        for tool in tools:
+            properties = (tool.parameters or {}).get("properties") or {}
+            if not isinstance(properties, dict):
+                return ["malformed tool schemas are approximated"]
+            for spec in properties.values():
+                if isinstance(spec, dict) and any(k in _NESTED_KEYS for k in spec):
+                    return ["nested tool schemas are approximated"]
+        return []
+
+
+class EstimateCounter(_BaseCounter):
+    """A labelled estimate for models without a local tokenizer: characters / ratio.
+
+    Args:
+        chars_per_token: Average characters per token for the model family.
+        model: The model counted for.
+        tokens_per_message: Overhead charged per item.
+    """
+
+    def __init__(
+        self,
+        chars_per_token: float = 3.5,
+        *,
+        model: str | None = None,
+        tokens_per_message: int = 3,
+    ) -> None:
+        if chars_per_token <= 0:
+            raise ConfigError(f"chars_per_token must be positive, got {chars_per_token!r}")
+        super().__init__()
+        self.chars_per_token = chars_per_token
+        self.model = model
+        self.tokens_per_message = tokens_per_message
+
+    @property
+    def encoding_name(self) -> None:
+        """Always ``None``: this is an estimate."""
+        return None
+
+    def count_text(self, text: str) -> int:
+        """Estimated tokens of ``text`` (rounded up)."""
+        return math.ceil(len(text) / self.chars_per_token)
+
+    def count_overhead(self, tools: Sequence[Tool] = ()) -> int:
+        """Reply priming plus the serialised tool schemas."""
+        schemas = [t.model_dump(mode="json", exclude_none=True) for t in tools]
+        return 3 + (self.count_text(json.dumps(schemas)) if tools else 0)
+
+    def _price(self, item: Item) -> int:
+        if isinstance(item, FunctionCall):
+            text = item.name + item.arguments
+        elif isinstance(item, Message | FunctionCallOutput):
+            content = item.content if isinstance(item, Message) else item.output
+            text = item.text
+            if not isinstance(content, str):
+                extra = sum(image_tokens(p) for p in content if isinstance(p, ImagePart))
+                extra += sum(_raw_tokens(p) for p in content if isinstance(p, RawPart))
+                return self.tokens_per_message + self.count_text(text) + extra
+        else:
+            return self.count_text(item.text) + _opaque_tokens(item)
+        return self.tokens_per_message + self.count_text(text)
+
+    def _approximation(self, item: Item) -> str | None:
+        return "no local tokenizer for this model: character-based estimate"
+
+    def _tools_approximation(self, tools: Sequence[Tool]) -> list[str]:
+        return ["no local tokenizer for this model: character-based estimate"] if tools else []
+
+
+def counter_for(model: str, *, registry: ProfileRegistry | None = None) -> TokenCounter:
+    """The counter for ``model``, built from its profile (exact where the profile says so).
+
+    Raises:
+        ConfigError: the model has no profile and the registry has no default.
+        EncodingUnavailableError: the profile's encoding is not installed.
+    """
+    return _counter_for_profile((registry or default_registry()).get(model))
+
+
+@lru_cache(maxsize=64)
+def _counter_for_profile(profile: ModelProfile) -> TokenCounter:
+    # One counter per profile, so every caller shares its per-item cache.
+    if profile.encoding is None:
+        assert profile.chars_per_token is not None  # a profile invariant
+        return EstimateCounter(profile.chars_per_token, model=profile.name)
+    rules = profile.message_rules
+    return TiktokenCounter(
+        profile.encoding,
+        model=profile.name,
+        tokens_per_message=rules.tokens_per_message if rules else 3,
+        tokens_per_name=rules.tokens_per_name if rules else 1,
+        reply_priming=rules.reply_priming if rules else 3,
+        tool_rules=profile.tool_rules,
+        verified=profile.exact,
+    )
+
+
+_NESTED_KEYS = ("properties", "items", "anyOf", "oneOf", "allOf", "$ref")
+
+
+def image_tokens(part: ImagePart) -> int:
+    """OpenAI's documented image cost for GPT-4o-class models.
+
+    ``low`` detail costs 85 tokens. Otherwise the image is scaled to fit 2048x2048, then its
+    shortest side to 768, and costs 85 + 170 per 512-pixel tile. Without known dimensions a
+    1024x1024 image (765 tokens) is assumed.
+    """
+    if part.detail == "low":
+        return 85
+    width: float = part.width or 1024
+    height: float = part.height or 1024
+    scale = min(1.0, 2048 / max(width, height))
+    width, height = width * scale, height * scale
+    scale = min(1.0, 768 / min(width, height))
+    tiles = math.ceil(width * scale / 512) * math.ceil(height * scale / 512)
+    return 85 + 170 * tiles
+
+
+def _raw_tokens(part: RawPart) -> int:
+    # Unmodelled parts (audio, files): a rough size-based estimate, labelled approximate.
+    return math.ceil(len(json.dumps(part.data, separators=(",", ":"))) / 4)
+
+
+def _opaque_tokens(item: Reasoning) -> int:
+    # Encrypted reasoning is re-sent but its billing is undocumented: estimate by size.
+    encrypted = item.payload.get("encrypted_content") or item.payload.get("data") or ""
+    return math.ceil(len(str(encrypted)) / 4)
+
+
+def _strip_period(text: str) -> str:
+    return text[:-1] if text.endswith(".") else text

@@ -1,0 +1,36 @@
+"""What the model sees, and when history is folded.
+
+Owns the per-turn projection (``projector``: plan, select, render under the model's budget) and
+the compaction triggers (``policy``). Governance is pure: it reads snapshots and never writes a
+memory. It may import ``items``, ``budget``, ``formats`` and ``compressors``.
+"""
+
+from compactkit.governance.policy import (
+    CompactPolicy,
+    PolicyState,
+    Trigger,
+    all_of,
+    any_of,
+    every_turns,
+    items_over,
+    ratio_over,
+    tokens_over,
+    usage_over,
+)
+from compactkit.governance.projector import ContextProjector, Projection, ProjectionReport
+
+__all__ = [
+    "CompactPolicy",
+    "ContextProjector",
+    "PolicyState",
+    "Projection",
+    "ProjectionReport",
+    "Trigger",
+    "all_of",
+    "any_of",
+    "every_turns",
+    "items_over",
+    "ratio_over",
+    "tokens_over",
+    "usage_over",
+]

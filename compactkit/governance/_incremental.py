@@ -1,0 +1,113 @@
+"""Helpers that keep per-turn work proportional to what changed, not to the whole history.
+
+Memories append: the items of this turn's snapshot are last turn's items plus a few new ones.
+The projector and the policy cache what they learned about last turn's items and only look at
+the new tail, once ``extends`` confirms that the old items are still there unchanged.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from compactkit.budget.tokens import TokenCounter
+from compactkit.items import Item, Message, Role, Tool
+from compactkit.items.snapshot import summary_message
+
+__all__ = ["ItemsTally", "MessageCache", "OverheadCache", "extends"]
+
+
+def extends(items: Sequence[Item], seen: Sequence[Item]) -> bool:
+    """Whether ``items`` starts with exactly the items of ``seen``.
+
+    The comparison runs in C and short-circuits on identity, so for a memory's appended
+    snapshot it costs a pointer comparison per item (about 4 ns); it stays exact when an old item
+    was replaced in place (a later pin, an in-place mask), which a spot check would miss.
+    """
+    n = len(seen)
+    if n == 0:
+        return True
+    if len(items) < n or items[n - 1] is not seen[n - 1] or items[0] is not seen[0]:
+        return False
+    if len(items) == n:
+        return tuple(items) == tuple(seen)
+    return tuple(items[:n]) == tuple(seen)
+
+
+class OverheadCache:
+    """``counter.count_overhead(tools)`` remembered for the last (counter, tools) seen.
+
+    Counting tool schemas encodes their text; agents pass the same tool objects every turn.
+    """
+
+    def __init__(self) -> None:
+        # One tuple, replaced whole, so that threads never see a half-updated entry.
+        self._entry: tuple[TokenCounter | None, tuple[Tool, ...], int] = (None, (), 0)
+
+    def __call__(self, counter: TokenCounter, tools: Sequence[Tool]) -> int:
+        """The overhead of a request offering ``tools``, counted by ``counter``."""
+        seen_counter, seen_tools, value = self._entry
+        if (
+            seen_counter is counter
+            and len(tools) == len(seen_tools)
+            and all(a is b for a, b in zip(tools, seen_tools, strict=True))
+        ):
+            return value
+        value = counter.count_overhead(tools)
+        self._entry = (counter, tuple(tools), value)
+        return value
+
+
+class ItemsTally:
+    """``sum(counter.count_item(i) for i in items)``, kept up to date as histories grow.
+
+    Remembers the last few histories (one per session), so a growing one costs only its new
+    items per call.
+    """
+
+    def __init__(self, size: int = 16) -> None:
+        self._size = size
+        self._entries: list[tuple[TokenCounter, tuple[Item, ...], int]] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, counter: TokenCounter, items: tuple[Item, ...]) -> int:
+        """The summed item tokens of ``items``."""
+        count = counter.count_item
+        with self._lock:
+            for position, (seen_counter, seen, total) in enumerate(self._entries):
+                if seen_counter is counter and (seen is items or extends(items, seen)):
+                    total += sum(count(item) for item in items[len(seen) :])
+                    del self._entries[position]
+                    break
+            else:
+                total = sum(count(item) for item in items)
+            self._entries.insert(0, (counter, items, total))
+            del self._entries[self._size :]
+            return total
+
+
+class MessageCache:
+    """Messages made from text (instructions, the summary), one object per text.
+
+    The same text gives the same object every turn, so the counter's per-item cache hits.
+    """
+
+    _limit = 64
+
+    def __init__(self) -> None:
+        self._messages: dict[tuple[str, str, bool], Message] = {}
+
+    def get(self, role: Role, content: str, *, summary: bool = False) -> Message:
+        """A message of ``role`` holding ``content``; ``summary`` marks it as the summary."""
+        key = (role, content, summary)
+        message = self._messages.get(key)
+        if message is None:
+            if summary:
+                assert role != "assistant"
+                message = summary_message(content, role)
+            else:
+                message = Message(role=role, content=content)
+            if len(self._messages) >= self._limit:
+                self._messages.clear()
+            self._messages[key] = message
+        return message

@@ -1,0 +1,298 @@
+"""The projector's machinery: an incremental index of a growing history, and measured groups.
+
+``ViewCache`` remembers the group structure of the last few histories it saw (one per session a
+projector serves). When a snapshot's items extend a remembered history, only the appended tail is
+grouped; the pinned groups and the latest user input are indexed as groups close, so no turn ever
+scans the whole history in Python. ``Pieces`` measures the groups one projection looks at: their
+tokens, the outputs that could be masked, and what breaks the tool-call rules.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Literal
+
+from compactkit.budget.tokens import TokenCounter
+from compactkit.compressors.masking import mask_output
+from compactkit.governance._incremental import extends
+from compactkit.items import FunctionCall, FunctionCallOutput, Item
+from compactkit.items.groups import Group, group_items
+from compactkit.items.snapshot import is_summary_message, leading_instructions
+
+__all__ = ["Mask", "Masker", "Piece", "Pieces", "View", "ViewCache"]
+
+
+@dataclass(frozen=True)
+class View:
+    """The structure of one items tuple: leading instructions, groups, pins, latest user input.
+
+    ``closed`` is shared with later views of the same growing history and only ever appended
+    to; this view owns its first ``n_closed`` entries, then ``tail`` (the last group, which may
+    still grow).
+    """
+
+    items: tuple[Item, ...]
+    lead: int
+    closed: list[Group]
+    n_closed: int
+    tail: Group | None
+    pinned: list[int]
+    n_pinned: int
+    tail_pinned: bool
+    last_user: int
+    measured: dict[int, Piece]
+    """Measurements of closed groups, shared by every view of the history (closed groups never
+    change, so a group is measured once, not once per turn)."""
+
+    @property
+    def n_groups(self) -> int:
+        """How many groups follow the leading instructions."""
+        return self.n_closed + (self.tail is not None)
+
+    def group(self, index: int) -> Group:
+        """The group at ``index`` (0 is the first group after the leading instructions)."""
+        if index < self.n_closed:
+            return self.closed[index]
+        assert self.tail is not None and index == self.n_closed
+        return self.tail
+
+    def required(self) -> dict[int, str]:
+        """The groups a projection may never drop, by index, with the part each one is."""
+        required = dict.fromkeys(self.pinned[: self.n_pinned], "pinned items")
+        if self.tail_pinned:
+            required[self.n_closed] = "pinned items"
+        if self.last_user >= 0:
+            required[self.last_user] = "latest user input"
+        if self.tail is not None and self.tail.pending:
+            required[self.n_closed] = "pending calls"
+        return required
+
+
+class _Index:
+    """The structure of one growing history, extended in place (callers hold the cache lock)."""
+
+    def __init__(self) -> None:
+        self.items: tuple[Item, ...] = ()
+        self.lead = 0
+        self.closed: list[Group] = []
+        self.pinned: list[int] = []
+        self.last_user = -1
+        self.tail: Group | None = None
+        self.tail_pinned = False
+        self.measured: dict[int, Piece] = {}
+        self.view = self._view()
+
+    def update(self, items: tuple[Item, ...]) -> View:
+        """Index the items appended since the last call (``items`` extends ``self.items``)."""
+        if len(items) == len(self.items):
+            self.items = items
+            self.view = self._view()
+            return self.view
+        if self.lead == len(self.items):  # nothing but instructions so far: they may go on
+            self.lead = start = leading_instructions(items)
+        elif self.tail is not None and self.tail.kind == "assistant":
+            start = self.tail.start  # a response may still be receiving outputs: regroup it
+        else:
+            if self.tail is not None:
+                self._close(self.tail, items)
+            start = len(self.items)
+        groups = group_items(items, start)
+        for group in groups[:-1]:
+            self._close(group, items)
+        self.tail = groups[-1] if groups else None
+        self.tail_pinned = self.tail is not None and _has_pin(items, self.tail)
+        self.items = items
+        self.view = self._view()
+        return self.view
+
+    def _close(self, group: Group, items: tuple[Item, ...]) -> None:
+        index = len(self.closed)
+        self.closed.append(group)
+        if _has_pin(items, group):
+            self.pinned.append(index)
+        if group.kind == "user" and not is_summary_message(items[group.start]):
+            self.last_user = index
+
+    def _view(self) -> View:
+        last_user = self.last_user
+        tail = self.tail
+        if tail is not None and tail.kind == "user" and not is_summary_message(self.items[-1]):
+            last_user = len(self.closed)
+        return View(
+            self.items,
+            self.lead,
+            self.closed,
+            len(self.closed),
+            tail,
+            self.pinned,
+            len(self.pinned),
+            self.tail_pinned,
+            last_user,
+            self.measured,
+        )
+
+
+def _has_pin(items: tuple[Item, ...], group: Group) -> bool:
+    return any(items[i].pinned for i in range(group.start, group.stop))
+
+
+class ViewCache:
+    """Views of the last few histories seen (least recently used dropped first)."""
+
+    def __init__(self, size: int = 16) -> None:
+        self._size = size
+        self._indexes: list[_Index] = []
+        self._lock = threading.Lock()
+
+    def view(self, items: tuple[Item, ...]) -> View:
+        """The structure of ``items``, reusing what is known about a history it extends."""
+        with self._lock:
+            for position, index in enumerate(self._indexes):
+                if index.items is items:
+                    view = index.view
+                elif extends(items, index.items):
+                    view = index.update(items)
+                else:
+                    continue
+                if position:
+                    self._indexes.insert(0, self._indexes.pop(position))
+                return view
+            index = _Index()
+            view = index.update(items)
+            self._indexes.insert(0, index)
+            del self._indexes[self._size :]
+            return view
+
+
+@dataclass(frozen=True)
+class Mask:
+    """A tool output that may be sent as a placeholder instead."""
+
+    original: FunctionCallOutput
+    placeholder: FunctionCallOutput
+    saving: int
+    """Tokens saved by sending the placeholder."""
+
+
+@dataclass
+class Piece:
+    """One group as a projection would send it."""
+
+    index: int
+    group: Group
+    items: list[Item]
+    """The group's items, minus what a repair removed."""
+    min_tokens: int
+    """Tokens with every maskable output masked."""
+    masks: list[Mask] = field(default_factory=list)
+    problem: str | None = None
+    """The tool-call rule the group breaks, if any."""
+    dropped: bool = False
+    """A repair removes the whole group."""
+
+
+class Masker:
+    """Placeholders for bulky tool outputs (``mask_output``, as the masking compressor makes
+    them), made once per output object."""
+
+    _limit = 100_000
+
+    def __init__(self) -> None:
+        self._cache: dict[int, tuple[FunctionCallOutput, FunctionCallOutput]] = {}
+
+    def __call__(
+        self, output: FunctionCallOutput, tool: str | None, tokens: int
+    ) -> FunctionCallOutput:
+        """The placeholder for ``output`` (``tokens`` long), naming ``tool`` when known."""
+        entry = self._cache.get(id(output))
+        if entry is not None and entry[0] is output:
+            return entry[1]
+        placeholder = mask_output(output, tool=tool, tokens=tokens)
+        if len(self._cache) >= self._limit:
+            del self._cache[next(iter(self._cache))]
+        self._cache[id(output)] = (output, placeholder)
+        return placeholder
+
+
+class Pieces:
+    """Measures the groups of one view on demand.
+
+    A closed group is measured once for the life of its history's index (a projector's counter,
+    threshold and validation mode are fixed); only the last group is measured per call.
+    """
+
+    def __init__(
+        self,
+        view: View,
+        counter: TokenCounter,
+        masker: Masker,
+        threshold: int,
+        validate: Literal["repair", "raise"] | None,
+    ) -> None:
+        self._view = view
+        self._count = counter.count_item
+        self._masker = masker
+        self._threshold = threshold
+        self._validate = validate
+        self._tail: Piece | None = None
+
+    def get(self, index: int) -> Piece:
+        """The measured group at ``index``."""
+        view = self._view
+        if index < view.n_closed:
+            piece = view.measured.get(index)
+            if piece is None:
+                piece = view.measured[index] = self._measure(index)
+            return piece
+        if self._tail is None:
+            self._tail = self._measure(index)
+        return self._tail
+
+    def _measure(self, index: int) -> Piece:
+        view = self._view
+        group = view.group(index)
+        items = view.items
+        if group.kind == "orphan":
+            output = items[group.start]
+            assert isinstance(output, FunctionCallOutput)
+            problem = (
+                f"tool output for call id {output.call_id!r} (item {group.start}) answers no call"
+            )
+            if self._validate is not None:
+                return Piece(index, group, [], 0, problem=problem, dropped=True)
+        else:
+            problem = None
+        unanswered: tuple[str, ...] = ()
+        if group.pending and index < view.n_groups - 1:
+            unanswered = group.pending
+            ids = ", ".join(repr(call_id) for call_id in unanswered)
+            problem = f"call(s) {ids} (item {group.start}) never got an output"
+            if self._validate is None:
+                unanswered = ()
+        names: dict[str, str] = {}
+        kept: list[Item] = []
+        masks: list[Mask] = []
+        total = 0
+        count = self._count
+        for position in range(group.start, group.stop):
+            item = items[position]
+            if isinstance(item, FunctionCall):
+                if item.call_id in unanswered:
+                    continue
+                names[item.call_id] = item.name
+            tokens = count(item)
+            if (
+                isinstance(item, FunctionCallOutput)
+                and tokens > self._threshold
+                and not item.pinned
+            ):
+                tool = item.name or names.get(item.call_id)
+                placeholder = self._masker(item, tool, tokens)
+                short = count(placeholder)
+                if short < tokens:
+                    masks.append(Mask(item, placeholder, tokens - short))
+                    tokens = short
+            total += tokens
+            kept.append(item)
+        return Piece(index, group, kept, total, masks, problem, dropped=False)

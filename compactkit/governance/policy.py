@@ -1,0 +1,380 @@
+"""When to compact, and down to what.
+
+Triggers are small strategy objects that read one ``PolicyState`` and compose like tenacity's
+stop strategies: ``|`` fires when any part fires, ``&`` when all do (both flatten), and a bare
+callable ``(state) -> bool`` works wherever a trigger does::
+
+    policy = CompactPolicy(ratio_over(0.8) | items_over(500), target=0.5, budget=117_411)
+    state = policy.measure(snapshot, counter, tools=tools, turns_since_compaction=steps)
+    if policy.should_compact(state):
+        ...compress down to policy.target_tokens()
+
+The target is separate from the trigger (hysteresis): compaction aims well under the point where
+it fires, so it does not fire again on the next turn. ``CompactPolicy.for_model(model)`` takes
+both from the model's ``BudgetPolicy``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import KW_ONLY, dataclass, field
+from typing import TypeAlias
+
+from compactkit.budget.tokens import TokenCounter
+from compactkit.errors import ConfigError
+from compactkit.governance._incremental import ItemsTally, MessageCache, OverheadCache
+from compactkit.items import Message, Tool
+from compactkit.items.snapshot import MemorySnapshot, require_snapshot
+
+__all__ = [
+    "CompactPolicy",
+    "PolicyState",
+    "Trigger",
+    "all_of",
+    "any_of",
+    "every_turns",
+    "items_over",
+    "ratio_over",
+    "tokens_over",
+    "usage_over",
+]
+
+
+@dataclass(frozen=True)
+class PolicyState:
+    """Everything a trigger may look at. Build it with ``CompactPolicy.measure``."""
+
+    tokens: int
+    """Tokens of the whole request if the memory were sent unprojected: instructions, the
+    summary message, every active item, tool schemas and reply priming."""
+    items: int
+    """Active items in the memory."""
+    budget: int | None = None
+    """The model's usable input budget, when known (``ratio_over`` needs it)."""
+    turn: int = 0
+    """Model calls (agent-loop steps) so far in the session, as the caller counts them."""
+    turns_since_compaction: int = 0
+    """Model calls since the last compaction (a tool loop counts every step)."""
+    last_usage: int | None = None
+    """The provider-reported ``prompt_tokens`` of the last response, when there was one."""
+    model: str | None = None
+    """The model the request is for."""
+    forced: bool = False
+    """A manual compaction was requested (a command, an agent's compact tool): fire regardless."""
+
+    @property
+    def ratio(self) -> float | None:
+        """``tokens / budget``, or ``None`` without a budget."""
+        return self.tokens / self.budget if self.budget else None
+
+
+class Trigger(ABC):
+    """A condition on a ``PolicyState``; combine with ``|`` (any) and ``&`` (all)."""
+
+    @abstractmethod
+    def __call__(self, state: PolicyState) -> bool:
+        """Whether to compact."""
+
+    def __or__(self, other: TriggerLike) -> any_of:
+        return any_of(self, other)
+
+    def __ror__(self, other: TriggerLike) -> any_of:
+        return any_of(other, self)
+
+    def __and__(self, other: TriggerLike) -> all_of:
+        return all_of(self, other)
+
+    def __rand__(self, other: TriggerLike) -> all_of:
+        return all_of(other, self)
+
+    def leaves(self) -> Iterator[TriggerLike]:
+        """The simple triggers this one is made of (itself, for a simple trigger)."""
+        yield self
+
+
+TriggerLike: TypeAlias = Trigger | Callable[[PolicyState], bool]
+"""A trigger, or any callable ``(state) -> bool``."""
+
+
+class _Combined(Trigger):
+    _operator = ""
+
+    def __init__(self, *triggers: TriggerLike) -> None:
+        if not triggers:
+            raise ConfigError(f"{type(self).__name__}() needs at least one trigger")
+        flat: list[TriggerLike] = []
+        for trigger in triggers:
+            if not callable(trigger):
+                raise ConfigError(f"a trigger must be callable as trigger(state), got {trigger!r}")
+            if type(trigger) is type(self):  # (a | b) | c is any_of(a, b, c), not nested
+                assert isinstance(trigger, _Combined)
+                flat.extend(trigger.triggers)
+            else:
+                flat.append(trigger)
+        self.triggers: tuple[TriggerLike, ...] = tuple(flat)
+
+    def leaves(self) -> Iterator[TriggerLike]:
+        for trigger in self.triggers:
+            if isinstance(trigger, Trigger):
+                yield from trigger.leaves()
+            else:
+                yield trigger
+
+    def __repr__(self) -> str:
+        return "(" + f" {self._operator} ".join(map(repr, self.triggers)) + ")"
+
+
+class any_of(_Combined):
+    """Fires when any of ``triggers`` fires (what ``a | b`` builds)."""
+
+    _operator = "|"
+
+    def __call__(self, state: PolicyState) -> bool:
+        return any(trigger(state) for trigger in self.triggers)
+
+
+class all_of(_Combined):
+    """Fires when every one of ``triggers`` fires (what ``a & b`` builds)."""
+
+    _operator = "&"
+
+    def __call__(self, state: PolicyState) -> bool:
+        return all(trigger(state) for trigger in self.triggers)
+
+
+class _Threshold(Trigger):
+    def __init__(self, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(f"{type(self).__name__}() needs a count >= 0, got {value!r}")
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.value!r})"
+
+
+class tokens_over(_Threshold):
+    """Fires when the request would exceed ``tokens`` (``PolicyState.tokens``)."""
+
+    def __call__(self, state: PolicyState) -> bool:
+        return state.tokens > self.value
+
+
+class items_over(_Threshold):
+    """Fires when the memory holds more than ``items`` active items."""
+
+    def __call__(self, state: PolicyState) -> bool:
+        return state.items > self.value
+
+
+class usage_over(_Threshold):
+    """Fires when the provider reported more than ``tokens`` prompt tokens for the last call.
+
+    It catches what a local count misses (unmodelled formatting, images, another tokenizer).
+    """
+
+    def __call__(self, state: PolicyState) -> bool:
+        return state.last_usage is not None and state.last_usage > self.value
+
+
+class every_turns(_Threshold):
+    """Fires once ``turns`` model calls have passed since the last compaction."""
+
+    def __init__(self, value: int) -> None:
+        super().__init__(value)
+        if value < 1:
+            raise ConfigError(f"every_turns() needs at least 1 turn, got {value!r}")
+
+    def __call__(self, state: PolicyState) -> bool:
+        return state.turns_since_compaction >= self.value
+
+
+class ratio_over(Trigger):
+    """Fires when the request would exceed ``ratio`` of the usable input budget."""
+
+    def __init__(self, ratio: float) -> None:
+        if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not 0 < ratio <= 1:
+            raise ConfigError(f"ratio_over() needs a ratio in (0, 1], got {ratio!r}")
+        self.ratio = float(ratio)
+
+    def __call__(self, state: PolicyState) -> bool:
+        if state.budget is None:
+            raise ConfigError(
+                "ratio_over() needs the usable input budget: give the policy a budget= or "
+                "build it with CompactPolicy.for_model(model)"
+            )
+        return state.tokens > self.ratio * state.budget
+
+    def __repr__(self) -> str:
+        return f"ratio_over({self.ratio!r})"
+
+
+@dataclass(frozen=True)
+class CompactPolicy:
+    """When to compact, and down to what.
+
+    Args:
+        trigger: When to compact. ``None`` compacts only when asked (``PolicyState.forced``).
+        target: What a compaction should get the request under: tokens (an ``int``) or a ratio
+            of ``budget`` (a ``float`` in (0, 1)). It must be below every token threshold of the
+            trigger, so that compaction does not fire again on the next turn.
+        budget: The model's usable input budget; ``ratio_over`` and ratio targets need it.
+        model: The model the policy is for (reported in the state it builds).
+
+    Raises:
+        ConfigError: a bad target, a target not below the trigger's thresholds, or a
+            ``ratio_over`` trigger (or ratio target) without a budget.
+    """
+
+    trigger: TriggerLike | None
+    _: KW_ONLY
+    target: int | float
+    budget: int | None = None
+    model: str | None = None
+    _tally: ItemsTally = field(default_factory=ItemsTally, init=False, repr=False, compare=False)
+    _overhead: OverheadCache = field(
+        default_factory=OverheadCache, init=False, repr=False, compare=False
+    )
+    _messages: MessageCache = field(
+        default_factory=MessageCache, init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        if self.trigger is not None and not callable(self.trigger):
+            raise ConfigError(f"trigger must be callable as trigger(state), got {self.trigger!r}")
+        if self.budget is not None and (isinstance(self.budget, bool) or self.budget <= 0):
+            raise ConfigError(f"budget must be a positive number of tokens, got {self.budget!r}")
+        target = self.target
+        if isinstance(target, bool) or not isinstance(target, int | float):
+            raise ConfigError(f"target must be tokens (int) or a ratio (float), got {target!r}")
+        if isinstance(target, float) and not 0 < target < 1:
+            raise ConfigError(f"a ratio target must be in (0, 1), got {target!r}")
+        if isinstance(target, int) and target <= 0:
+            raise ConfigError(f"a target must be a positive number of tokens, got {target!r}")
+        if isinstance(target, float) and self.budget is None:
+            raise ConfigError(
+                f"target={target!r} is a ratio of the budget: give budget= (the usable input "
+                "budget) or use CompactPolicy.for_model(model)"
+            )
+        if self.budget is None and isinstance(self.trigger, Trigger):
+            for leaf in self.trigger.leaves():
+                if isinstance(leaf, ratio_over):
+                    raise ConfigError(
+                        f"the trigger {leaf!r} is a ratio of the usable input budget: give "
+                        "budget= or build the policy with CompactPolicy.for_model(model)"
+                    )
+        tokens = self.target_tokens()
+        for threshold, leaf in self._thresholds():
+            if tokens >= threshold:
+                raise ConfigError(
+                    f"target ({tokens:,} tokens) is not below the trigger {leaf!r} "
+                    f"({threshold:,} tokens): compaction would fire again next turn; "
+                    "lower the target"
+                )
+
+    @classmethod
+    def for_model(
+        cls,
+        model: str,
+        *,
+        trigger: TriggerLike | None = None,
+        target: int | float | None = None,
+    ) -> CompactPolicy:
+        """The model's defaults from its ``BudgetPolicy``: fire over its trigger tokens, aim for
+        its target tokens, with its usable input budget. ``trigger``/``target`` override them.
+
+        Raises:
+            ConfigError: the model is unknown, or its budget policy does not fit its profile.
+        """
+        from compactkit.budget.profiles import budget_for
+
+        budget = budget_for(model)
+        return cls(
+            tokens_over(budget.trigger_tokens) if trigger is None else trigger,
+            target=budget.target_tokens if target is None else target,
+            budget=budget.usable_input,
+            model=model,
+        )
+
+    def target_tokens(self) -> int:
+        """The target in tokens (a ratio target is resolved against ``budget``)."""
+        if isinstance(self.target, float):
+            assert self.budget is not None
+            return max(1, int(self.target * self.budget))
+        return self.target
+
+    def should_compact(self, state: PolicyState) -> bool:
+        """Whether to compact now: a manual request, or the trigger fires."""
+        return state.forced or (self.trigger is not None and bool(self.trigger(state)))
+
+    def measure(
+        self,
+        snapshot: MemorySnapshot,
+        counter: TokenCounter,
+        *,
+        instructions: str | Sequence[Message] | None = None,
+        tools: Sequence[Tool] = (),
+        turn: int = 0,
+        turns_since_compaction: int = 0,
+        last_usage: int | None = None,
+        forced: bool = False,
+    ) -> PolicyState:
+        """The state of ``snapshot`` as the triggers see it.
+
+        ``tokens`` counts the request as if the whole memory were sent: ``instructions``, the
+        summary message, every item, ``tools`` and reply priming. Counting is incremental:
+        measuring a grown history costs only the appended items.
+
+        Raises:
+            ConfigError: ``snapshot`` is not a ``MemorySnapshot`` (pass ``memory.snapshot()``).
+        """
+        snapshot = require_snapshot(snapshot, "measure()")
+        head: list[Message] = []
+        if isinstance(instructions, str):
+            if instructions:
+                head.append(self._messages.get("system", instructions))
+        elif instructions is not None:
+            head.extend(instructions)
+        if snapshot.summary:
+            head.append(self._messages.get("system", snapshot.summary, summary=True))
+        tokens = sum(counter.count_item(message) for message in head)
+        tokens += self._tally(counter, snapshot.items) + self._overhead(counter, tools)
+        return PolicyState(
+            tokens=tokens,
+            items=len(snapshot.items),
+            budget=self.budget,
+            turn=turn,
+            turns_since_compaction=turns_since_compaction,
+            last_usage=last_usage,
+            model=self.model,
+            forced=forced,
+        )
+
+    def as_trigger(
+        self,
+        counter: TokenCounter,
+        *,
+        instructions: str | Sequence[Message] | None = None,
+        tools: Sequence[Tool] = (),
+    ) -> Callable[[MemorySnapshot], bool]:
+        """This policy as a memory's write-path trigger: ``(snapshot) -> bool``.
+
+        ``InMemoryMemory(compressor=..., policy=policy.as_trigger(counter))`` compacts after a
+        write when the policy fires. The memory knows no turns or provider usage, so
+        ``every_turns`` and ``usage_over`` never fire there; token, ratio and item triggers do.
+        """
+
+        def trigger(snapshot: MemorySnapshot) -> bool:
+            state = self.measure(snapshot, counter, instructions=instructions, tools=tools)
+            return self.should_compact(state)
+
+        return trigger
+
+    def _thresholds(self) -> Iterator[tuple[int, TriggerLike]]:
+        if not isinstance(self.trigger, Trigger):
+            return
+        for leaf in self.trigger.leaves():
+            if isinstance(leaf, tokens_over | usage_over):
+                yield leaf.value, leaf
+            elif isinstance(leaf, ratio_over) and self.budget is not None:
+                yield int(leaf.ratio * self.budget), leaf

@@ -1,0 +1,318 @@
+"""The per-turn view: what a model sees of a memory snapshot, under a token budget.
+
+``ContextProjector.project`` is pure: it reads a ``MemorySnapshot`` and returns a ``Projection``;
+the snapshot (and the memory behind it) is never changed. The rules (docs/projector.md):
+
+1. Always kept, or ``BudgetError`` naming the part that does not fit: the system instructions
+   (``instructions=`` and the snapshot's leading system/developer messages), the summary (as its
+   own marked message right after them), the latest user input, pinned items (with their whole
+   group) and pending calls (the last group, when it has calls without output). Tool schemas and
+   reply priming count too: the budget is a ceiling on the whole request.
+2. Then whole groups, newest first, while they fit. Before any group is dropped, tool outputs
+   over ``mask_threshold`` tokens are replaced by a short placeholder that keeps ``call_id`` and
+   ``seq``; the oldest are masked first, and only as many as the budget needs.
+3. Shape: a pinned prefix (instructions, summary, pinned groups and the latest user input that
+   lie before the window, in order) followed by one contiguous suffix of whole groups.
+
+Per-turn cost is O(new items + window): group boundaries, pinned groups and the latest user
+input are indexed incrementally as the history grows, counts are cached per item by the counter,
+and the fill stops at the first group that does not fit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import KW_ONLY, dataclass, field
+from typing import Any, Literal, TypeAlias
+
+from compactkit.budget.profiles import budget_for
+from compactkit.budget.tokens import TokenCounter, counter_for
+from compactkit.errors import BudgetError, ConfigError, FormatError
+from compactkit.governance._incremental import MessageCache, OverheadCache
+from compactkit.governance._projection import Mask, Masker, Piece, Pieces, View, ViewCache
+from compactkit.items import Item, Message, Tool
+from compactkit.items.snapshot import MemorySnapshot, SummaryRole, require_snapshot
+
+__all__ = ["ContextProjector", "Projection", "ProjectionReport"]
+
+ValidateMode: TypeAlias = Literal["repair", "raise"] | None
+"""What to do with a history that breaks the tool-call rules (an output answering no call, an
+old call that never got an output): ``repair`` drops the offending items and says so in the
+report, ``raise`` raises ``FormatError``, ``None`` sends the items as they are."""
+
+
+@dataclass(frozen=True)
+class ProjectionReport:
+    """What a projection kept, masked and omitted, and why.
+
+    ``kept + masked + omitted`` is the number of items in the snapshot.
+    """
+
+    kept: int
+    """Snapshot items sent unchanged."""
+    masked: int
+    """Snapshot tool outputs sent as a placeholder."""
+    omitted: int
+    """Snapshot items not sent (older than the window, or dropped by a repair)."""
+    notes: tuple[str, ...] = ()
+    """Human-readable reasons: what was masked, omitted, repaired or kept ahead of the window."""
+    masked_call_ids: tuple[str, ...] = ()
+    """The call ids of the masked outputs, oldest first."""
+
+
+@dataclass(frozen=True)
+class Projection:
+    """The prompt for this turn."""
+
+    items: tuple[Item, ...]
+    """What to send, in order: instructions, the summary message, pinned items, the window."""
+    tokens: int
+    """Tokens of the whole request (items, tool schemas, reply priming), by the counter."""
+    budget: int
+    """The budget the request had to fit."""
+    report: ProjectionReport
+    """What was kept, masked and omitted."""
+
+
+@dataclass(frozen=True)
+class ContextProjector:
+    """Builds each turn's prompt from a memory snapshot under a token budget.
+
+    Args:
+        counter: Counts tokens the way the model's API bills them.
+        budget: The default budget in tokens (the model's usable input budget); ``project``
+            may override it per call.
+        mask_threshold: Tool outputs over this many tokens may be masked to a placeholder.
+        summary_role: The role of the summary message (``system`` as in the reference SDK;
+            ``user`` keeps a summary of untrusted tool output from gaining system authority).
+        validate: How to treat a history that breaks the tool-call rules (see ``ValidateMode``).
+
+    One projector may serve many sessions and threads; it remembers the structure of the last
+    few histories it projected so that each turn only indexes what was appended.
+    """
+
+    counter: TokenCounter
+    _: KW_ONLY
+    budget: int | None = None
+    mask_threshold: int = 500
+    summary_role: SummaryRole = "system"
+    validate: ValidateMode = "repair"
+    _views: ViewCache = field(default_factory=ViewCache, init=False, repr=False, compare=False)
+    _overhead: OverheadCache = field(
+        default_factory=OverheadCache, init=False, repr=False, compare=False
+    )
+    _masker: Masker = field(default_factory=Masker, init=False, repr=False, compare=False)
+    _messages: MessageCache = field(
+        default_factory=MessageCache, init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        if self.budget is not None and self.budget <= 0:
+            raise ConfigError(f"budget must be a positive number of tokens, got {self.budget!r}")
+        if self.mask_threshold < 0:
+            raise ConfigError(f"mask_threshold must be >= 0 tokens, got {self.mask_threshold!r}")
+        if self.summary_role not in ("system", "developer", "user"):
+            raise ConfigError(
+                f"summary_role must be 'system', 'developer' or 'user', got {self.summary_role!r}"
+            )
+        if self.validate not in ("repair", "raise", None):
+            raise ConfigError(f"validate must be 'repair', 'raise' or None, got {self.validate!r}")
+
+    @classmethod
+    def for_model(cls, model: str, **options: Any) -> ContextProjector:
+        """A projector with the model's counter and usable input budget (from its profile).
+
+        ``options`` are passed to the constructor (``mask_threshold``, ``summary_role``, …) and
+        may override ``counter`` or ``budget``.
+        """
+        if "budget" not in options:
+            options["budget"] = budget_for(model).usable_input
+        if "counter" not in options:
+            options["counter"] = counter_for(model)
+        return cls(**options)
+
+    def project(
+        self,
+        snapshot: MemorySnapshot,
+        *,
+        instructions: str | Sequence[Message] | None = None,
+        tools: Sequence[Tool] = (),
+        budget: int | None = None,
+    ) -> Projection:
+        """The prompt to send this turn.
+
+        Args:
+            snapshot: The memory's summary and items; never modified.
+            instructions: The agent's system instructions, sent first (before the snapshot's
+                own leading system/developer messages). A string becomes a system message.
+            tools: The tools offered to the model; their schemas count against the budget.
+            budget: This call's budget in tokens (default: the projector's).
+
+        Raises:
+            BudgetError: the parts that are never dropped do not fit the budget.
+            FormatError: with ``validate="raise"``, the history breaks the tool-call rules.
+            ConfigError: no budget was given, or ``snapshot`` is not a ``MemorySnapshot`` (pass
+                ``memory.snapshot()``, not the memory or ``memory.items``).
+        """
+        snapshot = require_snapshot(snapshot, "project()")
+        limit = budget if budget is not None else self.budget
+        if limit is None or limit <= 0:
+            raise ConfigError(
+                f"a positive budget is needed, got {limit!r}: pass budget= to project() or the "
+                "constructor, or build the projector with ContextProjector.for_model(model)"
+            )
+        count = self.counter.count_item
+        view = self._views.view(snapshot.items)
+        head = [*self._instructions(instructions), *snapshot.items[: view.lead]]
+        if snapshot.summary:
+            head.append(self._messages.get(self.summary_role, snapshot.summary, summary=True))
+        fixed = sum(count(item) for item in head) + self._overhead(self.counter, tools)
+
+        pieces = Pieces(view, self.counter, self._masker, self.mask_threshold, self.validate)
+        required = view.required()
+        required_tokens = sum(pieces.get(index).min_tokens for index in required)
+        if fixed + required_tokens > limit:
+            raise self._budget_error(snapshot, head, tools, pieces, required, limit)
+
+        # Newest first, every bulky output masked, until a group does not fit. One pass
+        # gathers what the later steps need, so they cost O(masks + problems), not O(window).
+        remaining = limit - fixed - required_tokens
+        window: list[Piece] = []  # newest first
+        with_masks: list[Piece] = []  # newest first
+        problems: list[Piece] = []
+        measured, get = view.measured, pieces.get
+        for index in range(view.n_groups - 1, -1, -1):
+            piece = measured.get(index) or get(index)
+            if index not in required:
+                if piece.min_tokens > remaining:
+                    break
+                remaining -= piece.min_tokens
+            window.append(piece)
+            if piece.masks:
+                with_masks.append(piece)
+            if piece.problem:
+                problems.append(piece)
+        start = window[-1].index if window else view.n_groups
+        ahead = [get(index) for index in sorted(required) if index < start]
+        problems += [piece for piece in ahead if piece.problem]
+        with_masks += [piece for piece in reversed(ahead) if piece.masks]
+        self._check(problems)
+
+        # Then send outputs whole again, newest first, wherever the rest of the budget allows:
+        # the oldest stay masked, and so does an output too large to fit whole at any age.
+        masked: list[Mask] = []
+        masked_in: set[int] = set()
+        for piece in with_masks:
+            for mask in reversed(piece.masks):
+                if mask.saving <= remaining:
+                    remaining -= mask.saving
+                else:
+                    masked.append(mask)
+                    masked_in.add(piece.index)
+        masked.reverse()
+
+        out: list[Item] = list(head)
+        placeholders = {id(mask.original): mask.placeholder for mask in masked}
+        sent = view.lead
+        for piece in [*ahead, *reversed(window)]:
+            if piece.index in masked_in:
+                out.extend(placeholders.get(id(item), item) for item in piece.items)
+            else:
+                out.extend(piece.items)
+            sent += len(piece.items)
+        report = ProjectionReport(
+            kept=sent - len(masked),
+            masked=len(masked),
+            omitted=len(snapshot.items) - sent,
+            notes=tuple(self._notes(view, problems, ahead, start, masked, required)),
+            masked_call_ids=tuple(mask.original.call_id for mask in masked),
+        )
+        return Projection(tuple(out), limit - remaining, limit, report)
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _instructions(self, instructions: str | Sequence[Message] | None) -> list[Message]:
+        if instructions is None:
+            return []
+        if isinstance(instructions, str):
+            return [self._messages.get("system", instructions)] if instructions else []
+        for item in instructions:
+            if not isinstance(item, Message):
+                raise ConfigError(f"instructions must be messages, got {item!r}")
+        return list(instructions)
+
+    def _budget_error(
+        self,
+        snapshot: MemorySnapshot,
+        head: Sequence[Item],
+        tools: Sequence[Tool],
+        pieces: Pieces,
+        required: dict[int, str],
+        limit: int,
+    ) -> BudgetError:
+        count = self.counter.count_item
+        summary = count(head[-1]) if snapshot.summary else 0
+        priming = self.counter.count_overhead(())
+        parts = {
+            "system instructions": sum(count(item) for item in head) - summary,
+            "summary": summary,
+            "tools": self.counter.count_overhead(tools) - priming,
+            "reply priming": priming,
+        }
+        for index, part in required.items():
+            parts[part] = parts.get(part, 0) + pieces.get(index).min_tokens
+        total = sum(parts.values())
+        part, tokens = max(parts.items(), key=lambda entry: entry[1])
+        others = ", ".join(f"{name} {size:,}" for name, size in parts.items() if size)
+        return BudgetError(
+            f"{part}: {tokens:,} tokens; budget {limit:,} (irreducible total {total:,}: "
+            f"{others}). Raise the budget or make the {part} smaller",
+            part=part,
+            tokens=tokens,
+            budget=limit,
+        )
+
+    def _check(self, pieces: Sequence[Piece]) -> None:
+        problems = [piece.problem for piece in pieces if piece.problem]
+        if problems and self.validate == "raise":
+            raise FormatError(
+                f"the history breaks the tool-call rules: {'; '.join(problems)}. "
+                "Fix the memory, or project with validate='repair'"
+            )
+
+    def _notes(
+        self,
+        view: View,
+        problems: Sequence[Piece],
+        ahead: Sequence[Piece],
+        start: int,
+        masked: Sequence[Mask],
+        required: dict[int, str],
+    ) -> list[str]:
+        action = "repaired" if self.validate == "repair" else "sent as is"
+        notes = [f"{action}: {piece.problem}" for piece in sorted(problems, key=_index)]
+        if masked:
+            saved = sum(mask.saving for mask in masked)
+            notes.append(
+                f"masked {len(masked)} tool output(s) over {self.mask_threshold:,} tokens, "
+                f"oldest first ({saved:,} tokens saved)"
+            )
+        if start < view.n_groups:
+            first = view.group(start).start
+            older = first - view.lead - sum(len(piece.group) for piece in ahead)
+            if older > 0:
+                notes.append(f"omitted {older} item(s) before item {first} to fit the budget")
+        notes.extend(
+            f"kept {required[piece.index]} (item {piece.group.start}) ahead of the window"
+            for piece in ahead
+            if not piece.dropped
+        )
+        last = view.group(view.n_groups - 1) if view.n_groups else None
+        if last is not None and last.pending:
+            ids = ", ".join(repr(call_id) for call_id in last.pending)
+            notes.append(f"pending call(s) {ids} kept without output; send their outputs first")
+        return notes
+
+
+def _index(piece: Piece) -> int:
+    return piece.index

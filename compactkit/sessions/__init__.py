@@ -1,0 +1,26 @@
+"""Sessions and their checkpoints: whose memory this is, and how it survives restarts.
+
+``session`` holds ``AgentSession`` (one id, one memory, the runtime's state) with
+``new_session`` / ``resume_session``; ``state`` the saved form every store writes; ``store`` the
+``SessionStore`` protocol, implemented here in memory and in files (``sql`` adds the SQL store).
+May import ``items``, ``memory`` and the layers under them.
+"""
+
+from compactkit.errors import SessionNotFoundError
+from compactkit.sessions.file import FileSessionStore
+from compactkit.sessions.in_memory import InMemorySessionStore
+from compactkit.sessions.session import AgentSession, new_session, resume_session
+from compactkit.sessions.state import SESSION_SCHEMA_VERSION, SessionState
+from compactkit.sessions.store import SessionStore
+
+__all__ = [
+    "SESSION_SCHEMA_VERSION",
+    "AgentSession",
+    "FileSessionStore",
+    "InMemorySessionStore",
+    "SessionNotFoundError",
+    "SessionState",
+    "SessionStore",
+    "new_session",
+    "resume_session",
+]

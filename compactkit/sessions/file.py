@@ -1,0 +1,192 @@
+"""``FileSessionStore``: one JSON file per session in a directory.
+
+Crash safety: a save writes a temporary file in the same directory, fsyncs it, renames it over
+the session's file with ``os.replace`` (atomic) and fsyncs the directory, so the file always
+holds one whole state — the old one or the new one, never a torn mix, even with concurrent
+savers in several threads or processes (the last rename wins). A file that is corrupt or was
+written by a newer compactkit is never overwritten: ``save`` and ``load`` raise ``StorageError``
+and leave it for you to inspect (``delete`` removes it).
+
+File names: the session id, with every character other than ``a-z``, ``0-9``, ``-`` and ``_``
+percent-encoded as UTF-8 (uppercase letters too, so names stay distinct on case-insensitive
+file systems), plus ``.json``. The encoding is reversible, so ``list()`` returns the real ids;
+ids like ``../x``, ``a/b`` or ``über`` cannot escape the directory or collide. Files are created
+readable by their owner only.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import tempfile
+from pathlib import Path
+from urllib.parse import unquote
+
+from compactkit.errors import ConfigError, SessionNotFoundError, StorageError
+from compactkit.sessions.session import AgentSession, SessionState
+
+__all__ = ["FileSessionStore"]
+
+_SAFE = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
+_SUFFIX = ".json"
+_MAX_NAME = 255  # bytes in a file name on common file systems
+_WINDOWS_DEVICES = frozenset(
+    ["con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))]
+)
+
+
+def encode_session_id(session_id: str) -> str:
+    """The file name stem of ``session_id`` (reversible with ``decode_session_id``).
+
+    Raises:
+        ConfigError: the id is empty, not encodable as UTF-8, or too long for a file name.
+    """
+    if not isinstance(session_id, str) or not session_id:
+        raise ConfigError(f"a session id must be a non-empty string, got {session_id!r}")
+    try:
+        stem = "".join(
+            ch if ch in _SAFE else "".join(f"%{b:02X}" for b in ch.encode()) for ch in session_id
+        )
+    except UnicodeEncodeError as exc:
+        raise ConfigError(f"session id {session_id!r} is not valid Unicode text") from exc
+    if stem in _WINDOWS_DEVICES:  # reserved names on Windows: escape the first letter
+        stem = f"%{ord(stem[0]):02X}{stem[1:]}"
+    if len(stem) + len(_SUFFIX) > _MAX_NAME:
+        raise ConfigError(
+            f"session id {session_id[:40]!r}… is too long for a file name "
+            f"({len(stem)} bytes encoded; the limit is {_MAX_NAME - len(_SUFFIX)})"
+        )
+    return stem
+
+
+def decode_session_id(stem: str) -> str | None:
+    """The session id a file name stem encodes; ``None`` when it is not one of ours."""
+    try:
+        session_id = unquote(stem, errors="strict")
+        return session_id if encode_session_id(session_id) == stem else None
+    except (UnicodeDecodeError, ConfigError):
+        return None
+
+
+class FileSessionStore:
+    """Saves each session as one JSON file in ``directory`` (see the module docstring)."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        """Use ``directory``, creating it when missing.
+
+        Raises:
+            StorageError: the directory cannot be created.
+        """
+        self.directory = Path(directory)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create session directory {self.directory}: {exc}") from exc
+
+    def __repr__(self) -> str:
+        return f"FileSessionStore({str(self.directory)!r})"
+
+    def path(self, session_id: str) -> Path:
+        """The file that holds ``session_id``."""
+        return self.directory / (encode_session_id(session_id) + _SUFFIX)
+
+    def save(self, session: AgentSession) -> None:
+        """Save ``session.state()`` atomically, replacing its earlier state.
+
+        Raises:
+            StorageError: the existing file is corrupt or from a newer compactkit (it is left
+                untouched), or the file cannot be written.
+        """
+        path = self.path(session.session_id)
+        try:
+            self.load(session.session_id)
+        except SessionNotFoundError:
+            pass
+        except StorageError as exc:
+            raise StorageError(
+                f"{exc}; not overwriting it — inspect it, move it away or delete it "
+                f"(store.delete({session.session_id!r})) before saving"
+            ) from exc
+        self._write(path, session.state().to_json())
+
+    def load(self, session_id: str) -> SessionState:
+        """The saved state of ``session_id``.
+
+        Raises:
+            SessionNotFoundError: there is no file for ``session_id``.
+            StorageError: the file cannot be read, is corrupt, is from a newer compactkit or
+                holds another session.
+        """
+        path = self.path(session_id)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise SessionNotFoundError(session_id) from None
+        except OSError as exc:
+            raise StorageError(f"cannot read {path}: {exc}") from exc
+        state = SessionState.from_json(data, source=str(path))
+        if state.session_id != session_id:
+            raise StorageError(
+                f"{path} holds session {state.session_id!r}, not {session_id!r} "
+                "(was it renamed or copied by hand?)"
+            )
+        return state
+
+    def delete(self, session_id: str) -> bool:
+        """Delete the session's file, even a corrupt one; ``False`` when there was none."""
+        path = self.path(session_id)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise StorageError(f"cannot delete {path}: {exc}") from exc
+        _fsync_directory(self.directory)
+        return True
+
+    def list(self) -> builtins.list[str]:
+        """The ids of the saved sessions, sorted (files that are not ours are ignored)."""
+        ids: builtins.list[str] = []
+        try:
+            with os.scandir(self.directory) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if name.startswith(".") or not name.endswith(_SUFFIX):
+                        continue  # temporary files start with "."
+                    if not entry.is_file():
+                        continue
+                    session_id = decode_session_id(name[: -len(_SUFFIX)])
+                    if session_id is not None:
+                        ids.append(session_id)
+        except OSError as exc:
+            raise StorageError(f"cannot list {self.directory}: {exc}") from exc
+        return sorted(ids)
+
+    def _write(self, path: Path, data: bytes) -> None:
+        try:
+            fd, temp = tempfile.mkstemp(dir=self.directory, prefix=".", suffix=".tmp")
+        except OSError as exc:
+            raise StorageError(f"cannot write in {self.directory}: {exc}") from exc
+        try:
+            with os.fdopen(fd, "wb") as file:
+                file.write(data)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(temp, path)
+        except BaseException as exc:
+            Path(temp).unlink(missing_ok=True)
+            if isinstance(exc, OSError):
+                raise StorageError(f"cannot write {path}: {exc}") from exc
+            raise
+        _fsync_directory(self.directory)
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make a rename or unlink in ``directory`` durable (POSIX; Windows cannot open dirs)."""
+    if os.name == "nt":
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,255 @@
+"""Sessions: one session id, one memory, and the runtime's state.
+
+A session is the isolation boundary: two sessions never share a memory object. ``new_session``
+makes a fresh id and asks the memory factory for a memory, refusing one that another session
+already holds or one that already holds state; resuming a saved session is explicit
+(``resume_session``), and is the only way two session objects see the same facts.
+
+``SessionState`` is the saved form every ``SessionStore`` writes: the runtime state, the memory
+snapshot (summary, active items, version) and the history the snapshot does not hold (archived
+items and the originals of replaced ones), under a ``schema_version``.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+import weakref
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+from pydantic import ValidationError
+
+from compactkit.errors import ConcurrencyError, ConfigError
+from compactkit.memory import AgentMemory, InMemoryMemory
+from compactkit.sessions.state import SESSION_SCHEMA_VERSION, SessionState, StateSource
+
+__all__ = [
+    "SESSION_SCHEMA_VERSION",
+    "AgentSession",
+    "SessionState",
+    "new_session",
+    "resume_session",
+]
+
+MemoryFactory = Callable[[str], AgentMemory]
+"""Makes the memory of a session, given its id; must return a new memory on every call."""
+
+
+class AgentSession:
+    """One conversation: its id, its memory and the runtime's counters and metadata."""
+
+    def __init__(
+        self,
+        memory: AgentMemory | None = None,
+        *,
+        session_id: str | None = None,
+        turn: int = 0,
+        step: int = 0,
+        metadata: dict[str, Any] | None = None,
+        created_at: datetime | None = None,
+    ) -> None:
+        """Make a session around ``memory`` (a new ``InMemoryMemory`` by default).
+
+        Args:
+            memory: The session's memory; it must not be another session's.
+            session_id: The id; a fresh ``uuid4().hex`` when omitted.
+            turn: Turns run so far.
+            step: Steps run so far.
+            metadata: The application's JSON data about the session.
+            created_at: When the session was created; now when omitted.
+
+        Raises:
+            ConfigError: the id is empty, or ``memory`` belongs to another session.
+        """
+        if session_id is None:
+            session_id = uuid.uuid4().hex
+        if not isinstance(session_id, str) or not session_id:
+            raise ConfigError(f"a session id must be a non-empty string, got {session_id!r}")
+        self._memory = InMemoryMemory() if memory is None else _checked_memory(memory)
+        _bind(self._memory, session_id)
+        self._session_id = session_id
+        self.turn = turn
+        self.step = step
+        self.metadata: dict[str, Any] = dict(metadata or {})
+        self.created_at = created_at or datetime.now(timezone.utc)
+
+    @property
+    def session_id(self) -> str:
+        """The session's id."""
+        return self._session_id
+
+    @property
+    def memory(self) -> AgentMemory:
+        """The session's memory."""
+        return self._memory
+
+    def __repr__(self) -> str:
+        return f"AgentSession(session_id={self._session_id!r}, turn={self.turn}, step={self.step})"
+
+    def state(self) -> SessionState:
+        """The session's saved form: runtime state plus a consistent read of the memory.
+
+        Raises:
+            ConfigError: ``metadata`` holds a value that is not JSON.
+            ConcurrencyError: the memory kept changing while it was read (10 attempts).
+        """
+        memory = self._memory
+        for _ in range(10):
+            snapshot = memory.snapshot()
+            history = memory.history()
+            if memory.snapshot().version == snapshot.version:
+                break
+        else:
+            raise ConcurrencyError(f"session {self._session_id!r} kept changing while saved")
+        active = {item.seq: item for item in snapshot.items}
+        extra = tuple(item for item in history if active.get(item.seq) != item)
+        try:
+            return SessionState(
+                session_id=self._session_id,
+                turn=self.turn,
+                step=self.step,
+                metadata=self.metadata,
+                created_at=self.created_at,
+                updated_at=datetime.now(timezone.utc),
+                memory=snapshot,
+                history=extra,
+            )
+        except ValidationError as exc:
+            raise ConfigError(f"session {self._session_id!r} cannot be saved: {exc}") from exc
+
+    @classmethod
+    def from_state(cls, state: SessionState, memory: AgentMemory | None = None) -> AgentSession:
+        """Rebuild a session from its saved form, restoring ``memory`` (a new
+        ``InMemoryMemory`` by default) to the saved snapshot and history."""
+        session = cls(
+            memory,
+            session_id=state.session_id,
+            turn=state.turn,
+            step=state.step,
+            metadata=dict(state.metadata),
+            created_at=state.created_at,
+        )
+        session.memory.restore(state.memory, history=state.history)
+        return session
+
+    @classmethod
+    def resume(
+        cls, store: StateSource, session_id: str, memory_factory: MemoryFactory | None = None
+    ) -> AgentSession:
+        """Load ``session_id`` from ``store`` (see ``resume_session``)."""
+        return resume_session(store, session_id, memory_factory)
+
+
+def new_session(
+    memory_factory: MemoryFactory | None = None, *, session_id: str | None = None
+) -> AgentSession:
+    """Start a new session: a fresh id and ``memory_factory(session_id)`` as its memory.
+
+    Raises:
+        ConfigError: the factory returned a memory another session holds (a shared singleton
+            leaks state between sessions), or one that already holds items, a summary or
+            history (a persistent memory ignoring the new id). Use ``resume_session`` to
+            continue a saved session.
+    """
+    session_id = uuid.uuid4().hex if session_id is None else session_id
+    memory = (
+        InMemoryMemory()
+        if memory_factory is None
+        else _checked_memory(memory_factory(session_id), "memory_factory returned")
+    )
+    owner = _owner(memory)
+    if owner is not None and owner != session_id:
+        raise ConfigError(
+            f"memory_factory returned a memory object it already returned for session "
+            f"{owner!r}; sessions sharing a memory leak state into each other — return a new "
+            "memory on every call"
+        )
+    snapshot = memory.snapshot()
+    if snapshot.items or snapshot.summary or memory.history():
+        raise ConfigError(
+            f"memory_factory returned a memory that already holds state ({len(snapshot.items)} "
+            f"items) for the new session {session_id!r}; does it ignore the session id it is "
+            "given (for example a fixed SQL session id)? To continue a saved session, use "
+            "resume_session(store, session_id)"
+        )
+    return AgentSession(memory, session_id=session_id)
+
+
+def resume_session(
+    store: StateSource, session_id: str, memory_factory: MemoryFactory | None = None
+) -> AgentSession:
+    """Continue a saved session: load its state from ``store`` and restore it into
+    ``memory_factory(session_id)`` (a new ``InMemoryMemory`` by default).
+
+    A persistent memory that already holds the session is rolled back to the saved state.
+
+    Raises:
+        SessionNotFoundError: the store has no session ``session_id``.
+        StorageError: the saved state is corrupt or from a newer compactkit.
+    """
+    state = store.load(session_id)
+    memory = (
+        None
+        if memory_factory is None
+        else _checked_memory(memory_factory(session_id), "memory_factory returned")
+    )
+    return AgentSession.from_state(state, memory)
+
+
+def _checked_memory(memory: object, what: str = "the session's memory is") -> AgentMemory:
+    if not isinstance(memory, AgentMemory):
+        raise ConfigError(
+            f"{what} {type(memory).__name__}, not an AgentMemory: a memory factory takes the "
+            "session id and returns a new memory, for example "
+            "lambda session_id: SQLMemory(url, session_id)"
+        )
+    return memory
+
+
+# -- which session holds which memory ----------------------------------------------------------
+
+_lock = threading.RLock()  # re-entrant: a weakref callback may run while it is held
+_owners: dict[int, tuple[Callable[[], object], str]] = {}  # id(memory) -> (reference, session id)
+
+
+def _owner(memory: object) -> str | None:
+    with _lock:
+        entry = _owners.get(id(memory))
+        return entry[1] if entry is not None and entry[0]() is memory else None
+
+
+def _bind(memory: object, session_id: str) -> None:
+    with _lock:
+        entry = _owners.get(id(memory))
+        if entry is not None and entry[0]() is memory:
+            if entry[1] != session_id:
+                raise ConfigError(
+                    f"this memory already belongs to session {entry[1]!r}; a memory serves one "
+                    "session (sharing it leaks state) — give each session its own memory"
+                )
+            return
+        key = id(memory)
+        try:
+            ref: Callable[[], object] = weakref.ref(memory, lambda _: _forget(key))
+        except TypeError:  # not weak-referenceable: keep it alive rather than forget the owner
+            ref = _Strong(memory)
+        _owners[key] = (ref, session_id)
+
+
+def _forget(key: int) -> None:
+    with _lock:
+        entry = _owners.get(key)
+        if entry is not None and entry[0]() is None:
+            del _owners[key]
+
+
+class _Strong:
+    __slots__ = ("_value",)
+
+    def __init__(self, value: object) -> None:
+        self._value = value
+
+    def __call__(self) -> object:
+        return self._value

@@ -1,0 +1,87 @@
+"""The saved form of a session: ``SessionState`` and its schema version.
+
+Every ``SessionStore`` writes this: the runtime state, the memory snapshot (summary, active items,
+version) and the history the snapshot does not hold (archived items and the originals of replaced
+ones), under a ``schema_version``. ``StateSource`` is what resuming needs of a store.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+
+from compactkit.errors import StorageError
+from compactkit.items import Item
+from compactkit.items.snapshot import MemorySnapshot
+
+__all__ = ["SESSION_SCHEMA_VERSION", "SessionState", "StateSource"]
+
+SESSION_SCHEMA_VERSION = 1
+"""The version of ``SessionState``'s JSON form this compactkit writes and the newest it reads."""
+
+
+class SessionState(BaseModel):
+    """The saved form of a session (what stores write)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: int = SESSION_SCHEMA_VERSION
+    """The version of this form; readers refuse versions newer than they know."""
+    session_id: str = Field(min_length=1)
+    """The session's id."""
+    turn: int = Field(default=0, ge=0)
+    """Turns (user inputs) the runtime has run."""
+    step: int = Field(default=0, ge=0)
+    """Steps (model calls) the runtime has run."""
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    """The application's own JSON data about the session."""
+    created_at: datetime
+    """When the session was created (UTC)."""
+    updated_at: datetime
+    """When this state was taken (UTC)."""
+    memory: MemorySnapshot = MemorySnapshot()
+    """The memory's summary, active items and version."""
+    history: tuple[Item, ...] = ()
+    """History the snapshot does not hold: archived items and originals of replaced ones."""
+
+    def to_json(self) -> bytes:
+        """This state as UTF-8 JSON."""
+        return self.model_dump_json().encode()
+
+    @classmethod
+    def from_json(cls, data: bytes | str, *, source: str = "session state") -> SessionState:
+        """Read a state written by ``to_json``.
+
+        Raises:
+            StorageError: ``data`` is not a valid state, or comes from a newer compactkit;
+                ``source`` (a path, a key) is named in the message.
+        """
+        try:
+            raw = json.loads(data)
+        except ValueError as exc:
+            raise StorageError(f"{source} is corrupt: not JSON ({exc})") from exc
+        version = raw.get("schema_version") if isinstance(raw, dict) else None
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise StorageError(f"{source} is corrupt: no integer 'schema_version'")
+        if version > SESSION_SCHEMA_VERSION:
+            raise StorageError(
+                f"{source} was written by a newer compactkit (schema version {version}; this one "
+                f"reads up to {SESSION_SCHEMA_VERSION}); upgrade compactkit to read it"
+            )
+        try:
+            return cls.model_validate(raw)
+        except ValidationError as exc:
+            raise StorageError(
+                f"{source} is corrupt: {exc.error_count()} invalid fields ({exc.errors()[0]})"
+            ) from exc
+
+
+class StateSource(Protocol):
+    """Anything that loads a saved ``SessionState`` by id (every ``SessionStore`` does)."""
+
+    def load(self, session_id: str) -> SessionState:
+        """The saved state of ``session_id``."""
+        ...
