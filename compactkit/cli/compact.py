@@ -1,0 +1,210 @@
+"""``compactkit compact``: fold a transcript's history into a summary."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from compactkit.budget.tokens import TokenCounter
+from compactkit.cli._common import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    _add_output_format_args,
+    _add_transcript_args,
+    _conversation_json,
+    _dump_for_output,
+    _emit_json,
+    _error,
+    _json_text,
+    _positive_tokens,
+    _read,
+)
+from compactkit.compressors import (
+    DigestCompressor,
+    LadderCompressor,
+    MaskingCompressor,
+    MemoryCompressor,
+    WindowedCompressor,
+)
+from compactkit.errors import ConfigError
+from compactkit.formats.chat import items_to_chat
+from compactkit.formats.transcript import (
+    Transcript,
+)
+from compactkit.items import Item, Tool
+
+
+@dataclass(frozen=True)
+class _CompactOptions:
+    """What a compressor factory gets from ``compactkit compact``'s flags."""
+
+    target: int
+    counter: TokenCounter
+    tools: Sequence[Tool]
+    summarizer_model: str | None
+    base_url: str | None
+
+
+def _summary_compressor(options: _CompactOptions, **sizing: Any) -> MemoryCompressor:
+    try:
+        from compactkit.compressors.summary import SummaryCompressor
+        from compactkit.compressors.summary.llm import OpenAIChatLLM
+    except ImportError as exc:  # pragma: no cover - the module ships with compactkit
+        raise ConfigError(f"the summary compressor is not available yet ({exc})") from exc
+    from compactkit.budget.profiles import budget_for
+
+    if not options.summarizer_model:
+        raise ConfigError(
+            "the summary compressor calls an LLM: name it with --summarizer-model "
+            "(and --base-url for a server other than OpenAI)"
+        )
+    api_key = os.environ.get("OPENAI_API_KEY") or ("unused" if options.base_url else None)
+    llm = OpenAIChatLLM(options.summarizer_model, base_url=options.base_url, api_key=api_key)
+    try:  # the summarizer's own input limit, when its profile is known
+        window = budget_for(options.summarizer_model).usable_input
+    except ConfigError:
+        window = 32_000
+    return SummaryCompressor(
+        llm,
+        summarizer_window_tokens=window,
+        counter=options.counter,
+        tools=options.tools,
+        **sizing,
+    )
+
+
+def _ladder(options: _CompactOptions) -> MemoryCompressor:
+    summary = None
+    if options.summarizer_model:
+        summary = _summary_compressor(options, target_tokens=options.target)
+    return LadderCompressor(
+        options.target, summary=summary, counter=options.counter, tools=options.tools
+    )
+
+
+_COMPRESSORS: dict[str, Callable[[_CompactOptions], MemoryCompressor]] = {
+    "window": lambda o: WindowedCompressor(max_tokens=o.target, counter=o.counter, tools=o.tools),
+    "mask": lambda o: MaskingCompressor(target_tokens=o.target, counter=o.counter, tools=o.tools),
+    "digest": lambda o: DigestCompressor(target_tokens=o.target, counter=o.counter, tools=o.tools),
+    "summary": lambda o: _summary_compressor(o, target_tokens=o.target),
+    "ladder": _ladder,
+}
+"""``--compressor`` name -> factory; add an entry to offer another compressor."""
+
+
+def _register_compact(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "compact",
+        help="compact the transcript's history with a compressor",
+        description="Compact the transcript's history (everything but the system prompt) with "
+        "the named compressor, down to --target tokens (the whole request). A summary written "
+        "by compactkit earlier is read back and merged into, never treated as a message.",
+    )
+    _add_transcript_args(parser)
+    parser.add_argument("--model", required=True, help="the model the conversation is for")
+    parser.add_argument(
+        "--compressor", required=True, choices=sorted(_COMPRESSORS), help="how to compact"
+    )
+    parser.add_argument(
+        "--target",
+        type=_positive_tokens,
+        default=None,
+        help="the token count to get under (default: the model profile's compaction target)",
+    )
+    parser.add_argument(
+        "--summarizer-model", default=None, help="the LLM that writes summaries (summary, ladder)"
+    )
+    parser.add_argument(
+        "--base-url", default=None, help="the summarizer's OpenAI-compatible API root"
+    )
+    parser.add_argument("--out", default=None, help="write the compacted messages to this file")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print {messages, summary, tokens_before, tokens_after, folded, outcome, error}",
+    )
+    _add_output_format_args(parser)
+    parser.set_defaults(handler=_compact)
+
+
+def _compact(args: argparse.Namespace) -> int:
+    from compactkit.budget.profiles import budget_for
+    from compactkit.budget.tokens import counter_for
+    from compactkit.items import FunctionCallOutput, Message
+    from compactkit.items.snapshot import MemorySnapshot, is_summary_message
+
+    transcript = _read(args)
+    target = args.target if args.target is not None else budget_for(args.model).target_tokens
+    options = _CompactOptions(
+        target=target,
+        counter=counter_for(args.model),
+        tools=tuple(transcript.tools),
+        summarizer_model=args.summarizer_model,
+        base_url=args.base_url,
+    )
+    compressor = _COMPRESSORS[args.compressor](options)
+    snapshot = MemorySnapshot.from_items(transcript.items)
+    result = compressor.compress(snapshot)
+
+    marked = [item for item in transcript.items if is_summary_message(item)]
+    role = marked[0].role if marked and isinstance(marked[0], Message) else "system"
+    if role == "assistant":  # a summary may not speak as the model
+        role = "user"
+    rendered = result.snapshot.render_items(summary_role=role)
+    messages = _dump_for_output(Transcript(rendered, [], transcript.format), args)
+    answered = {i.call_id for i in result.snapshot.items if isinstance(i, FunctionCallOutput)}
+    removed = [
+        item
+        for item in result.folded
+        if not (isinstance(item, FunctionCallOutput) and item.call_id in answered)
+    ]  # a masked output was replaced, not removed
+    stats = result.stats
+    target_met = stats.tokens_after is not None and stats.tokens_after <= target
+    if args.out is not None:
+        try:
+            with open(args.out, "w", encoding="utf-8") as handle:
+                handle.write(_json_text(messages, "utf-8"))
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot write --out {args.out!r}: {exc.strerror or exc}; "
+                "name a file in a writable directory"
+            ) from exc
+    if args.json:
+        _emit_json(
+            {
+                **_conversation_json(messages),  # plus "system"/"instructions" where kept apart
+                "summary": result.snapshot.summary,
+                "tokens_before": stats.tokens_before,
+                "tokens_after": stats.tokens_after,
+                "folded": _message_count(removed),
+                "outcome": result.outcome,
+                "error": result.error,
+                "compressor": stats.compressor,
+                "target": target,
+                "target_met": target_met,
+                "details": json.loads(json.dumps(stats.details, default=str)),
+            }
+        )
+    elif args.out is None:
+        _emit_json(messages)
+    if result.outcome == "failed":
+        _error(result.error or "compaction failed")
+        return EXIT_FAILURE
+    if result.error:
+        sys.stderr.write(f"compactkit: warning: {result.error}\n")
+    if not target_met:
+        sys.stderr.write(
+            f"compactkit: warning: {stats.compressor} left {stats.tokens_after:,} tokens, over "
+            f"the target {target:,} (the ladder fails instead of stopping short)\n"
+        )
+    return EXIT_OK
+
+
+def _message_count(items: Sequence[Item]) -> int:
+    """How many chat messages ``items`` make (an assistant turn's calls share one message)."""
+    return len(items_to_chat(items, lossy=True))

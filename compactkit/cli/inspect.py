@@ -1,0 +1,142 @@
+"""``compactkit inspect``: a session stored in SQL."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from compactkit.cli._common import EXIT_OK, _emit_json
+from compactkit.errors import ConfigError
+
+
+def _register_inspect(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "inspect",
+        help="show a session stored by SQLMemory (or list the sessions)",
+        description="Show what an SQL database holds for one session — summary, active items, "
+        "archived items and compaction history (newest first) — or list the sessions. "
+        "Read-only: never creates or migrates tables.",
+    )
+    parser.add_argument("url", help="database URL (sqlite:///agent.db, postgresql://...)")
+    parser.add_argument("session_id", nargs="?", help="the session to show")
+    parser.add_argument("--list", action="store_true", help="list the sessions instead")
+    parser.add_argument(
+        "--prefix", default="compactkit_", help="table name prefix (default: compactkit_)"
+    )
+    parser.add_argument("--json", action="store_true", help="print a JSON object")
+    parser.set_defaults(handler=_inspect)
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    try:
+        from sqlalchemy import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        from compactkit.sql.memory import SQLMemory, list_sql_sessions
+    except ImportError as exc:
+        raise ConfigError(f"{exc}") from exc
+    from compactkit.items import dump_items
+
+    if args.list == (args.session_id is not None):
+        raise ConfigError("give either a SESSION_ID or --list")
+    try:
+        url = make_url(args.url)
+    except ArgumentError as exc:
+        raise ConfigError(f"not a database URL: {args.url!r}") from exc
+    shown = url.render_as_string(hide_password=True)
+    database = url.database or ":memory:"
+    if (
+        url.get_backend_name() == "sqlite"
+        and database != ":memory:"
+        and not Path(database).is_file()
+    ):
+        raise ConfigError(f"no SQLite database file at {database!r}")  # (connecting creates one)
+    if args.list:
+        infos = list_sql_sessions(url, table_prefix=args.prefix)
+        rows = [info.model_dump(mode="json") for info in infos]
+        if args.json:
+            _emit_json({"sessions": rows})
+        else:
+            _print_session_table(rows)
+        return EXIT_OK
+    memory = SQLMemory(url, args.session_id, table_prefix=args.prefix, create_schema=False)
+    info = memory.info()
+    if info is None:
+        raise ConfigError(
+            f"no session {args.session_id!r} in {shown} (table prefix {args.prefix!r}); "
+            f"list them with: compactkit inspect URL --list"
+        )
+    snapshot = memory.snapshot()
+    report = {
+        "session_id": info.session_id,
+        "version": snapshot.version,
+        "created_at": info.model_dump(mode="json")["created_at"],
+        "updated_at": info.model_dump(mode="json")["updated_at"],
+        "saved_state": info.saved_state,
+        "summary": snapshot.summary,
+        "active": dump_items(snapshot.items),
+        "archived": dump_items(memory.archived()),
+        "compactions": [r.model_dump(mode="json") for r in memory.compactions()],
+    }
+    if args.json:
+        _emit_json(report)
+    else:
+        _print_session(report)
+    return EXIT_OK
+
+
+def _print_session_table(rows: list[dict[str, Any]]) -> None:
+    header = ("session", "version", "active", "archived", "compactions", "saved", "updated")
+    table = [
+        (
+            r["session_id"],
+            r["version"],
+            r["active_items"],
+            r["archived_items"],
+            r["compactions"],
+            "yes" if r["saved_state"] else "no",
+            r["updated_at"][:19],
+        )
+        for r in rows
+    ]
+    widths = [max(len(str(row[i])) for row in [header, *table]) for i in range(len(header))]
+    for row in [header, *table]:
+        line = "  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True))
+        sys.stdout.write(line.rstrip() + "\n")
+
+
+def _print_session(report: dict[str, Any]) -> None:
+    def line(item: dict[str, Any]) -> str:
+        from compactkit.items import item_text, load_items
+
+        (loaded,) = load_items([item])
+        who = getattr(loaded, "role", None) or loaded.type
+        text = " ".join(item_text(loaded).split())
+        pin = " (pinned)" if loaded.pinned else ""
+        return f"  #{loaded.seq} {who}{pin}: {text[:100]}{'…' if len(text) > 100 else ''}\n"
+
+    out = sys.stdout
+    out.write(
+        f"session {report['session_id']}  version {report['version']}  "
+        f"created {report['created_at'][:19]}  updated {report['updated_at'][:19]}\n"
+    )
+    summary = report["summary"]
+    out.write(f"summary ({len(summary)} chars):\n")
+    out.writelines(f"  {row}\n" for row in (summary.splitlines() or ["(none)"]))
+    for key in ("active", "archived"):
+        out.write(f"{key} items ({len(report[key])}):\n")
+        out.writelines(line(item) for item in report[key])
+    out.write(f"compactions ({len(report['compactions'])}, newest first):\n")
+    for c in report["compactions"]:
+        span = f"seq {c['first_seq']}-{c['last_seq']}" if c["first_seq"] is not None else "-"
+        tokens = f"  tokens {c['tokens_before']}→{c['tokens_after']}" if c["tokens_before"] else ""
+        undone = "  (undone)" if c["undone_at"] else ""
+        error = f"  error: {c['error']}" if c["error"] else ""
+        out.write(
+            f"  #{c['id']} {c['created_at'][:19]} {c['strategy']} {c['outcome']}  {span} "
+            f"({c['archived']} archived)  items {c['items_before']}→{c['items_after']}"
+            f"{tokens}{undone}{error}\n"
+        )
