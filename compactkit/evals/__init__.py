@@ -1,0 +1,1 @@
+"""Eval suites for compressors (see docs/evals.md)."""
