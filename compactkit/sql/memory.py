@@ -23,23 +23,19 @@ worker compacted, restored, cleared or pinned — the active window is read agai
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timezone
-from functools import cached_property
-from typing import Any, NamedTuple
+from datetime import datetime
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from pydantic import ValidationError
+from sqlalchemy import Connection, Engine, bindparam, delete, insert, select, update
 from sqlalchemy.engine import URL
 
 from compactkit.compressors.base import MemoryCompressor
 from compactkit.errors import StorageError
-from compactkit.items import ITEMS_ADAPTER, FunctionCall, FunctionCallOutput, Item, dump_items
-from compactkit.items.snapshot import CompactResult, MemorySnapshot, Outcome, SummaryRole
+from compactkit.items import ITEMS_ADAPTER, FunctionCall, FunctionCallOutput, Item
+from compactkit.items.snapshot import CompactResult, MemorySnapshot, SummaryRole
 from compactkit.memory._rules import (
     CallIndex,
     assign_seqs,
@@ -57,131 +53,34 @@ from compactkit.sql._engine import (
     single_statement,
     write_transaction,
 )
+from compactkit.sql._rows import (
+    _ACTIVE,
+    _ARCHIVED,
+    _call_key,
+    _compaction_values,
+    _content_differs,
+    _crash_point,
+    _empty,
+    _insert_session,
+    _json,
+    _now,
+    _payloads,
+    _positions,
+    _Row,
+    _seq,
+    _Window,
+    _window,
+)
 from compactkit.sql._schema import Tables, tables, validate_session_id
+from compactkit.sql.records import (
+    CompactionRecord,
+    SQLSessionInfo,
+    _record,
+    _session_infos,
+    list_sql_sessions,
+)
 
 __all__ = ["CompactionRecord", "SQLMemory", "SQLSessionInfo", "list_sql_sessions"]
-
-_ACTIVE, _ARCHIVED = "active", "archived"
-_CRASH_AT = "COMPACTKIT_TEST_CRASH_AT"
-
-
-class CompactionRecord(BaseModel):
-    """One compaction of a session, as recorded in the database."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    id: int
-    """The compaction's id (increasing; newer compactions have larger ids)."""
-    session_id: str
-    """The session it compacted."""
-    created_at: datetime
-    """When it was applied (UTC)."""
-    strategy: str
-    """The compressor (``CompactStats.compressor``)."""
-    model: str | None
-    """The summarizer model, when the compressor reported one (``details["model"]``)."""
-    prompt_version: str | None
-    """The summary prompt's version, when reported (``details["prompt_version"]``)."""
-    outcome: Outcome
-    """``compacted``, ``fallback`` or ``failed`` (failed ones changed nothing)."""
-    error: str | None
-    """Why it failed or fell back."""
-    first_seq: int | None
-    """The smallest seq it archived (``None`` when it archived nothing)."""
-    last_seq: int | None
-    """The largest seq it archived."""
-    archived: int
-    """How many items it archived."""
-    items_before: int
-    """Active items before."""
-    items_after: int
-    """Active items after."""
-    tokens_before: int | None
-    """Tokens before, when the compressor counted them."""
-    tokens_after: int | None
-    """Tokens after, when counted."""
-    details: dict[str, Any]
-    """The compressor's ``CompactStats.details``."""
-    undone_at: datetime | None
-    """When ``undo_last_compaction`` reverted it; ``None`` while it stands."""
-
-
-class SQLSessionInfo(BaseModel):
-    """What the database holds for one session."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    session_id: str
-    """The session's id."""
-    version: int
-    """The memory's version."""
-    active_items: int
-    """Items in the active window."""
-    archived_items: int
-    """Items archived by compactions."""
-    compactions: int
-    """Compaction records (undone and failed ones included)."""
-    saved_state: bool
-    """Whether ``SQLSessionStore`` holds a saved state for it."""
-    created_at: datetime
-    """When the session's row was created (UTC)."""
-    updated_at: datetime
-    """When it was last written (UTC)."""
-
-
-class _Row(NamedTuple):
-    version: int
-    window_version: int
-    next_seq: int
-    summary: str
-    created_at: datetime  # tells a purged-and-recreated session from the one cached
-
-
-@dataclass(frozen=True)
-class _Window:
-    """The cached active window of one version of the session.
-
-    Windows that only appends separate share their lists: extending the longest of them
-    appends in place (so an append costs O(1), not a copy of the window); extending an older
-    one copies its part first. Extend only under the memory's lock.
-    """
-
-    row: _Row
-    shared_items: list[Item]
-    shared_positions: list[int]
-    size: int  # this window's part of the shared lists
-    replaced: frozenset[int]  # seqs whose active form is a replacement of the original
-
-    @cached_property
-    def snapshot(self) -> MemorySnapshot:
-        items = tuple(self.shared_items[: self.size])
-        # Items come validated from the database or from a validated result: no revalidation.
-        return MemorySnapshot.model_construct(
-            summary=self.row.summary, items=items, version=self.row.version
-        )
-
-    @property
-    def positions(self) -> list[int]:
-        return self.shared_positions[: self.size]
-
-    def extended(
-        self,
-        row: _Row,
-        items: Sequence[Item],
-        positions: Sequence[int],
-        replaced: frozenset[int] = frozenset(),
-    ) -> _Window:
-        """This window plus appended ``items``, as of ``row``."""
-        if len(self.shared_items) == self.size:
-            shared_items, shared_positions = self.shared_items, self.shared_positions
-        else:
-            shared_items = self.shared_items[: self.size]
-            shared_positions = self.shared_positions[: self.size]
-        shared_items.extend(items)
-        shared_positions.extend(positions)
-        return _Window(
-            row, shared_items, shared_positions, len(shared_items), self.replaced | replaced
-        )
 
 
 class SQLMemory(BaseMemory):
@@ -862,184 +761,3 @@ class SQLMemory(BaseMemory):
             item.model_copy(update={"seq": seq, "pinned": pinned})
             for item, (_, seq, pinned) in zip(items, rows, strict=True)
         ]
-
-
-def list_sql_sessions(
-    url_or_engine: str | URL | Engine, *, table_prefix: str = "compactkit_"
-) -> list[SQLSessionInfo]:
-    """Every session the database holds under ``table_prefix``, by id (never creates tables).
-
-    Raises:
-        ConfigError: a bad URL or prefix, or no compactkit tables with this prefix.
-        StorageError: the database cannot be read.
-    """
-    t = tables(table_prefix)
-    engine = connect(url_or_engine, t, create_schema=False)
-    return _session_infos(engine, t, None)
-
-
-# -- helpers ------------------------------------------------------------------------------------
-
-
-def _crash_point(name: str) -> None:
-    """Test hook: exit at once, mid-transaction, when ``COMPACTKIT_TEST_CRASH_AT`` names
-    this point (proves a killed process leaves the session as before or as after)."""
-    if os.environ.get(_CRASH_AT) == name:
-        os._exit(1)
-
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def _utc(value: datetime) -> datetime:
-    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
-
-
-def _seq(item: Item) -> int:
-    assert item.seq is not None, "stored items always have a seq"
-    return item.seq
-
-
-def _payloads(items: Sequence[Item]) -> list[str]:
-    """The stored JSON of each item: ``ITEMS_ADAPTER``'s form without seq and pin (columns)."""
-    out = []
-    for data in dump_items(items):
-        data.pop("seq", None)
-        data.pop("pinned", None)
-        out.append(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
-    return out
-
-
-def _positions(previous: Sequence[int | None], next_seq: int) -> list[int]:
-    """Positions for a new active window: strictly increasing, all below ``next_seq`` (so
-    appends, positioned at their seq, come after), keeping each item's previous position
-    (``None`` for new items) where the order allows — most compactions then move no row."""
-    positions: list[int] = []
-    lowest = 1
-    for k, old in enumerate(previous):
-        highest = next_seq - (len(previous) - k)  # leave room for the items after this one
-        position = old if old is not None and lowest <= old <= highest else lowest
-        positions.append(position)
-        lowest = position + 1
-    return positions
-
-
-def _content_differs(item: Item, other: Item) -> bool:
-    return item.model_copy(update={"pinned": other.pinned, "seq": other.seq}) != other
-
-
-def _window(
-    row: _Row, items: list[Item], positions: list[int], replaced: frozenset[int]
-) -> _Window:
-    return _Window(row, items, positions, len(items), replaced)
-
-
-def _empty() -> _Window:
-    """The window of a session the database holds nothing for."""
-    return _window(
-        _Row(0, 0, 1, "", datetime.min.replace(tzinfo=timezone.utc)), [], [], frozenset()
-    )
-
-
-def _insert_session(conn: Connection, t: Tables, session_id: str) -> None:
-    """Insert the session's row unless it exists (another writer may have just inserted it);
-    the counters and the summary start at their column defaults."""
-    now = _now()
-    row = {"id": session_id, "created_at": now, "updated_at": now}
-    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    conn.execute(dialect.insert(t.sessions).values(row).on_conflict_do_nothing())
-
-
-def _call_key(call_id: str) -> str:
-    """The ``call_id`` column's form of a call id (PostgreSQL text cannot hold NUL)."""
-    return call_id.replace("\x00", "\ufffd")
-
-
-def _json(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
-
-
-def _compaction_values(session_id: str, result: CompactResult, now: datetime) -> dict[str, Any]:
-    stats = result.stats
-    details = stats.details
-
-    def text(key: str) -> str | None:
-        value = details.get(key)
-        return None if value is None else str(value)[:255]
-
-    return {
-        "session_id": session_id,
-        "strategy": stats.compressor[:255],
-        "model": text("model"),
-        "prompt_version": text("prompt_version"),
-        "tokens_before": stats.tokens_before,
-        "tokens_after": stats.tokens_after,
-        "outcome": result.outcome,
-        "error": None if result.error is None else result.error.replace("\x00", "\ufffd"),
-        "details": json.dumps(details, ensure_ascii=False, default=str) if details else None,
-        "created_at": now,
-    }
-
-
-def _record(row: Any) -> CompactionRecord:
-    return CompactionRecord(
-        id=row["id"],
-        session_id=row["session_id"],
-        created_at=_utc(row["created_at"]),
-        strategy=row["strategy"],
-        model=row["model"],
-        prompt_version=row["prompt_version"],
-        outcome=row["outcome"],
-        error=row["error"],
-        first_seq=row["first_seq"],
-        last_seq=row["last_seq"],
-        archived=row["archived"],
-        items_before=row["items_before"],
-        items_after=row["items_after"],
-        tokens_before=row["tokens_before"],
-        tokens_after=row["tokens_after"],
-        details=json.loads(row["details"]) if row["details"] else {},
-        undone_at=None if row["undone_at"] is None else _utc(row["undone_at"]),
-    )
-
-
-def _session_infos(engine: Engine, t: Tables, session_id: str | None) -> list[SQLSessionInfo]:
-    s, i, c = t.sessions, t.items, t.compactions
-
-    def count(table: Any, *where: Any) -> Any:
-        return (
-            select(func.count())
-            .select_from(table)
-            .where(table.c.session_id == s.c.id, *where)
-            .scalar_subquery()
-        )
-
-    query = select(
-        s.c.id,
-        s.c.version,
-        count(i, i.c.status == _ACTIVE),
-        count(i, i.c.status == _ARCHIVED),
-        count(c),
-        s.c.state.is_not(None),
-        s.c.created_at,
-        s.c.updated_at,
-    )
-    if session_id is not None:
-        query = query.where(s.c.id == session_id)
-    with read_transaction(engine, "cannot list sessions") as conn:
-        rows = conn.execute(query).all()
-    infos = [
-        SQLSessionInfo(
-            session_id=r[0],
-            version=r[1],
-            active_items=r[2],
-            archived_items=r[3],
-            compactions=r[4],
-            saved_state=bool(r[5]),
-            created_at=_utc(r[6]),
-            updated_at=_utc(r[7]),
-        )
-        for r in rows
-    ]
-    return sorted(infos, key=lambda info: info.session_id)

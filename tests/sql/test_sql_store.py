@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from sql_support import Database, database, drop, postgres  # noqa: F401
 from sqlalchemy import update
-from test_stores import StoreContract, session
+from store_contract import StoreContract, session
 
 from compactkit.errors import ConfigError, StorageError
 from compactkit.sessions.session import AgentSession, SessionState, resume_session
