@@ -1,0 +1,14 @@
+"""Plug compactkit into the agents people already run.
+
+One module per target, each built on the shared governance step (``compactkit.runtime.Governor``):
+
+* ``compactkit.integrations.messages``: plain message lists (Chat Completions, Responses input
+  items, Anthropic messages), no framework: ``compact_messages`` and ``MessageCompactor``;
+* ``compactkit.integrations.openai_agents``: the OpenAI Agents SDK (``pip install
+  'compactkit[openai-agents]'``);
+* ``compactkit.integrations.langchain``: LangChain v1 agents (``pip install 'compactkit[langchain]'``);
+* ``compactkit.integrations.pydantic_ai``: pydantic-ai (``pip install 'compactkit[pydantic-ai]'``).
+
+Importing this package imports no framework; importing an integration whose framework is not
+installed raises one ``ImportError`` naming the ``pip install`` to run.
+"""
