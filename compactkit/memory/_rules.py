@@ -11,10 +11,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar, cast
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from compactkit.errors import ConcurrencyError, ConfigError
+from compactkit.errors import ConcurrencyError, ConfigError, FormatError
+from compactkit.formats._sdk import is_sdk_object, sdk_inputs
+from compactkit.formats.anthropic import anthropic_to_items
 from compactkit.formats.chat import chat_to_items
+from compactkit.formats.responses import responses_to_items
 from compactkit.items import (
     ITEMS_ADAPTER,
     ContentPart,
@@ -32,8 +35,16 @@ from compactkit.items.snapshot import CompactResult, MemorySnapshot, is_summary_
 UserInput: TypeAlias = str | Message | Sequence[ContentPart]
 """What ``add_user_input`` accepts: text, a ready ``Message``, or content parts."""
 
-OutputItem: TypeAlias = Item | Mapping[str, Any]
-"""What ``add_output_items`` accepts: items, OpenAI chat message dicts, or dumped items."""
+OutputItem: TypeAlias = Item | Mapping[str, Any] | BaseModel
+"""What ``add_output_items`` accepts: items, OpenAI chat message dicts, dumped items, or the SDK
+objects as they come back (an OpenAI ``ChatCompletionMessage``, Responses output items,
+Anthropic content blocks or an Anthropic ``Message``)."""
+
+_FROM_FORMAT = {
+    "chat": chat_to_items,
+    "responses": responses_to_items,
+    "anthropic": anthropic_to_items,
+}
 
 _ItemT = TypeVar("_ItemT", bound="Message | FunctionCall | FunctionCallOutput | Reasoning")
 _ITEM_TYPES = (Message, FunctionCall, FunctionCallOutput, Reasoning)
@@ -55,15 +66,21 @@ def user_input_item(value: object) -> Message:
 
 
 def output_items(values: Iterable[object]) -> list[Item]:
-    """The items ``add_output_items(values)`` stores (chat dicts converted, in order)."""
-    if isinstance(values, (Mapping, str, *_ITEM_TYPES)):
+    """The items ``add_output_items(values)`` stores (chat dicts and SDK objects converted, in
+    order)."""
+    if isinstance(values, (Mapping, str, *_ITEM_TYPES)) or is_sdk_object(values):
         raise ConfigError(
             f"add_output_items takes a list of items or chat messages, got one "
             f"{type(values).__name__}; wrap it in a list"
         )
     items: list[Item] = []
-    for index, value in enumerate(values):
-        if isinstance(value, _ITEM_TYPES):
+    for index, format, value in sdk_inputs(values):
+        if format is not None:
+            try:
+                items.extend(_checked(i) for i in _FROM_FORMAT[format]([value]))
+            except FormatError as exc:
+                raise ConfigError(f"output item {index} ({format} SDK object): {exc}") from exc
+        elif isinstance(value, _ITEM_TYPES):
             items.append(_checked(value))
         elif isinstance(value, Mapping) and "type" in value:
             try:
@@ -72,14 +89,14 @@ def output_items(values: Iterable[object]) -> list[Item]:
                 raise ConfigError(
                     f"output item {index} is neither a compactkit item nor a chat message "
                     f"({exc.error_count()} validation errors); convert Responses or Anthropic "
-                    "items with compactkit.formats first"
+                    "dicts with compactkit.formats first"
                 ) from exc
         elif isinstance(value, Mapping):
             items.extend(_checked(i) for i in chat_to_items([value]))
         else:
             raise ConfigError(
-                f"output item {index} must be an item or a chat message dict, "
-                f"got {type(value).__name__}"
+                f"output item {index} must be an item, a chat message dict or an OpenAI/"
+                f"Anthropic SDK object, got {type(value).__name__}"
             )
     return items
 
