@@ -1,0 +1,537 @@
+"""``Governor``: the one governance step every loop and integration shares.
+
+Per model call, ``step(memory, instructions=..., tools=...)``:
+
+1. measure the memory as the policy sees it (``CompactPolicy.measure``; the provider's last
+   reported ``prompt_tokens`` feeds ``usage_over``, and tokens are scaled by the calibration);
+2. when the policy fires (or ``force=True``), ask the ``before_compaction`` hook, run the
+   compressor and swap its result in atomically with ``memory.apply``. A failed compressor or a
+   ``ConcurrencyError`` loses nothing: the step goes on with the memory as it is and reports
+   the failure as a ``CompactionEvent``;
+3. project the prompt (``ContextProjector.project``) under the (calibrated) budget.
+
+``observe_usage(prompt_tokens, projection)`` after the call calibrates: the smoothed ratio of
+reported to projected tokens tightens the budget and the compaction target when the local count
+runs low (it never loosens them past the profile's numbers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from compactkit.budget import ProfileRegistry, TokenCounter, budget_for, counter_for
+from compactkit.compressors import LadderCompressor, MemoryCompressor
+from compactkit.errors import ConcurrencyError, ConfigError
+from compactkit.governance.policy import CompactPolicy, PolicyState, tokens_over, usage_over
+from compactkit.governance.projector import ContextProjector, Projection
+from compactkit.items import Item, Message, Tool
+from compactkit.items.snapshot import CompactResult, CompactStats, MemorySnapshot, SummaryRole
+from compactkit.memory.base import AgentMemory
+from compactkit.runtime.events import (
+    CompactionEvent,
+    CompactionRequest,
+    CompactionVetoed,
+    Event,
+    EventHandler,
+    ProjectionEvent,
+    emit,
+)
+
+__all__ = ["GovernedStep", "Governor"]
+
+Instructions = str | Sequence[Message] | None
+
+_SMOOTHING = 0.3  # weight of the newest usage ratio in the calibration average
+_RATIO_BOUNDS = (0.25, 4.0)  # a ratio outside this is a reporting glitch, not a counter error
+
+
+@dataclass(frozen=True)
+class GovernedStep:
+    """What one governance step produced: the prompt to send and what happened on the way."""
+
+    projection: Projection
+    """The prompt: ``.items`` to send, ``.tokens``, ``.budget`` and the ``.report``."""
+    compaction: CompactResult | None
+    """The compaction result of this step (applied, failed or not applied), if one ran."""
+    events: tuple[Event, ...]
+    """``CompactionVetoed``/``CompactionEvent`` (failures too), then the ``ProjectionEvent``."""
+    state: PolicyState | None = None
+    """The measurement the policy decided on (``None`` when compaction is off)."""
+
+    @property
+    def items(self) -> tuple[Item, ...]:
+        """The prompt items to send (``projection.items``)."""
+        return self.projection.items
+
+    @property
+    def compacted(self) -> bool:
+        """Whether this step changed the memory by compacting it."""
+        return any(isinstance(e, CompactionEvent) and e.applied for e in self.events)
+
+
+class _Track:
+    """Per-memory counters: the same governor may serve many sessions."""
+
+    __slots__ = ("last_usage", "ratio", "since", "turn")
+
+    def __init__(self) -> None:
+        self.turn = 0
+        self.since = 0
+        self.last_usage: int | None = None
+        self.ratio = 1.0  # reported/projected at this memory's last observed call
+
+
+@dataclass
+class _Plan:
+    snapshot: MemorySnapshot
+    state: PolicyState | None
+    track: _Track
+    request: CompactionRequest | None
+    events: list[Event]
+
+
+class Governor:
+    """Per-model governance: measure → compact when the policy fires → apply → project.
+
+    Build it with ``Governor.for_model(model)`` for the model's defaults, or pass the parts.
+
+    Args:
+        projector: Builds each prompt under the budget.
+        policy: When to compact and down to what; ``None`` turns compaction off (a
+            ``compressor`` then runs only on ``force=True``).
+        compressor: What compacts; default a ``LadderCompressor`` sized from ``policy`` (its
+            target leaves room for the instructions and tool schemas of each step).
+        counter: Counts tokens (default: the projector's counter).
+        on_event: Called with every event, as it happens.
+        before_compaction: Asked before every compaction; returning ``False`` vetoes it.
+
+    One governor may serve many memories and threads; its per-memory counters (steps since the
+    last compaction, the last reported usage) are kept per memory object.
+    """
+
+    def __init__(
+        self,
+        projector: ContextProjector,
+        *,
+        policy: CompactPolicy | None = None,
+        compressor: MemoryCompressor | None = None,
+        counter: TokenCounter | None = None,
+        on_event: EventHandler | None = None,
+        before_compaction: Callable[[CompactionRequest], bool] | None = None,
+    ) -> None:
+        if not isinstance(projector, ContextProjector):
+            raise ConfigError(
+                f"projector must be a ContextProjector, got {type(projector).__name__}; build "
+                "one with ContextProjector.for_model(model)"
+            )
+        if policy is not None and not isinstance(policy, CompactPolicy):
+            raise ConfigError(f"policy must be a CompactPolicy or None, got {policy!r:.80}")
+        if compressor is not None and not callable(getattr(compressor, "compress", None)):
+            raise ConfigError(
+                f"compressor must have compress(snapshot) -> CompactResult, got "
+                f"{type(compressor).__name__}"
+            )
+        for name, hook in (("on_event", on_event), ("before_compaction", before_compaction)):
+            if hook is not None and not callable(hook):
+                raise ConfigError(f"{name} must be callable, got {hook!r:.80}")
+        self.projector = projector
+        self.policy = policy
+        self.counter: TokenCounter = counter or projector.counter
+        self._default_compressor = compressor is None and policy is not None
+        self.compressor: MemoryCompressor | None = (
+            LadderCompressor(target_tokens=policy.target_tokens(), counter=self.counter)
+            if compressor is None and policy is not None
+            else compressor
+        )
+        self.on_event = on_event
+        self.before_compaction = before_compaction
+        self._calibration = 1.0
+        self._lock = threading.Lock()
+        self._tracks: weakref.WeakKeyDictionary[Any, _Track] = weakref.WeakKeyDictionary()
+        self._strong_tracks: dict[int, tuple[object, _Track]] = {}
+        self._owners: OrderedDict[int, tuple[Projection, _Track]] = OrderedDict()
+        self._ladder: tuple[tuple[int, ...], int, LadderCompressor] | None = None
+
+    @classmethod
+    def for_model(
+        cls,
+        model: str,
+        *,
+        registry: ProfileRegistry | None = None,
+        projector: ContextProjector | None = None,
+        policy: CompactPolicy | None = None,
+        compressor: MemoryCompressor | None = None,
+        compaction: bool = True,
+        summary_role: SummaryRole | None = None,
+        on_event: EventHandler | None = None,
+        before_compaction: Callable[[CompactionRequest], bool] | None = None,
+    ) -> Governor:
+        """The model's defaults, from its profile: its counter and usable input budget, a policy
+        firing over its trigger tokens (local count or provider-reported usage) and aiming for
+        its target tokens, and the ladder. Any part may be given instead.
+
+        Args:
+            model: The model name as sent to the provider.
+            registry: Where to look the model up (default: the process-wide registry).
+            projector: Replaces the default projector.
+            policy: Replaces the default policy.
+            compressor: Replaces the default ladder.
+            compaction: ``False`` turns compaction off (no policy, no compressor): the prompt
+                is only projected. Passing ``policy``/``compressor`` with it is a ``ConfigError``.
+            summary_role: The role of the summary message in the default projector.
+            on_event: Called with every event.
+            before_compaction: Asked before every compaction; ``False`` vetoes it.
+
+        Raises:
+            ConfigError: the model is unknown, or the options contradict each other.
+        """
+        if not isinstance(model, str) or not model:
+            raise ConfigError(f"model must be a model name, got {model!r}")
+        if not compaction and (policy is not None or compressor is not None):
+            raise ConfigError(
+                "compaction=False turns compaction off: do not pass policy= or compressor= "
+                "with it (drop compaction=False to use them)"
+            )
+        if projector is not None and summary_role is not None:
+            raise ConfigError(
+                "summary_role= configures the default projector; with projector= given, build "
+                "it with ContextProjector(..., summary_role=...) instead"
+            )
+        budget = budget_for(model, registry=registry)
+        if projector is None:
+            options: dict[str, Any] = {} if summary_role is None else {"summary_role": summary_role}
+            projector = ContextProjector(
+                counter_for(model, registry=registry), budget=budget.usable_input, **options
+            )
+        if compaction and policy is None:
+            policy = CompactPolicy(
+                tokens_over(budget.trigger_tokens) | usage_over(budget.trigger_tokens),
+                target=budget.target_tokens,
+                budget=budget.usable_input,
+                model=model,
+            )
+        return cls(
+            projector,
+            policy=policy if compaction else None,
+            compressor=compressor,
+            on_event=on_event,
+            before_compaction=before_compaction,
+        )
+
+    # -- calibration ---------------------------------------------------------------------------
+
+    @property
+    def calibration(self) -> float:
+        """Smoothed ratio of provider-reported to locally counted prompt tokens (1.0 until a
+        usage is observed). Above 1 it tightens the budget and the target; below 1 it is
+        recorded but never loosens them."""
+        return self._calibration
+
+    def observe_usage(self, prompt_tokens: int, projection: Projection) -> None:
+        """Record the provider's ``prompt_tokens`` for the call that sent ``projection``.
+
+        It calibrates the counter (smoothed ratio reported/projected) and feeds the policy's
+        ``usage_over`` trigger at the next step of the memory the projection came from.
+
+        Raises:
+            ConfigError: ``prompt_tokens`` is not a count >= 0.
+        """
+        if isinstance(prompt_tokens, bool) or not isinstance(prompt_tokens, int):
+            raise ConfigError(f"prompt_tokens must be an int, got {prompt_tokens!r}")
+        if prompt_tokens < 0:
+            raise ConfigError(f"prompt_tokens must be >= 0, got {prompt_tokens!r}")
+        with self._lock:
+            owner = self._owners.get(id(projection))
+            track = owner[1] if owner is not None and owner[0] is projection else None
+            if track is not None:
+                track.last_usage = prompt_tokens
+            if projection.tokens > 0 and prompt_tokens > 0:
+                low, high = _RATIO_BOUNDS
+                ratio = min(high, max(low, prompt_tokens / projection.tokens))
+                self._calibration += _SMOOTHING * (ratio - self._calibration)
+                if track is not None:
+                    track.ratio = ratio
+
+    def observe_overflow(self, projection: Projection, reported_tokens: int | None = None) -> None:
+        """Record that the provider refused ``projection`` as too long.
+
+        The calibration jumps to what the provider reported (or 25% above the current one when
+        it did not say), so the next, forced step compacts and projects to a smaller prompt.
+        """
+        with self._lock:
+            owner = self._owners.get(id(projection))
+            track = owner[1] if owner is not None and owner[0] is projection else None
+            current = max(1.0, self._calibration, track.ratio if track else 1.0)
+            if reported_tokens and projection.tokens > 0:
+                ratio = max(current, reported_tokens / projection.tokens * 1.02)
+            else:
+                ratio = current * 1.25
+            ratio = min(_RATIO_BOUNDS[1], ratio)
+            self._calibration = max(self._calibration, ratio)
+            if track is not None:
+                track.ratio = ratio
+
+    # -- the step ------------------------------------------------------------------------------
+
+    def step(
+        self,
+        memory: AgentMemory,
+        *,
+        instructions: Instructions = None,
+        tools: Sequence[Tool] = (),
+        usage: int | None = None,
+        force: bool = False,
+    ) -> GovernedStep:
+        """Measure, compact when due (or ``force``), apply atomically and project.
+
+        Args:
+            memory: The session's memory; a compaction is applied to it.
+            instructions: The system instructions sent first.
+            tools: The tool schemas sent with the request (they count).
+            usage: The provider's ``prompt_tokens`` of the previous call, when the caller did
+                not report it with ``observe_usage``.
+            force: Compact even when the policy does not fire (overflow recovery).
+
+        Raises:
+            BudgetError: what may never be dropped does not fit the budget.
+            ConfigError: bad arguments.
+        """
+        plan = self._prepare(memory, instructions, tools, usage, force)
+        result: CompactResult | None = None
+        if plan.request is not None:
+            compressor = self._compressor_for(instructions, tools, plan.track)
+            assert compressor is not None
+            result = _safe_compress(compressor, plan.snapshot)
+        return self._finish(memory, plan, result, instructions, tools)
+
+    async def astep(
+        self,
+        memory: AgentMemory,
+        *,
+        instructions: Instructions = None,
+        tools: Sequence[Tool] = (),
+        usage: int | None = None,
+        force: bool = False,
+    ) -> GovernedStep:
+        """``step`` for async code: the compressor's ``acompress`` when it has one; counting,
+        storage and a sync compressor run in a worker thread, off the event loop."""
+        plan = await asyncio.to_thread(self._prepare, memory, instructions, tools, usage, force)
+        result: CompactResult | None = None
+        if plan.request is not None:
+            compressor = self._compressor_for(instructions, tools, plan.track)
+            assert compressor is not None
+            acompress = getattr(compressor, "acompress", None)
+            if callable(acompress):
+                try:
+                    result = await acompress(plan.snapshot)
+                except Exception as exc:  # a compressor breaking its contract loses nothing
+                    result = _failed(compressor, plan.snapshot, exc)
+            else:
+                result = await asyncio.to_thread(_safe_compress, compressor, plan.snapshot)
+        return await asyncio.to_thread(self._finish, memory, plan, result, instructions, tools)
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _track(self, memory: AgentMemory) -> _Track:
+        with self._lock:
+            try:
+                track = self._tracks.get(memory)
+                if track is None:
+                    track = self._tracks[memory] = _Track()
+                return track
+            except TypeError:  # not weak-referenceable: keep it (and its counters) alive
+                entry = self._strong_tracks.get(id(memory))
+                if entry is None or entry[0] is not memory:
+                    entry = self._strong_tracks[id(memory)] = (memory, _Track())
+                return entry[1]
+
+    def _factor(self, track: _Track) -> float:
+        # The smoothed ratio covers memories not observed yet; a memory's own latest ratio is
+        # the best guess for its next prompt (same content, same tokenizer gap).
+        return max(1.0, self._calibration, track.ratio)
+
+    def _prepare(
+        self,
+        memory: AgentMemory,
+        instructions: Instructions,
+        tools: Sequence[Tool],
+        usage: int | None,
+        force: bool,
+    ) -> _Plan:
+        if not isinstance(memory, AgentMemory):
+            raise ConfigError(
+                f"step() takes the session's memory (an AgentMemory), got {type(memory).__name__}"
+            )
+        track = self._track(memory)
+        if usage is not None:
+            track.last_usage = usage
+        snapshot = memory.snapshot()
+        events: list[Event] = []
+        policy = self.policy
+        state: PolicyState | None = None
+        if policy is not None:
+            state = policy.measure(
+                snapshot,
+                self.counter,
+                instructions=instructions,
+                tools=tools,
+                turn=track.turn,
+                turns_since_compaction=track.since,
+                last_usage=track.last_usage,
+                forced=force,
+            )
+            factor = self._factor(track)
+            if factor > 1.0:
+                state = dataclasses.replace(state, tokens=int(state.tokens * factor))
+            due = policy.should_compact(state)
+        else:
+            due = force
+        request = None
+        if due:
+            if state is None:
+                state = PolicyState(tokens=0, items=len(snapshot.items), forced=True)
+            request = CompactionRequest(
+                snapshot=snapshot, state=state, forced=force, model=policy.model if policy else None
+            )
+            if self.compressor is None:
+                events.append(self._emit(_off_event()))
+                request = None
+            elif self.before_compaction is not None and not self.before_compaction(request):
+                events.append(self._emit(CompactionVetoed(request)))
+                request = None
+        return _Plan(snapshot, state, track, request, events)
+
+    def _finish(
+        self,
+        memory: AgentMemory,
+        plan: _Plan,
+        result: CompactResult | None,
+        instructions: Instructions,
+        tools: Sequence[Tool],
+    ) -> GovernedStep:
+        snapshot, track, events = plan.snapshot, plan.track, plan.events
+        if result is not None:
+            applied, error = False, result.error
+            if result.changed:
+                try:
+                    applied = memory.apply(result)
+                except ConcurrencyError as exc:
+                    error = f"not applied, the memory changed while compacting: {exc}"
+            if applied:
+                snapshot = memory.snapshot()
+                track.since = 0
+                track.last_usage = None  # it described the prompt before the compaction
+            assert plan.request is not None
+            events.append(self._emit(_compaction_event(result, applied, plan.request, error)))
+            if not applied:
+                snapshot = memory.snapshot()  # a concurrent write may have landed
+        budget = self.projector.budget
+        if budget is None and self.policy is not None:
+            budget = self.policy.budget
+        factor = self._factor(track)
+        if budget is not None and factor > 1.0:
+            budget = max(1, int(budget / factor))
+        projection = self.projector.project(
+            snapshot, instructions=instructions, tools=tools, budget=budget
+        )
+        track.turn += 1
+        track.since += 1
+        report = projection.report
+        events.append(
+            self._emit(
+                ProjectionEvent(
+                    tokens=projection.tokens,
+                    budget=projection.budget,
+                    items=len(projection.items),
+                    kept=report.kept,
+                    masked=report.masked,
+                    omitted=report.omitted,
+                    notes=report.notes,
+                )
+            )
+        )
+        with self._lock:
+            self._owners[id(projection)] = (projection, track)
+            while len(self._owners) > 256:
+                self._owners.popitem(last=False)
+        return GovernedStep(projection, result, tuple(events), plan.state)
+
+    def _compressor_for(
+        self, instructions: Instructions, tools: Sequence[Tool], track: _Track
+    ) -> MemoryCompressor | None:
+        """The default ladder, sized for this step: the instructions and tool schemas are sent
+        beside the memory, so the memory's target is what the policy's target leaves them."""
+        if not self._default_compressor or self.policy is None:
+            return self.compressor
+        target = int(self.policy.target_tokens() / self._factor(track))
+        if isinstance(instructions, str):
+            instructions = [Message(role="system", content=instructions)] if instructions else []
+        if instructions:
+            target -= sum(self.counter.count_item(message) for message in instructions)
+        target = max(1, target)
+        key = tuple(id(tool) for tool in tools)
+        with self._lock:
+            cached = self._ladder
+            if cached is not None and cached[0] == key and cached[1] == target:
+                return cached[2]
+            ladder = LadderCompressor(target_tokens=target, counter=self.counter, tools=tools)
+            self._ladder = (key, target, ladder)
+            return ladder
+
+    def _emit(self, event: Event) -> Event:
+        return emit(event, self.on_event)
+
+
+def _safe_compress(compressor: MemoryCompressor, snapshot: MemorySnapshot) -> CompactResult:
+    try:
+        return compressor.compress(snapshot)
+    except Exception as exc:  # a compressor breaking its contract must not lose the memory
+        return _failed(compressor, snapshot, exc)
+
+
+def _failed(compressor: object, snapshot: MemorySnapshot, exc: BaseException) -> CompactResult:
+    name = str(getattr(compressor, "name", type(compressor).__name__))
+    return CompactResult(
+        snapshot=snapshot,
+        outcome="failed",
+        stats=CompactStats(
+            compressor=name, items_before=len(snapshot.items), items_after=len(snapshot.items)
+        ),
+        error=f"{name} raised {type(exc).__name__}: {exc}",
+        cause=exc,
+    )
+
+
+def _compaction_event(
+    result: CompactResult, applied: bool, request: CompactionRequest, error: str | None
+) -> CompactionEvent:
+    stats = result.stats
+    return CompactionEvent(
+        outcome=result.outcome,
+        applied=applied,
+        forced=request.forced,
+        compressor=stats.compressor,
+        tokens_before=stats.tokens_before,
+        tokens_after=stats.tokens_after,
+        items_before=stats.items_before,
+        items_after=stats.items_after,
+        error=error,
+        result=result,
+    )
+
+
+def _off_event() -> CompactionEvent:
+    return CompactionEvent(
+        outcome="failed",
+        applied=False,
+        forced=True,
+        compressor="none",
+        error="compaction is off (no compressor): build the governor with a policy or compressor",
+    )
