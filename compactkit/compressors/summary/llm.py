@@ -25,12 +25,12 @@ import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
-
-import openai
-from openai.types.chat import ChatCompletion
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from compactkit.errors import ConfigError, SummarizationError
+
+if TYPE_CHECKING:  # the SDK loads on first use, so `import compactkit` does not pay for it
+    import openai
 
 __all__ = ["LLM", "ChatMessage", "OpenAIChatLLM"]
 
@@ -135,6 +135,8 @@ class OpenAIChatLLM:
             SummarizationError: the request failed or the answer is unusable (see the module
                 docstring for which failures are ``transient``).
         """
+        import openai
+
         client = self._sync_client()
         try:
             response = client.chat.completions.create(**self._request(messages))
@@ -144,6 +146,8 @@ class OpenAIChatLLM:
 
     async def acomplete(self, messages: Sequence[ChatMessage]) -> str:
         """``complete`` without blocking the event loop."""
+        import openai
+
         client = self._async()
         if client is None:  # only a sync client was given: keep the loop free
             return await asyncio.to_thread(self.complete, messages)
@@ -166,6 +170,8 @@ class OpenAIChatLLM:
         return request
 
     def _sync_client(self) -> openai.OpenAI:
+        import openai
+
         with self._lock:
             if self._client is None:
                 if not self._builds_clients:
@@ -182,6 +188,8 @@ class OpenAIChatLLM:
             return self._client
 
     def _async(self) -> openai.AsyncOpenAI | None:
+        import openai
+
         with self._lock:
             if self._async_client is None and self._builds_clients:
                 self._async_client = openai.AsyncOpenAI(
@@ -195,6 +203,8 @@ class OpenAIChatLLM:
 
 def _reply_text(response: object, model: str, max_output_tokens: int) -> str:
     """The text of the first choice, or a permanent ``SummarizationError`` saying what is wrong."""
+    from openai.types.chat import ChatCompletion
+
     if not isinstance(response, ChatCompletion) or not isinstance(response.choices, list):
         raise SummarizationError(
             f"malformed response from {model!r}: not a chat completion "
@@ -222,6 +232,8 @@ def _reply_text(response: object, model: str, max_output_tokens: int) -> str:
 
 def _map_error(exc: Exception, model: str) -> SummarizationError:
     """An SDK exception as a ``SummarizationError`` that says whether retrying may help."""
+    import openai
+
     if isinstance(exc, openai.APITimeoutError):
         return SummarizationError(f"request to {model!r} timed out", transient=True)
     if isinstance(exc, openai.APIConnectionError):
