@@ -24,6 +24,7 @@ from compactkit.cli._common import (
     _silence_stdout,
     _UsageExit,
 )
+from compactkit.cli.eval import _register_eval
 from compactkit.errors import CompactkitError, ConfigError
 
 __all__ = ["main"]
@@ -35,6 +36,7 @@ _COMMANDS: tuple[Callable[[Any], None], ...] = (
     convert._register_convert,
     compact._register_compact,
     inspect._register_inspect,
+    _register_eval,
 )
 
 

@@ -1,1 +1,110 @@
-"""Eval suites for compressors (see docs/evals.md)."""
+"""Eval suites: does a compressor keep what the agent needs? (see docs/evals.md).
+
+Cases (``Case``) are transcripts with typed probes; ``load_suite`` reads them from JSONL/YAML;
+``synth.generate`` makes seeded synthetic ones; ``run_suite`` compresses every case with every
+compressor (``baseline(name)``, ``as_compressor(yours)``), scores the compacted context
+(``compactkit.evals.scoring``) and, with a ``Judge``, grades it in LLM mode; ``summarize``,
+``write_reports`` and ``check_gates`` turn the results into reports and CI gates.
+"""
+
+from __future__ import annotations
+
+from compactkit.evals._meter import Meter, MeteredLLM, metering
+from compactkit.evals.baselines import (
+    BASELINES,
+    CompressorFactory,
+    Sizing,
+    as_compressor,
+    baseline,
+)
+from compactkit.evals.dataset import Suite, SuiteFormatError, dump_cases, load_suite
+from compactkit.evals.judge import (
+    DIMENSIONS,
+    JUDGE_PROMPT_VERSION,
+    READER_PROMPT_VERSION,
+    Grade,
+    Judge,
+    JudgeResult,
+)
+from compactkit.evals.report import (
+    GATE_METRICS,
+    REPORT_SCHEMA,
+    GateFailure,
+    check_gates,
+    parse_gates,
+    summarize,
+    to_markdown,
+    write_reports,
+)
+from compactkit.evals.runner import SCORER_VERSION, ProbeVerdict, RunResult, run_one, run_suite
+from compactkit.evals.schema import (
+    CLASSES,
+    SCHEMA_VERSION,
+    ArtifactProbe,
+    Case,
+    ConstraintProbe,
+    ContinuationProbe,
+    DecisionProbe,
+    Probe,
+    ProbeType,
+    RecallProbe,
+    ToolStateProbe,
+    UpdateProbe,
+    probe_class,
+)
+from compactkit.evals.scoring import STALE_MARKERS, ProbeScore, score_probes
+from compactkit.evals.synth import DOMAINS, STYLES, SynthSpec, generate
+
+__all__ = [
+    "BASELINES",
+    "CLASSES",
+    "DIMENSIONS",
+    "DOMAINS",
+    "GATE_METRICS",
+    "JUDGE_PROMPT_VERSION",
+    "READER_PROMPT_VERSION",
+    "REPORT_SCHEMA",
+    "SCHEMA_VERSION",
+    "SCORER_VERSION",
+    "STALE_MARKERS",
+    "STYLES",
+    "ArtifactProbe",
+    "Case",
+    "CompressorFactory",
+    "ConstraintProbe",
+    "ContinuationProbe",
+    "DecisionProbe",
+    "GateFailure",
+    "Grade",
+    "Judge",
+    "JudgeResult",
+    "Meter",
+    "MeteredLLM",
+    "Probe",
+    "ProbeScore",
+    "ProbeType",
+    "ProbeVerdict",
+    "RecallProbe",
+    "RunResult",
+    "Sizing",
+    "Suite",
+    "SuiteFormatError",
+    "SynthSpec",
+    "ToolStateProbe",
+    "UpdateProbe",
+    "as_compressor",
+    "baseline",
+    "check_gates",
+    "dump_cases",
+    "generate",
+    "load_suite",
+    "metering",
+    "parse_gates",
+    "probe_class",
+    "run_one",
+    "run_suite",
+    "score_probes",
+    "summarize",
+    "to_markdown",
+    "write_reports",
+]

@@ -1,0 +1,272 @@
+"""``compactkit eval``: score compressors on a suite (``run``), make synthetic cases (``generate``)."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from compactkit.cli._common import EXIT_OK, _emit_json, _error, _positive_tokens
+from compactkit.errors import ConfigError
+
+__all__ = ["EXIT_GATE"]
+
+EXIT_GATE = 3
+"""``compactkit eval run`` exit code when a ``--fail-under`` / ``--fail-over`` gate failed."""
+
+_DEFAULT = ("none", "window", "mask", "digest", "ladder")
+
+_RUN_EPILOG = """\
+exit codes: 0 every gate passed, 3 a gate failed (stderr names the compressor, the metric and
+the shortfall), 2 bad input (a malformed suite names file, line and field), 1 run-time failure.
+
+Gates apply to every compressor in the run; run just the one you gate (--compressor digest).
+--fail-under NAME=VALUE: NAME is a retention class (constraint, artifact_modified,
+artifact_read, error, identifier, recall, decision, continuation, update, tool_state),
+overall_retention, ratio (compression, x) or judge (0-5); retention values are shares (0.95)
+or percents (95%%). --fail-over NAME=VALUE: stale_as_current or hallucinated (counts summed
+over the suite).
+
+--json prints the report's JSON (the keys of report.json, without "runs") plus
+"gates": {"passed": bool, "failures": [{"compressor", "metric", "value", "required"}]} and,
+with --report, "reports": {"json", "markdown", "html"} (paths)."""
+
+
+def _register_eval(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "eval",
+        help="score compressors on an eval suite, or generate synthetic cases",
+        description="Score compressors on eval suites (docs/evals.md).",
+    )
+    commands = parser.add_subparsers(dest="eval_command", required=True, parser_class=type(parser))
+    run = commands.add_parser(
+        "run",
+        help="run a suite and report per-class retention, ratio, cost",
+        description="Compress every case of SUITE with each compressor, score what the "
+        "compacted context still holds, print a table and optionally write reports.",
+        epilog=_RUN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument("suite", metavar="SUITE", help="a suite file (.jsonl/.yaml) or directory")
+    run.add_argument(
+        "--compressor",
+        action="append",
+        metavar="NAME",
+        help="none, window, mask, digest, summary, ladder (repeatable; default: "
+        + ", ".join(_DEFAULT)
+        + ", plus summary with --summarizer-model)",
+    )
+    run.add_argument(
+        "--repeat",
+        type=_positive_tokens,
+        default=1,
+        metavar="K",
+        help="runs per case (mean and spread over them)",
+    )
+    run.add_argument(
+        "--concurrency",
+        type=_positive_tokens,
+        default=2,
+        metavar="N",
+        help="runs in flight at once (default 2)",
+    )
+    run.add_argument(
+        "--report", metavar="DIR", help="write report.json, report.md, report.html here"
+    )
+    run.add_argument(
+        "--cache",
+        metavar="DIR",
+        help="cache results per case x configuration here; a re-run only does what changed",
+    )
+    run.add_argument(
+        "--fail-under",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="fail (exit 3) when NAME's mean is below VALUE",
+    )
+    run.add_argument(
+        "--fail-over",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="fail (exit 3) when stale_as_current or hallucinated exceeds VALUE",
+    )
+    run.add_argument(
+        "--summarizer-model",
+        metavar="NAME",
+        help="the LLM the summary (and ladder) compressor calls",
+    )
+    run.add_argument(
+        "--judge-model",
+        metavar="NAME",
+        help="LLM mode: a reader and judge model grades each compacted context",
+    )
+    run.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="OpenAI-compatible API root for the summarizer and judge (key: OPENAI_API_KEY)",
+    )
+    run.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (default: shown when stderr is a terminal)",
+    )
+    run.add_argument("--json", action="store_true", help="print the report as JSON")
+    run.set_defaults(handler=_run)
+
+    gen = commands.add_parser(
+        "generate",
+        help="write seeded synthetic cases with planted, labelled facts",
+        description="Generate synthetic agent sessions (one case per domain x style x size x "
+        "seed) as a JSONL suite, or one transcript for `compactkit compact`.",
+    )
+    gen.add_argument(
+        "--domain",
+        action="append",
+        choices=("coding", "data", "support"),
+        help="repeatable (default: coding)",
+    )
+    gen.add_argument(
+        "--style",
+        action="append",
+        choices=("typed", "bash", "editor", "react"),
+        help="repeatable (default: typed)",
+    )
+    gen.add_argument(
+        "--size",
+        action="append",
+        type=_positive_tokens,
+        metavar="TOKENS",
+        help="approximate size, 2000..1000000 (repeatable; default 30000)",
+    )
+    gen.add_argument(
+        "--seed", action="append", type=int, metavar="N", help="repeatable (default 0)"
+    )
+    gen.add_argument("--format", choices=("chat", "responses", "anthropic"), default="chat")
+    gen.add_argument(
+        "--target",
+        type=_positive_tokens,
+        metavar="TOKENS",
+        help="the cases' compression target (default: size / 12)",
+    )
+    gen.add_argument(
+        "--out", metavar="FILE", help="write the cases as JSONL here (default: stdout)"
+    )
+    gen.add_argument(
+        "--transcript", metavar="FILE", help="write the first case's transcript (JSON) here instead"
+    )
+    gen.set_defaults(handler=_generate)
+
+
+def _llm(model: str, base_url: str | None) -> Any:
+    from compactkit.compressors.summary.llm import OpenAIChatLLM
+
+    api_key = os.environ.get("OPENAI_API_KEY") or ("unused" if base_url else None)
+    return OpenAIChatLLM(model, base_url=base_url, api_key=api_key)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from compactkit.evals import (
+        Judge,
+        baseline,
+        check_gates,
+        load_suite,
+        parse_gates,
+        run_suite,
+        summarize,
+        to_markdown,
+        write_reports,
+    )
+
+    under = parse_gates(args.fail_under)
+    over = parse_gates(args.fail_over, ceilings=True)
+    suite = load_suite(args.suite)
+    llm = _llm(args.summarizer_model, args.base_url) if args.summarizer_model else None
+    names = args.compressor or [*_DEFAULT, *(["summary"] if llm is not None else [])]
+    factories = {name: baseline(name, llm=llm) for name in dict.fromkeys(names)}
+    fingerprints = {
+        n: f"{n}/{llm!r}" for n in factories if llm is not None and n in ("summary", "ladder")
+    }
+    judge = Judge(_llm(args.judge_model, args.base_url)) if args.judge_model else None
+    if "judge" in under and judge is None:
+        raise ConfigError("a judge gate needs LLM mode: give --judge-model")
+    results = run_suite(
+        suite,
+        factories,
+        repeat=args.repeat,
+        concurrency=args.concurrency,
+        cache_dir=args.cache,
+        judge=judge,
+        fingerprints=fingerprints,
+        progress=False if args.no_progress else None,
+    )
+    report = summarize(results, suite=suite.name, judged=judge is not None)
+    failures = check_gates(report, under, over)
+    paths = write_reports(report, args.report) if args.report else {}
+    if args.json:
+        out = {k: v for k, v in report.items() if k != "runs"}
+        out["gates"] = {
+            "passed": not failures,
+            "failures": [
+                {
+                    "compressor": f.compressor,
+                    "metric": f.metric,
+                    "value": f.value,
+                    "required": f.required,
+                }
+                for f in failures
+            ],
+        }
+        if paths:
+            out["reports"] = {k: str(v) for k, v in paths.items()}
+        _emit_json(out)
+    else:
+        sys.stdout.write(to_markdown(report))
+        for kind, path in paths.items():
+            sys.stdout.write(f"{kind} report: {path}\n")
+    for failure in failures:
+        _error(f"gate failed: {failure}")
+    return EXIT_GATE if failures else EXIT_OK
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from compactkit.evals import SynthSpec, dump_cases, generate
+
+    specs = []
+    for domain, style, size, seed in itertools.product(
+        args.domain or ["coding"], args.style or ["typed"], args.size or [30_000], args.seed or [0]
+    ):
+        try:
+            specs.append(
+                SynthSpec(
+                    domain=domain,
+                    style=style,
+                    size_tokens=size,
+                    seed=seed,
+                    format=args.format,
+                    target_tokens=args.target,
+                )
+            )
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            raise ConfigError(
+                f"--{error['loc'][0]}: {error['msg']}".replace("size_tokens", "size")
+            ) from None
+    cases = [generate(spec) for spec in specs]
+    if args.transcript:
+        Path(args.transcript).write_text(
+            json.dumps(cases[0].transcript, ensure_ascii=False), encoding="utf-8"
+        )
+    elif args.out:
+        dump_cases(cases, args.out)
+    else:
+        for case in cases:
+            sys.stdout.write(case.model_dump_json(exclude_defaults=True) + "\n")
+    return EXIT_OK
