@@ -8,10 +8,15 @@ With ``--json``, stdout holds a JSON object even when the command fails at run t
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import secrets
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
+import compactkit
 from compactkit.cli import compact, convert, count, inspect, project
 from compactkit.cli._common import (
     EXIT_FAILURE,
@@ -26,6 +31,7 @@ from compactkit.cli._common import (
 )
 from compactkit.cli.eval import _register_eval
 from compactkit.errors import CompactkitError, ConfigError
+from compactkit.items import snapshot as _snapshot
 
 __all__ = ["main"]
 
@@ -45,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="compactkit",
         description="Govern the context of long-running LLM agents.",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"compactkit {compactkit.__version__}"
     )
     subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for register in _COMMANDS:  # in the order `compactkit --help` lists them
@@ -66,7 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if getattr(args, "model", None) is not None:
             _check_model(args.model)
-        return handler(args)
+        with _summary_key():
+            return handler(args)
     except BrokenPipeError:  # the reader went away (``compactkit models | head``): stop quietly
         _silence_stdout()
         return EXIT_FAILURE
@@ -76,6 +86,57 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(args, f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), EXIT_USAGE)
     except CompactkitError as exc:
         return _fail(args, str(exc), EXIT_FAILURE)
+    except RecursionError:  # a backstop: readers refuse deep nesting before it gets here
+        message = "the input is nested too deeply to process; flatten the content"
+        return _fail(args, message, EXIT_USAGE)
+
+
+def summary_key_path() -> Path:
+    """Where the CLI keeps its summary key: ``$XDG_CONFIG_HOME/compactkit/summary.key``."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "compactkit" / "summary.key"
+
+
+@contextlib.contextmanager
+def _summary_key() -> Iterator[None]:
+    """Seal and verify summaries with a key kept between runs, so that ``compact`` then
+    ``project`` in another process still finds the summary (like Jupyter's notebook secret).
+
+    ``$COMPACTKIT_SUMMARY_KEY`` or a key the program set wins; an unusable key file falls back
+    to the process's own key (a summary from another run then reads as an ordinary message).
+    """
+    if os.environ.get(_snapshot.SUMMARY_KEY_ENV) or _snapshot._key_override is not None:
+        yield
+        return
+    key = _load_key_file(summary_key_path())
+    if key is None:
+        yield
+        return
+    _snapshot.set_summary_key(key)
+    try:
+        yield
+    finally:
+        _snapshot.set_summary_key(None)
+
+
+def _load_key_file(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="ascii").strip() or None
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError):
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another run created it just now
+        return _load_key_file(path)
+    except OSError:
+        return None
+    key = secrets.token_hex(32)
+    with os.fdopen(fd, "w", encoding="ascii") as handle:
+        handle.write(key + "\n")
+    return key
 
 
 if __name__ == "__main__":  # pragma: no cover
