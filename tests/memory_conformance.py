@@ -30,12 +30,13 @@ from compactkit.errors import ConcurrencyError, ConfigError
 from compactkit.governance.policy import CompactPolicy, items_over
 from compactkit.items import FunctionCallOutput, Item, Message, TextPart, item_text
 from compactkit.items.snapshot import (
-    SUMMARY_NAME,
     CompactResult,
     CompactStats,
     MemorySnapshot,
     Outcome,
     is_summary_message,
+    summary_message,
+    unseal_summary,
 )
 from compactkit.memory import AgentMemory
 
@@ -108,7 +109,8 @@ def seqs(items: Sequence[Item]) -> list[int | None]:
 
 
 def texts(items: Sequence[Item]) -> list[str]:
-    return [item_text(i) for i in items]
+    """Item texts; a rendered summary reads as the summary it carries (not its sealed frame)."""
+    return [unseal_summary(item_text(i)) or item_text(i) for i in items]
 
 
 class MemoryConformance:
@@ -282,15 +284,15 @@ class MemoryConformance:
         system, summary, last = memory.items
         assert texts([system, last]) == ["be brief", "two"]
         assert is_summary_message(summary)
-        assert summary == Message(role="system", content="said one", name=SUMMARY_NAME)
+        assert summary == summary_message("said one", "user")  # user by default (not system)
         assert memory.summary == "said one"
         assert not any(is_summary_message(i) for i in memory.snapshot().items)
 
     def test_summary_role_is_configurable(self, memory_factory: MemoryFactory) -> None:
-        memory = memory_factory(summary_role="user")
+        memory = memory_factory(summary_role="system")
         memory.add_user_input("one")
         memory.apply(result(memory.snapshot(), memory.snapshot().items, summary="s"))
-        assert memory.items[0] == Message(role="user", content="s", name=SUMMARY_NAME)
+        assert memory.items[0] == summary_message("s", "system")
 
     # -- snapshot and apply --------------------------------------------------------------------
 
@@ -364,7 +366,7 @@ class MemoryConformance:
         bad = {
             "unknown seq": [user("x").model_copy(update={"seq": 77})],
             "seq twice": [snapshot.items[0], snapshot.items[0]],
-            "summary item": [Message(role="system", content="s", name=SUMMARY_NAME)],
+            "summary item": [summary_message("s")],
         }[problem]
         with pytest.raises(ConfigError):
             memory.apply(result(snapshot, bad))
@@ -480,7 +482,7 @@ class MemoryConformance:
         memory.restore(loaded)
         assert compressor.calls == []
         assert seqs(memory.items) == [11, 10, 12]
-        summary = Message(role="system", content="s", name=SUMMARY_NAME)
+        summary = summary_message("s")
         with pytest.raises(ConfigError, match="from_items"):
             memory.restore(MemorySnapshot.of([*memory.snapshot().items, summary]))
 

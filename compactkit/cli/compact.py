@@ -136,7 +136,11 @@ def _compact(args: argparse.Namespace) -> int:
     from compactkit.budget.profiles import budget_for
     from compactkit.budget.tokens import counter_for
     from compactkit.items import FunctionCallOutput, Message
-    from compactkit.items.snapshot import MemorySnapshot, is_summary_message
+    from compactkit.items.snapshot import (
+        DEFAULT_SUMMARY_ROLE,
+        MemorySnapshot,
+        is_summary_message,
+    )
 
     transcript = _read(args)
     target = args.target if args.target is not None else budget_for(args.model).target_tokens
@@ -152,7 +156,7 @@ def _compact(args: argparse.Namespace) -> int:
     result = compressor.compress(snapshot)
 
     marked = [item for item in transcript.items if is_summary_message(item)]
-    role = marked[0].role if marked and isinstance(marked[0], Message) else "system"
+    role = marked[0].role if marked and isinstance(marked[0], Message) else DEFAULT_SUMMARY_ROLE
     if role == "assistant":  # a summary may not speak as the model
         role = "user"
     rendered = result.snapshot.render_items(summary_role=role)

@@ -45,13 +45,17 @@ def _register_project(subparsers: Any) -> None:
 def _project(args: argparse.Namespace) -> int:
     from compactkit.governance.projector import ContextProjector
     from compactkit.items import Message
-    from compactkit.items.snapshot import MemorySnapshot, is_summary_message
+    from compactkit.items.snapshot import (
+        DEFAULT_SUMMARY_ROLE,
+        MemorySnapshot,
+        is_summary_message,
+    )
 
     transcript = _read(args)
     snapshot = MemorySnapshot.from_items(transcript.items)
     # A summary read back keeps the role it was written with (it may be a user-side message).
     marked = [item for item in transcript.items if is_summary_message(item)]
-    role = marked[0].role if marked and isinstance(marked[0], Message) else "system"
+    role = marked[0].role if marked and isinstance(marked[0], Message) else DEFAULT_SUMMARY_ROLE
     if role == "assistant":  # a summary may not speak as the model; user-side is the safe side
         role = "user"
     options: dict[str, Any] = {"summary_role": role}

@@ -1,4 +1,4 @@
-"""What every adapter shares: loss reporting, provider-field tagging and the summary text marker.
+"""What every adapter shares: loss reporting, provider-field tagging, finding a sealed summary.
 
 Provider fields compactkit does not model are kept in an item's ``extra``. Fields read from
 Responses or Anthropic carry the key ``"__format__"`` naming their format (chat's carry none, for
@@ -10,7 +10,6 @@ compactkit's own markers and are never written out.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
@@ -26,7 +25,7 @@ from compactkit.items import (
     TextPart,
     Tool,
 )
-from compactkit.items.snapshot import SUMMARY_NAME
+from compactkit.items.snapshot import SUMMARY_NAME, unseal_summary
 
 WireFormat: TypeAlias = Literal["chat", "responses", "anthropic"]
 
@@ -36,8 +35,7 @@ FORMAT_KEY = "__format__"
 # dropping them on the way to another format loses nothing.
 _BOOKKEEPING = frozenset({"status"})
 
-SUMMARY_OPEN = f"<{SUMMARY_NAME}>"
-SUMMARY_CLOSE = f"</{SUMMARY_NAME}>"
+SUMMARY_OPEN = f"<{SUMMARY_NAME} sig="
 
 _TEXT_PART_TYPES = ("text", "input_text", "output_text")
 
@@ -153,30 +151,23 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-# -- the summary marker in formats without a message name ------------------------------------
+# -- the sealed summary inside a longer text (Anthropic's system string) ------------------------
 
 
-def mark_summary(text: str) -> str:
-    """The summary text as compactkit writes it where a message has no ``name``."""
-    return f"{SUMMARY_OPEN}\n{text}\n{SUMMARY_CLOSE}"
+def split_sealed_suffix(text: str) -> tuple[str, str] | None:
+    """Split ``"<prefix>\\n\\n<sealed summary>"`` (or a bare sealed summary) into its parts.
 
-
-def unmark_summary(text: str) -> str | None:
-    """The summary inside a marked text, or ``None`` when the text is not a marked summary."""
-    head, tail = SUMMARY_OPEN + "\n", "\n" + SUMMARY_CLOSE
-    if text.startswith(head) and text.endswith(tail) and len(text) >= len(head) + len(tail):
-        return text[len(head) : len(text) - len(tail)]
-    return None
-
-
-def split_marked_suffix(text: str) -> tuple[str, str] | None:
-    """Split ``"<prefix>\\n\\n<marked summary>"`` (or a bare marked summary) into its parts."""
-    if unmark_summary(text) is not None:
+    ``None`` unless the suffix's seal verifies: text that only looks like a summary stays text.
+    """
+    if unseal_summary(text) is not None:
         return "", text
-    for match in re.finditer(re.escape("\n\n" + SUMMARY_OPEN + "\n"), text):
-        marked = text[match.start() + 2 :]
-        if unmark_summary(marked) is not None:
-            return text[: match.start()], marked
+    marker = "\n\n" + SUMMARY_OPEN
+    at = text.find(marker)
+    while at != -1:
+        sealed = text[at + 2 :]
+        if unseal_summary(sealed) is not None:
+            return text[:at], sealed
+        at = text.find(marker, at + 1)
     return None
 
 

@@ -21,11 +21,11 @@ several items, a run that is a single text block reads as string content. Going 
 are merged into alternating user/assistant messages, as the API requires: an assistant message
 with text and calls, a user message with the tool results (first) and any text.
 
-The summary marker: Anthropic messages have no ``name``, so a summary is written as its text
-wrapped in ``<compactkit_summary>`` / ``</compactkit_summary>`` lines: appended to the
-``system`` string (or as its own ``system`` block) when the summary's role is system or
-developer, as a text block of the first user message when it is user. Reading such a text back
-gives the summary message (``name=SUMMARY_NAME``).
+The summary: its text is sealed by compactkit (``summary_message``) and written as it is:
+appended to the ``system`` string (or as its own ``system`` block) when the summary's role is
+system or developer, as its own text block of a user message when it is user (the default).
+Reading back, a text whose seal verifies is the summary message again; text that only looks like
+one stays ordinary text of its message, in place (docs/security.md).
 
 Anthropic cannot express OpenAI reasoning items, system messages after the conversation has
 started, arguments that are not a JSON object, a participant ``name``, an image ``detail`` or
@@ -44,10 +44,8 @@ from compactkit.formats._common import (
     Losses,
     check_tool_fields,
     compact_json,
-    mark_summary,
-    split_marked_suffix,
+    split_sealed_suffix,
     tag_extra,
-    unmark_summary,
 )
 from compactkit.items import (
     ContentPart,
@@ -61,7 +59,7 @@ from compactkit.items import (
     TextPart,
     Tool,
 )
-from compactkit.items.snapshot import SUMMARY_NAME, is_summary_message
+from compactkit.items.snapshot import is_summary_message, unseal_summary
 
 __all__ = [
     "AnthropicPrompt",
@@ -210,11 +208,11 @@ def _system_to_items(system: System) -> list[Item]:
     if system is None:
         return []
     if isinstance(system, str):
-        split = split_marked_suffix(system)
+        split = split_sealed_suffix(system)
         if split is None:
             return [Message(role="system", content=system)]
-        prompt, marked_text = split
-        summary = _summary("system", unmark_summary(marked_text) or "")
+        prompt, sealed = split
+        summary = _summary("system", sealed)
         return [Message(role="system", content=prompt), summary] if prompt else [summary]
     if not isinstance(system, list):
         raise FormatError(f"'system' must be a string or a list of blocks, got {system!r}")
@@ -244,10 +242,7 @@ def _message_to_items(message: Mapping[str, Any]) -> list[Item]:
     if unexpected:
         raise FormatError(f"an Anthropic message has only 'role' and 'content', not {unexpected}")
     if isinstance(content, str):
-        marked = unmark_summary(content) if role == "user" else None
-        return [
-            _summary(role, marked) if marked is not None else Message(role=role, content=content)
-        ]
+        return [Message(role=role, content=content)]
     if not isinstance(content, list):
         raise FormatError(f"'content' must be a string or a list of blocks, got {content!r}")
     items: list[Item] = []
@@ -349,14 +344,16 @@ def _part(block: Any) -> ContentPart:
 
 
 def _marked_block(block: Any) -> str | None:
+    """The text of a block holding a sealed summary (it reads as its own message)."""
     if isinstance(block, Mapping) and set(block) == {"type", "text"} and block["type"] == "text":
         text = block["text"]
-        return unmark_summary(text) if isinstance(text, str) else None
+        if isinstance(text, str) and unseal_summary(text) is not None:
+            return text
     return None
 
 
-def _summary(role: Literal["system", "user", "assistant"], text: str) -> Message:
-    return Message(role="system" if role == "system" else "user", content=text, name=SUMMARY_NAME)
+def _summary(role: Literal["system", "user"], sealed: str) -> Message:
+    return Message(role=role, content=sealed)
 
 
 # -- writing ---------------------------------------------------------------------------------
@@ -365,7 +362,7 @@ def _summary(role: Literal["system", "user", "assistant"], text: str) -> Message
 def _system_from_items(lead: list[Item], losses: Losses[Item]) -> System:
     messages = [m for m in lead if isinstance(m, Message)]
     prompts = [m for m in messages if not is_summary_message(m)]
-    summaries = [mark_summary(m.text) for m in messages if is_summary_message(m)]
+    summaries = [m.text for m in messages if is_summary_message(m)]
     for message in prompts:
         _check_message(message, losses)
     if not prompts and not summaries:
@@ -387,10 +384,7 @@ def _entry(
             losses.lose(item, "a system message after the conversation has started")
             return None
         _check_message(item, losses)
-        if is_summary_message(item):
-            alone: str | None = mark_summary(item.text)
-        else:
-            alone = item.content if isinstance(item.content, str) else None
+        alone = item.content if isinstance(item.content, str) else None
         return item.role, _Entry(_blocks(item, losses), alone)
     if isinstance(item, Reasoning):
         if item.format != "anthropic":
@@ -426,7 +420,7 @@ def _entry(
 
 
 def _check_message(item: Message, losses: Losses[Item]) -> None:
-    if item.name is not None and not is_summary_message(item):
+    if item.name is not None:
         losses.lose(item, f"a participant name ({item.name!r})")
     losses.native_extra(item, item.extra)
 
@@ -438,8 +432,8 @@ def _turn_content(entries: list[_Entry]) -> str | list[Block]:
 
 
 def _blocks(message: Message, losses: Losses[Item]) -> list[Block]:
-    if is_summary_message(message):
-        return [{"type": "text", "text": mark_summary(message.text)}]
+    if is_summary_message(message):  # its own block, whatever parts shape it had
+        return [{"type": "text", "text": message.text}]
     if isinstance(message.content, str):
         # Anthropic rejects empty text blocks; an empty string says nothing beside other blocks.
         return [{"type": "text", "text": message.content}] if message.content else []

@@ -15,9 +15,9 @@ Mapping (one input item is one compactkit item, in order):
 
 Other item types (built-in tool calls, item references) are rejected with the item's index.
 
-The summary marker: Responses messages have no ``name``, so compactkit writes the summary as a
-message whose content is the text wrapped in ``<compactkit_summary>`` / ``</compactkit_summary>``
-lines, and reads such a message back as the summary (``name=SUMMARY_NAME``).
+The summary: a summary message's text is sealed by compactkit (``summary_message``), so it is
+written and read back as it is, in every format; text that only looks like a summary stays an
+ordinary message of its role (docs/security.md).
 
 Responses cannot express Anthropic thinking blocks, a participant ``name``, ``is_error`` or
 another format's raw parts and fields: converting one raises ``FormatError`` naming the item
@@ -33,10 +33,7 @@ from compactkit.errors import FormatError
 from compactkit.formats._common import (
     Losses,
     check_tool_fields,
-    mark_summary,
-    parts_text,
     tag_extra,
-    unmark_summary,
 )
 from compactkit.items import (
     ContentPart,
@@ -50,7 +47,6 @@ from compactkit.items import (
     TextPart,
     Tool,
 )
-from compactkit.items.snapshot import SUMMARY_NAME, is_summary_message
 
 __all__ = [
     "items_to_responses",
@@ -210,10 +206,6 @@ def _item_from_responses(raw: Mapping[str, Any]) -> Item:
             {k: v for k, v in raw.items() if k not in ("type", "id", "role", "content")},
             "responses",
         )
-        text = parts_text(content)
-        summary = unmark_summary(text) if text is not None else None
-        if summary is not None and extra is None and role != "assistant":
-            return Message(id=item_id, role=role, content=summary, name=SUMMARY_NAME)
         return Message(id=item_id, role=role, content=content, extra=extra)
     if kind in ("function_call", "function_call_output"):
         call_id = raw.get("call_id")
@@ -316,11 +308,8 @@ def _message_to_responses(item: Message, losses: Losses[Item]) -> ResponsesItem:
     if item.id is not None:
         message["id"] = item.id
     message["role"] = item.role
-    if is_summary_message(item):
-        message["content"] = mark_summary(item.text)
-    else:
-        message["content"] = _content_to_responses(item.content, item.role, item, losses)
-        if item.name is not None:
-            losses.lose(item, f"a participant name ({item.name!r})")
+    message["content"] = _content_to_responses(item.content, item.role, item, losses)
+    if item.name is not None:
+        losses.lose(item, f"a participant name ({item.name!r})")
     message.update(losses.native_extra(item, item.extra))
     return message

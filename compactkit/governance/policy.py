@@ -25,7 +25,12 @@ from compactkit.budget.tokens import TokenCounter
 from compactkit.errors import ConfigError
 from compactkit.governance._incremental import ItemsTally, MessageCache, OverheadCache
 from compactkit.items import Message, Tool
-from compactkit.items.snapshot import MemorySnapshot, require_snapshot
+from compactkit.items.snapshot import (
+    DEFAULT_SUMMARY_ROLE,
+    MemorySnapshot,
+    SummaryRole,
+    require_snapshot,
+)
 
 __all__ = [
     "CompactPolicy",
@@ -318,17 +323,23 @@ class CompactPolicy:
         turns_since_compaction: int = 0,
         last_usage: int | None = None,
         forced: bool = False,
+        summary_role: SummaryRole = DEFAULT_SUMMARY_ROLE,
     ) -> PolicyState:
         """The state of ``snapshot`` as the triggers see it.
 
         ``tokens`` counts the request as if the whole memory were sent: ``instructions``, the
         summary message, every item, ``tools`` and reply priming. Counting is incremental:
-        measuring a grown history costs only the appended items.
+        measuring a grown history costs only the appended items. The summary is counted as the
+        message it is sent as: pass the projector's ``summary_role`` when it is not the default.
 
         Raises:
             ConfigError: ``snapshot`` is not a ``MemorySnapshot`` (pass ``memory.snapshot()``).
         """
         snapshot = require_snapshot(snapshot, "measure()")
+        if summary_role not in ("system", "developer", "user"):
+            raise ConfigError(
+                f"summary_role must be 'system', 'developer' or 'user', got {summary_role!r}"
+            )
         head: list[Message] = []
         if isinstance(instructions, str):
             if instructions:
@@ -336,7 +347,7 @@ class CompactPolicy:
         elif instructions is not None:
             head.extend(instructions)
         if snapshot.summary:
-            head.append(self._messages.get("system", snapshot.summary, summary=True))
+            head.append(self._messages.get(summary_role, snapshot.summary, summary=True))
         tokens = sum(counter.count_item(message) for message in head)
         tokens += self._tally(counter, snapshot.items) + self._overhead(counter, tools)
         return PolicyState(

@@ -31,7 +31,12 @@ from compactkit.errors import BudgetError, ConfigError, FormatError
 from compactkit.governance._incremental import MessageCache, OverheadCache
 from compactkit.governance._projection import Mask, Masker, Piece, Pieces, View, ViewCache
 from compactkit.items import Item, Message, Tool
-from compactkit.items.snapshot import MemorySnapshot, SummaryRole, require_snapshot
+from compactkit.items.snapshot import (
+    DEFAULT_SUMMARY_ROLE,
+    MemorySnapshot,
+    SummaryRole,
+    require_snapshot,
+)
 
 __all__ = ["ContextProjector", "Projection", "ProjectionReport"]
 
@@ -83,8 +88,9 @@ class ContextProjector:
         budget: The default budget in tokens (the model's usable input budget); ``project``
             may override it per call.
         mask_threshold: Tool outputs over this many tokens may be masked to a placeholder.
-        summary_role: The role of the summary message (``system`` as in the reference SDK;
-            ``user`` keeps a summary of untrusted tool output from gaining system authority).
+        summary_role: The role of the summary message (default ``user``: a summary of
+            untrusted user text and tool output gains no system authority; ``system`` as in
+            the reference SDK is an explicit choice, see docs/security.md).
         validate: How to treat a history that breaks the tool-call rules (see ``ValidateMode``).
 
     One projector may serve many sessions and threads; it remembers the structure of the last
@@ -95,7 +101,7 @@ class ContextProjector:
     _: KW_ONLY
     budget: int | None = None
     mask_threshold: int = 500
-    summary_role: SummaryRole = "system"
+    summary_role: SummaryRole = DEFAULT_SUMMARY_ROLE
     validate: ValidateMode = "repair"
     _views: ViewCache = field(default_factory=ViewCache, init=False, repr=False, compare=False)
     _overhead: OverheadCache = field(

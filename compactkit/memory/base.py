@@ -37,7 +37,12 @@ from typing import Literal, Protocol, TypeAlias, runtime_checkable
 from compactkit.compressors.base import MemoryCompressor
 from compactkit.errors import ConcurrencyError, ConfigError
 from compactkit.items import ContentPart, Item
-from compactkit.items.snapshot import CompactResult, MemorySnapshot, SummaryRole
+from compactkit.items.snapshot import (
+    DEFAULT_SUMMARY_ROLE,
+    CompactResult,
+    MemorySnapshot,
+    SummaryRole,
+)
 from compactkit.memory._rules import (
     OutputItem,
     UserInput,
@@ -155,7 +160,7 @@ class BaseMemory(ABC):
         compressor: MemoryCompressor | None = None,
         on_compact: CompactCallback | None = None,
         accept_unknown_call_ids: bool = False,
-        summary_role: SummaryRole = "system",
+        summary_role: SummaryRole = DEFAULT_SUMMARY_ROLE,
     ) -> None:
         """Configure the memory.
 
@@ -165,7 +170,8 @@ class BaseMemory(ABC):
             compressor: Compacts the snapshot when the policy fires.
             on_compact: Called with every compaction result, failures included.
             accept_unknown_call_ids: Store tool outputs for calls this memory never stored.
-            summary_role: The role of the rendered summary message in ``items``.
+            summary_role: The role of the rendered summary message in ``items`` (``user``;
+                ``system`` gives text distilled from tool output system authority).
         """
         _check_options(compressor, policy)
         self._policy = policy

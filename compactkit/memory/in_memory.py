@@ -7,7 +7,12 @@ from collections.abc import Sequence
 
 from compactkit.compressors.base import MemoryCompressor
 from compactkit.items import Item
-from compactkit.items.snapshot import CompactResult, MemorySnapshot, SummaryRole
+from compactkit.items.snapshot import (
+    DEFAULT_SUMMARY_ROLE,
+    CompactResult,
+    MemorySnapshot,
+    SummaryRole,
+)
 from compactkit.memory._rules import (
     CallIndex,
     assign_seqs,
@@ -38,7 +43,7 @@ class InMemoryMemory(BaseMemory):
         compressor: MemoryCompressor | None = None,
         on_compact: CompactCallback | None = None,
         accept_unknown_call_ids: bool = False,
-        summary_role: SummaryRole = "system",
+        summary_role: SummaryRole = DEFAULT_SUMMARY_ROLE,
     ) -> None:
         """See ``BaseMemory`` for the arguments."""
         super().__init__(

@@ -21,7 +21,7 @@ import pytest
 
 from compactkit.cli import main
 from compactkit.formats.transcript import dump_transcript, load_transcript
-from compactkit.items.snapshot import SUMMARY_NAME
+from compactkit.items.snapshot import unseal_summary
 from compactkit.testing import block_network
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "compactkit/data/examples/coding_session.json"
@@ -132,8 +132,8 @@ def test_compact_with_summary(
     assert "Add retries with exponential backoff" in out["summary"]
     assert out["details"]["prompt_version"] == "summary-v1"
     assert out["details"]["summarizer_calls"] == len(server.requests) >= 1
-    marked = [m for m in out["messages"] if m.get("name") == SUMMARY_NAME]
-    assert len(marked) == 1 and marked[0]["content"] == out["summary"]
+    marked = [m for m in out["messages"] if unseal_summary(m.get("content") or "") is not None]
+    assert len(marked) == 1 and unseal_summary(marked[0]["content"]) == out["summary"]
     assert out["messages"][0]["role"] == "system" and out["messages"][1] is marked[0]
     request = server.requests[0]
     assert request["model"] == "summarizer-small"
@@ -160,7 +160,7 @@ def test_summary_written_earlier_is_merged_into(
     assert len(server.requests) > calls
     assert "Add retries with exponential backoff" in out["summary"]  # the old entries stay
     assert "Kept urllib3 retries off." in out["summary"]
-    assert [m.get("name") for m in out["messages"]].count(SUMMARY_NAME) == 1
+    assert sum(unseal_summary(m.get("content") or "") is not None for m in out["messages"]) == 1
     request = server.requests[calls]["messages"][1]["content"]
     assert summary.strip() in request  # the old summary reached the summarizer whole
 
@@ -221,5 +221,5 @@ def test_child_process_reaches_the_local_server(server: FakeOpenAI, tmp_path: Pa
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["outcome"] == "compacted"
     messages = json.loads(out_file.read_text())
-    assert any(m.get("name") == SUMMARY_NAME for m in messages)
+    assert any(unseal_summary(m.get("content") or "") is not None for m in messages)
     assert server.headers[-1]["authorization"] == "Bearer sk-child"

@@ -11,7 +11,7 @@ import pytest
 from compactkit.cli import main
 from compactkit.compressors import SummaryDocument
 from compactkit.formats.chat import validate_chat
-from compactkit.items.snapshot import SUMMARY_NAME
+from compactkit.items.snapshot import summary_message, unseal_summary
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "compactkit/data/examples/coding_session.json"
 KEYS = {"messages", "summary", "tokens_before", "tokens_after", "folded", "outcome", "error"}
@@ -63,8 +63,8 @@ def test_each_compressor_reports_the_contracts_keys(
         assert len(out["messages"]) < 180
     if compressor in ("digest", "ladder"):
         assert out["tokens_after"] <= 12_000
-        assert out["messages"][1]["name"] == SUMMARY_NAME
-        assert out["messages"][1]["content"] == out["summary"]
+        assert out["messages"][1]["role"] == "user"  # the default summary role: not system
+        assert unseal_summary(out["messages"][1]["content"]) == out["summary"]
     if compressor == "window":
         assert out["summary"] == ""  # the window forgets: no summary
 
@@ -165,7 +165,7 @@ def test_reading_back_merges_into_the_summary(
     )
     assert code == 0 and out2["outcome"] == "compacted"
     messages = out2["messages"]
-    marked = [m for m in messages if m.get("name") == SUMMARY_NAME]
+    marked = [m for m in messages if unseal_summary(m.get("content") or "") is not None]
     assert len(marked) == 1 and messages.index(marked[0]) == 1  # one summary, after the system
     # Merged, not frozen and not folded as a message: the first summary's goal and constraints
     # are still there once, and the new summary has more facts than the first.
@@ -178,12 +178,12 @@ def test_reading_back_merges_into_the_summary(
     assert out2["tokens_after"] <= 7000
 
 
-def test_a_user_side_summary_keeps_its_role(
+def test_a_system_summary_written_earlier_keeps_its_role(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     messages = json.loads(EXAMPLE.read_text())["messages"]
     summary = SummaryDocument.of(goal=["Earlier goal."], constraints=["Never use tabs."]).render()
-    messages.insert(1, {"role": "user", "name": SUMMARY_NAME, "content": summary})
+    messages.insert(1, {"role": "system", "content": summary_message(summary, "system").text})
     path = tmp_path / "t.json"
     path.write_text(json.dumps(messages))
     code, out, _ = run(
@@ -198,7 +198,10 @@ def test_a_user_side_summary_keeps_its_role(
         "--json",
     )
     assert code == 0
-    assert out["messages"][1] == {"role": "user", "content": out["summary"], "name": SUMMARY_NAME}
+    assert out["messages"][1] == {
+        "role": "system",  # system was chosen explicitly when it was written: kept
+        "content": summary_message(out["summary"], "system").text,
+    }
     doc = SummaryDocument.parse(out["summary"])
     assert doc.entries("goal") == ("Earlier goal.",)  # the existing goal is the anchor
     assert "Never use tabs." in doc.entries("constraints")

@@ -11,7 +11,7 @@ import pytest
 from compactkit.budget.tokens import counter_for
 from compactkit.cli import main
 from compactkit.formats.chat import chat_to_items, tools_from_chat
-from compactkit.items.snapshot import SUMMARY_NAME
+from compactkit.items.snapshot import summary_message, unseal_summary
 
 TOOLS = [
     {
@@ -28,7 +28,7 @@ TOOLS = [
 def conversation(steps: int, size: int = 300) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": "You are a careful coding agent."},
-        {"role": "system", "name": SUMMARY_NAME, "content": "Earlier: we found the parser bug."},
+        {"role": "system", "content": summary_message("Earlier: we found the parser bug.").text},
         {"role": "user", "content": "Fix the parser and run the tests."},
     ]
     for i in range(steps):
@@ -75,8 +75,8 @@ def test_json_output_has_the_contract_keys_and_fits_the_budget(
     messages = result["messages"]
     # the system prompt, the summary read back as the summary (once, marked), the request
     assert messages[0] == {"role": "system", "content": "You are a careful coding agent."}
-    assert messages[1]["name"] == SUMMARY_NAME
-    assert sum(1 for m in messages if m.get("name") == SUMMARY_NAME) == 1
+    assert unseal_summary(messages[1]["content"]) == "Earlier: we found the parser bug."
+    assert sum(1 for m in messages if unseal_summary(m["content"] or "") is not None) == 1
     assert messages[2]["content"] == "Fix the parser and run the tests."
     # the tokens are what the model's API bills for exactly these messages and tools
     counter = counter_for("gpt-4o")

@@ -193,7 +193,7 @@ def test_the_summary_is_marked_text_and_reads_back_as_the_summary(role: Any) -> 
         summary="## Goal\nShip v2",
     )
     system, messages = items_to_anthropic(snapshot.render_items(summary_role=role))
-    marked = "<compactkit_summary>\n## Goal\nShip v2\n</compactkit_summary>"
+    marked = summary_message("## Goal\nShip v2", role).text  # the sealed text, written as is
     if role == "system":
         assert system == f"Be terse.\n\n{marked}"
         assert messages == [{"role": "user", "content": "Go on"}]

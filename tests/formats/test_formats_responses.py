@@ -144,14 +144,11 @@ def test_the_summary_is_a_marked_message_and_reads_back_as_the_summary() -> None
         summary="## Goal\nShip v2",
     ).render_items(summary_role="user")
     written = items_to_responses(items)
-    assert written[1] == {
-        "type": "message",
-        "role": "user",
-        "content": "<compactkit_summary>\n## Goal\nShip v2\n</compactkit_summary>",
-    }
+    sealed = summary_message("## Goal\nShip v2", "user").text
+    assert sealed.startswith(f'<{SUMMARY_NAME} sig="') and "\n## Goal\nShip v2\n" in sealed
+    assert written[1] == {"type": "message", "role": "user", "content": sealed}
     read = responses_to_items(written)
     assert read[1] == summary_message("## Goal\nShip v2", "user")
-    assert read[1].name == SUMMARY_NAME
     assert MemorySnapshot.from_items(read).summary == "## Goal\nShip v2"
 
 

@@ -18,7 +18,12 @@ from compactkit.formats.validate import validate_items
 from compactkit.governance.projector import ContextProjector, Projection
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, Reasoning, Tool
 from compactkit.items.groups import Group, group_items
-from compactkit.items.snapshot import SUMMARY_NAME, MemorySnapshot, is_summary_message
+from compactkit.items.snapshot import (
+    MemorySnapshot,
+    is_summary_message,
+    summary_message,
+    unseal_summary,
+)
 
 COUNTER = TiktokenCounter("o200k_base")
 THRESHOLD = 60
@@ -140,7 +145,7 @@ def irreducible(case: Case) -> int:
     if case.instructions:
         head.append(Message(role="system", content=case.instructions))
     if case.snapshot.summary:
-        head.append(Message(role="system", content=case.snapshot.summary, name=SUMMARY_NAME))
+        head.append(summary_message(case.snapshot.summary))
     groups = group_items(items, lead)
     total = COUNTER.count(head, tools=case.tools).tokens
     return total + sum(min_tokens(groups[i], items) for i in required_groups(items, lead))
@@ -184,7 +189,7 @@ def test_projection_invariants(case: Case) -> None:
     assert out[: len(head)] == head
     body = out[len(head) :]
     if case.snapshot.summary:
-        assert is_summary_message(body[0]) and body[0].text == case.snapshot.summary
+        assert is_summary_message(body[0]) and unseal_summary(body[0].text) == case.snapshot.summary
         body = body[1:]
     assert not any(is_summary_message(item) for item in body)
 
@@ -304,7 +309,7 @@ def test_the_summary_is_its_own_marked_message_after_the_instructions() -> None:
         result = projector.project(snapshot, instructions="Be brief.")
         first, second, summary, user = result.items
         assert first == Message(role="system", content="Be brief.") and second is SYSTEM
-        assert summary == Message(role=role, content="We fixed the parser.", name=SUMMARY_NAME)
+        assert summary == summary_message("We fixed the parser.", role)
         assert user is items[1]
 
 

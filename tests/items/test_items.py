@@ -16,7 +16,13 @@ from compactkit.items import (
     dump_items,
     load_items,
 )
-from compactkit.items.snapshot import SUMMARY_NAME, CompactResult, CompactStats, MemorySnapshot
+from compactkit.items.snapshot import (
+    SUMMARY_NAME,
+    CompactResult,
+    CompactStats,
+    MemorySnapshot,
+    is_summary_message,
+)
 
 ITEMS = [
     Message(role="system", content="Be terse."),
@@ -57,7 +63,7 @@ def test_snapshot_renders_summary_after_instructions_and_reads_it_back() -> None
     rendered = snapshot.render_items(summary_role="user")
     assert rendered[0] == ITEMS[0]
     assert isinstance(rendered[1], Message)
-    assert rendered[1].name == SUMMARY_NAME
+    assert is_summary_message(rendered[1]) and rendered[1].text.startswith(f"<{SUMMARY_NAME} ")
     assert rendered[1].role == "user"
     assert MemorySnapshot.from_items(rendered) == snapshot
 
