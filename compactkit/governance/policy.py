@@ -19,7 +19,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import KW_ONLY, dataclass, field
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from compactkit.budget.tokens import TokenCounter
 from compactkit.errors import ConfigError
@@ -31,6 +31,9 @@ from compactkit.items.snapshot import (
     SummaryRole,
     require_snapshot,
 )
+
+if TYPE_CHECKING:
+    from compactkit.budget.profiles import ProfileRegistry
 
 __all__ = [
     "CompactPolicy",
@@ -245,6 +248,9 @@ class CompactPolicy:
     )
 
     def __post_init__(self) -> None:
+        # A number means what it means everywhere else: tokens (int) or a share of the budget
+        # (float), like ``target`` and ``BudgetPolicy(trigger=...)``.
+        object.__setattr__(self, "trigger", _as_trigger(self.trigger))
         if self.trigger is not None and not callable(self.trigger):
             raise ConfigError(f"trigger must be callable as trigger(state), got {self.trigger!r}")
         if self.budget is not None and (isinstance(self.budget, bool) or self.budget <= 0):
@@ -282,20 +288,23 @@ class CompactPolicy:
         cls,
         model: str,
         *,
-        trigger: TriggerLike | None = None,
+        trigger: TriggerLike | int | float | None = None,
         target: int | float | None = None,
+        registry: ProfileRegistry | None = None,
     ) -> CompactPolicy:
         """The model's defaults from its ``BudgetPolicy``: fire over its trigger tokens, aim for
-        its target tokens, with its usable input budget. ``trigger``/``target`` override them.
+        its target tokens, with its usable input budget. ``trigger``/``target`` override them
+        (a number means tokens, a float in (0, 1) a share of the budget); ``registry`` looks the
+        model up there instead of the default registry.
 
         Raises:
             ConfigError: the model is unknown, or its budget policy does not fit its profile.
         """
         from compactkit.budget.profiles import budget_for
 
-        budget = budget_for(model)
+        budget = budget_for(model, registry=registry)
         return cls(
-            tokens_over(budget.trigger_tokens) if trigger is None else trigger,
+            tokens_over(budget.trigger_tokens) if trigger is None else _as_trigger(trigger),
             target=budget.target_tokens if target is None else target,
             budget=budget.usable_input,
             model=model,
@@ -389,3 +398,14 @@ class CompactPolicy:
                 yield leaf.value, leaf
             elif isinstance(leaf, ratio_over) and self.budget is not None:
                 yield int(leaf.ratio * self.budget), leaf
+
+
+def _as_trigger(trigger: TriggerLike | int | float | None) -> TriggerLike | None:
+    """A number as the trigger it means: tokens (``int``) or a share of the budget (``float``)."""
+    if isinstance(trigger, bool):
+        raise ConfigError(f"trigger must be tokens, a ratio or a trigger, got {trigger!r}")
+    if isinstance(trigger, int):
+        return tokens_over(trigger)
+    if isinstance(trigger, float):
+        return ratio_over(trigger)
+    return trigger

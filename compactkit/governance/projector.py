@@ -21,11 +21,12 @@ and the fill stops at the first group that does not fit.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass, field, fields
 from typing import Any, Literal, TypeAlias
 
-from compactkit.budget.profiles import budget_for
+from compactkit.budget.profiles import ProfileRegistry, budget_for
 from compactkit.budget.tokens import TokenCounter, counter_for
 from compactkit.errors import BudgetError, ConfigError, FormatError
 from compactkit.governance._incremental import MessageCache, OverheadCache
@@ -125,16 +126,29 @@ class ContextProjector:
             raise ConfigError(f"validate must be 'repair', 'raise' or None, got {self.validate!r}")
 
     @classmethod
-    def for_model(cls, model: str, **options: Any) -> ContextProjector:
+    def for_model(
+        cls, model: str, *, registry: ProfileRegistry | None = None, **options: Any
+    ) -> ContextProjector:
         """A projector with the model's counter and usable input budget (from its profile).
 
         ``options`` are passed to the constructor (``mask_threshold``, ``summary_role``, …) and
-        may override ``counter`` or ``budget``.
+        may override ``counter`` or ``budget``; ``registry`` looks the model up there instead of
+        the default registry.
+
+        Raises:
+            ConfigError: the model is unknown, or an option is not one of the constructor's
+                (the message names the closest one).
         """
+        known = [f.name for f in fields(cls) if f.init]
+        for name in options:
+            if name not in known:
+                close = difflib.get_close_matches(name, known, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else f"; options: {known}"
+                raise ConfigError(f"ContextProjector has no option {name!r}{hint}")
         if "budget" not in options:
-            options["budget"] = budget_for(model).usable_input
+            options["budget"] = budget_for(model, registry=registry).usable_input
         if "counter" not in options:
-            options["counter"] = counter_for(model)
+            options["counter"] = counter_for(model, registry=registry)
         return cls(**options)
 
     def project(
