@@ -35,7 +35,12 @@ from sqlalchemy.engine import URL
 from compactkit.compressors.base import MemoryCompressor
 from compactkit.errors import StorageError
 from compactkit.items import ITEMS_ADAPTER, FunctionCall, FunctionCallOutput, Item
-from compactkit.items.snapshot import CompactResult, MemorySnapshot, SummaryRole
+from compactkit.items.snapshot import (
+    DEFAULT_SUMMARY_ROLE,
+    CompactResult,
+    MemorySnapshot,
+    SummaryRole,
+)
 from compactkit.memory._rules import (
     CallIndex,
     assign_seqs,
@@ -101,7 +106,7 @@ class SQLMemory(BaseMemory):
         compressor: MemoryCompressor | None = None,
         on_compact: CompactCallback | None = None,
         accept_unknown_call_ids: bool = False,
-        summary_role: SummaryRole = "system",
+        summary_role: SummaryRole = DEFAULT_SUMMARY_ROLE,
     ) -> None:
         """Open the memory of ``session_id``.
 
