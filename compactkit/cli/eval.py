@@ -268,5 +268,5 @@ def _generate(args: argparse.Namespace) -> int:
         dump_cases(cases, args.out)
     else:
         for case in cases:
-            sys.stdout.write(case.model_dump_json(exclude_defaults=True) + "\n")
+            sys.stdout.write(case.model_dump_json(exclude_none=True) + "\n")
     return EXIT_OK

@@ -125,7 +125,7 @@ def dump_cases(cases: Iterable[Case], path: str | Path) -> None:
     """Write cases as a JSONL suite file (one case per line)."""
     with Path(path).open("w", encoding="utf-8") as out:
         for case in cases:
-            out.write(case.model_dump_json(exclude_defaults=True) + "\n")
+            out.write(case.model_dump_json(exclude_none=True) + "\n")
 
 
 _Entry = tuple[int | None, Any, Any]  # (line, value, yaml node or None)
@@ -213,7 +213,7 @@ def _case(entry: Any, file: Path, line: int | None, node: Any) -> Case:
             extra = sorted(set(entry) - {"generate"})
             if extra:
                 raise SuiteFormatError(
-                    f"a generated entry holds only 'generate:' (put {extra} inside it)",
+                    f"{extra[0]}: a generated entry holds only 'generate:' (put {extra} inside it)",
                     path=str(file),
                     line=line,
                     field=extra[0],

@@ -57,6 +57,7 @@ class Plot:
         self.b = Builder(style, rng, style_tools(style, domain.tools))
         self.files: dict[str, str] = {}
         self.read: set[str] = set()
+        self.reference: set[str] = set()
         self.created: list[str] = []
         self.decisions = deque(rng.sample(domain.decisions, len(domain.decisions)))
         self.dead_ends = deque(rng.sample(domain.dead_ends, len(domain.dead_ends)))
@@ -101,6 +102,7 @@ class Plot:
             say="Let me look at the relevant files first.",
         )
         self.read.update(paths)
+        self.reference.update(paths)
 
     def _read(self) -> None:
         unread = sorted(set(self.files) - self.read)
@@ -109,6 +111,7 @@ class Plot:
         path = self.rng.choice(unread)
         self.b.act([Read(path, self.files[path])], say=f"Reading {path}.")
         self.read.add(path)
+        self.reference.add(path)
         return None
 
     def _edit(self, path: str) -> None:
@@ -124,7 +127,9 @@ class Plot:
     def _work(self) -> None:
         b, d, rng = self.b, self.domain, self.rng
         editable = sorted(p for p in self.files if not p.startswith("data/raw/"))
-        path = rng.choice(editable)
+        # Files read for reference mostly stay read-only, as in real sessions.
+        preferred = [p for p in editable if p not in self.reference] or editable
+        path = rng.choice(preferred if rng.random() < 0.9 else editable)
         if path not in self.read:
             b.act([Read(path, self.files[path])], say=f"Reading {path} before changing it.")
             self.read.add(path)
@@ -161,6 +166,10 @@ class Plot:
         )
         tokens = min(self._room(), int(self.size * share))
         lines = max(5, tokens // 28)
+        twin = random.Random()
+        twin.setstate(self.rng.getstate())  # the same draws: the same kind of output, to scale by
+        probe = self.domain.bulky_run(twin, lines)
+        lines = max(5, int(lines * tokens / max(1, self.b.count(probe.output))))
         self.b.act([self.domain.bulky_run(self.rng, lines)], say="Let me look at the raw output.")
         self.bulky_done = True
 
