@@ -77,8 +77,11 @@ from compactkit.errors import (
     CompactkitError,
     ConcurrencyError,
     ConfigError,
+    ContextOverflowError,
     EncodingUnavailableError,
     FormatError,
+    MaxStepsError,
+    ModelError,
     SessionNotFoundError,
     StorageError,
     SummarizationError,
@@ -159,6 +162,9 @@ from compactkit.items.groups import (
     group_items,
 )
 from compactkit.items.snapshot import (
+    DEFAULT_SUMMARY_ROLE,
+    SUMMARY_FRAME,
+    SUMMARY_KEY_ENV,
     SUMMARY_NAME,
     CompactResult,
     CompactStats,
@@ -167,7 +173,9 @@ from compactkit.items.snapshot import (
     SummaryRole,
     is_summary_message,
     leading_instructions,
+    set_summary_key,
     summary_message,
+    unseal_summary,
 )
 from compactkit.memory.base import (
     AgentMemory,
@@ -177,6 +185,9 @@ from compactkit.memory.base import (
 from compactkit.memory.in_memory import (
     InMemoryMemory,
 )
+from compactkit.runtime.agent import (
+    Agent,
+)
 from compactkit.runtime.events import (
     CompactionEvent,
     CompactionRequest,
@@ -185,6 +196,7 @@ from compactkit.runtime.events import (
     ModelCallEvent,
     ModelRetryEvent,
     OverflowEvent,
+    PassthroughEvent,
     PendingCallEvent,
     ProjectionEvent,
     ToolCallEvent,
@@ -192,6 +204,19 @@ from compactkit.runtime.events import (
 from compactkit.runtime.governor import (
     GovernedStep,
     Governor,
+)
+from compactkit.runtime.result import (
+    RunResult,
+    StepRecord,
+    Usage,
+)
+from compactkit.runtime.session import (
+    RunnableSession,
+)
+from compactkit.runtime.tools import (
+    FunctionTool,
+    ToolOutcome,
+    tool,
 )
 from compactkit.sessions.file import (
     FileSessionStore,
@@ -251,6 +276,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "DEFAULT_RESERVED_OUTPUT",
+    "DEFAULT_SUMMARY_ROLE",
     "FORMATS",
     "ITEMS_ADAPTER",
     "LLM",
@@ -259,8 +285,11 @@ __all__ = [
     "PROMPT_VERSION",
     "SECTIONS",
     "SESSION_SCHEMA_VERSION",
+    "SUMMARY_FRAME",
+    "SUMMARY_KEY_ENV",
     "SUMMARY_NAME",
     "SUMMARY_TITLE",
+    "Agent",
     "AgentMemory",
     "AgentSession",
     "AnthropicPrompt",
@@ -283,6 +312,7 @@ __all__ = [
     "ConcurrencyError",
     "ConfigError",
     "ContentPart",
+    "ContextOverflowError",
     "ContextProjector",
     "Counting",
     "DigestCompressor",
@@ -295,6 +325,7 @@ __all__ = [
     "FormatError",
     "FunctionCall",
     "FunctionCallOutput",
+    "FunctionTool",
     "GovernedStep",
     "Governor",
     "Group",
@@ -304,16 +335,19 @@ __all__ = [
     "Item",
     "LadderCompressor",
     "MaskingCompressor",
+    "MaxStepsError",
     "MemoryCompressor",
     "MemorySnapshot",
     "Message",
     "MessageRules",
     "ModelCallEvent",
+    "ModelError",
     "ModelProfile",
     "ModelRetryEvent",
     "OpenAIChatLLM",
     "Outcome",
     "OverflowEvent",
+    "PassthroughEvent",
     "PendingCallEvent",
     "PolicyState",
     "ProblemKind",
@@ -326,6 +360,8 @@ __all__ = [
     "Reasoning",
     "RetryPolicy",
     "Role",
+    "RunResult",
+    "RunnableSession",
     "SQLMemory",
     "SQLSessionInfo",
     "SQLSessionStore",
@@ -336,6 +372,7 @@ __all__ = [
     "SessionStore",
     "SnapshotTrigger",
     "StateSource",
+    "StepRecord",
     "StorageError",
     "SummarizationError",
     "SummaryCompressor",
@@ -347,9 +384,11 @@ __all__ = [
     "TokenCounter",
     "Tool",
     "ToolCallEvent",
+    "ToolOutcome",
     "ToolSchemaRules",
     "Transcript",
     "Trigger",
+    "Usage",
     "WindowedCompressor",
     "all_of",
     "anthropic_to_items",
@@ -383,15 +422,18 @@ __all__ = [
     "ratio_over",
     "responses_to_items",
     "resume_session",
+    "set_summary_key",
     "summary_message",
     "summary_prompt",
     "tokens_over",
+    "tool",
     "tools_from_anthropic",
     "tools_from_chat",
     "tools_from_responses",
     "tools_to_anthropic",
     "tools_to_chat",
     "tools_to_responses",
+    "unseal_summary",
     "usage_over",
     "validate_anthropic",
     "validate_chat",

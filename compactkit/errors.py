@@ -12,7 +12,10 @@ One small tree. Misuse (a wrong argument, a malformed transcript, an unknown mod
     ├── StorageError           a memory or session store could not read or write
     │   ├── ConcurrencyError   another writer changed the session first; nothing was written
     │   └── SessionNotFoundError  no session with that id (also a KeyError)
-    └── EncodingUnavailableError  a tokenizer's rank file is not installed (a ConfigError too)
+    ├── EncodingUnavailableError  a tokenizer's rank file is not installed (a ConfigError too)
+    ├── ModelError             the agent's model call failed (after retries)
+    │   └── ContextOverflowError  the provider refused the prompt as too long, even compacted
+    └── MaxStepsError          an agent run reached max_steps without a final answer
 
 Backend exceptions are mapped at the boundary with ``raise ... from exc`` so the original
 cause stays attached.
@@ -26,8 +29,11 @@ __all__ = [
     "CompactkitError",
     "ConcurrencyError",
     "ConfigError",
+    "ContextOverflowError",
     "EncodingUnavailableError",
     "FormatError",
+    "MaxStepsError",
+    "ModelError",
     "SessionNotFoundError",
     "StorageError",
     "SummarizationError",
@@ -105,3 +111,65 @@ class SessionNotFoundError(StorageError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0])  # KeyError would show the message's repr
+
+
+class ModelError(CompactkitError):
+    """The agent loop's model call failed, after its retries; the session's memory is intact
+    and the session can be resumed.
+
+    Attributes:
+        transient: Whether trying again later may succeed (rate limit, timeout, 5xx).
+        status: The HTTP status, when the server answered.
+        retry_after: The wait in seconds the server asked for, when it did.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        transient: bool = False,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.transient = transient
+        self.status = status
+        self.retry_after = retry_after
+        self.attempts = 1  # requests sent before giving up (set by the agent loop)
+
+
+class ContextOverflowError(ModelError):
+    """The provider refused the prompt as longer than the model's context window.
+
+    The agent loop forces a compaction and retries once; this is raised when that did not fit
+    either (the memory keeps every item).
+
+    Attributes:
+        reported_tokens: The prompt size the provider reported, when its message said.
+        projected_tokens: The prompt size by the local counter.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = 400,
+        reported_tokens: int | None = None,
+        projected_tokens: int | None = None,
+    ) -> None:
+        super().__init__(message, status=status)
+        self.reported_tokens = reported_tokens
+        self.projected_tokens = projected_tokens
+
+
+class MaxStepsError(CompactkitError):
+    """An agent run made ``max_steps`` model calls without a final answer.
+
+    Every recorded tool call has its output, so the session can be run again (``run(None)``
+    continues). ``result`` holds what the run did.
+    """
+
+    def __init__(self, message: str, *, steps: int, result: object = None) -> None:
+        super().__init__(message)
+        self.steps = steps
+        self.result = result

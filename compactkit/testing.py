@@ -13,22 +13,43 @@
               yield
 
 Both fakes implement the ``LLM`` protocol (``complete`` and ``acomplete``).
+
+* ``FakeOpenAI`` is an OpenAI-compatible endpoint in process, for testing agents: it answers
+  ``POST /v1/chat/completions`` and ``POST /v1/responses`` from a script (``text``,
+  ``tool_call``, ``http_error``, ``overflow`` replies, or a function of the request) through an
+  in-memory transport, and ``.client()`` / ``.async_client()`` return real ``openai`` clients
+  wired to it. Every request body is kept in ``.requests``.
 """
 
 from __future__ import annotations
 
 import inspect
 import ipaddress
+import itertools
+import json
 import socket
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
 
 from compactkit.compressors.summary.llm import ChatMessage
 
-__all__ = ["FunctionLLM", "NetworkBlockedError", "ScriptedLLM", "block_network"]
+__all__ = [
+    "FakeOpenAI",
+    "FakeReply",
+    "FunctionLLM",
+    "HTTPFault",
+    "NetworkBlockedError",
+    "ScriptedLLM",
+    "block_network",
+    "http_error",
+    "overflow",
+    "text",
+    "tool_call",
+]
 
 
 def _copy(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
@@ -193,3 +214,285 @@ def block_network(*, allow: Iterable[str] = ()) -> Iterator[None]:
         socket.socket.connect = real_connect  # type: ignore[method-assign]
         socket.socket.connect_ex = real_connect_ex  # type: ignore[method-assign]
         socket.getaddrinfo = real_getaddrinfo
+
+
+# -- a fake OpenAI-compatible endpoint ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FakeReply:
+    """One scripted model reply: text, tool calls, or both.
+
+    ``prompt_tokens`` is the usage to report; ``None`` reports a rough size of the request
+    (its JSON length / 4), ``-1`` reports no usage at all.
+    """
+
+    text: str | None = None
+    calls: tuple[tuple[str, str, str | None], ...] = ()
+    """``(name, arguments JSON, call id or None)`` per call; ``None`` sends no id."""
+    prompt_tokens: int | None = None
+    completion_tokens: int = 5
+
+
+@dataclass(frozen=True)
+class HTTPFault:
+    """A scripted HTTP error answer."""
+
+    status: int
+    message: str = "error"
+    code: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+Script: TypeAlias = "FakeReply | HTTPFault | str | Callable[[dict[str, Any]], Any]"
+
+
+def text(content: str, *, prompt_tokens: int | None = None) -> FakeReply:
+    """A final answer."""
+    return FakeReply(text=content, prompt_tokens=prompt_tokens)
+
+
+def tool_call(
+    name: str,
+    arguments: dict[str, Any] | str | None = None,
+    *more: tuple[str, dict[str, Any] | str],
+    call_id: str | None = "",
+    content: str | None = None,
+    prompt_tokens: int | None = None,
+) -> FakeReply:
+    """A reply calling ``name`` (and each ``(name, arguments)`` in ``more``, in parallel).
+
+    ``arguments`` may be a dict or raw JSON text (malformed on purpose, say). ``call_id=""``
+    numbers the calls ``call_1``, ``call_2``, … across the script; ``None`` sends none.
+    """
+    calls = []
+    for call_name, args in ((name, arguments), *more):
+        raw = args if isinstance(args, str) else json.dumps(args or {})
+        calls.append((call_name, raw, call_id))
+    return FakeReply(text=content, calls=tuple(calls), prompt_tokens=prompt_tokens)
+
+
+def http_error(
+    status: int,
+    message: str = "error",
+    *,
+    code: str | None = None,
+    retry_after: float | None = None,
+) -> HTTPFault:
+    """An HTTP error answer (429 with ``retry_after`` seconds, 500, …)."""
+    headers = {"retry-after": str(retry_after)} if retry_after is not None else {}
+    return HTTPFault(status, message, code, headers)
+
+
+def overflow(tokens: int = 200_000, limit: int = 128_000) -> HTTPFault:
+    """The provider's context-length refusal (HTTP 400, ``context_length_exceeded``)."""
+    return HTTPFault(
+        400,
+        f"This model's maximum context length is {limit} tokens. However, your messages "
+        f"resulted in {tokens} tokens. Please reduce the length of the messages.",
+        "context_length_exceeded",
+    )
+
+
+class FakeOpenAI:
+    """An in-process OpenAI-compatible endpoint that plays back a script.
+
+    Args:
+        replies: What to answer, in order: ``FakeReply`` (see ``text``, ``tool_call``), a plain
+            string (a final answer), ``HTTPFault`` (see ``http_error``, ``overflow``), or a
+            function of the request body returning one of those.
+        model: The model name reported in answers.
+        default: What to answer when the script is used up (``None``: fail the request loudly).
+
+    Attributes:
+        requests: Every request body received (parsed JSON), oldest first.
+        paths: The URL path of each request.
+    """
+
+    def __init__(
+        self,
+        replies: Iterable[Script] = (),
+        *,
+        model: str = "gpt-4o",
+        default: Script | None = None,
+    ) -> None:
+        self._script: deque[Script] = deque(replies)
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self.model = model
+        self.default = default
+        self.requests: list[dict[str, Any]] = []
+        self.paths: list[str] = []
+
+    def add(self, *replies: Script) -> None:
+        """Append replies to the script."""
+        with self._lock:
+            self._script.extend(replies)
+
+    @property
+    def remaining(self) -> int:
+        """Scripted replies not used yet."""
+        return len(self._script)
+
+    def client(self, **options: Any) -> Any:
+        """An ``openai.OpenAI`` wired to this endpoint (SDK retries off)."""
+        import openai
+
+        http = _httpx()
+        transport = http.MockTransport(self.handle)
+        options.setdefault("max_retries", 0)
+        return openai.OpenAI(
+            api_key="sk-test",
+            base_url="http://fake-openai.test/v1",
+            http_client=http.Client(transport=transport),
+            **options,
+        )
+
+    def async_client(self, **options: Any) -> Any:
+        """An ``openai.AsyncOpenAI`` wired to this endpoint (SDK retries off)."""
+        import openai
+
+        http = _httpx()
+        transport = http.MockTransport(self.handle)
+        options.setdefault("max_retries", 0)
+        return openai.AsyncOpenAI(
+            api_key="sk-test",
+            base_url="http://fake-openai.test/v1",
+            http_client=http.AsyncClient(transport=transport),
+            **options,
+        )
+
+    def handle(self, request: Any) -> Any:
+        """Answer one HTTP request (the transport's handler)."""
+        http = _httpx()
+        body = json.loads(request.content or b"{}")
+        path = request.url.path
+        with self._lock:
+            self.requests.append(body)
+            self.paths.append(path)
+            reply = self._script.popleft() if self._script else self.default
+        if reply is None:
+            return http.Response(
+                500,
+                json={
+                    "error": {
+                        "message": f"FakeOpenAI ran out of replies at request "
+                        f"{len(self.requests)}; add more replies"
+                    }
+                },
+                headers={"x-should-retry": "false"},
+            )
+        if callable(reply) and not isinstance(reply, FakeReply | HTTPFault | str):
+            reply = reply(body)
+        if isinstance(reply, str):
+            reply = FakeReply(text=reply)
+        if isinstance(reply, HTTPFault):
+            error = {"message": reply.message, "type": "error", "code": reply.code}
+            return http.Response(reply.status, json={"error": error}, headers=reply.headers)
+        if not isinstance(reply, FakeReply):
+            raise TypeError(f"FakeOpenAI cannot answer with {reply!r}")
+        if path.endswith("/chat/completions"):
+            return http.Response(200, json=self._chat(reply, body))
+        if path.endswith("/responses"):
+            return http.Response(200, json=self._responses(reply, body))
+        return http.Response(404, json={"error": {"message": f"no route {path}"}})
+
+    def _call_id(self, call_id: str | None) -> str | None:
+        return f"call_{next(self._ids)}" if call_id == "" else call_id
+
+    def _usage(self, reply: FakeReply, body: dict[str, Any]) -> int | None:
+        if reply.prompt_tokens == -1:
+            return None
+        if reply.prompt_tokens is not None:
+            return reply.prompt_tokens
+        return len(json.dumps(body)) // 4
+
+    def _chat(self, reply: FakeReply, body: dict[str, Any]) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        if reply.calls:
+            message["tool_calls"] = [
+                {
+                    "id": self._call_id(call_id),
+                    "type": "function",
+                    "function": {"name": name, "arguments": arguments},
+                }
+                for name, arguments, call_id in reply.calls
+            ]
+        answer: dict[str, Any] = {
+            "id": f"chatcmpl-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": self.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if reply.calls else "stop",
+                }
+            ],
+        }
+        prompt = self._usage(reply, body)
+        if prompt is not None:
+            answer["usage"] = {
+                "prompt_tokens": prompt,
+                "completion_tokens": reply.completion_tokens,
+                "total_tokens": prompt + reply.completion_tokens,
+            }
+        return answer
+
+    def _responses(self, reply: FakeReply, body: dict[str, Any]) -> dict[str, Any]:
+        output: list[dict[str, Any]] = []
+        if reply.text is not None:
+            output.append(
+                {
+                    "type": "message",
+                    "id": f"msg_{len(self.requests)}",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
+                }
+            )
+        for index, (name, arguments, call_id) in enumerate(reply.calls):
+            output.append(
+                {
+                    "type": "function_call",
+                    "id": f"fc_{len(self.requests)}_{index}",
+                    "call_id": self._call_id(call_id) or "",
+                    "name": name,
+                    "arguments": arguments,
+                    "status": "completed",
+                }
+            )
+        answer: dict[str, Any] = {
+            "id": f"resp_{len(self.requests)}",
+            "object": "response",
+            "created_at": 1,
+            "model": self.model,
+            "status": "completed",
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+            "output": output,
+        }
+        prompt = self._usage(reply, body)
+        if prompt is not None:
+            answer["usage"] = {
+                "input_tokens": prompt,
+                "output_tokens": reply.completion_tokens,
+                "total_tokens": prompt + reply.completion_tokens,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens_details": {"reasoning_tokens": 0},
+            }
+        return answer
+
+
+def _httpx() -> Any:
+    """The HTTP library the installed ``openai`` sends through (httpx2 from openai 3)."""
+    try:
+        import httpx2
+
+        return httpx2
+    except ImportError:  # openai < 3
+        import httpx
+
+        return httpx

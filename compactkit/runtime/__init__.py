@@ -1,5 +1,7 @@
-"""The runtime layer: the shared governance step (``Governor``) and its events."""
+"""The runtime layer: the shared governance step (``Governor``), its events, and the reference
+agent loop (``Agent`` → ``RunnableSession.run``) with tools, retries and overflow recovery."""
 
+from compactkit.runtime.agent import Agent
 from compactkit.runtime.events import (
     CompactionEvent,
     CompactionRequest,
@@ -13,12 +15,17 @@ from compactkit.runtime.events import (
     ToolCallEvent,
 )
 from compactkit.runtime.governor import GovernedStep, Governor
+from compactkit.runtime.result import RunResult, StepRecord, Usage
+from compactkit.runtime.session import RunnableSession
+from compactkit.runtime.tools import FunctionTool, ToolOutcome, tool
 
 __all__ = [
+    "Agent",
     "CompactionEvent",
     "CompactionRequest",
     "CompactionVetoed",
     "Event",
+    "FunctionTool",
     "GovernedStep",
     "Governor",
     "ModelCallEvent",
@@ -26,5 +33,11 @@ __all__ = [
     "OverflowEvent",
     "PendingCallEvent",
     "ProjectionEvent",
+    "RunResult",
+    "RunnableSession",
+    "StepRecord",
     "ToolCallEvent",
+    "ToolOutcome",
+    "Usage",
+    "tool",
 ]

@@ -24,6 +24,7 @@ __all__ = [
     "ModelCallEvent",
     "ModelRetryEvent",
     "OverflowEvent",
+    "PassthroughEvent",
     "PendingCallEvent",
     "ProjectionEvent",
     "ToolCallEvent",
@@ -193,6 +194,21 @@ class PendingCallEvent:
     kind: Literal["pending_call"] = "pending_call"
 
 
+@dataclass(frozen=True)
+class PassthroughEvent:
+    """An integration met a message it cannot read (a shape the provider allows that compactkit
+    does not model) and passed it through untouched: sent as it came, kept in the history,
+    never dropped or folded."""
+
+    index: int
+    """The message's position in the list it came in."""
+    reason: str
+    """Why it could not be read."""
+    format: str
+    """The format of the list (``"chat"``, ``"responses"``, ``"anthropic"``)."""
+    kind: Literal["passthrough"] = "passthrough"
+
+
 Event: TypeAlias = (
     ProjectionEvent
     | CompactionEvent
@@ -202,6 +218,7 @@ Event: TypeAlias = (
     | OverflowEvent
     | ToolCallEvent
     | PendingCallEvent
+    | PassthroughEvent
 )
 """Any event the governor or the agent loop reports."""
 
@@ -224,7 +241,7 @@ def _level(event: Event) -> int:
         return logging.WARNING if event.outcome == "failed" else logging.INFO
     if isinstance(event, ModelCallEvent):
         return logging.WARNING if event.error else logging.DEBUG
-    if isinstance(event, OverflowEvent):
+    if isinstance(event, (OverflowEvent, PassthroughEvent)):
         return logging.WARNING
     if isinstance(event, ToolCallEvent):
         return logging.INFO if event.is_error else logging.DEBUG

@@ -1,0 +1,191 @@
+"""``Agent``: a model, its tools and instructions, and how its sessions are governed and saved.
+
+An agent holds configuration only; each conversation is a ``RunnableSession``
+(``agent.new_session()``, ``agent.resume(session_id)``) with its own memory. Compaction is on by
+default with the model's policy and the ladder; ``compaction=False`` turns it off explicitly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from compactkit.budget import ProfileRegistry
+from compactkit.compressors import MemoryCompressor
+from compactkit.compressors.summary import RetryPolicy
+from compactkit.errors import ConfigError
+from compactkit.governance import CompactPolicy, ContextProjector
+from compactkit.items import Message, Tool
+from compactkit.items.snapshot import SummaryRole
+from compactkit.memory import AgentMemory, InMemoryMemory
+from compactkit.runtime._model import Api, Client, ModelCaller
+from compactkit.runtime.events import CompactionRequest, EventHandler
+from compactkit.runtime.governor import Governor
+from compactkit.runtime.session import RunnableSession
+from compactkit.runtime.tools import FunctionTool, as_tools
+from compactkit.sessions import AgentSession, SessionStore, new_session, resume_session
+
+__all__ = ["Agent"]
+
+
+class Agent:
+    """A model with tools and instructions, run in governed sessions.
+
+    Args:
+        model: The model name sent to the provider; its profile sets the budget and policy.
+        client: An ``openai.OpenAI`` or ``openai.AsyncOpenAI`` (any OpenAI-compatible server).
+            ``None`` builds one from ``OPENAI_API_KEY``/``OPENAI_BASE_URL`` at the first call,
+            with the SDK's retries off (compactkit's ``retry`` policy retries instead). A client
+            you pass keeps its own ``max_retries``: give it ``max_retries=0`` to retry once.
+        tools: Python functions (sync or async, with type hints) or ``FunctionTool``s.
+        instructions: The system instructions, sent first in every prompt.
+        memory_factory: Makes each new session's memory from its id (default
+            ``InMemoryMemory``); for SQL: ``lambda sid: SQLMemory(url, sid)``.
+        governor: The governance step; default ``Governor.for_model(model, ...)`` from the
+            options below (giving both is a ``ConfigError``).
+        projector: Replaces the default projector.
+        policy: Replaces the model's compaction policy.
+        compressor: Replaces the default ladder.
+        compaction: ``False`` turns compaction off (prompts are still projected).
+        summary_role: The role of the summary message (default projector only).
+        registry: Where to look the model's profile up.
+        max_steps: Model calls allowed per run.
+        api: ``"chat"`` (Chat Completions) or ``"responses"``.
+        store: Where sessions are saved after every step (``None``: not saved).
+        model_settings: Extra request parameters (``temperature``, ``max_tokens``, …).
+        retry: How provider faults are retried (default: 4 attempts, ``Retry-After`` honoured).
+        tool_timeout: Seconds before a tool call is abandoned as an error output.
+        on_event: Called with every event of every run.
+        before_compaction: Asked before every compaction; ``False`` vetoes it.
+
+    Raises:
+        ConfigError: unknown model, bad tools, or options that contradict each other.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        client: Client | None = None,
+        *,
+        tools: Sequence[Callable[..., Any] | FunctionTool] = (),
+        instructions: str | Sequence[Message] | None = None,
+        memory_factory: Callable[[str], AgentMemory] | None = None,
+        governor: Governor | None = None,
+        projector: ContextProjector | None = None,
+        policy: CompactPolicy | None = None,
+        compressor: MemoryCompressor | None = None,
+        compaction: bool = True,
+        summary_role: SummaryRole | None = None,
+        registry: ProfileRegistry | None = None,
+        max_steps: int = 50,
+        api: Api = "chat",
+        store: SessionStore | None = None,
+        model_settings: Mapping[str, Any] | None = None,
+        retry: RetryPolicy | None = None,
+        tool_timeout: float | None = None,
+        on_event: EventHandler | None = None,
+        before_compaction: Callable[[CompactionRequest], bool] | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model:
+            raise ConfigError(f"model must be a model name, got {model!r}")
+        if governor is not None:
+            given = {
+                name
+                for name, value in (
+                    ("projector", projector),
+                    ("policy", policy),
+                    ("compressor", compressor),
+                    ("summary_role", summary_role),
+                    ("before_compaction", before_compaction),
+                    ("registry", registry),
+                )
+                if value is not None
+            }
+            if given or not compaction:
+                raise ConfigError(
+                    f"governor= already holds the governance parts; do not also pass "
+                    f"{', '.join(sorted(given)) or 'compaction=False'} (build the governor with them)"
+                )
+            if not isinstance(governor, Governor):
+                raise ConfigError(f"governor must be a Governor, got {type(governor).__name__}")
+        else:
+            governor = Governor.for_model(
+                model,
+                registry=registry,
+                projector=projector,
+                policy=policy,
+                compressor=compressor,
+                compaction=compaction,
+                summary_role=summary_role,
+                before_compaction=before_compaction,
+            )
+        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+            raise ConfigError(f"max_steps must be a positive int, got {max_steps!r}")
+        if tool_timeout is not None and tool_timeout <= 0:
+            raise ConfigError(
+                f"tool_timeout must be positive seconds or None, got {tool_timeout!r}"
+            )
+        if store is not None and not isinstance(store, SessionStore):
+            raise ConfigError(f"store must be a SessionStore, got {type(store).__name__}")
+        if on_event is not None and not callable(on_event):
+            raise ConfigError(f"on_event must be callable, got {on_event!r:.80}")
+        if isinstance(instructions, str) or instructions is None:
+            self.instructions: str | tuple[Message, ...] | None = instructions
+        else:
+            self.instructions = tuple(instructions)
+            for item in self.instructions:
+                if not isinstance(item, Message):
+                    raise ConfigError(
+                        f"instructions must be a string or messages, got {item!r:.80}"
+                    )
+        self.model = model
+        self.api: Api = api
+        self.tools: dict[str, FunctionTool] = as_tools(tools)
+        self.schemas: tuple[Tool, ...] = tuple(t.schema() for t in self.tools.values())
+        self.memory_factory = memory_factory or (lambda _session_id: InMemoryMemory())
+        self.governor = governor
+        self.caller = ModelCaller(model, api, client, settings=model_settings, retry=retry)
+        self.max_steps = max_steps
+        self.store = store
+        self.tool_timeout = tool_timeout
+        self.on_event = on_event
+
+    def __repr__(self) -> str:
+        return (
+            f"Agent(model={self.model!r}, api={self.api!r}, tools={sorted(self.tools)!r}, "
+            f"max_steps={self.max_steps})"
+        )
+
+    def new_session(self, session_id: str | None = None) -> RunnableSession:
+        """A new session with a fresh memory from ``memory_factory``.
+
+        Raises:
+            ConfigError: the factory returned a memory another session holds, or one that
+                already holds state (use ``resume`` to continue a saved session).
+        """
+        session = new_session(self.memory_factory, session_id=session_id)
+        runnable = RunnableSession.bind(self, session)
+        runnable.save()
+        return runnable
+
+    def resume(self, session_id: str) -> RunnableSession:
+        """Continue the saved session ``session_id`` from the agent's store.
+
+        Raises:
+            ConfigError: the agent has no store.
+            SessionNotFoundError: the store has no such session.
+        """
+        if self.store is None:
+            raise ConfigError(
+                "resume() loads from the agent's store: build the agent with store= "
+                "(FileSessionStore(path), SQLSessionStore(url), …)"
+            )
+        return RunnableSession.bind(
+            self, resume_session(self.store, session_id, self.memory_factory)
+        )
+
+    def session(self, session: AgentSession) -> RunnableSession:
+        """Run an existing ``AgentSession`` (same id, memory and counters) with this agent."""
+        if not isinstance(session, AgentSession):
+            raise ConfigError(f"session must be an AgentSession, got {type(session).__name__}")
+        return RunnableSession.bind(self, session)

@@ -1,0 +1,507 @@
+"""``RunnableSession``: an ``AgentSession`` bound to an ``Agent``, with the run loop.
+
+One run (``run(input)`` / ``await arun(input)``) is the seed's chain::
+
+    settle calls left without output (a crash between a call and its output)
+    add the user input
+    repeat: govern (compact if due, project) → call the model → add its output items
+            → run its tool calls → add their outputs
+    until a reply without calls (the answer) or max_steps (MaxStepsError)
+
+Governance runs before every model call, so a long tool-heavy turn is governed too. The state is
+saved to the agent's store (when it has one) after every write, so a crash loses at most the
+step in flight and ``agent.resume(session_id)`` continues; a call whose output was never written
+is re-run (tools marked ``rerun_on_resume``) or answered with an error output saying so, never
+left dangling in the next prompt. Two runs of one session at once are refused with
+``ConcurrencyError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol, TypeAlias
+
+from compactkit.errors import (
+    ConcurrencyError,
+    ConfigError,
+    ContextOverflowError,
+    MaxStepsError,
+    ModelError,
+)
+from compactkit.items import ContentPart, FunctionCall, FunctionCallOutput, Item, Message, Tool
+from compactkit.items.snapshot import CompactResult
+from compactkit.memory import AgentMemory
+from compactkit.runtime._model import Api, ModelCaller, ModelReply
+from compactkit.runtime.events import (
+    Event,
+    EventHandler,
+    ModelCallEvent,
+    OverflowEvent,
+    PendingCallEvent,
+    ToolCallEvent,
+    emit,
+)
+from compactkit.runtime.governor import GovernedStep, Governor
+from compactkit.runtime.result import RunResult, StepRecord, Usage
+from compactkit.runtime.tools import FunctionTool, ToolOutcome, arun_call, run_call
+from compactkit.sessions import AgentSession, SessionStore
+
+__all__ = ["RunnableSession"]
+
+UserInput: TypeAlias = str | Message | Sequence[ContentPart]
+"""A user turn: text, a ``Message`` or content parts."""
+
+INTERRUPTED = (
+    "Error: this call was interrupted before it returned (the session stopped between the call "
+    "and its output); its effect is unknown. Call the tool again if you still need its result."
+)
+
+
+class _AgentLike(Protocol):
+    """What a session needs of its agent (``compactkit.runtime.agent.Agent`` has it)."""
+
+    model: str
+    api: Api
+    instructions: str | tuple[Message, ...] | None
+    tools: dict[str, FunctionTool]
+    schemas: tuple[Tool, ...]
+    governor: Governor
+    caller: ModelCaller
+    max_steps: int
+    store: SessionStore | None
+    tool_timeout: float | None
+    on_event: EventHandler | None
+
+
+_running_lock = threading.Lock()
+_running: set[str] = set()
+
+
+@contextlib.contextmanager
+def _exclusive(session_id: str) -> Iterator[None]:
+    with _running_lock:
+        if session_id in _running:
+            raise ConcurrencyError(
+                f"session {session_id!r} is already running: two runs of one session would "
+                "interleave its memory; wait for the other run to finish, or use another session"
+            )
+        _running.add(session_id)
+    try:
+        yield
+    finally:
+        with _running_lock:
+            _running.discard(session_id)
+
+
+class _Run:
+    """What one run accumulates, and where its events go."""
+
+    def __init__(self, session: RunnableSession) -> None:
+        self.session = session
+        agent = session.agent
+        self.handler = agent.on_event
+        # The governor already logged its events and called its own handler.
+        self.forward = agent.on_event is not None and agent.on_event is not agent.governor.on_event
+        self.events: list[Event] = []
+        self.steps: list[StepRecord] = []
+        self.compactions: list[CompactResult] = []
+        self.usage = Usage()
+
+    def emit(self, event: Event) -> None:
+        self.events.append(emit(event, self.handler))
+
+    def governed(self, step: GovernedStep, pending: list[CompactResult]) -> None:
+        self.events.extend(step.events)
+        if self.forward:
+            assert self.handler is not None
+            for event in step.events:
+                self.handler(event)
+        if step.compaction is not None:
+            self.compactions.append(step.compaction)
+            pending.append(step.compaction)
+
+    def result(self, output: str) -> RunResult:
+        return RunResult(
+            session_id=self.session.session_id,
+            output=output,
+            steps=tuple(self.steps),
+            usage=self.usage,
+            compactions=tuple(self.compactions),
+            events=tuple(self.events),
+        )
+
+
+class RunnableSession(AgentSession):
+    """A session of an ``Agent``: its memory, counters and metadata, and ``run``/``arun``.
+
+    Make one with ``agent.new_session()`` or ``agent.resume(session_id)``.
+    """
+
+    def __init__(self, agent: _AgentLike, memory: AgentMemory | None = None, **options: Any) -> None:
+        super().__init__(memory, **options)
+        self._agent = agent
+
+    @classmethod
+    def bind(cls, agent: _AgentLike, session: AgentSession) -> RunnableSession:
+        """``session`` (same id, memory and counters) bound to ``agent``."""
+        return cls(
+            agent,
+            session.memory,
+            session_id=session.session_id,
+            turn=session.turn,
+            step=session.step,
+            metadata=session.metadata,
+            created_at=session.created_at,
+        )
+
+    @property
+    def agent(self) -> _AgentLike:
+        """The agent this session runs with."""
+        return self._agent
+
+    def save(self) -> None:
+        """Save the session to the agent's store (nothing without a store)."""
+        if self._agent.store is not None:
+            self._agent.store.save(self)
+
+    # -- the sync loop -----------------------------------------------------------------------
+
+    def run(self, input: UserInput | None = None, *, max_steps: int | None = None) -> RunResult:
+        """Run until the model answers without tool calls.
+
+        Args:
+            input: The user's turn (text, a ``Message`` or content parts); ``None`` continues
+                the session as it is (after a ``MaxStepsError`` or a crash).
+            max_steps: Model calls allowed in this run (default: the agent's ``max_steps``).
+
+        Raises:
+            MaxStepsError: ``max_steps`` calls without a final answer (every recorded call has
+                its output; ``run(None)`` continues).
+            ContextOverflowError: the provider refused the prompt as too long even after a
+                forced compaction (the memory keeps every item).
+            ModelError: the model call failed after its retries (the session can be resumed).
+            ConcurrencyError: this session is already running.
+            BudgetError: what may never be dropped does not fit the model's budget.
+        """
+        limit = self._limit(max_steps)
+        agent = self._agent
+        with _exclusive(self.session_id):
+            run = _Run(self)
+            self._settle(
+                run,
+                [
+                    run_call(c, agent.tools, agent.tool_timeout) if r else None
+                    for c, r in self._pending()
+                ],
+            )
+            self._start(input)
+            for _ in range(limit):
+                number = self.step + 1
+                compactions: list[CompactResult] = []
+                governed = agent.governor.step(
+                    self.memory, instructions=agent.instructions, tools=agent.schemas
+                )
+                run.governed(governed, compactions)
+                started = time.perf_counter()
+                try:
+                    reply = self._call(run, governed, number, started)
+                except ContextOverflowError as exc:
+                    governed = self._recover(run, governed, exc, number)
+                    run.governed(governed, compactions)
+                    reply = self._call(run, governed, number, started, retried=exc)
+                calls = self._record_reply(run, governed, reply, number, started)
+                outcomes = [run_call(call, agent.tools, agent.tool_timeout) for call in calls]
+                self._record_outputs(run, reply, calls, outcomes, number, governed, compactions)
+                if not calls:
+                    return run.result(reply.text)
+            raise self._max_steps(run, limit)
+
+    # -- the async loop ----------------------------------------------------------------------
+
+    async def arun(
+        self, input: UserInput | None = None, *, max_steps: int | None = None
+    ) -> RunResult:
+        """``run`` for async code: parallel tool calls run concurrently (recorded in call
+        order), sync tools and storage in worker threads, never on the event loop."""
+        limit = self._limit(max_steps)
+        agent = self._agent
+        with _exclusive(self.session_id):
+            run = _Run(self)
+            pending = await asyncio.to_thread(self._pending)
+            reruns = await asyncio.gather(
+                *(_maybe(arun_call(c, agent.tools, agent.tool_timeout), r) for c, r in pending)
+            )
+            await asyncio.to_thread(self._settle, run, list(reruns))
+            await asyncio.to_thread(self._start, input)
+            for _ in range(limit):
+                number = self.step + 1
+                compactions: list[CompactResult] = []
+                governed = await agent.governor.astep(
+                    self.memory, instructions=agent.instructions, tools=agent.schemas
+                )
+                run.governed(governed, compactions)
+                started = time.perf_counter()
+                try:
+                    reply = await self._acall(run, governed, number, started)
+                except ContextOverflowError as exc:
+                    governed = await self._arecover(run, governed, exc, number)
+                    run.governed(governed, compactions)
+                    reply = await self._acall(run, governed, number, started, retried=exc)
+                calls = await asyncio.to_thread(
+                    self._record_reply, run, governed, reply, number, started
+                )
+                outcomes = await asyncio.gather(
+                    *(arun_call(call, agent.tools, agent.tool_timeout) for call in calls)
+                )
+                await asyncio.to_thread(
+                    self._record_outputs,
+                    run,
+                    reply,
+                    calls,
+                    list(outcomes),
+                    number,
+                    governed,
+                    compactions,
+                )
+                if not calls:
+                    return run.result(reply.text)
+            raise self._max_steps(run, limit)
+
+    # -- steps shared by both loops ------------------------------------------------------------
+
+    def _limit(self, max_steps: int | None) -> int:
+        limit = self._agent.max_steps if max_steps is None else max_steps
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ConfigError(f"max_steps must be a positive int, got {limit!r}")
+        return limit
+
+    def _start(self, input: UserInput | None) -> None:
+        if input is None:
+            if not self.memory.snapshot().items:
+                raise ConfigError(
+                    "run(None) continues a session, and this one is empty: pass the user's input"
+                )
+            return
+        self.memory.add_user_input(input)
+        self.turn += 1
+        self.save()
+
+    def _pending(self) -> list[tuple[FunctionCall, bool]]:
+        """Calls at the end of the memory without an output, and whether to re-run each."""
+        answered: set[str] = set()
+        pending: list[FunctionCall] = []
+        for item in reversed(self.memory.snapshot().items):
+            if isinstance(item, FunctionCallOutput):
+                answered.add(item.call_id)
+            elif isinstance(item, FunctionCall):
+                if item.call_id not in answered:
+                    pending.append(item)
+            elif isinstance(item, Message):
+                break
+        tools = self._agent.tools
+        return [
+            (call, call.name in tools and tools[call.name].rerun_on_resume)
+            for call in reversed(pending)
+        ]
+
+    def _settle(self, run: _Run, reruns: Sequence[ToolOutcome | None]) -> None:
+        pending = self._pending()
+        for (call, rerun), outcome in zip(pending, reruns, strict=True):
+            if outcome is None:
+                outcome = ToolOutcome(call.call_id, call.name, INTERRUPTED, is_error=True)
+            self.memory.add_tool_output(
+                call.call_id, outcome.output, name=call.name, is_error=outcome.is_error
+            )
+            run.emit(PendingCallEvent(call.call_id, call.name, "rerun" if rerun else "reported"))
+        if pending:
+            self.save()
+
+    def _call(
+        self,
+        run: _Run,
+        governed: GovernedStep,
+        number: int,
+        started: float,
+        retried: ContextOverflowError | None = None,
+    ) -> ModelReply:
+        agent = self._agent
+        try:
+            return agent.caller.call(governed.items, agent.schemas, number, run.emit)
+        except ModelError as exc:
+            raise self._failed(run, governed, exc, number, started, retried) from exc
+
+    async def _acall(
+        self,
+        run: _Run,
+        governed: GovernedStep,
+        number: int,
+        started: float,
+        retried: ContextOverflowError | None = None,
+    ) -> ModelReply:
+        agent = self._agent
+        try:
+            return await agent.caller.acall(governed.items, agent.schemas, number, run.emit)
+        except ModelError as exc:
+            raise self._failed(run, governed, exc, number, started, retried) from exc
+
+    def _failed(
+        self,
+        run: _Run,
+        governed: GovernedStep,
+        exc: ModelError,
+        number: int,
+        started: float,
+        retried: ContextOverflowError | None,
+    ) -> ModelError:
+        agent = self._agent
+        if isinstance(exc, ContextOverflowError) and retried is None:
+            return exc  # the caller recovers from the first overflow
+        run.emit(
+            ModelCallEvent(
+                step=number,
+                model=agent.model,
+                api=agent.api,
+                attempts=exc.attempts,
+                duration_s=time.perf_counter() - started,
+                error=str(exc),
+            )
+        )
+        if isinstance(exc, ContextOverflowError):
+            return ContextOverflowError(
+                f"the prompt is still too long for {agent.model!r} after a forced compaction "
+                f"({governed.projection.tokens:,} tokens by the local count): {exc}. Nothing "
+                "was lost; lower the budget (a smaller profile or policy target) or shorten "
+                "the instructions and tool schemas",
+                status=exc.status,
+                reported_tokens=exc.reported_tokens,
+                projected_tokens=governed.projection.tokens,
+            )
+        return exc
+
+    def _overflowed(
+        self, run: _Run, governed: GovernedStep, exc: ContextOverflowError, number: int
+    ) -> None:
+        run.emit(OverflowEvent(number, str(exc), governed.projection.tokens, exc.reported_tokens))
+        self._agent.governor.observe_overflow(governed.projection, exc.reported_tokens)
+
+    def _recover(
+        self, run: _Run, governed: GovernedStep, exc: ContextOverflowError, number: int
+    ) -> GovernedStep:
+        self._overflowed(run, governed, exc, number)
+        agent = self._agent
+        return agent.governor.step(
+            self.memory, instructions=agent.instructions, tools=agent.schemas, force=True
+        )
+
+    async def _arecover(
+        self, run: _Run, governed: GovernedStep, exc: ContextOverflowError, number: int
+    ) -> GovernedStep:
+        self._overflowed(run, governed, exc, number)
+        agent = self._agent
+        return await agent.governor.astep(
+            self.memory, instructions=agent.instructions, tools=agent.schemas, force=True
+        )
+
+    def _record_reply(
+        self, run: _Run, governed: GovernedStep, reply: ModelReply, number: int, started: float
+    ) -> tuple[FunctionCall, ...]:
+        """Store the reply (renaming call ids the memory already holds) and report the call."""
+        agent = self._agent
+        if reply.reported and reply.usage.prompt_tokens > 0:
+            agent.governor.observe_usage(reply.usage.prompt_tokens, governed.projection)
+        run.usage += reply.usage
+        items: Sequence[Item] = reply.items
+        try:
+            self.memory.add_output_items(items)
+        except ConfigError as exc:
+            if "already" not in str(exc):
+                raise
+            items = _renamed(items, number)  # a server that reuses ids ("call_0" every turn)
+            self.memory.add_output_items(items)
+        self.step = number
+        self.save()
+        calls = tuple(item for item in items if isinstance(item, FunctionCall))
+        run.emit(
+            ModelCallEvent(
+                step=number,
+                model=agent.model,
+                api=agent.api,
+                prompt_tokens=reply.usage.prompt_tokens if reply.reported else None,
+                completion_tokens=reply.usage.completion_tokens if reply.reported else None,
+                cached_tokens=reply.usage.cached_tokens if reply.reported else None,
+                tool_calls=len(calls),
+                attempts=reply.attempts,
+                duration_s=time.perf_counter() - started,
+            )
+        )
+        return calls
+
+    def _record_outputs(
+        self,
+        run: _Run,
+        reply: ModelReply,
+        calls: Sequence[FunctionCall],
+        outcomes: Sequence[ToolOutcome],
+        number: int,
+        governed: GovernedStep,
+        compactions: Sequence[CompactResult],
+    ) -> None:
+        for call, outcome in zip(calls, outcomes, strict=True):
+            self.memory.add_tool_output(
+                call.call_id, outcome.output, name=call.name, is_error=outcome.is_error
+            )
+            run.emit(
+                ToolCallEvent(
+                    step=number,
+                    name=call.name,
+                    call_id=call.call_id,
+                    is_error=outcome.is_error,
+                    error=outcome.output if outcome.is_error else None,
+                    duration_s=outcome.duration_s,
+                )
+            )
+        if calls:
+            self.save()
+        run.steps.append(
+            StepRecord(
+                step=number,
+                prompt_tokens=governed.projection.tokens,
+                usage=reply.usage,
+                text=reply.text,
+                calls=tuple(calls),
+                outputs=tuple(outcomes),
+                compactions=tuple(compactions),
+            )
+        )
+
+    def _max_steps(self, run: _Run, limit: int) -> MaxStepsError:
+        return MaxStepsError(
+            f"session {self.session_id!r} made {limit} model calls without a final answer "
+            f"(max_steps={limit}); every call has its output, so session.run(None) continues "
+            "it, or raise max_steps",
+            steps=limit,
+            result=run.result(""),
+        )
+
+
+async def _maybe(awaitable: Any, run_it: bool) -> ToolOutcome | None:
+    if not run_it:
+        awaitable.close()
+        return None
+    result: ToolOutcome = await awaitable
+    return result
+
+
+def _renamed(items: Sequence[Item], number: int) -> list[Item]:
+    out: list[Item] = []
+    index = 0
+    for item in items:
+        if isinstance(item, FunctionCall):
+            item = item.model_copy(update={"call_id": f"tool_step_{number}_{index}"})
+            index += 1
+        out.append(item)
+    return out
