@@ -161,6 +161,13 @@ def _compact(args: argparse.Namespace) -> int:
         role = "user"
     rendered = result.snapshot.render_items(summary_role=role)
     messages = _dump_for_output(Transcript(rendered, [], transcript.format), args)
+    # Only history is compacted: the tool schemas go back out too (in --json; the written
+    # conversation stays the contract's array of messages).
+    tools = (
+        _dump_for_output(Transcript([], list(transcript.tools), transcript.format), args)
+        if transcript.tools
+        else None
+    )
     answered = {i.call_id for i in result.snapshot.items if isinstance(i, FunctionCallOutput)}
     removed = [
         item
@@ -182,6 +189,11 @@ def _compact(args: argparse.Namespace) -> int:
         _emit_json(
             {
                 **_conversation_json(messages),  # plus "system"/"instructions" where kept apart
+                **(
+                    {"tools": tools["tools"]}
+                    if isinstance(tools, dict) and "tools" in tools
+                    else {}
+                ),
                 "summary": result.snapshot.summary,
                 "tokens_before": stats.tokens_before,
                 "tokens_after": stats.tokens_after,
