@@ -146,28 +146,44 @@ def test_a_raising_compressor_is_a_failed_event_and_the_step_still_projects() ->
 
 
 class WritesMeanwhile:
-    """Compacts properly, but another writer lands while it runs."""
+    """Compacts properly, but another writer changes the memory while it runs."""
 
-    def __init__(self, memory: AgentMemory) -> None:
-        self.memory = memory
+    def __init__(self, memory: AgentMemory, write: str) -> None:
+        self.memory, self.write = memory, write
         self.inner = LadderCompressor(target_tokens=2_000, counter=counter_for(MODEL))
 
     def compress(self, snapshot: MemorySnapshot) -> CompactResult:
-        self.memory.add_user_input("a message written while compacting")
+        if self.write == "pin":
+            first = snapshot.items[0].seq
+            assert first is not None
+            self.memory.pin(first)
+        else:
+            self.memory.add_user_input("a message written while compacting")
         return self.inner.compress(snapshot)
 
 
-def test_a_concurrent_write_is_kept_and_the_stale_result_dropped() -> None:
+def test_a_concurrent_change_refuses_the_stale_result_and_loses_nothing() -> None:
     memory = InMemoryMemory()
-    governor = Governor.for_model(MODEL, compressor=WritesMeanwhile(memory))
+    governor = Governor.for_model(MODEL, compressor=WritesMeanwhile(memory, "pin"))
     fill(memory, 40)
+    written = len(memory.history())
     step = governor.step(memory, tools=TOOLS)
     (event,) = [e for e in step.events if isinstance(e, CompactionEvent)]
     assert not event.applied and event.outcome != "failed"
     assert event.error is not None and "changed while compacting" in event.error
+    assert memory.snapshot().items[0].pinned  # the concurrent write stands
+    assert not memory.summary and len(memory.snapshot().items) == written
+    assert step.projection.tokens <= step.projection.budget
+
+
+def test_a_concurrent_append_is_kept_and_projected() -> None:
+    memory = InMemoryMemory()
+    governor = Governor.for_model(MODEL, compressor=WritesMeanwhile(memory, "append"))
+    fill(memory, 40)
+    step = governor.step(memory, tools=TOOLS)
     assert item_text(memory.snapshot().items[-1]) == "a message written while compacting"
-    assert item_text(step.items[-1]) == "a message written while compacting"  # projected after
-    assert not memory.summary
+    assert item_text(step.items[-1]) == "a message written while compacting"
+    assert len(memory.history()) == 1 + 2 * 40 + 1
 
 
 def test_reported_usage_fires_the_usage_trigger_and_calibrates() -> None:
