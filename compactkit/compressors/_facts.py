@@ -31,13 +31,22 @@ _ERROR_LINE = re.compile(
     r"""^(?:
         (?:FAILED|ERROR)\ \S.*                              # pytest short summary
       | error(?:\[E\d+\])?:\ .+                             # rustc, generic
-      | \S+:\d+(?::\d+)?:\ (?:error|fatal\ error):\ .+      # mypy, gcc, tsc
-      | (?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception):\ ?.*      # an exception line
-      | (?:Error|ERROR|fatal|FATAL|npm\ ERR!):?\ .+         # Error: …, fatal: …
+      | \S+:\d+(?::\d+)?:\ (?:error|fatal\ error):\ .+      # mypy, gcc, clang, go vet
+      | \S+\(\d+,\d+\):\ error\ TS\d+:\ .+                 # tsc
+      | \S+:\d+:\d+:\ [A-Z]{1,3}\d{2,4}\b.*                 # flake8, ruff, pylint codes
+      | \d+:\d+\s+error\s+.+                               # eslint
+      | (?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt):\ ?.*  # an exception line
+      | Exception\ in\ thread\ .+                           # Java
+      | (?:Error|ERROR|fatal|FATAL|npm\ ERR!|error\ TS\d+):?\ .+  # Error: …, fatal: …
+      | make(?:\[\d+\])?:\ \*\*\*\ .+                        # make
+      | panic:\ .+                                         # Go
       | .*(?:command\ not\ found|No\ such\ file\ or\ directory|Permission\ denied).*
+      | \S*sh:\ (?:line\ )?\d+:\ .+:\ not\ found
+      | Segmentation\ fault.*
     )$""",
     re.VERBOSE,
 )
+_PYTEST_E = re.compile(r"^E\s{2,}(?=\S)")  # pytest's "E   AssertionError: …" detail lines
 _TRACEBACK = "Traceback (most recent call last):"
 _EXIT = re.compile(
     r"(?:exit code|exit status|exited with(?: code| status)?|returncode|return code|exit_code)"
@@ -47,7 +56,7 @@ _EXIT = re.compile(
 _PYTEST_SUMMARY = re.compile(r"^=+ (.*\b(?:passed|failed|error|errors|skipped)\b.*?) in [\d.]+s")
 
 
-def errors_in(text: str, limit: int = 5) -> list[str]:
+def errors_in(text: str, limit: int = 10) -> list[str]:
     """Error strings in ``text``, verbatim (one line each), in order, at most ``limit``.
 
     A Python traceback contributes its final exception line; pytest its FAILED/ERROR lines;
@@ -68,7 +77,12 @@ def errors_in(text: str, limit: int = 5) -> list[str]:
                 if stripped not in found:
                     found.append(clip(stripped, 240))
             continue
-        if _ERROR_LINE.match(stripped) and clip(stripped, 240) not in found:
+        stripped = _PYTEST_E.sub("", stripped)
+        if (
+            len(stripped) <= 400
+            and _ERROR_LINE.match(stripped)
+            and clip(stripped, 240) not in found
+        ):
             found.append(clip(stripped, 240))
     return found[:limit] if len(found) <= limit else found[: limit - 1] + found[-1:]
 
@@ -94,16 +108,16 @@ def outcome_of(text: str) -> tuple[str, bool | None]:
         parts.append(f"exit {code_value}")
     summary = next((m.group(1) for m in map(_PYTEST_SUMMARY.match, text.splitlines()) if m), None)
     if summary:
-        parts.append(summary)
+        parts.append(code(summary, 80))
         if ok is None:
             ok = not re.search(r"\b(?:failed|error|errors)\b", summary)
     error = last_error(text)
     if error and (ok is not True or not summary):
-        parts.append(error)
+        parts.append(code(error, 160))
         ok = False if ok is None else ok
     if not parts:
         first = next((line.strip() for line in text.splitlines() if line.strip()), "")
-        parts.append(f"output: {clip(first, 100)}" if first else "no output")
+        parts.append(f"output: {code(first, 100)}" if first else "no output")
     return "; ".join(parts), ok
 
 
@@ -132,7 +146,7 @@ def identifiers_in(text: str, *, prose: bool, limit: int = 8) -> list[tuple[str,
     """
     found: dict[str, str] = {}
     for branch, sha, message in _GIT_COMMIT.findall(text):
-        found[sha] = f"commit on {branch}: {clip(message, 80)}"
+        found[sha] = f"commit on {branch}: {code(message, 80)}"
     urls = [url.rstrip(".,;:!?") for url in _URL.findall(text)]
     for url in urls:
         found.setdefault(url, "url")
@@ -238,7 +252,7 @@ def config_values(text: str, path: str, limit: int = 12) -> list[tuple[str, str]
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'`(])|\n+")
 CONSTRAINT = re.compile(
     r"\b(?:must|mustn't|don't|do not|never|always|only|should|shouldn't|avoid|prefer|make sure"
-    r"|ensure|keep|no longer|instead|please|need to|needs to|required?|without|can't|cannot"
+    r"|ensure|keep|no longer|instead|please|need|needs|required?|requires|has to|have to|without|can't|cannot"
     r"|use|stick to|at most|at least|no more than|not allowed|forbidden|no|not)\b",
     re.IGNORECASE,
 )

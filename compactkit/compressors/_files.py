@@ -7,6 +7,7 @@ from their command line (common coreutils, ``sed -i``, redirections, ``git check
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from collections.abc import Iterator
@@ -202,54 +203,200 @@ _SHELL_READ = {
     "awk",
     "bat",
 }
-_SHELL_WRITE = {"rm", "touch", "tee", "mv", "cp", "mkdir", "truncate", "chmod"}
+_SHELL_WRITE = {"rm", "touch", "tee", "mv", "cp", "truncate", "chmod", "unlink"}
+_FORMATTERS = {"black", "isort", "autopep8", "prettier", "gofmt", "rustfmt", "yapf"}
+_SCRIPTS = re.compile(r"^(?:python[\d.]*|node|ruby|perl|bash|sh)$")
+_PATCHERS = re.compile(r"^(?:patch|apply_patch|applypatch)$")
+_HEREDOC = re.compile(
+    r"<<-?[ \t]*(['\"]?)([A-Za-z_][\w-]*)\1([^\n]*)\n(.*?)(?:\n[ \t]*\2[ \t]*(?=\n|$)|\Z)", re.S
+)
+_REDIRECT = re.compile(r"^(?:\d?>>?|&>>?)(?P<path>.+)$")
+# Files a script writes: open('x', 'w'), Path('x').write_text(...), shutil.copy(_, 'x'), os.remove
+_SCRIPT_WRITES = re.compile(
+    r"""open\(\s*['"](?P<open>[^'"\n]+)['"]\s*,\s*['"][wax]b?\+?['"]"""
+    r"""|Path\(\s*['"](?P<path>[^'"\n]+)['"]\s*\)\s*\.\s*(?:write_text|write_bytes|open\(\s*['"][wa]|unlink|touch)"""
+    r"""|(?:shutil\.(?:copy\w*|move)\(\s*[^,\n]+,\s*)['"](?P<dst>[^'"\n]+)['"]"""
+    r"""|os\.(?:remove|unlink)\(\s*['"](?P<gone>[^'"\n]+)['"]"""
+    r"""|writeFileSync\(\s*['"](?P<node>[^'"\n]+)['"]"""
+)
+_SCRIPT_PATH_VAR = re.compile(
+    r"""(?P<var>\w+)\s*=\s*(?:Path|pathlib\.Path)\(\s*['"](?P<path>[^'"\n]+)['"]\s*\)"""
+)
 
 
 def shell_file_ops(command: str) -> list[FileOp]:
-    """Files a shell command reads or modifies (common coreutils, ``sed -i``, redirections)."""
+    """Files a shell command reads or modifies: common coreutils, ``sed -i``/``perl -pi``,
+    redirections (``> f``, ``>> f``, ``>f``), heredocs (``cat > f <<EOF``), patches applied
+    through ``git apply``/``patch``/``apply_patch`` with the diff inline, and scripts run
+    through ``python - <<EOF`` / ``python -c`` that write files."""
     ops: list[FileOp] = []
-    for part in re.split(r"&&|\|\||;|\|", command):
-        try:
-            tokens = shlex.split(part)
-        except ValueError:
-            tokens = part.split()
+    bodies: list[tuple[str, str]] = []  # (the line that opened the heredoc, its body)
+
+    def lift(match: re.Match[str]) -> str:
+        line_start = command.rfind("\n", 0, match.start()) + 1
+        bodies.append((command[line_start : match.start()], match.group(4)))
+        return f"<<{match.group(2)}{match.group(3)}\n"
+
+    text = _HEREDOC.sub(lift, command)
+    for intro, body in bodies:
+        program = _program(intro)
+        if _PATCHERS.match(program) or re.search(r"\bgit\s+apply\b", intro):
+            ops += list(_patch_ops(body))
+        elif _SCRIPTS.match(program):
+            ops += _script_ops(body)
+    for part in re.split(r"&&|\|\||;|\||\n", text):
+        ops += _part_ops(part.strip())
+    return _unique(ops)
+
+
+def _program(line: str) -> str:
+    for part in reversed(re.split(r"&&|\|\||;|\|", line)):
+        tokens = part.split()
         while tokens and "=" in tokens[0] and not tokens[0].startswith("-"):
-            tokens = tokens[1:]  # environment assignments
-        if not tokens:
-            continue
-        program, rest = tokens[0].rsplit("/", 1)[-1], tokens[1:]
-        targets = {
-            rest[index + 1]
-            for index, token in enumerate(rest[:-1])
-            if token in (">", ">>", "1>", "2>", "&>")
-        }
-        ops += [FileOp(t, True, f"written by {code(part.strip(), 80)}") for t in sorted(targets)]
-        paths = [t for t in rest if looks_like_path(t) and t not in targets]
-        if (
-            program in ("grep", "rg")
-            and paths
-            and not rest[0].startswith("-")
-            and rest[0] == paths[0]
-        ):
-            paths = paths[1:]  # the pattern
-        if program == "git" and rest[:1] in (["checkout"], ["restore"]) and "--" in rest:
-            ops += [FileOp(p, True, "reverted (git checkout)") for p in paths]
-        elif program == "sed" and any(t.startswith("-i") for t in rest):
-            ops += [FileOp(p, True, f"edited by {code(part.strip(), 80)}") for p in paths]
-        elif program in _SHELL_WRITE and paths:
-            what = {"rm": "deleted", "touch": "created (touch)", "tee": "written (tee)"}
-            if program in ("mv", "cp") and len(paths) >= 2:
-                ops.append(
-                    FileOp(
-                        paths[-1],
-                        True,
-                        f"{'moved' if program == 'mv' else 'copied'} from {paths[0]}",
-                    )
-                )
-                if program == "mv":
-                    ops.append(FileOp(paths[0], True, f"moved to {paths[-1]}"))
-            else:
-                ops += [FileOp(p, True, what.get(program, f"{program}")) for p in paths]
-        elif program in _SHELL_READ:
-            ops += [FileOp(p, False, f"read ({program})") for p in paths]
+            tokens = tokens[1:]
+        if tokens:
+            return tokens[0].rsplit("/", 1)[-1]
+    return ""
+
+
+def _script_ops(script: str) -> list[FileOp]:
+    ops = []
+    variables = {m.group("var"): m.group("path") for m in _SCRIPT_PATH_VAR.finditer(script)}
+    for match in _SCRIPT_WRITES.finditer(script):
+        path = match.group("open") or match.group("path") or match.group("dst")
+        path = path or match.group("node")
+        if path:
+            ops.append(FileOp(path, True, "written by a script"))
+        elif match.group("gone"):
+            ops.append(FileOp(match.group("gone"), True, "deleted by a script"))
+    for var, path in variables.items():
+        if re.search(rf"\b{re.escape(var)}\s*\.\s*(?:write_text|write_bytes|unlink)\(", script):
+            ops.append(FileOp(path, True, "written by a script"))
     return ops
+
+
+def _unique(ops: list[FileOp]) -> list[FileOp]:
+    seen: set[tuple[str, bool]] = set()
+    out = []
+    for op in ops:
+        if (op.path, op.modified) not in seen:
+            seen.add((op.path, op.modified))
+            out.append(op)
+    return out
+
+
+def _part_ops(part: str) -> list[FileOp]:
+    try:
+        tokens = shlex.split(part)
+    except ValueError:
+        tokens = part.split()
+    while tokens and "=" in tokens[0] and not tokens[0].startswith("-"):
+        tokens = tokens[1:]  # environment assignments
+    if tokens and tokens[0] in ("sudo", "time", "command", "exec", "env"):
+        tokens = tokens[1:]
+    if not tokens:
+        return []
+    ops: list[FileOp] = []
+    program, rest = tokens[0].rsplit("/", 1)[-1], tokens[1:]
+    targets: list[str] = []
+    for index, token in enumerate(rest):
+        if token in (">", ">>", "1>", "2>", "&>", "1>>", "2>>") and index + 1 < len(rest):
+            targets.append(rest[index + 1])
+        elif (match := _REDIRECT.match(token)) and not token.startswith(">&"):
+            targets.append(match.group("path"))
+    targets = [t for t in targets if t not in ("/dev/null", "&1", "&2") and not t.startswith("&")]
+    verb = "appended (>>)" if ">>" in part else "written (>)"
+    ops += [FileOp(t, True, verb) for t in targets]
+    paths = [t for t in rest if looks_like_path(t) and t not in targets and not t.startswith(">")]
+    if program in ("python", "python3") and rest[:1] == ["-c"] and len(rest) > 1:
+        return ops + _script_ops(rest[1])
+    if program in ("grep", "rg") and paths and not rest[0].startswith("-") and rest[0] == paths[0]:
+        paths = paths[1:]  # the pattern
+    if program == "git" and rest[:1] in (["checkout"], ["restore"]) and "--" in rest:
+        ops += [FileOp(p, True, "reverted (git checkout)") for p in paths]
+    elif program == "git" and rest[:1] in (["mv"], ["rm"]):
+        ops += [FileOp(p, True, f"git {rest[0]}") for p in paths]
+    elif program == "sed" and any(t.startswith("-i") or t == "--in-place" for t in rest):
+        ops += [FileOp(p, True, "edited (sed -i)") for p in paths]
+    elif program == "perl" and any(re.match(r"^-\w*i", t) for t in rest):
+        ops += [FileOp(p, True, "edited (perl -i)") for p in paths[:] if not p.startswith("s/")]
+    elif program in _FORMATTERS or (program == "ruff" and "--fix" in rest):
+        ops += [FileOp(p, True, f"reformatted ({program})") for p in paths]
+    elif program in ("str_replace_editor", "edit_file", "create") and paths:
+        action = rest[0] if rest and rest[0] in _EDITOR_COMMANDS else program
+        modified = action not in ("view",)
+        ops += [FileOp(paths[0], modified, action if modified else "read")]
+    elif program in _SHELL_WRITE and paths:
+        what = {"rm": "deleted", "touch": "created (touch)", "tee": "written (tee)"}
+        if program in ("mv", "cp") and len(paths) >= 2:
+            verb = "moved" if program == "mv" else "copied"
+            ops.append(FileOp(paths[-1], True, f"{verb} from {paths[0]}"))
+            if program == "mv":
+                ops.append(FileOp(paths[0], True, f"moved to {paths[-1]}"))
+        else:
+            ops += [FileOp(p, True, what.get(program, program)) for p in paths]
+    elif program in _SHELL_READ:
+        ops += [FileOp(p, False, f"read ({program})") for p in paths]
+    return ops
+
+
+# -- text actions (ReAct, mini-swe-agent): the command is in the assistant's text ----------------
+
+_FENCED_ACTION = re.compile(r"```(?:bash|sh|shell|console|zsh)[ \t]*\n(.*?)\n?```", re.S)
+_ACTION_LINE = re.compile(
+    r"^Action:\s*(?P<tool>[\w.-]+)(?:\[(?P<bracket>.*)\])?[ \t]*\n?"
+    r"(?:Action Input:\s*(?P<input>.*?))?(?=\n(?:Observation|Thought|Action):|\Z)",
+    re.S | re.M | re.I,
+)
+_OBSERVATION = re.compile(
+    r"^\s*(?:observation\b|<returncode>|<output>|output:|tool (?:output|result)\b|<tool_response>"
+    r"|<function_results>|execution result|exit code:|\[command (?:output|finished))",
+    re.I,
+)
+
+
+def text_actions(text: str) -> list[tuple[str, dict[str, object]]]:
+    """``(tool, arguments)`` of the actions an assistant wrote as text: fenced ``bash`` blocks
+    (mini-swe-agent), ``Action: bash`` / ``Action Input: …`` (ReAct), ``Action: tool[input]``."""
+    actions: list[tuple[str, dict[str, object]]] = []
+    for block in _FENCED_ACTION.findall(text):
+        if block.strip():
+            actions.append(("bash", {"command": block.strip()}))
+    for match in _ACTION_LINE.finditer(text):
+        tool = match.group("tool")
+        raw = (match.group("input") or match.group("bracket") or "").strip()
+        if raw.startswith("```"):
+            raw = re.sub(r"^```\w*\n?|\n?```$", "", raw).strip()
+        if not raw:
+            continue
+        args: dict[str, object]
+        try:
+            parsed = json.loads(raw)
+            args = parsed if isinstance(parsed, dict) else {"input": raw}
+        except ValueError:
+            args = {"command": raw} if _SHELL_TOOL.search(tool) else {"input": raw}
+            if not _SHELL_TOOL.search(tool) and looks_like_path(raw):
+                args = {"path": raw}
+        actions.append((tool, args))
+    return actions
+
+
+def is_observation(text: str) -> bool:
+    """Whether a user-role message is a tool's output fed back as text (ReAct
+    ``Observation:``, mini-swe-agent ``<returncode>``/``<output>``), not something a person
+    wrote."""
+    return bool(_OBSERVATION.match(text))
+
+
+_WRAPPER = re.compile(
+    r"^\s*(?:observation:|output:|tool (?:output|result):|execution result:|exit code:\s*-?\d+)\s*"
+    r"|</?(?:returncode|output|tool_response|function_results|stdout|stderr)>",
+    re.I | re.M,
+)
+
+
+def observation_body(text: str) -> str:
+    """An observation's text without its wrapper (``Observation:``, ``<output>`` tags); a
+    ``<returncode>N</returncode>`` becomes ``[exit code: N]`` so the outcome stays readable."""
+    text = re.sub(r"<returncode>\s*(-?\d+)\s*</returncode>", r"[exit code: \1]", text)
+    return _WRAPPER.sub("", text).strip("\n")

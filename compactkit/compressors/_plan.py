@@ -9,7 +9,7 @@ groups and folds the rest, so the result has the projector's shape and no group 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -106,13 +106,19 @@ class Layout:
             position += 1
         return 0
 
-    def split(self, first_kept: int) -> tuple[list[Item], list[Item]]:
-        """``(kept, folded)`` items when every unprotected group before ``first_kept`` folds."""
+    def split(
+        self, first_kept: int, replace: Mapping[int, Item] | None = None
+    ) -> tuple[list[Item], list[Item]]:
+        """``(kept, folded)`` items when every unprotected group before ``first_kept`` folds;
+        ``replace`` maps an item's index to what is kept in its place (a masked output)."""
+        replace = replace or {}
         kept = list(self.items[: self.lead])
         folded: list[Item] = []
         for index, group in enumerate(self.groups):
-            target = folded if index < first_kept and self.protected[index] is None else kept
-            target.extend(group.slice(self.items))
+            if index < first_kept and self.protected[index] is None:
+                folded.extend(group.slice(self.items))
+            else:
+                kept.extend(replace.get(i, self.items[i]) for i in range(group.start, group.stop))
         return kept, folded
 
     @cached_property
@@ -253,11 +259,104 @@ def newest_groups_keeper(
     return keep
 
 
+SUMMARY_SHARE = 0.6
+"""The share of ``target_tokens`` the summary may grow to while the verbatim tail is still made
+of whole groups (the tail keeps the rest); beyond it, bulky tool outputs in the tail are masked
+before a fact is dropped."""
+
+
 def summary_cap(summary_cap_tokens: int | None, target_tokens: int | None) -> int:
-    """The summary's token ceiling shared by the folding compressors: the explicit cap; else a
-    quarter of the target, within 300..4,000; else 2,000."""
+    """The summary's token ceiling shared by the folding compressors: the explicit cap; else
+    ``SUMMARY_SHARE`` of the target (at least 300); else 2,000."""
     if summary_cap_tokens is not None:
         return summary_cap_tokens
     if target_tokens is None:
         return 2000
-    return max(300, min(4000, target_tokens // 4))
+    return max(300, int(target_tokens * SUMMARY_SHARE))
+
+
+@dataclass(frozen=True)
+class Split:
+    """How a target is shared between the summary and the verbatim tail (``split_by_need``)."""
+
+    first_kept: int
+    """The oldest group of the kept suffix (see ``Layout.cut``)."""
+    cap: int
+    """The tokens the summary's rendered text may take."""
+    need: int
+    """The tokens the summary would take untrimmed (the digest's estimate)."""
+    masked: Mapping[int, FunctionCallOutput]
+    """Kept tool outputs replaced by placeholders to make room, by item index."""
+
+
+def split_by_need(
+    layout: Layout,
+    counter: TokenCounter,
+    *,
+    target_tokens: int,
+    ceiling: int,
+    need: Callable[[int], int],
+    mask: Callable[[FunctionCallOutput, int], FunctionCallOutput] | None,
+    hard_cap: bool = False,
+    tools: Sequence[Tool] = (),
+) -> Split:
+    """Share ``target_tokens`` between the summary and the verbatim tail by what the summary
+    has to hold.
+
+    ``need(first_kept)`` is the summary's size when every unprotected group before
+    ``first_kept`` folds. The summary is given what it needs, up to ``ceiling``; the tail keeps
+    the newest whole groups that fit the rest (folding more grows the need: this settles in a
+    few rounds). When the summary still needs more than the tail leaves, bulky kept tool
+    outputs are masked with ``mask`` (oldest first, never in the newest kept group or a
+    protected one) and the room they free goes to the summary — unless ``hard_cap``, where the
+    summary never exceeds ``ceiling``. Only then does the summary have to be trimmed.
+    """
+    fixed = sum(counter.count_item(i) for i in layout.fixed_items)
+    avail = target_tokens - fixed - counter.count_overhead(tools)
+    avail -= counter.count_item(summary_message(""))
+    sizes = [layout.tokens(g, counter) for g in layout.groups]
+    order = [i for i in range(len(layout.groups) - 1, -1, -1) if layout.protected[i] is None]
+
+    def cut_for(reserve: int) -> tuple[int, int]:
+        left, first, tail = avail - reserve, len(layout.groups), 0
+        for index in order:
+            if sizes[index] > left:
+                break
+            left -= sizes[index]
+            tail += sizes[index]
+            first = index
+        else:
+            first = 0
+        return first, tail
+
+    first, tail = cut_for(0)
+    needed = need(first)
+    for _round in range(6):
+        reserve = min(ceiling, needed)
+        if avail - tail >= reserve:
+            break
+        first, tail = cut_for(reserve)
+        needed = need(first)
+    room = avail - tail
+    masked: dict[int, FunctionCallOutput] = {}
+    wanted = min(needed, ceiling) if hard_cap else needed
+    if room < wanted and mask is not None:
+        kept = [i for i in order if i >= first]  # newest first
+        for index in reversed(kept[1:]):  # oldest first, the newest kept group spared
+            group = layout.groups[index]
+            for position in range(group.start, group.stop):
+                item = layout.items[position]
+                if not isinstance(item, FunctionCallOutput):
+                    continue
+                size = counter.count_item(item)
+                placeholder = mask(item, size)
+                saving = size - counter.count_item(placeholder)
+                if saving > 0:
+                    masked[position] = placeholder
+                    room += saving
+                if room >= wanted:
+                    break
+            if room >= wanted:
+                break
+    cap = min(room, ceiling) if hard_cap else room
+    return Split(first_kept=first, cap=max(1, cap), need=needed, masked=masked)

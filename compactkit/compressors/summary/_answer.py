@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
+from compactkit.compressors._files import is_observation
 from compactkit.compressors.sections import SectionKey, SummaryDocument
 from compactkit.errors import SummarizationError
+from compactkit.items import Item, Message
 
 # Sections whose facts are exact strings the answer must carry (the digest's other sections —
 # decisions, state, next steps — are heuristic prose the model writes better). The goal and the
@@ -88,3 +91,46 @@ def _absent(facts: SummaryDocument, doc: SummaryDocument) -> SummaryDocument:
         lost = [e for e in facts.entries(key) if not _present(_needles(key, e), where)]
         absent = absent.merge(_only(key, lost))
     return absent
+
+
+_QUOTES = "\"'`\u201c\u201d\u2018\u2019*_ "
+
+
+def _authored(items: Sequence[Item], summary: SummaryDocument) -> str:
+    """The text people wrote in ``items`` (user messages that are not a tool's output fed back,
+    system or developer messages) and the constraints already in ``summary``, normalised."""
+    texts = [
+        item.text
+        for item in items
+        if isinstance(item, Message)
+        and (
+            item.role in ("system", "developer")
+            or (item.role == "user" and not is_observation(item.text))
+        )
+    ]
+    texts += [_ROLE_PREFIX.sub("", e) for e in summary.entries("constraints")]
+    return _normalise("\n".join(texts)).casefold()
+
+
+def _verbatim_constraints(
+    update: SummaryDocument, items: Sequence[Item], summary: SummaryDocument
+) -> tuple[SummaryDocument, int]:
+    """``update`` with only the constraint entries that quote text a person wrote in ``items``
+    (or that the summary already holds), and how many were dropped. Tool output, the
+    assistant's words and the summarizer's own inventions never become constraints; the
+    digest's exact facts re-add every real constraint the answer lost."""
+    entries = update.entries("constraints")
+    if not entries:
+        return update, 0
+    haystack = _authored(items, summary)
+    kept = []
+    for entry in entries:
+        quote = _normalise(_ROLE_PREFIX.sub("", entry)).strip(_QUOTES).rstrip(".").casefold()
+        if quote and quote in haystack:
+            kept.append(entry)
+    sections = dict(update.sections)
+    if kept:
+        sections["constraints"] = tuple(kept)
+    else:
+        sections.pop("constraints", None)
+    return replace(update, sections=sections), len(entries) - len(kept)

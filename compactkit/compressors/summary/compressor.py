@@ -44,10 +44,12 @@ from compactkit.compressors._plan import (
     newest_groups_keeper,
     request_tokens,
     result,
+    split_by_need,
     summary_cap,
 )
 from compactkit.compressors.base import MemoryCompressor
-from compactkit.compressors.digest import digest_items
+from compactkit.compressors.digest import FactsNeed, digest_items, masker
+from compactkit.compressors.report import FactReport
 from compactkit.compressors.sections import SummaryDocument
 from compactkit.compressors.summary._answer import (
     _ERROR_TEXT,
@@ -57,6 +59,7 @@ from compactkit.compressors.summary._answer import (
     _absent,
     _answer_text,
     _body,
+    _verbatim_constraints,
 )
 from compactkit.compressors.summary._resilience import (
     CallStats,
@@ -96,6 +99,7 @@ logger = logging.getLogger("compactkit.summary")
 _TEMPLATE_SLACK = 64  # the user template's own text, and per-message overhead
 
 _MIN_CHUNK_TOKENS = 512
+_MAX_UPDATE_TOKENS = 4000
 
 # -- plan (pure) --------------------------------------------------------------------------------
 
@@ -122,6 +126,10 @@ class _Plan:
     replaced_tokens: int
     """Tokens of what the new summary replaces: the old summary message plus the folded items."""
     folded_tokens: int
+    summary_room: int | None = None
+    """The room ``split_by_need`` gave the summary (``None``: the cap rule without a target)."""
+    masked: int = 0
+    """Tool outputs in the kept tail masked to make room for the summary."""
 
 
 @dataclass
@@ -135,6 +143,9 @@ class _Fold:
     facts_readded: int = 0
     trimmed: int = 0
     answers: int = 0
+    rejected_constraints: int = 0
+    """Constraint entries of answers that are not verbatim user text (dropped)."""
+    untrimmed: SummaryDocument | None = None
 
 
 class SummaryCompressor:
@@ -223,14 +234,19 @@ class SummaryCompressor:
         self.fallback = fallback
         self.retry = retry or RetryPolicy()
         self.breaker = breaker or CircuitBreaker()
-        self._system = summary_prompt(prompt_version, cap_tokens=self.cap)
+        # One answer (an update) needs no more than 4,000 tokens; the summary so far may take
+        # up to a third of the summarizer's window (the rest is the prompt, a chunk, the answer).
+        self._update_cap = min(self.cap, _MAX_UPDATE_TOKENS)
+        self._system = summary_prompt(prompt_version, cap_tokens=self._update_cap)
         self._system_tokens = self.counter.count_text(self._system)
-        room = self._chunk_room(self.cap)
+        window_share = (summarizer_window_tokens - self._system_tokens - _TEMPLATE_SLACK) // 3
+        self._running_cap = max(1, min(self.cap, window_share))
+        room = self._chunk_room(self._running_cap)
         if room < _MIN_CHUNK_TOKENS:
             raise ConfigError(
                 f"summarizer_window_tokens={summarizer_window_tokens} leaves {room} tokens for "
-                f"the conversation after the prompt ({self._system_tokens}) and twice the "
-                f"summary cap ({self.cap}); raise it to at least "
+                f"the conversation after the prompt ({self._system_tokens}), the summary so far "
+                f"({self._running_cap}) and the answer ({self._update_cap}); raise it to at least "
                 f"{summarizer_window_tokens - room + _MIN_CHUNK_TOKENS} or lower the cap"
             )
 
@@ -319,7 +335,7 @@ class SummaryCompressor:
     def _chunk_room(self, summary_tokens: int) -> int:
         """Tokens left for a chunk (conversation + facts) once the prompt, the summary so far
         and the answer are reserved."""
-        reserved = self._system_tokens + _TEMPLATE_SLACK + summary_tokens + self.cap
+        reserved = self._system_tokens + _TEMPLATE_SLACK + summary_tokens + self._update_cap
         return self.summarizer_window_tokens - reserved
 
     def _plan(self, snapshot: MemorySnapshot, originals: Mapping[str, FunctionCallOutput]) -> _Plan:
@@ -335,7 +351,23 @@ class SummaryCompressor:
         kept: list[Item] = list(snapshot.items)
         folded: list[Item] = []
         first_kept = 0
-        if over_target or explicit_keep:
+        split = None
+        if self.target_tokens is not None and over_target and not explicit_keep:
+            # The same budgeting as the digest: the summary is given what the exact facts of the
+            # span need (the answer must carry them), up to the cap.
+            split = split_by_need(
+                layout,
+                counter,
+                target_tokens=self.target_tokens,
+                ceiling=self._running_cap,
+                need=FactsNeed(layout, previous, originals, counter),
+                mask=masker(snapshot.items),
+                hard_cap=True,
+                tools=self.tools,
+            )
+            first_kept = split.first_kept
+            kept, folded = layout.split(first_kept, split.masked)
+        elif over_target or explicit_keep:
             first_kept = layout.cut(self._keeper(layout))
             kept, folded = layout.split(first_kept)
         old_summary = (
@@ -343,11 +375,11 @@ class SummaryCompressor:
         )
         folded_tokens = sum(counter.count_item(i) for i in folded)
         summary_tokens = counter.count_text(previous.render()) if snapshot.summary else 0
-        if self._chunk_room(max(self.cap, summary_tokens)) < _MIN_CHUNK_TOKENS:
+        if self._chunk_room(max(self._running_cap, summary_tokens)) < _MIN_CHUNK_TOKENS:
             # A summary far over the cap (written elsewhere): trim it now so a chunk still fits.
-            previous = previous.trim_to(self.cap, counter)
-            summary_tokens = self.cap
-        room = self._chunk_room(max(self.cap, summary_tokens))
+            previous = previous.trim_to(self._running_cap, counter)
+            summary_tokens = self._running_cap
+        room = self._chunk_room(max(self._running_cap, summary_tokens))
         chunks = self._chunks(folded, room, originals, with_goal=not previous.entries("goal"))
         return _Plan(
             kept=kept,
@@ -358,6 +390,8 @@ class SummaryCompressor:
             tokens_before=before,
             replaced_tokens=old_summary + folded_tokens,
             folded_tokens=folded_tokens,
+            summary_room=None if split is None else split.cap,
+            masked=0 if split is None else len(split.masked),
         )
 
     def _keeper(self, layout: Layout) -> Keep:
@@ -487,10 +521,12 @@ class SummaryCompressor:
                 "the summarizer's answer has none of the summary's headings: "
                 f"{answer.strip()[:200]!r}"
             )
+        update, rejected = _verbatim_constraints(update, chunk.items, fold.summary)
+        fold.rejected_constraints += rejected
         missing = _absent(_absent(chunk.facts, fold.summary), update)
         fold.facts_readded += len(missing)
         merged = fold.summary.merge(update).merge(missing)
-        trimmed = merged.trim_to(self.cap, self.counter)
+        trimmed = merged.trim_to(self._running_cap, self.counter)
         fold.trimmed += trimmed.trimmed - merged.trimmed
         fold.summary = trimmed
 
@@ -502,7 +538,7 @@ class SummaryCompressor:
                 replaces.
         """
         counter = self.counter
-        cap = self.cap
+        cap = self._running_cap if plan.summary_room is None else plan.summary_room
         if self.target_tokens is not None:  # as the digest does: the target may leave less room
             rest = sum(counter.count_item(i) for i in plan.kept) + counter.count_overhead(
                 self.tools
@@ -511,6 +547,7 @@ class SummaryCompressor:
             cap = max(1, min(cap, room))
         if fold.summary.is_empty:
             raise SummarizationError("the summarizer produced an empty summary")
+        fold.untrimmed = fold.summary
         summary = fold.summary.trim_to(cap, counter)
         fold.trimmed += summary.trimmed - fold.summary.trimmed
         fold.summary = summary
@@ -559,7 +596,17 @@ class SummaryCompressor:
                 facts_given=fold.facts_given,
                 facts_readded=fold.facts_readded,
                 trimmed_entries=fold.trimmed,
+                rejected_constraints=fold.rejected_constraints,
             )
+            if fold.untrimmed is not None:
+                details["facts"] = FactReport.compare(
+                    fold.untrimmed,
+                    fold.summary,
+                    summary_tokens=self.counter.count_text(fold.summary.render()),
+                    summary_cap_tokens=plan.summary_room or self._running_cap,
+                    masked_outputs=plan.masked,
+                    rejected_constraints=fold.rejected_constraints,
+                ).model_dump()
         details["breaker"] = self.breaker.state
         if self.target_tokens is not None:
             details["target_tokens"] = self.target_tokens

@@ -1,0 +1,208 @@
+"""How summary entries merge: keys, details, repeat counts (the rules behind ``SummaryDocument.merge``).
+
+An entry is one line per fact: the fact first, verbatim (a `` `path` ``, an error line, a command,
+an identifier, a constraint), then its context. Keyed sections hold one entry per fact, so a
+summary's cost grows with distinct facts, not with mentions:
+
+* files, errors, identifiers: `` `key` — detail; detail x3 `` (a repeated detail is counted,
+  not repeated; the newest ``MAX_DETAILS`` are kept, "N earlier omitted" counts the rest);
+* commands: `` `command` → newest outcome (xN) `` (how often it ran);
+* values: one *current* entry per name, older values marked ``(superseded)``.
+
+Every function here is linear in the entries it reads.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+LEADING_CODE = re.compile(r"^`([^`]+)`")
+VALUE = re.compile(r"^`(?P<name>[^`]+)` = (?P<value>.*?)(?: \((?P<status>current|superseded)\))?$")
+_OMITTED = re.compile(r"^(\d+) earlier omitted$")
+_TIMES = re.compile(r"^(?P<text>.*?) \N{MULTIPLICATION SIGN}(?P<n>\d+)$", re.S)
+_RUNS = re.compile(r"^(?P<text>.*) \(\N{MULTIPLICATION SIGN}(?P<n>\d+)\)$", re.S)
+MAX_DETAILS = 6  # per keyed entry (a file edited fifty times keeps its six latest edits)
+MAX_SUPERSEDED = 3  # per value name
+
+
+def fold(text: str) -> str:
+    """The comparison form of a text: whitespace collapsed, case folded."""
+    return " ".join(text.split()).casefold()
+
+
+def key_of(entry: str) -> str | None:
+    """The leading `` `code` `` span of an entry (its fact), or ``None``."""
+    match = LEADING_CODE.match(entry)
+    return match.group(1) if match else None
+
+
+def entry_key(entry: str) -> str:
+    """What a keyed entry is merged on: its leading `` `code` `` span, else its head."""
+    key = key_of(entry)
+    return key if key is not None else fold(entry.partition(" — ")[0])
+
+
+def split_details(entry: str) -> tuple[str, list[str]]:
+    """``(head, details)`` of a keyed entry: ``head — d1; d2``."""
+    head, sep, tail = entry.partition(" — ")
+    return head, [d.strip() for d in tail.split("; ") if d.strip()] if sep else []
+
+
+def join_details(head: str, details: list[str]) -> str:
+    return f"{head} — {'; '.join(details)}" if details else head
+
+
+def _times(detail: str) -> tuple[str, int]:
+    match = _TIMES.match(detail)
+    return (match.group("text"), int(match.group("n"))) if match else (detail, 1)
+
+
+def add_details(details: list[str], more: Iterable[str]) -> tuple[list[str], bool]:
+    """``details`` with ``more`` added: a detail already present is counted (``edited x2``),
+    a new one appended; then bounded to ``MAX_DETAILS``. Returns whether anything was new."""
+    omitted = 0
+    if details and (match := _OMITTED.match(details[0])):
+        omitted, details = int(match.group(1)), details[1:]
+    order: dict[str, list[object]] = {}
+    for detail in details:
+        text, n = _times(detail)
+        slot = order.setdefault(fold(text), [text, 0])
+        slot[1] = int(str(slot[1])) + n
+    changed = False
+    for detail in more:
+        if _OMITTED.match(detail):
+            continue
+        text, n = _times(detail)
+        key = fold(text)
+        changed = True
+        if key in order:
+            slot = order.pop(key)  # re-inserted last: the newest touch is last
+            slot[1] = int(str(slot[1])) + n
+            order[key] = slot
+        else:
+            order[key] = [text, n]
+    out = [
+        f"{text} \N{MULTIPLICATION SIGN}{n}" if int(str(n)) > 1 else str(text)
+        for text, n in order.values()
+    ]
+    if len(out) > MAX_DETAILS:
+        omitted += len(out) - MAX_DETAILS
+        out = out[-MAX_DETAILS:]
+    return ([f"{omitted} earlier omitted"] if omitted else []) + out, changed
+
+
+def merge_keyed(existing: list[str], new: Iterable[str]) -> list[str]:
+    """Keyed entries merged per leading `` `key` ``; a touched entry moves to the end (the
+    section is ordered by last touch, so trimming spares what is still being worked on)."""
+    entries: dict[str, str] = {}
+    for entry in existing:
+        entries[entry_key(entry)] = entry
+    for entry in new:
+        key = entry_key(entry)
+        old = entries.get(key)
+        if old is None:
+            entries[key] = entry
+            continue
+        head, details = split_details(old)
+        _, more = split_details(entry)
+        details, changed = add_details(details, more)
+        if changed:
+            del entries[key]
+            entries[key] = join_details(head, details)
+    return list(entries.values())
+
+
+def runs(entry: str) -> tuple[str, int]:
+    """A command entry without its run count, and the count."""
+    match = _RUNS.match(entry)
+    return (match.group("text"), int(match.group("n"))) if match else (entry, 1)
+
+
+def merge_commands(existing: list[str], new: Iterable[str]) -> list[str]:
+    """Commands merged per command: the newest outcome, and how often it ran (``(x3)``)."""
+    entries: dict[str, tuple[str, int]] = {}
+    for entry in [*existing, *new]:
+        text, n = runs(entry)
+        key = key_of(text) or fold(text)
+        if key in entries:
+            _, old_n = entries.pop(key)  # re-inserted last, with the newest outcome
+            entries[key] = (text, old_n + n)
+        else:
+            entries[key] = (text, n)
+    return [
+        f"{text} (\N{MULTIPLICATION SIGN}{n})" if n > 1 else text for text, n in entries.values()
+    ]
+
+
+def append_unique(existing: list[str], new: Iterable[str]) -> list[str]:
+    seen = {fold(e) for e in existing}
+    for entry in new:
+        key = fold(entry)
+        if key not in seen:
+            seen.add(key)
+            existing.append(entry)
+    return existing
+
+
+def merge_values(existing: list[str], new: Iterable[str]) -> tuple[list[str], int]:
+    """Values merged (see ``SummaryDocument.merge``), and how many old superseded values were
+    dropped. Linear: entries live in one list with tombstones, indexed by name."""
+    slots: list[str | None] = []
+    by_name: dict[str, list[int]] = {}
+    seen: set[str] = set()
+
+    def put(line: str, name: str | None) -> None:
+        key = fold(line)
+        if key in seen:
+            return
+        seen.add(key)
+        slots.append(line)
+        if name is not None:
+            by_name.setdefault(name, []).append(len(slots) - 1)
+
+    for entry in existing:
+        match = VALUE.match(entry)
+        put(entry, match.group("name") if match else None)
+    for entry in new:
+        match = VALUE.match(entry)
+        if match is None:
+            put(entry, None)
+            continue
+        name, value = match.group("name"), match.group("value")
+        status = match.group("status") or "current"
+        line = f"`{name}` = {value} ({status})"
+        if status == "superseded" or fold(line) in seen:
+            put(line, name)
+            continue
+        for index in by_name.get(name, []):
+            old = slots[index]
+            if old is None:
+                continue
+            old_match = VALUE.match(old)
+            if old_match is None:
+                continue
+            seen.discard(fold(old))
+            if old_match.group("value") == value:
+                slots[index] = None  # the new current entry replaces it (or its twin)
+            else:
+                stale = f"`{name}` = {old_match.group('value')} (superseded)"
+                if fold(stale) in seen:
+                    slots[index] = None
+                else:
+                    slots[index] = stale
+                    seen.add(fold(stale))
+        put(line, name)
+    # Keep the newest few superseded values per name; older ones are counted as trimmed.
+    count: dict[str, int] = {}
+    out: list[str] = []
+    dropped = 0
+    for entry in reversed([s for s in slots if s is not None]):
+        match = VALUE.match(entry)
+        if match and match.group("status") == "superseded":
+            n = count[match.group("name")] = count.get(match.group("name"), 0) + 1
+            if n > MAX_SUPERSEDED:
+                dropped += 1
+                continue
+        out.append(entry)
+    return out[::-1], dropped

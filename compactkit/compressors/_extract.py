@@ -1,0 +1,281 @@
+"""``digest_items``: the exact facts in conversation items, section by section (no LLM).
+
+Who wrote a text decides what it may become. Only text a person wrote in a user message can be
+the goal or a constraint; tool output — including a tool's output fed back as a user message
+by a text-action agent (``Observation: …``, ``<returncode>…``) — and the assistant's own words
+never can. Excerpts of tool output, files and commands are quoted as `` `code` `` spans (the
+summary labels them as data), with backticks and line breaks removed so that no excerpt can
+close its span or start a heading of its own.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+
+from compactkit.compressors import _facts as facts
+from compactkit.compressors import _files as files
+from compactkit.compressors.masking import is_masked
+from compactkit.compressors.sections import SectionKey, SummaryDocument
+from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
+
+__all__ = ["digest_items", "values_in"]
+
+_Add = Callable[[SectionKey, str], None]
+_CONTENT_KEYS = {"content", "file_text", "text", "old_str", "new_str", "old_string", "new_string"}
+# Arguments that name a record: reservation_id, order_number, payment_id, sha, ref, slug …
+_ID_KEY = re.compile(r"(?:^|_)(?:id|ids|number|num|no|code|ref|sha|uuid|slug|handle)$", re.I)
+_SECRET_KEY = re.compile(r"key|token|secret|password|passwd|auth", re.I)
+_ID_VALUE = re.compile(r"^[\w.:/@#+-]{3,64}$")
+_SIMPLE_VALUE = re.compile(
+    r"^-?[\w.+-]+(?: ?(?:%|ms|s|sec|seconds|minutes|min|h|hours|KB|MB|GB))?$"
+)
+_GOAL_CHARS = 600
+_REQUEST_CHARS = 300
+
+
+def digest_items(
+    items: Sequence[Item],
+    *,
+    originals: Mapping[str, FunctionCallOutput] | None = None,
+    with_goal: bool = True,
+) -> SummaryDocument:
+    """The exact facts in ``items`` as a summary document (see ``compactkit.compressors.digest``).
+
+    Args:
+        items: The items to digest, oldest first.
+        originals: Unmasked tool outputs by call id, read instead of a masking placeholder.
+        with_goal: Take the first substantive user message as the goal.
+    """
+    digest = _Digest(items, originals or {}, with_goal)
+    digest.run()
+    return SummaryDocument.of(**digest.entries)
+
+
+def values_in(items: Sequence[Item]) -> SummaryDocument:
+    """Only the values ``items`` set (``name = value``, in prose and config edits), so that a
+    summary can mark a value superseded when the verbatim tail sets a newer one."""
+    return SummaryDocument.of(values=digest_items(items, with_goal=False).entries("values"))
+
+
+class _Digest:
+    def __init__(
+        self, items: Sequence[Item], originals: Mapping[str, FunctionCallOutput], with_goal: bool
+    ) -> None:
+        self.items = items
+        self.with_goal = with_goal
+        self.entries: dict[SectionKey, list[str]] = {}
+        self.outputs = {
+            i.call_id: originals.get(i.call_id, i)
+            for i in items
+            if isinstance(i, FunctionCallOutput)
+        }
+        self.errors: list[tuple[str, str | None]] = []  # (error, command that produced it)
+        self.succeeded: set[str] = set()
+        self.file_calls: set[str] = set()  # calls that read or wrote files through a file tool
+        self.last_assistant = ""
+        self.pending_actions: list[tuple[str, dict[str, object]]] = []
+
+    def add(self, key: SectionKey, text: str) -> None:
+        self.entries.setdefault(key, []).append(text)
+
+    def run(self) -> None:
+        items = self.items
+        for index, item in enumerate(items):
+            if isinstance(item, Message):
+                following = items[index + 1] if index + 1 < len(items) else None
+                self.message(item, following)
+            elif isinstance(item, FunctionCall):
+                output = self.outputs.get(item.call_id)
+                self.call(
+                    item.name, item.parsed_arguments(), None if output is None else output.text
+                )
+                if files.command_of(item.name, item.parsed_arguments()) is None and files.file_ops(
+                    item.name, item.parsed_arguments()
+                ):
+                    self.file_calls.add(item.call_id)
+            elif (
+                isinstance(item, FunctionCallOutput)
+                and not is_masked(self.outputs[item.call_id])
+                and item.call_id not in self.file_calls  # ids in file contents are mostly noise
+            ):
+                self.identifiers(self.outputs[item.call_id].text, prose=False)
+        self.flush_actions(None)
+        for error, source in self.errors:
+            entry = facts.code(error, 240)
+            if source:
+                entry += f" — from {facts.code(source, 80)}"
+                if source in self.succeeded:
+                    entry += "; resolved: a later run succeeded"
+            self.add("errors", entry)
+        if self.last_assistant:
+            self.add(
+                "state",
+                "As of the last folded turn, the assistant said: "
+                + facts.clip(self.last_assistant, 400),
+            )
+            steps = [s for s in facts.sentences(self.last_assistant) if facts.NEXT_STEP.search(s)]
+            for step in steps[:3]:
+                self.add("next_steps", facts.clip(step, 200))
+
+    # -- messages -------------------------------------------------------------------------------
+
+    def message(self, item: Message, following: Item | None) -> None:
+        text = item.text.strip()
+        if not text:
+            return
+        if item.role == "user" and files.is_observation(text):
+            body = files.observation_body(text)
+            if self.pending_actions:  # a text-action agent's observation: tool output
+                self.flush_actions(body)
+            else:
+                self.errors += [(e, None) for e in facts.errors_in(body)]
+            self.identifiers(body, prose=False)
+            return
+        self.flush_actions(None)
+        if item.role == "user":
+            self.user(text)
+            self.errors += [(e, None) for e in facts.errors_in(text)]
+        elif item.role in ("system", "developer"):
+            self.add("constraints", f"({item.role}) {facts.clip(text, 500)}")
+        else:
+            actions = files.text_actions(text)
+            self.pending_actions = actions
+            if not actions and (not isinstance(following, FunctionCall) or not self.last_assistant):
+                self.last_assistant = text
+            prose = _without_actions(text) if actions else text
+            for sentence in facts.sentences(prose):
+                if facts.DECISION.search(sentence):
+                    self.add("decisions", facts.clip(sentence, 280))
+            text = prose
+        for name, new, old in facts.values_in_prose(text):
+            if old is not None:
+                self.add("values", f"`{name}` = {_value(old)} (superseded)")
+            self.add("values", f"`{name}` = {_value(new)} (current)")
+        self.identifiers(text, prose=True)
+
+    def user(self, text: str) -> None:
+        """The goal (first substantive message), the constraints (sentences that state a rule,
+        items of a list), and later requests (under the goal)."""
+        if facts.TRIVIAL.match(text):
+            return
+        paragraphs = facts.paragraphs(re.sub(r"```.*?```", " ", text, flags=re.DOTALL))
+        if not paragraphs:
+            return
+        ruled = False
+        for paragraph in paragraphs:
+            item = facts.list_item(paragraph)
+            if item is not None:  # a list in a user message is a list of requirements: keep each
+                self.add("constraints", facts.clip(item, 400))
+                ruled = True
+                continue
+            for sentence in facts.sentences(paragraph):
+                if facts.CONSTRAINT.search(sentence) and not facts.errors_in(sentence):
+                    self.add("constraints", facts.clip(sentence, 400))
+                    ruled = True
+        if self.with_goal:
+            self.add("goal", facts.clip(paragraphs[0], _GOAL_CHARS))
+            self.with_goal = False
+        elif not ruled:  # a later request that states no rule: what the user wants next
+            self.add("goal", "Later: " + facts.clip(paragraphs[0], _REQUEST_CHARS))
+
+    # -- calls ----------------------------------------------------------------------------------
+
+    def flush_actions(self, observation: str | None) -> None:
+        """Digest the text actions of the last assistant message, with ``observation`` (the
+        user-role tool output that answered them) as their output."""
+        actions, self.pending_actions = self.pending_actions, []
+        for name, args in actions:
+            self.call(name, args, observation)
+
+    def call(self, name: str, args: dict[str, object], out_text: str | None) -> None:
+        command = files.command_of(name, args)
+        text = out_text or ""
+        outcome, ok = facts.outcome_of(text) if text else ("no output", None)
+        failed = facts.last_error(text) if text else None
+        if command is not None:
+            self.add("commands", f"{facts.code(command, 200)} → {outcome}")
+            ops = files.shell_file_ops(command)
+        else:
+            ops = files.file_ops(name, args)
+            if not ops:
+                self.add(
+                    "commands", f"{facts.code(f'{name}({_arguments(args)})', 160)} → {outcome}"
+                )
+        for op in ops:
+            what = op.what + (
+                f" (failed: {facts.code(failed, 120)})" if failed and op.modified else ""
+            )
+            self.add(
+                "files_modified" if op.modified else "files_read",
+                f"{facts.code(op.path, 160)} — {what}",
+            )
+            if op.modified and facts.CONFIG_FILE.search(op.path):
+                self.config_values(op.path, args)
+        if ok and command:
+            self.succeeded.add(command)
+        self.errors += [(e, command or name) for e in facts.errors_in(text)]
+        plain = " ".join(
+            str(v) for k, v in args.items() if k not in _CONTENT_KEYS and isinstance(v, str)
+        )
+        self.identifiers(plain, prose=True, limit=4)
+        self.argument_ids(args)
+
+    def argument_ids(self, args: Mapping[str, object], depth: int = 0) -> None:
+        """Identifiers named by their argument: ``reservation_id="8JX2WO"`` → `` `8JX2WO` ``."""
+        for key, value in args.items():
+            if isinstance(value, dict) and depth < 2:
+                self.argument_ids(value, depth + 1)
+            elif isinstance(value, list) and depth < 2:
+                for element in value[:20]:
+                    if isinstance(element, dict):
+                        self.argument_ids(element, depth + 1)
+            elif isinstance(value, str | int) and not isinstance(value, bool):
+                text = str(value)
+                if (
+                    _ID_KEY.search(key)
+                    and not _SECRET_KEY.search(key)
+                    and _ID_VALUE.match(text)
+                    and (any(c.isdigit() for c in text) or text.isupper())
+                ):
+                    self.add("identifiers", f"`{text}` — {facts.clip(key, 40)}")
+
+    def config_values(self, path: str, args: dict[str, object]) -> None:
+        old = next(
+            (args[k] for k in ("old_str", "old_string", "old") if isinstance(args.get(k), str)),
+            "",
+        )
+        new = next(
+            (
+                args[k]
+                for k in ("new_str", "new_string", "new", "content", "file_text")
+                if isinstance(args.get(k), str)
+            ),
+            "",
+        )
+        before = dict(facts.config_values(str(old), path))
+        for key, value in facts.config_values(str(new), path):
+            if key in before and before[key] != value:
+                self.add("values", f"`{key}` = {_value(before[key])} (superseded)")
+            self.add("values", f"`{key}` = {_value(value)} (current)")
+
+    def identifiers(self, text: str, *, prose: bool, limit: int = 8) -> None:
+        for ident, kind in facts.identifiers_in(text, prose=prose, limit=limit):
+            self.add("identifiers", f"`{ident}` — {kind}")
+
+
+def _value(value: str) -> str:
+    """A value as the summary shows it: plain when it is a simple token, else quoted."""
+    value = value.strip()
+    return value if _SIMPLE_VALUE.match(value) else facts.code(value, 60)
+
+
+def _arguments(args: Mapping[str, object]) -> str:
+    import json
+
+    return json.dumps(args, ensure_ascii=False) if args else ""
+
+
+def _without_actions(text: str) -> str:
+    text = re.sub(r"```(?:bash|sh|shell|console|zsh)[ \t]*\n.*?```", " ", text, flags=re.S)
+    return re.sub(r"^Action(?: Input)?:.*$", " ", text, flags=re.M)

@@ -1,0 +1,267 @@
+"""Fitting a summary into its token cap in linear time: shorten context first, then drop by class.
+
+Each entry is counted once; every change subtracts its own difference from a running total, and
+the real text is counted again only to confirm the result (a few times at most), so trimming a
+20,000-entry summarizer answer costs about as much as rendering it.
+
+The order (see ``TIERS``): every entry's context is shortened first (the fact itself stays
+verbatim: a path, an error line, a command, an identifier); then, tier by tier, an entry loses its
+context altogether and, when that is still not enough, entries are dropped — oldest first, from
+the section of the tier holding the most tokens. Dropped entries are counted per section, and the
+count is rendered under the section's heading ("_+12 files read, not listed._").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
+from typing import Any, Protocol, TypeVar
+
+from compactkit.budget.tokens import TokenCounter
+from compactkit.compressors._entries import add_details, key_of, runs, split_details
+
+
+class _Document(Protocol):
+    """What trimming reads of a ``SummaryDocument`` (kept structural: sections imports us)."""
+
+    @property
+    def sections(self) -> Mapping[Any, tuple[str, ...]]: ...
+    @property
+    def extra(self) -> Mapping[str, tuple[str, ...]]: ...
+    @property
+    def trimmed(self) -> int: ...
+    @property
+    def omitted(self) -> Mapping[str, int]: ...
+    def render(self) -> str: ...
+
+
+Doc = TypeVar("Doc", bound=_Document)
+
+SUPERSEDED = "values:superseded"
+"""The pool of superseded values (the values section's entries marked ``(superseded)``)."""
+EXTRA = "extra"
+"""The pool of entries under headings compactkit does not know."""
+
+TIERS: tuple[tuple[str, ...], ...] = (
+    ("files_read", "commands", SUPERSEDED, EXTRA),
+    ("decisions",),
+    ("identifiers", "errors", "files_modified", "state", "next_steps"),
+    ("goal", "constraints", "values"),
+)
+"""Drop order, first tier to last: files only read, commands, superseded values and unknown
+sections go first; then decisions; then identifiers, errors, files modified and where the work
+stands; the user's goal and constraints and the current values only when nothing else is left."""
+
+# Prose sections are clipped (they have no verbatim fact to keep); None: never shortened.
+_CLIP: dict[str, tuple[int, int] | None] = {
+    "decisions": (160, 80),
+    "state": (240, 120),
+    "next_steps": (120, 60),
+    EXTRA: (160, 80),
+    "goal": None,
+    "constraints": None,
+    "values": None,
+    SUPERSEDED: None,
+}
+_KEYED = frozenset({"files_read", "files_modified", "identifiers", "errors"})
+_ROOM_FOR_NOTES = 24  # the trimming note and the per-section counts' first appearance
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` on one line within ``limit`` characters; an open `` ` `` span is closed."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1].rstrip() + "…"
+    return cut + "`" if cut.count("`") % 2 else cut
+
+
+def shorten(pool: str, entry: str) -> str:
+    """``entry`` with its context shortened (the fact itself untouched)."""
+    if pool in _KEYED:
+        head, details = split_details(entry)
+        if not details:
+            return clip(entry, 200) if key_of(entry) is None else entry
+        short = [_verb(d) for d in details]
+        merged, _ = add_details([], short)
+        return f"{head} — {'; '.join(merged)}"
+    if pool == "commands":
+        text, n = runs(entry)
+        head, sep, outcome = text.partition(" → ")
+        text = f"{head}{sep}{clip(outcome, 48)}" if sep else clip(text, 120)
+        return f"{text} (\N{MULTIPLICATION SIGN}{n})" if n > 1 else text
+    limits = _CLIP.get(pool)
+    return clip(entry, limits[0]) if limits else entry
+
+
+def bare(pool: str, entry: str) -> str:
+    """``entry`` reduced to its fact alone."""
+    if pool in _KEYED:
+        key = key_of(entry)
+        return f"`{key}`" if key is not None else clip(entry, 80)
+    if pool == "commands":
+        text, n = runs(entry)
+        head = text.partition(" → ")[0]
+        head = head if key_of(head) else clip(head, 80)
+        return f"{head} (\N{MULTIPLICATION SIGN}{n})" if n > 1 else head
+    limits = _CLIP.get(pool)
+    return clip(entry, limits[1]) if limits else entry
+
+
+def _verb(detail: str) -> str:
+    """A detail's first word (``edited `a` → `b``` → ``edited``), its count kept."""
+    if detail.endswith(" earlier omitted"):
+        return detail
+    text, _, times = detail.partition(" \N{MULTIPLICATION SIGN}")
+    word = text.split(" ", 1)[0].rstrip(":,;") if len(text) > 16 else text
+    return f"{word} \N{MULTIPLICATION SIGN}{times}" if times.isdigit() else word
+
+
+def bullet(entry: str) -> str:
+    """An entry as it renders: ``- first line`` and indented continuation lines."""
+    first, *rest = entry.split("\n")
+    return "\n".join([f"- {first}", *(f"  {line}" for line in rest)])
+
+
+class _State:
+    """The document being trimmed: entries per pool with their costs and a running total."""
+
+    def __init__(self, doc: _Document, counter: TokenCounter) -> None:
+        self.counter = counter
+        self.doc = doc
+        # section name (key or "extra:<heading>") -> entries; None marks a dropped entry
+        self.entries: dict[str, list[str | None]] = {}
+        self.costs: dict[str, list[int]] = {}
+        self.pools: dict[str, list[tuple[str, int]]] = {}  # pool -> (section, index), oldest first
+        self.omitted: dict[str, int] = dict(doc.omitted)
+        self.dropped = 0
+        for key, values in doc.sections.items():
+            self._add(key, values, lambda entry, key=key: _pool_of(key, entry))  # type: ignore[misc]
+        for heading, values in doc.extra.items():
+            self._add(f"extra:{heading}", values, lambda _entry: EXTRA)
+        self.total = counter.count_text(doc.render()) + _ROOM_FOR_NOTES
+
+    def _add(self, section: str, values: tuple[str, ...], pool_of: Callable[[str], str]) -> None:
+        self.entries[section] = list(values)
+        self.costs[section] = [self.cost(e) for e in values]
+        for index, entry in enumerate(values):
+            self.pools.setdefault(pool_of(entry), []).append((section, index))
+
+    def cost(self, entry: str) -> int:
+        return self.counter.count_text(bullet(entry)) + 1
+
+    def replace(self, section: str, index: int, entry: str) -> None:
+        new = self.cost(entry)
+        self.total += new - self.costs[section][index]
+        self.entries[section][index] = entry
+        self.costs[section][index] = new
+
+    def drop(self, section: str, index: int) -> None:
+        self.total -= self.costs[section][index]
+        self.entries[section][index] = None
+        self.costs[section][index] = 0
+        name = section.removeprefix("extra:")
+        if not self.omitted.get(name):
+            self.total += 12  # the section's "+N …, not listed" line
+        self.omitted[name] = self.omitted.get(name, 0) + 1
+        self.dropped += 1
+
+    def build(self) -> Any:
+        sections: dict[str, tuple[str, ...]] = {}
+        extra: dict[str, tuple[str, ...]] = {}
+        for name, values in self.entries.items():
+            kept = tuple(e for e in values if e is not None)
+            if not kept:
+                continue
+            if name.startswith("extra:"):
+                extra[name.removeprefix("extra:")] = kept
+            else:
+                sections[name] = kept
+        make: Any = type(self.doc)
+        return make(
+            sections=sections,
+            extra=extra,
+            trimmed=self.doc.trimmed + self.dropped,
+            omitted=self.omitted,
+        )
+
+
+def _pool_of(key: str, entry: str) -> str:
+    if key == "values" and entry.endswith("(superseded)"):
+        return SUPERSEDED
+    return key
+
+
+def _steps(state: _State) -> Iterator[None]:
+    """Every change trimming may make, in order; the caller stops as soon as the text fits."""
+    pools = state.pools
+    tier_pools = [[p for p in tier if p in pools] for tier in TIERS]
+    for tier in tier_pools:  # 1. context shortened, everywhere
+        for pool in tier:
+            for section, index in pools[pool]:
+                entry = state.entries[section][index]
+                if entry is not None and (short := shorten(pool, entry)) != entry:
+                    state.replace(section, index, short)
+                    yield
+    for tier in tier_pools:
+        for pool in tier:  # 2. the tier's facts alone, without context
+            for section, index in pools[pool]:
+                entry = state.entries[section][index]
+                if entry is not None and (fact := bare(pool, entry)) != entry:
+                    state.replace(section, index, fact)
+                    yield
+        # 3. the tier's entries dropped: superseded values first, then oldest first from the
+        # pool holding the most tokens
+        queues = {pool: list(reversed(pools[pool])) for pool in tier}
+        sizes = {pool: sum(state.costs[s][i] for s, i in pools[pool]) for pool in tier}
+        while True:
+            live = [p for p in tier if queues[p]]
+            if not live:
+                break
+            pool = SUPERSEDED if SUPERSEDED in live else max(live, key=lambda p: sizes[p])
+            section, index = queues[pool].pop()
+            if state.entries[section][index] is None:
+                continue
+            sizes[pool] -= state.costs[section][index]
+            state.drop(section, index)
+            yield
+
+
+def fit(doc: Doc, cap_tokens: int, counter: TokenCounter) -> Doc:
+    """``doc`` within ``cap_tokens`` of rendered text (see the module docstring); ``doc`` itself
+    when it fits already. When even the title does not fit, every entry is dropped."""
+    if counter.count_text(doc.render()) <= cap_tokens:
+        return doc
+    state = _State(doc, counter)
+    steps = _steps(state)
+    budget = cap_tokens
+    for _attempt in range(6):
+        for _ in steps:
+            if state.total <= budget:
+                break
+        result: Doc = state.build()
+        real = counter.count_text(result.render())
+        if real <= cap_tokens:
+            return result
+        budget -= real - cap_tokens + 4  # the estimate drifted: aim lower and go on
+        if state.total <= budget:
+            continue
+    # Out of steps (everything dropped) or the estimates never converged: drop what is left,
+    # and when even the per-section counts do not fit, keep only the total in the note.
+    for _ in steps:
+        pass
+    result = state.build()
+    if counter.count_text(result.render()) > cap_tokens:
+        result = replace(result, omitted={})  # type: ignore[type-var,unused-ignore]
+    return result
+
+
+def count_by_section(doc: _Document) -> Mapping[str, int]:
+    """Entries per section key (``values`` split into current and superseded)."""
+    counts: dict[str, int] = {}
+    for key, values in doc.sections.items():
+        for entry in values:
+            name = _pool_of(key, entry)
+            counts[name] = counts.get(name, 0) + 1
+    counts[EXTRA] = sum(len(v) for v in doc.extra.values())
+    return counts
