@@ -12,3 +12,35 @@ One module per target, each built on the shared governance step (``compactkit.ru
 Importing this package imports no framework; importing an integration whose framework is not
 installed raises one ``ImportError`` naming the ``pip install`` to run.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from compactkit.integrations.messages import (
+    CompactedMessages,
+    MessageCompactor,
+    MessageFormat,
+    compact_messages,
+)
+
+# Names whose module needs a framework: imported on first use (each integration adds its own).
+_LAZY: dict[str, str] = {}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'compactkit.integrations' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "CompactedMessages",
+    "MessageCompactor",
+    "MessageFormat",
+    "compact_messages",
+]

@@ -1,0 +1,325 @@
+"""Message lists in the three wire formats <-> items, one message at a time.
+
+A message compactkit cannot read (a shape the provider allows that compactkit does not model:
+a Responses ``web_search_call`` or ``compaction`` item, a legacy ``function`` message, a custom
+tool call) is never dropped: it becomes a pinned placeholder item (so no projection omits it and
+no compaction folds it) that counts as its JSON text, and goes out again exactly as it came in.
+Outputs answering a call that was passed through are passed through with it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+from compactkit.errors import ConfigError, FormatError
+from compactkit.formats import (
+    anthropic_to_items,
+    chat_to_items,
+    items_to_anthropic,
+    items_to_chat,
+    items_to_responses,
+    responses_to_items,
+    tools_from_anthropic,
+    tools_from_chat,
+    tools_from_responses,
+)
+from compactkit.formats._sdk import sdk_format, to_plain
+from compactkit.items import Item, Message, Tool
+
+__all__ = ["MessageFormat", "Original", "Passthrough", "WireConverter", "detect_format"]
+
+MessageFormat: TypeAlias = Literal["chat", "responses", "anthropic"]
+"""The message list formats: OpenAI Chat Completions messages, OpenAI Responses input items,
+Anthropic Messages."""
+
+Original: TypeAlias = "tuple[tuple[Item, ...], Any]"
+"""The stored items one message became, and the message as it came in."""
+
+FORMATS: tuple[MessageFormat, ...] = ("chat", "responses", "anthropic")
+PASSTHROUGH_KEY = "__compactkit_passthrough__"
+
+_ANTHROPIC_BLOCKS = {
+    "tool_use",
+    "tool_result",
+    "thinking",
+    "redacted_thinking",
+    "image",
+    "document",
+}
+_RESPONSES_PARTS = {"input_text", "output_text", "input_image", "input_file", "refusal"}
+
+
+def detect_format(messages: Iterable[Any]) -> MessageFormat | None:
+    """The format ``messages`` are in, or ``None`` when they read the same in every format
+    (plain role/content text messages)."""
+    for message in messages:
+        format = sdk_format(message)
+        if format is not None:
+            return format
+        if not isinstance(message, Mapping):
+            continue
+        if "type" in message:  # chat and Anthropic messages never carry a top-level "type"
+            return "responses"
+        if message.get("role") == "tool" or "tool_calls" in message or "tool_call_id" in message:
+            return "chat"
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for part in content:
+            format = sdk_format(part)
+            if format is not None:
+                return format
+            kind = part.get("type") if isinstance(part, Mapping) else None
+            if kind in _ANTHROPIC_BLOCKS:
+                return "anthropic"
+            if kind in _RESPONSES_PARTS:
+                return "responses"
+            if kind == "image_url":
+                return "chat"
+    return None
+
+
+@dataclass(frozen=True)
+class Passthrough:
+    """A message compactkit could not read, passed through untouched."""
+
+    index: int
+    """Its position in the list it came in."""
+    reason: str
+    """Why it could not be read."""
+    kind: Literal["passthrough"] = "passthrough"
+
+
+class WireConverter:
+    """Converts the messages of one conversation, remembering what it passed through.
+
+    Args:
+        format: The conversation's format (may be set later, while only plain text messages,
+            which read the same in every format, were converted).
+    """
+
+    def __init__(self, format: MessageFormat) -> None:
+        if format not in FORMATS:
+            raise ConfigError(
+                f"format must be 'chat', 'responses' or 'anthropic' (or None to detect it), "
+                f"got {format!r}"
+            )
+        self.format: MessageFormat = format
+        self._raw: dict[str, Any] = {}
+        self._call_ids: set[str] = set()  # calls of passed-through messages
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def to_items(
+        self, message: Any, index: int, on_passthrough: Callable[[Passthrough], None]
+    ) -> list[Item]:
+        """The items of one message; a placeholder (reported to ``on_passthrough``) when it
+        cannot be read."""
+        plain = to_plain(message)
+        reason = self._answers_passed_call(plain)
+        if reason is None:
+            try:
+                return list(_READERS[self.format]([plain]))
+            except (FormatError, ValueError, TypeError, AttributeError) as exc:
+                reason = str(exc).removeprefix("message 0: ").removeprefix("input item 0: ")
+        on_passthrough(Passthrough(index=index, reason=reason))
+        return [self._placeholder(message, plain)]
+
+    def system_items(self, system: Any) -> list[Item]:
+        """Anthropic's top-level ``system`` as leading system messages.
+
+        Raises:
+            ConfigError: ``system`` is not a string or a list of text blocks.
+        """
+        try:
+            return anthropic_to_items([], system=to_plain(system))
+        except FormatError as exc:
+            raise ConfigError(f"system: {exc}") from None
+
+    def tools(self, tools: Sequence[Any]) -> list[Tool]:
+        """Tool schemas (compactkit ``Tool``s or any format's tool dicts) as ``Tool``s; a tool
+        compactkit does not model (a built-in tool) is not counted."""
+        out: list[Tool] = []
+        for index, tool in enumerate(tools):
+            if isinstance(tool, Tool):
+                out.append(tool)
+                continue
+            plain = to_plain(tool)
+            if not isinstance(plain, Mapping):
+                raise ConfigError(
+                    f"tools[{index}] must be a Tool or a tool dict, got {type(tool).__name__}"
+                )
+            reader = (
+                tools_from_chat
+                if "function" in plain
+                else tools_from_anthropic
+                if "input_schema" in plain
+                else tools_from_responses
+            )
+            try:
+                out.extend(reader([plain]))
+            except FormatError:
+                continue  # a built-in tool (web search, …): the provider sizes it, not us
+        return out
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def from_items(
+        self, items: Sequence[Item], originals: Mapping[int, Original] | None = None
+    ) -> tuple[Any, list[Any]]:
+        """``(system, messages)``: the items in this format.
+
+        Where a run of items is exactly what one message became (``originals``, by the seq of
+        its first item; the very item objects, so nothing was masked or replaced), that message
+        goes out as it came in, unconverted; so do placeholders. ``system`` is Anthropic's
+        top-level system prompt (``None`` for the other formats).
+        """
+        originals = originals or {}
+        system: Any = None
+        out: list[Any] = []
+        run: list[Item] = []
+
+        def flush() -> None:
+            nonlocal system
+            if not run:
+                return
+            if self.format == "anthropic":
+                prompt = items_to_anthropic(run)
+                if prompt.system is not None:
+                    system = _join_system(system, prompt.system)
+                out.extend(prompt.messages)
+            elif self.format == "chat":
+                out.extend(items_to_chat(run))
+            else:
+                out.extend(items_to_responses(run))
+            run.clear()
+
+        items = tuple(items)
+        i, n = 0, len(items)
+        get = originals.get
+        while i < n:
+            item = items[i]
+            original = get(item.seq)  # type: ignore[arg-type]
+            if original is not None:
+                stored, message = original
+                end = i + len(stored)
+                # Tuple comparison short-circuits on identity, in C: a masked or replaced item
+                # (a different object) fails it and is converted instead.
+                if items[i:end] == stored:
+                    flush()
+                    out.append(message)
+                    i = end
+                    continue
+            key = passthrough_key(item)
+            if key is None:
+                run.append(item)
+            else:
+                flush()
+                out.append(self._raw[key])
+            i += 1
+        flush()
+        if self.format == "anthropic":
+            out = _merge_turns(out)
+        return system, out
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _placeholder(self, message: Any, plain: Any) -> Message:
+        key = str(len(self._raw))
+        self._raw[key] = message
+        self._call_ids.update(_call_ids(plain))
+        try:
+            text = json.dumps(plain, ensure_ascii=False, default=str, separators=(",", ":"))
+        except (TypeError, ValueError):
+            text = repr(plain)
+        # An assistant message sits inside a tool turn without splitting it (see items.groups).
+        return Message(role="assistant", content=text, pinned=True, extra={PASSTHROUGH_KEY: key})
+
+    def _answers_passed_call(self, plain: Any) -> str | None:
+        if not self._call_ids or not isinstance(plain, Mapping):
+            return None
+        answered = {plain.get("tool_call_id"), plain.get("call_id")}
+        content = plain.get("content")
+        if isinstance(content, list):
+            answered.update(
+                block.get("tool_use_id") for block in content if isinstance(block, Mapping)
+            )
+        hit = sorted(str(i) for i in answered & self._call_ids)
+        if not hit:
+            return None
+        self._call_ids.difference_update(hit)
+        return f"answers call {hit[0]!r}, which was passed through"
+
+
+def passthrough_key(item: Item) -> str | None:
+    """The key of a placeholder item (``None`` for any other item)."""
+    if not isinstance(item, Message) or not item.extra:
+        return None
+    key = item.extra.get(PASSTHROUGH_KEY)
+    return key if isinstance(key, str) else None
+
+
+def _call_ids(plain: Any) -> list[str]:
+    if not isinstance(plain, Mapping):
+        return []
+    ids = [plain.get("call_id")]
+    calls = plain.get("tool_calls")
+    if isinstance(calls, list):
+        ids += [call.get("id") for call in calls if isinstance(call, Mapping)]
+    content = plain.get("content")
+    if isinstance(content, list):
+        ids += [
+            block.get("id")
+            for block in content
+            if isinstance(block, Mapping) and block.get("type") == "tool_use"
+        ]
+    return [i for i in ids if isinstance(i, str) and i]
+
+
+def _merge_turns(messages: list[Any]) -> list[Any]:
+    """Anthropic turns alternate: a message sent as given next to a converted one of the same
+    role (the summary before the first user message) is merged into one."""
+    out: list[Any] = []
+    for message in messages:
+        plain = to_plain(message)
+        previous = to_plain(out[-1]) if out else None
+        if (
+            isinstance(plain, Mapping)
+            and isinstance(previous, Mapping)
+            and plain.get("role") == previous.get("role")
+        ):
+            out[-1] = {
+                "role": plain.get("role"),
+                "content": [*_blocks(previous.get("content")), *_blocks(plain.get("content"))],
+            }
+        else:
+            out.append(message)
+    return out
+
+
+def _blocks(content: Any) -> list[Any]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return list(content) if isinstance(content, list) else []
+
+
+def _join_system(first: Any, second: Any) -> Any:
+    if first is None:
+        return second
+    if isinstance(first, str) and isinstance(second, str):
+        return f"{first}\n\n{second}"
+    blocks = [
+        *([{"type": "text", "text": first}] if isinstance(first, str) else first),
+        *([{"type": "text", "text": second}] if isinstance(second, str) else second),
+    ]
+    return blocks
+
+
+_READERS: dict[MessageFormat, Callable[[list[Any]], list[Item]]] = {
+    "chat": chat_to_items,
+    "responses": responses_to_items,
+    "anthropic": anthropic_to_items,
+}

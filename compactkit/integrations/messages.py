@@ -1,0 +1,420 @@
+"""Govern a plain message list, no framework: ``compact_messages`` and ``MessageCompactor``.
+
+For agents that keep the conversation as a list of OpenAI Chat Completions messages, Responses
+input items or Anthropic messages (dicts, or the SDK objects as the clients return them)::
+
+    turn = compact_messages(messages, model="gpt-4o", tools=tools)
+    reply = client.chat.completions.create(model="gpt-4o", messages=turn.send, tools=tools)
+    messages = [*turn.history, reply.choices[0].message]
+
+``send`` is this call's prompt (under the model's budget, every tool call with its output);
+``history`` is what to keep (the list given, or the compacted one: the marked summary and the
+kept messages). ``MessageCompactor`` is the same as a stateful callable: it remembers the
+conversation it governed, so each call on a growing list converts, counts and indexes only the
+new messages. Both run the shared governance step (``compactkit.runtime.Governor``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from compactkit.budget.profiles import ProfileRegistry
+from compactkit.compressors.base import MemoryCompressor
+from compactkit.errors import ConfigError
+from compactkit.governance.policy import CompactPolicy
+from compactkit.governance.projector import ContextProjector, ProjectionReport
+from compactkit.integrations._wire import (
+    MessageFormat,
+    Original,
+    Passthrough,
+    WireConverter,
+    detect_format,
+)
+from compactkit.items import Item, Message, Tool
+from compactkit.items.snapshot import (
+    CompactResult,
+    MemorySnapshot,
+    SummaryRole,
+    is_summary_message,
+)
+from compactkit.memory.in_memory import InMemoryMemory
+from compactkit.runtime.events import Event, PassthroughEvent, emit
+from compactkit.runtime.governor import GovernedStep, Governor
+
+__all__ = ["CompactedMessages", "MessageCompactor", "MessageFormat", "compact_messages"]
+
+
+@dataclass(frozen=True)
+class CompactedMessages:
+    """What to send this turn and what to keep, in the format the messages came in."""
+
+    send: list[Any]
+    """The prompt: pass it as ``messages=`` (Chat, Anthropic) or ``input=`` (Responses)."""
+    history: list[Any]
+    """What to keep as the conversation: the very list given when nothing was compacted;
+    after a compaction, the marked summary and the kept messages (plain dicts)."""
+    report: ProjectionReport
+    """What the prompt kept, masked and omitted of the history, and why."""
+    format: MessageFormat
+    """The format of ``send`` and ``history``."""
+    tokens: int
+    """Tokens of the whole request (messages, instructions, tool schemas), by the model's
+    counter."""
+    budget: int
+    """The budget the request had to fit."""
+    system: Any = None
+    """Anthropic only: the ``system=`` to send (the one given, plus the summary when its role
+    is ``system``); ``None`` for the other formats."""
+    compacted: bool = False
+    """Whether this call compacted the history (``history`` is then a new list)."""
+    compaction: CompactResult | None = None
+    """The compaction that ran on this call, if one did (applied, or failed and reported)."""
+    events: tuple[Event, ...] = ()
+    """What happened: passthrough warnings, compactions, the projection."""
+
+
+@dataclass
+class _Seen:
+    """A message list the memory holds exactly (the input, or the history returned)."""
+
+    messages: tuple[Any, ...] = ()
+
+
+@dataclass
+class _Prepared:
+    instructions: list[Message]
+    tools: list[Tool]
+    events: list[Event] = field(default_factory=list)
+
+
+class MessageCompactor:
+    """Governs one growing conversation: call it with the whole list before every model call.
+
+    Args:
+        model: The model the prompts are for (its profile gives the budget and the counter).
+        format: ``"chat"``, ``"responses"`` or ``"anthropic"``; ``None`` detects it from the
+            messages (named is faster and never guesses).
+        tools: The tools offered on every call (compactkit ``Tool``s or the format's tool
+            dicts); a call may override them.
+        registry: Where to look the model up (default: the process-wide registry).
+        governor: A ready ``Governor`` (then the options below must not be given).
+        compaction: ``False``: only project (drop old turns and mask bulky outputs from the
+            prompt), never summarise the history.
+        policy: When to compact and down to what (default: the model's budget policy).
+        compressor: What compacts (default: the ``LadderCompressor``, no LLM).
+        summary_role: The role of the summary message (default ``system``).
+        projector: Replaces the default projector.
+        on_event: Called with every event (passthrough warnings, compactions, projections).
+
+    It costs O(new messages) per call as long as each list extends the one given before, or
+    the ``history`` it returned; any other list is read again from the start. One compactor
+    serves one conversation; calls on it are serialised.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        format: MessageFormat | None = None,
+        tools: Sequence[Any] | None = None,
+        registry: ProfileRegistry | None = None,
+        governor: Governor | None = None,
+        compaction: bool = True,
+        policy: CompactPolicy | None = None,
+        compressor: MemoryCompressor | None = None,
+        summary_role: SummaryRole | None = None,
+        projector: ContextProjector | None = None,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> None:
+        if governor is not None:
+            options = (policy, compressor, summary_role, projector, registry)
+            if any(option is not None for option in options) or not compaction:
+                raise ConfigError(
+                    "governor= is already configured: do not pass policy=, compressor=, "
+                    "summary_role=, projector=, registry= or compaction= with it"
+                )
+            if not isinstance(governor, Governor):
+                raise ConfigError(f"governor must be a Governor, got {type(governor).__name__}")
+        else:
+            governor = Governor.for_model(
+                model,
+                registry=registry,
+                projector=projector,
+                policy=policy,
+                compressor=compressor,
+                compaction=compaction,
+                summary_role=summary_role,
+                on_event=on_event,
+            )
+        self.model = model
+        self.governor = governor
+        self.on_event = on_event
+        self._format = format
+        self._converter = WireConverter(format or "chat")
+        self._decided = format is not None
+        self._tools_given = tools
+        self._tool_cache: tuple[tuple[int, ...], list[Any], list[Tool]] | None = None
+        self._instruction_cache: tuple[Any, list[Message]] | None = None
+        self._lock = threading.Lock()
+        self._reset()
+
+    @property
+    def format(self) -> MessageFormat | None:
+        """The conversation's format (``None`` until messages decided it)."""
+        return self._converter.format if self._decided else None
+
+    def __call__(
+        self,
+        messages: Sequence[Any],
+        *,
+        tools: Sequence[Any] | None = None,
+        instructions: str | None = None,
+        system: Any = None,
+        usage: int | None = None,
+    ) -> CompactedMessages:
+        """Govern ``messages`` for this call.
+
+        Args:
+            messages: The whole conversation so far, oldest first.
+            tools: This call's tools (default: the compactor's).
+            instructions: Responses ``instructions`` (counted; send them as you do now).
+            system: Anthropic ``system`` (counted; send ``result.system`` instead).
+            usage: The provider's ``prompt_tokens`` for the previous call (calibrates the count
+                and feeds the policy's usage trigger).
+
+        Raises:
+            BudgetError: what may never be dropped (instructions, the latest user input,
+                pending calls, passed-through messages) does not fit the budget.
+            ConfigError: ``messages`` is not a list, or an argument is malformed.
+        """
+        with self._lock:
+            prepared = self._prepare(messages, tools, instructions, system)
+            step = self.governor.step(
+                self._memory, instructions=prepared.instructions, tools=prepared.tools, usage=usage
+            )
+            return self._finish(messages, prepared, step)
+
+    async def acall(
+        self,
+        messages: Sequence[Any],
+        *,
+        tools: Sequence[Any] | None = None,
+        instructions: str | None = None,
+        system: Any = None,
+        usage: int | None = None,
+    ) -> CompactedMessages:
+        """``__call__`` for async code: an async compressor is awaited, and counting and a sync
+        compressor run off the event loop (``Governor.astep``)."""
+        prepared = self._prepare(messages, tools, instructions, system)
+        step = await self.governor.astep(
+            self._memory, instructions=prepared.instructions, tools=prepared.tools, usage=usage
+        )
+        return self._finish(messages, prepared, step)
+
+    def reset(self) -> None:
+        """Forget the conversation (the next call reads its list from the start)."""
+        with self._lock:
+            self._reset()
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _reset(self) -> None:
+        self._memory = InMemoryMemory(accept_unknown_call_ids=True)
+        self._seen: list[_Seen] = []
+        self._originals: dict[int, Original] = {}
+        self._converter = WireConverter(self._format or "chat")
+        self._decided = self._format is not None
+
+    def _prepare(
+        self,
+        messages: Sequence[Any],
+        tools: Sequence[Any] | None,
+        instructions: str | None,
+        system: Any,
+    ) -> _Prepared:
+        if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+            raise ConfigError(
+                f"messages must be a list of messages, got {type(messages).__name__}"
+                + ("; wrap a single message in a list" if isinstance(messages, dict) else "")
+            )
+        if instructions is not None and system is not None:
+            raise ConfigError("pass instructions= (Responses) or system= (Anthropic), not both")
+        prepared = _Prepared(instructions=[], tools=[])
+        self._ingest(messages, prepared.events)
+        converter = self._converter
+        if system is not None:
+            if converter.format != "anthropic":
+                raise ConfigError(
+                    f"system= is Anthropic's top-level prompt, but these are {converter.format} "
+                    "messages: put the system message first in the list (chat) or pass "
+                    "instructions= (responses)"
+                )
+            prepared.instructions = self._instructions(("system", system))
+        elif instructions is not None:
+            if not isinstance(instructions, str):
+                raise ConfigError(f"instructions must be a string, got {instructions!r:.80}")
+            prepared.instructions = self._instructions(("instructions", instructions))
+        prepared.tools = self._tools(tools if tools is not None else self._tools_given)
+        return prepared
+
+    def _ingest(self, messages: Sequence[Any], events: list[Event]) -> None:
+        """Bring the memory up to ``messages``, reading only what it has not seen."""
+        new_start = None
+        for seen in self._seen:
+            n = len(seen.messages)
+            if len(messages) >= n and (n == 0 or tuple(messages[:n]) == seen.messages):
+                new_start = n
+                break
+        if new_start is None:
+            self._reset()
+            new_start = 0
+        fresh = messages[new_start:]
+        converter = self._converter_for(fresh)
+        passed: list[Passthrough] = []
+        per_message = [
+            converter.to_items(message, new_start + offset, passed.append)
+            for offset, message in enumerate(fresh)
+        ]
+        for passthrough in passed:
+            event = PassthroughEvent(
+                index=passthrough.index, reason=passthrough.reason, format=converter.format
+            )
+            events.append(emit(event, self.on_event))
+        items = [item for message_items in per_message for item in message_items]
+        self._append(items, restart=new_start == 0)
+        self._remember(fresh, per_message)
+        self._seen = [_Seen(tuple(messages))]
+
+    def _append(self, items: list[Item], *, restart: bool) -> None:
+        if not items:
+            return
+        memory = self._memory
+        if restart or any(is_summary_message(item) for item in items):
+            snapshot = memory.snapshot()
+            old = (
+                [*snapshot.render_items(), *items] if snapshot.items or snapshot.summary else items
+            )
+            memory.restore(MemorySnapshot.from_items(old))
+            return
+        try:
+            memory.add_output_items(items)
+        except ConfigError:
+            # A provider that reuses call ids: the memory refuses the write, restore takes it.
+            snapshot = memory.snapshot()
+            memory.restore(
+                MemorySnapshot(summary=snapshot.summary, items=(*snapshot.items, *items))
+            )
+
+    def _remember(self, fresh: Sequence[Any], per_message: list[list[Item]]) -> None:
+        """Map each new message to the stored items it became, so that it is sent as given
+        while those items are sent unchanged."""
+        counts = [sum(not is_summary_message(i) for i in items) for items in per_message]
+        total = sum(counts)
+        if not total:
+            return
+        stored = self._memory.snapshot().items[-total:]
+        at = 0
+        for message, items, count in zip(fresh, per_message, counts, strict=True):
+            mine = stored[at : at + count]
+            at += count
+            if count and count == len(items) and mine[0].seq is not None:
+                self._originals[mine[0].seq] = (tuple(mine), message)
+
+    def _converter_for(self, fresh: Sequence[Any]) -> WireConverter:
+        if not self._decided:
+            # Plain text messages read the same in every format: chat until a message decides.
+            format = detect_format(fresh)
+            if format is not None:
+                self._converter.format = format
+                self._decided = True
+        return self._converter
+
+    def _instructions(self, key: tuple[str, Any]) -> list[Message]:
+        cached = self._instruction_cache
+        if cached is not None and cached[0][0] == key[0] and cached[0][1] is key[1]:
+            return cached[1]
+        kind, value = key
+        if kind == "system":
+            items = self._converter.system_items(value)
+            messages = [item for item in items if isinstance(item, Message)]
+        else:
+            messages = [Message(role="system", content=value)] if value else []
+        self._instruction_cache = (key, messages)
+        return messages
+
+    def _tools(self, tools: Sequence[Any] | None) -> list[Tool]:
+        if not tools:
+            return []
+        key = tuple(id(tool) for tool in tools)
+        cached = self._tool_cache
+        if cached is not None and cached[0] == key:
+            return cached[2]
+        converted = self._converter.tools(tools)
+        self._tool_cache = (key, list(tools), converted)  # the list keeps the ids valid
+        return converted
+
+    def _finish(
+        self, messages: Sequence[Any], prepared: _Prepared, step: GovernedStep
+    ) -> CompactedMessages:
+        converter = self._converter
+        items: Sequence[Item] = step.items
+        if converter.format == "responses" and prepared.instructions:
+            items = items[len(prepared.instructions) :]  # sent as the request's instructions
+        system, send = converter.from_items(items, self._originals)
+        history: list[Any]
+        if step.compacted:
+            snapshot = self._memory.snapshot()
+            active = {item.seq for item in snapshot.items}
+            self._originals = {s: o for s, o in self._originals.items() if s in active}
+            # Anthropic's summary stays in the messages (a user block), so the list is whole.
+            role: SummaryRole = (
+                "user" if converter.format == "anthropic" else self.governor.projector.summary_role
+            )
+            rendered = snapshot.render_items(summary_role=role)
+            _, history = converter.from_items(rendered, self._originals)
+            self._seen = [_Seen(tuple(messages)), _Seen(tuple(history))]
+        else:
+            history = messages if isinstance(messages, list) else list(messages)
+        projection = step.projection
+        return CompactedMessages(
+            send=send,
+            history=history,
+            report=projection.report,
+            format=converter.format,
+            tokens=projection.tokens,
+            budget=projection.budget,
+            system=system if converter.format == "anthropic" else None,
+            compacted=step.compacted,
+            compaction=step.compaction,
+            events=(*prepared.events, *step.events),
+        )
+
+
+def compact_messages(
+    messages: Sequence[Any],
+    *,
+    model: str,
+    tools: Sequence[Any] | None = None,
+    format: MessageFormat | None = None,
+    instructions: str | None = None,
+    system: Any = None,
+    usage: int | None = None,
+    **options: Any,
+) -> CompactedMessages:
+    """Govern one call's messages: what to send (under budget, pairs intact) and what to keep.
+
+    The stateless form of ``MessageCompactor`` (which is faster on a growing list: it reads
+    only the new messages each call). ``options`` are ``MessageCompactor``'s (``compaction``,
+    ``policy``, ``compressor``, ``summary_role``, ``registry``, ``on_event``, …).
+
+    Example::
+
+        turn = compact_messages(messages, model="gpt-4o", tools=tools)
+        reply = client.chat.completions.create(model="gpt-4o", messages=turn.send, tools=tools)
+        messages = [*turn.history, reply.choices[0].message]
+    """
+    compactor = MessageCompactor(model, format=format, tools=tools, **options)
+    return compactor(messages, instructions=instructions, system=system, usage=usage)
