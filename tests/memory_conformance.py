@@ -306,14 +306,76 @@ class MemoryConformance:
         assert (after.summary, seqs(after.items), after.version) == ("a, b", [3, 4], 5)
         assert snapshot.items[0] in memory.history()
 
-    def test_a_stale_result_raises_and_changes_nothing(self, memory: AgentMemory) -> None:
-        memory.add_user_input("a")
+    @pytest.mark.parametrize("write", ["compaction", "pin", "restore", "clear"])
+    def test_a_result_whose_span_changed_raises_and_changes_nothing(
+        self, memory: AgentMemory, write: str
+    ) -> None:
+        for text in "abc":
+            memory.add_user_input(text)
         stale = memory.snapshot()
-        memory.add_user_input("b")
+        if write == "compaction":
+            memory.apply(result(stale, stale.items[1:], summary="a"))
+        elif write == "pin":
+            memory.pin(2)
+        elif write == "restore":
+            memory.restore(stale, history=memory.history())
+        else:
+            memory.clear()
+        memory.add_user_input("d")
         before = memory.snapshot()
-        with pytest.raises(ConcurrencyError, match="version 1"):
-            memory.apply(result(stale, (), summary="a"))
+        with pytest.raises(ConcurrencyError, match="version 3"):
+            memory.apply(result(stale, stale.items[2:], summary="a b"))
         assert memory.snapshot() == before
+
+    # -- rebase over appends (a compaction that ran while the agent kept writing) -------------
+
+    def test_a_result_is_rebased_over_appends(self, memory: AgentMemory) -> None:
+        for text in "abcd":
+            memory.add_user_input(text)
+        snapshot = memory.snapshot()
+        memory.add_output_items([assistant_call("c1")])  # written while the compressor ran
+        memory.add_tool_output("c1", "out")
+        memory.pin(6)
+        memory.add_user_input("e")
+        stale = memory.snapshot()
+        memory.add_user_input("f")
+        marker = Message(role="user", content="[folded]")
+        assert memory.apply(result(stale, [marker, *stale.items[3:]], summary="a b c"))
+        after = memory.snapshot()
+        assert texts(after.items) == ["[folded]", "d", "ls({})", "out", "e", "f"]
+        assert seqs(after.items) == [9, 4, 5, 6, 7, 8]  # the new item numbered after them all
+        assert after.items[3].pinned and after.summary == "a b c"
+        assert seqs(memory.history()) == list(range(1, 10))
+        assert snapshot.version is not None and after.version == stale.version + 2
+        memory.add_user_input("g")
+        assert seqs(memory.items)[-1] == 10
+
+    def test_a_rebased_result_keeps_pins_and_drops_nothing_appended(
+        self, memory: AgentMemory
+    ) -> None:
+        for text in "abc":
+            memory.add_user_input(text)
+        stale = memory.snapshot()
+        for text in "xyz":
+            memory.add_user_input(text)
+        memory.apply(result(stale, stale.items[2:], summary="a b"))
+        assert texts(memory.snapshot().items) == ["c", "x", "y", "z"]
+        with pytest.raises(ConcurrencyError):  # the same stale result, now over a compaction
+            memory.apply(result(stale, stale.items[1:], summary="a"))
+        assert texts(memory.snapshot().items) == ["c", "x", "y", "z"]
+
+    def test_a_result_from_another_memory_is_not_rebased(
+        self, memory: AgentMemory, memory_factory: MemoryFactory
+    ) -> None:
+        other: AgentMemory = memory_factory()
+        for target in (memory, other):
+            for text in "ab":
+                target.add_user_input(text)
+        foreign = other.snapshot()
+        memory.add_user_input("c")
+        with pytest.raises(ConcurrencyError, match="version 2"):
+            memory.apply(result(foreign, foreign.items[1:], summary="a"))
+        assert texts(memory.snapshot().items) == ["a", "b", "c"]
 
     @pytest.mark.parametrize("outcome", ["failed", "unchanged"])
     def test_failed_and_unchanged_results_are_no_ops(

@@ -7,6 +7,7 @@ refused, how ``seq`` is assigned, and what ``apply`` keeps, replaces and archive
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar, cast
@@ -30,7 +31,12 @@ from compactkit.items import (
     Reasoning,
     TextPart,
 )
-from compactkit.items.snapshot import CompactResult, MemorySnapshot, is_summary_message
+from compactkit.items.snapshot import (
+    CompactResult,
+    MemorySnapshot,
+    is_summary_message,
+    require_snapshot,
+)
 
 UserInput: TypeAlias = str | Message | Sequence[ContentPart]
 """What ``add_user_input`` accepts: text, a ready ``Message``, or content parts."""
@@ -68,6 +74,8 @@ def user_input_item(value: object) -> Message:
 def output_items(values: Iterable[object]) -> list[Item]:
     """The items ``add_output_items(values)`` stores (chat dicts and SDK objects converted, in
     order)."""
+    if values is None:
+        raise ConfigError("add_output_items takes a list of items or chat messages, got None")
     if isinstance(values, (Mapping, str, *_ITEM_TYPES)) or is_sdk_object(values):
         raise ConfigError(
             f"add_output_items takes a list of items or chat messages, got one "
@@ -173,22 +181,27 @@ class CallIndex:
         Refused: a second call with a call id already used, an output for a call never seen
         (unless ``accept_unknown``) and a second output for one call.
         """
-        calls, answered = set(self.calls), set(self.answered)
+        # Only the batch's own ids are copied: the stored sets are read, never copied, so an
+        # append costs O(batch), not O(every call id stored).
+        stored_calls, stored_answered = self.calls, self.answered
+        calls: set[str] = set()
+        answered: set[str] = set()
         for item in items:
             if isinstance(item, FunctionCall):
-                if item.call_id in calls:
+                if item.call_id in calls or item.call_id in stored_calls:
                     raise ConfigError(
                         f"call id {item.call_id!r} is already used by a call in this memory; "
                         "call ids must be unique within a session"
                     )
                 calls.add(item.call_id)
             elif isinstance(item, FunctionCallOutput):
-                if item.call_id in answered:
+                if item.call_id in answered or item.call_id in stored_answered:
                     raise ConfigError(
                         f"call {item.call_id!r} already has an output; each call is answered "
                         "exactly once"
                     )
-                if item.call_id not in calls and not accept_unknown:
+                known = item.call_id in calls or item.call_id in stored_calls
+                if not known and not accept_unknown:
                     raise ConfigError(
                         f"tool output for unknown call id {item.call_id!r}: no function call "
                         "with this id was stored; store the call first (add_output_items) or "
@@ -220,13 +233,29 @@ class ApplyPlan:
     """The seq counter afterwards."""
 
 
-def plan_apply(active: Sequence[Item], result: CompactResult, next_seq: int) -> ApplyPlan:
+def plan_apply(
+    active: Sequence[Item],
+    result: CompactResult,
+    next_seq: int,
+    *,
+    appended_from: int | None = None,
+) -> ApplyPlan:
     """Work out how ``result`` changes the active items (version checks are the caller's).
+
+    With ``appended_from`` (from ``rebase_point``), the result was computed before the active
+    items with a seq from that one on were appended: they are kept, unchanged and in order,
+    after the result's items (a rebase over pure appends).
 
     Raises:
         ConfigError: the result holds a seq that is not active, holds one seq twice, holds a
             rendered summary message, or drops a pinned item.
     """
+    appended: list[Item] = []
+    if appended_from is not None:
+        cut = len(active)
+        while cut and _seq_of(active[cut - 1]) >= appended_from:
+            cut -= 1
+        active, appended = active[:cut], list(active[cut:])
     stored = {item.seq: item for item in active}
     kept: set[int] = set()
     items: list[Item] = []
@@ -253,7 +282,12 @@ def plan_apply(active: Sequence[Item], result: CompactResult, next_seq: int) -> 
         )
     items, next_seq = assign_seqs(items, next_seq)
     archived = [i for i in active if i.seq not in kept]
-    return ApplyPlan(items=items, archived=archived, next_seq=next_seq)
+    return ApplyPlan(items=[*items, *appended], archived=archived, next_seq=next_seq)
+
+
+def _seq_of(item: Item) -> int:
+    assert item.seq is not None, "stored items always have a seq"
+    return item.seq
 
 
 @dataclass(frozen=True)
@@ -276,8 +310,14 @@ def plan_restore(snapshot: MemorySnapshot, history: Sequence[Item], next_seq: in
 
     Raises:
         ConfigError: a seq appears twice, a history item has no seq, or an item is a rendered
-            summary message.
+            summary message, or ``snapshot``/``history`` is not what restore takes.
     """
+    snapshot = require_snapshot(snapshot, "restore()")
+    if history is None or isinstance(history, (str, bytes, Mapping)):
+        raise ConfigError(
+            f"restore(history=...) takes a list of items (memory.history()), got "
+            f"{type(history).__name__}"
+        )
     known: dict[int, Item] = {}
     for item in history:
         if item.seq is None:
@@ -339,6 +379,70 @@ def check_version(result: CompactResult, version: int) -> None:
             f"the compaction result was computed from version {seen} but the memory is at "
             f"version {version} (written since); nothing was applied — compact a new snapshot"
         )
+
+
+class Lineage:
+    """What a memory remembers of the versions it handed out, so that ``apply`` can rebase a
+    result over the appends made while the compressor ran.
+
+    A memory counts two things: ``version`` (every write) and ``window_version`` (every write
+    that is not an append: a compaction, undo, restore, clear, a pin). A result computed at a
+    version whose window version is still the current one saw exactly the active items that
+    are there now, minus the appended ones — those with a seq from that version's ``next_seq``
+    on.
+    """
+
+    def __init__(self, limit: int = 4096) -> None:
+        self._limit = limit
+        self._marks: dict[int, tuple[int, int]] = {}  # version -> (window_version, next_seq)
+        self._lock = threading.Lock()
+
+    def note(self, version: int, window_version: int, next_seq: int) -> None:
+        """Remember the state of ``version`` (called for every snapshot handed out)."""
+        if self._marks.get(version) == (window_version, next_seq):
+            return
+        with self._lock:  # eviction iterates the dict: keep writers out meanwhile
+            if len(self._marks) >= self._limit:
+                del self._marks[next(iter(self._marks))]
+            self._marks[version] = (window_version, next_seq)
+
+    def forget(self) -> None:
+        """Forget every mark (a restore or clear makes versions from before meaningless)."""
+        with self._lock:
+            self._marks.clear()
+
+    def get(self, version: int) -> tuple[int, int] | None:
+        """``(window_version, next_seq)`` of ``version``, when it was handed out."""
+        return self._marks.get(version)
+
+
+def rebase_point(
+    result: CompactResult, version: int, window_version: int, lineage: Lineage
+) -> int | None:
+    """Whether ``result`` can be applied to a memory now at ``version``/``window_version``.
+
+    Returns ``None`` when the result was computed from the current version, or the first seq
+    appended since (for ``plan_apply(appended_from=...)``) when only appends happened since.
+
+    Raises:
+        ConfigError: the result's snapshot has no version.
+        ConcurrencyError: something other than an append changed the active items or the
+            summary since (another compaction, undo, restore, clear, a pin), or the version is
+            not one this memory handed out.
+    """
+    seen = result.snapshot.version
+    if seen is None or seen == version:
+        check_version(result, version)
+        return None
+    mark = lineage.get(seen) if seen < version else None
+    if mark is None or mark[0] != window_version:
+        why = "not only appended to" if mark is not None else "written since"
+        raise ConcurrencyError(
+            f"the compaction result was computed from version {seen} but the memory is at "
+            f"version {version} ({why}: the items it folded or the summary changed); nothing "
+            "was applied — compact a new snapshot"
+        )
+    return mark[1]
 
 
 def not_active_error(seq: int, *, archived: bool) -> ConfigError:

@@ -15,11 +15,12 @@ from compactkit.items.snapshot import (
 )
 from compactkit.memory._rules import (
     CallIndex,
+    Lineage,
     assign_seqs,
-    check_version,
     not_active_error,
     plan_apply,
     plan_restore,
+    rebase_point,
     require_result,
     require_seq,
 )
@@ -60,6 +61,8 @@ class InMemoryMemory(BaseMemory):
         self._calls = CallIndex()
         self._next_seq = 1
         self._version = 0
+        self._window_version = 0  # bumped by every write that is not an append
+        self._lineage = Lineage()
 
     def _append(self, items: Sequence[Item]) -> None:
         with self._lock:
@@ -79,6 +82,7 @@ class InMemoryMemory(BaseMemory):
     def snapshot(self) -> MemorySnapshot:
         """The summary and active items, with ``version``."""
         with self._lock:
+            self._lineage.note(self._version, self._window_version, self._next_seq)
             # Stored items were validated on the way in: no O(history) revalidation per read.
             return MemorySnapshot.model_construct(
                 summary=self._summary, items=tuple(self._active), version=self._version
@@ -92,16 +96,20 @@ class InMemoryMemory(BaseMemory):
     def apply(self, result: CompactResult) -> bool:
         """Swap in ``result`` atomically; ``False`` (and no change) when it changed nothing.
 
+        Items appended since the result's snapshot are kept after its items (a rebase over
+        pure appends).
+
         Raises:
-            ConcurrencyError: the memory was written after the result's snapshot was read.
+            ConcurrencyError: the memory was compacted, restored, cleared or pinned after the
+                result's snapshot was read (appends alone never refuse a result).
             ConfigError: the result has no version, or breaks the compressor contract.
         """
         require_result(result)
         if not result.changed:
             return False
         with self._lock:
-            check_version(result, self._version)
-            plan = plan_apply(self._active, result, self._next_seq)
+            since = rebase_point(result, self._version, self._window_version, self._lineage)
+            plan = plan_apply(self._active, result, self._next_seq, appended_from=since)
             for item in plan.items:
                 seq = _seq(item)
                 original = self._history.get(seq)
@@ -114,6 +122,7 @@ class InMemoryMemory(BaseMemory):
             self._active = plan.items
             self._next_seq = plan.next_seq
             self._version += 1
+            self._window_version += 1
         return True
 
     def restore(self, snapshot: MemorySnapshot, *, history: Sequence[Item] = ()) -> None:
@@ -130,6 +139,8 @@ class InMemoryMemory(BaseMemory):
             self._calls = CallIndex.of(plan.history.values())
             self._next_seq = plan.next_seq
             self._version = max(self._version, snapshot.version or 0) + 1
+            self._window_version += 1
+            self._lineage.forget()
 
     def clear(self) -> None:
         """Forget the summary, items, pins and history; seqs are still never reused."""
@@ -139,6 +150,7 @@ class InMemoryMemory(BaseMemory):
             self._history = {}
             self._calls = CallIndex()
             self._version += 1
+            self._window_version += 1
 
     def pin(self, seq: int) -> None:
         """Pin the active item ``seq`` (no-op when already pinned).
@@ -169,6 +181,7 @@ class InMemoryMemory(BaseMemory):
             original = self._history[seq]
             self._history[seq] = original.model_copy(update={"pinned": pinned})
             self._version += 1
+            self._window_version += 1
 
 
 def _seq(item: Item) -> int:

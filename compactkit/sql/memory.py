@@ -43,11 +43,12 @@ from compactkit.items.snapshot import (
 )
 from compactkit.memory._rules import (
     CallIndex,
+    Lineage,
     assign_seqs,
-    check_version,
     not_active_error,
     plan_apply,
     plan_restore,
+    rebase_point,
     require_result,
     require_seq,
 )
@@ -143,6 +144,7 @@ class SQLMemory(BaseMemory):
         self._session_id = session_id
         self._lock = threading.Lock()
         self._window: _Window | None = None
+        self._lineage = Lineage()
 
     def __repr__(self) -> str:
         url = self._engine.url.render_as_string(hide_password=True)
@@ -172,7 +174,10 @@ class SQLMemory(BaseMemory):
 
     def snapshot(self) -> MemorySnapshot:
         """The summary and active items, with ``version`` (fetches only what is new)."""
-        return self._read().snapshot
+        window = self._read()
+        row = window.row
+        self._lineage.note(row.version, row.window_version, row.next_seq)
+        return window.snapshot
 
     def history(self) -> list[Item]:
         """Every item stored since the last ``clear()``, archived ones included, by seq."""
@@ -243,8 +248,13 @@ class SQLMemory(BaseMemory):
         """Swap in ``result`` in one transaction; ``False`` (and no change) when it changed
         nothing. A failed result is recorded in the compaction history.
 
+        Items appended since the result's snapshot (by any worker) are kept after its items: a
+        rebase over pure appends, decided under the session lock from ``window_version``.
+
         Raises:
-            ConcurrencyError: the session was written after the result's snapshot was read.
+            ConcurrencyError: the session was compacted, undone, restored, cleared or pinned
+                after the result's snapshot was read (appends alone never refuse a result), or
+                the snapshot was read through another ``SQLMemory`` object.
             ConfigError: the result has no version, or breaks the compressor contract.
             StorageError: the database failed; nothing was applied.
         """
@@ -258,9 +268,9 @@ class SQLMemory(BaseMemory):
             self._engine, f"cannot apply a compaction to session {self._session_id!r}"
         ) as conn:
             row = self._lock_row(conn)
-            check_version(result, row.version)
+            since = rebase_point(result, row.version, row.window_version, self._lineage)
             before = self._refresh(conn, row)
-            plan = plan_apply(before.snapshot.items, result, row.next_seq)
+            plan = plan_apply(before.snapshot.items, result, row.next_seq, appended_from=since)
             now = _now()
             archived = [_seq(item) for item in plan.archived]
             undo = {

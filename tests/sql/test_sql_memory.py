@@ -135,7 +135,7 @@ def test_appends_from_several_processes_all_land_in_one_order(
         assert mine == [f"w{w}-{k}{n}" for n in range(8) for k in ("", "o")]
 
 
-def test_a_compaction_racing_another_workers_write_changes_nothing(
+def test_a_compaction_racing_another_workers_append_is_rebased(
     database: Database,  # noqa: F811
 ) -> None:
     worker_a = open_memory(database)
@@ -144,12 +144,29 @@ def test_a_compaction_racing_another_workers_write_changes_nothing(
         worker_a.add_user_input(text_)
     result = sql_workers.keep_last(worker_a.snapshot(), 1)
     worker_b.add_user_input("d")  # lands while A's compressor runs
+    assert worker_a.apply(result)
+    after = worker_b.snapshot()
+    assert worker_a.snapshot() == after
+    assert (after.summary, texts(after.items)) == ("a | b", ["c", "d"])
+    assert len(worker_a.compactions()) == 1
+
+
+def test_a_compaction_racing_another_workers_compaction_changes_nothing(
+    database: Database,  # noqa: F811
+) -> None:
+    worker_a = open_memory(database)
+    worker_b = open_memory(database, worker_a.session_id)
+    for text_ in "abc":
+        worker_a.add_user_input(text_)
+    result = sql_workers.keep_last(worker_a.snapshot(), 1)
+    worker_b.apply(sql_workers.keep_last(worker_b.snapshot(), 2))  # B folds "a" meanwhile
+    worker_b.add_user_input("d")
     before = worker_a.snapshot()
     with pytest.raises(ConcurrencyError, match="version 3"):
         worker_a.apply(result)
     assert worker_a.snapshot() == worker_b.snapshot() == before
-    assert texts(before.items) == ["a", "b", "c", "d"]
-    assert worker_a.compactions() == []
+    assert texts(before.items) == ["b", "c", "d"]
+    assert len(worker_a.compactions()) == 1
 
 
 def test_compactions_racing_writers_in_other_processes_lose_nothing(
