@@ -64,6 +64,11 @@ def _summary_compressor(options: _CompactOptions, **sizing: Any) -> MemoryCompre
             "(and --base-url for a server other than OpenAI)"
         )
     api_key = os.environ.get("OPENAI_API_KEY") or ("unused" if options.base_url else None)
+    if api_key is None:  # say it in command-line terms, not the library's api_key=
+        raise ConfigError(
+            "the summarizer needs an API key: set OPENAI_API_KEY, or give --base-url for a "
+            "local server that needs none"
+        )
     llm = OpenAIChatLLM(options.summarizer_model, base_url=options.base_url, api_key=api_key)
     try:  # the summarizer's own input limit, when its profile is known
         window = budget_for(options.summarizer_model).usable_input
