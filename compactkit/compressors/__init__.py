@@ -10,6 +10,7 @@ from compactkit.compressors.base import MemoryCompressor
 from compactkit.compressors.digest import DigestCompressor, digest_items
 from compactkit.compressors.ladder import LadderCompressor
 from compactkit.compressors.masking import MASK_PREFIX, MaskingCompressor, is_masked, mask_output
+from compactkit.compressors.report import FactClass, FactCount, FactReport
 from compactkit.compressors.sections import (
     SECTIONS,
     SUMMARY_TITLE,
@@ -24,6 +25,9 @@ __all__ = [
     "SECTIONS",
     "SUMMARY_TITLE",
     "DigestCompressor",
+    "FactClass",
+    "FactCount",
+    "FactReport",
     "LadderCompressor",
     "MaskingCompressor",
     "MemoryCompressor",

@@ -266,7 +266,7 @@ DECISION = re.compile(
 NEXT_STEP = re.compile(r"\b(?:next|then I'll|I'll now|remaining|todo|still need|next step)\b", re.I)
 TRIVIAL = re.compile(
     r"^(?:ok(?:ay)?|yes|yep|yeah|no|nope|thanks?(?: you)?|thx|continue|go on|go ahead|proceed"
-    r"|sure|great|lgtm|done|next|cool|nice|perfect)[.! ]*$",
+    r"|sure|great|lgtm|done|next|cool|nice|perfect)(?:[ ,]+(?:please|thanks?|thank you))?[.! ]*$",
     re.IGNORECASE,
 )
 
