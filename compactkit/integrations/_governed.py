@@ -1,0 +1,121 @@
+"""What the LangChain middleware and the pydantic-ai capability share: their two governors.
+
+Both frameworks hold the history and call a hook before every model call. ``mode="project"``
+governs only what the model sees (the history is never changed); ``mode="compact"`` also folds
+the history when the policy fires and writes the result back. Two governors share one projector:
+the compacting one runs where the framework lets a hook rewrite the history, the projecting one
+(compaction off) on every model call, so a compaction never runs twice for one step and every
+prompt is projected under the budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+from compactkit.budget.profiles import ProfileRegistry, budget_for
+from compactkit.budget.tokens import counter_for
+from compactkit.compressors.base import MemoryCompressor
+from compactkit.errors import ConfigError
+from compactkit.governance.policy import CompactPolicy, tokens_over, usage_over
+from compactkit.governance.projector import ContextProjector, Projection
+from compactkit.items.snapshot import SummaryRole
+from compactkit.runtime.events import CompactionRequest, EventHandler, PassthroughEvent, emit
+from compactkit.runtime.governor import Governor
+
+__all__ = ["Governors", "Mode"]
+
+Mode: TypeAlias = Literal["project", "compact"]
+"""``project``: only what the model sees is governed; ``compact``: the history is compacted too."""
+
+_TRIGGER, _TARGET = 0.8, 0.5  # of an explicit budget=, as the profiles' defaults are
+
+
+@dataclass(frozen=True)
+class Governors:
+    """The projecting governor (every model call) and the compacting one (``mode="compact"``)."""
+
+    projecting: Governor
+    compacting: Governor | None
+    summary_role: SummaryRole
+    on_event: EventHandler | None
+    format: str
+
+    @classmethod
+    def build(
+        cls,
+        model: str,
+        *,
+        format: str,
+        mode: Mode,
+        budget: int | None,
+        registry: ProfileRegistry | None,
+        projector: ContextProjector | None,
+        policy: CompactPolicy | None,
+        compressor: MemoryCompressor | None,
+        summary_role: SummaryRole,
+        on_event: EventHandler | None,
+        before_compaction: Callable[[CompactionRequest], bool] | None,
+    ) -> Governors:
+        """Check the options and build the governors (see the integrations' docstrings)."""
+        if mode not in ("project", "compact"):
+            raise ConfigError(f"mode must be 'project' or 'compact', got {mode!r}")
+        if mode == "project" and (policy is not None or compressor is not None):
+            raise ConfigError(
+                "mode='project' never changes the history, so policy= and compressor= would "
+                "not be used: pass mode='compact' to compact with them"
+            )
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)):
+            raise ConfigError(f"budget must be a number of tokens, got {budget!r}")
+        if budget is not None and budget <= 0:
+            raise ConfigError(f"budget must be a positive number of tokens, got {budget!r}")
+        if projector is not None and budget is not None:
+            raise ConfigError(
+                "budget= sizes the default projector; with projector= given, build it with "
+                "ContextProjector.for_model(model, budget=...) instead"
+            )
+        if not isinstance(model, str) or not model:
+            raise ConfigError(f"model must be the model name sent to the provider, got {model!r}")
+        if projector is None:
+            usable = (
+                budget if budget is not None else budget_for(model, registry=registry).usable_input
+            )
+            projector = ContextProjector(
+                counter_for(model, registry=registry), budget=usable, summary_role=summary_role
+            )
+        compacting = None
+        if mode == "compact":
+            if policy is None and budget is not None:
+                trigger = int(budget * _TRIGGER)
+                policy = CompactPolicy(
+                    tokens_over(trigger) | usage_over(trigger),
+                    target=int(budget * _TARGET),
+                    budget=budget,
+                    model=model,
+                )
+            compacting = Governor.for_model(
+                model,
+                registry=registry,
+                projector=projector,
+                policy=policy,
+                compressor=compressor,
+                on_event=on_event,
+                before_compaction=before_compaction,
+            )
+        projecting = Governor(projector, on_event=on_event)
+        return cls(projecting, compacting, summary_role, on_event, format)
+
+    def observe_usage(self, prompt_tokens: object, projection: Projection) -> None:
+        """Calibrate both governors with the provider's reported prompt tokens, when given."""
+        if isinstance(prompt_tokens, bool) or not isinstance(prompt_tokens, int):
+            return
+        if prompt_tokens < 0:
+            return
+        self.projecting.observe_usage(prompt_tokens, projection)
+        if self.compacting is not None:
+            self.compacting.observe_usage(prompt_tokens, projection)
+
+    def passthrough(self, index: int, reason: str) -> None:
+        """Report a message passed through untouched (a warning event)."""
+        emit(PassthroughEvent(index=index, reason=reason, format=self.format), self.on_event)

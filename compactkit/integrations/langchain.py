@@ -1,0 +1,261 @@
+"""LangChain v1 agents (``langchain.agents.create_agent``): ``CompactkitMiddleware``.
+
+::
+
+    agent = create_agent(llm, tools, middleware=[CompactkitMiddleware(model="gpt-4o-mini")])
+
+Every model call goes through ``wrap_model_call``/``awrap_model_call``: the state's messages are
+mirrored into a compactkit memory (only the new ones are converted and counted), the shared
+governance step projects them under the model's budget — group-safe, with the system prompt and
+the tool schemas counted — and the model is called with ``request.override(messages=...)``. The
+checkpointed state is never touched by that (``mode="project"``, the default).
+
+``mode="compact"`` also compacts: in ``before_model``/``abefore_model``, when the policy fires,
+the compressor folds the oldest groups into compactkit's summary and the state is rewritten the
+way LangChain's ``SummarizationMiddleware`` does it (``RemoveMessage(REMOVE_ALL_MESSAGES)`` and
+the new messages) — with compactkit's summary, exact counts and cuts that never split a tool call
+from its result. The summary is a ``HumanMessage`` marked ``additional_kwargs["lc_source"] ==
+"compactkit_summary"``; it is merged into, never summarised as a user turn.
+
+Install with ``pip install 'compactkit[langchain]'``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, cast
+
+from compactkit.integrations._extras import require
+
+require("langchain", extra="langchain", integration="compactkit.integrations.langchain")
+
+from langchain.agents.middleware import AgentMiddleware, AgentState  # noqa: E402
+from langchain.agents.middleware.types import ModelRequest, ModelResponse  # noqa: E402
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, RemoveMessage  # noqa: E402
+from langgraph.graph.message import REMOVE_ALL_MESSAGES  # noqa: E402
+
+from compactkit.budget.profiles import ProfileRegistry  # noqa: E402
+from compactkit.compressors.base import MemoryCompressor  # noqa: E402
+from compactkit.governance.policy import CompactPolicy  # noqa: E402
+from compactkit.governance.projector import ContextProjector, Projection  # noqa: E402
+from compactkit.integrations import _langchain_convert as convert  # noqa: E402
+from compactkit.integrations._governed import Governors, Mode  # noqa: E402
+from compactkit.integrations._mirror import Mirror, Mirrors, require_newest  # noqa: E402
+from compactkit.items import Message, Tool  # noqa: E402
+from compactkit.items.snapshot import MemorySnapshot, SummaryRole  # noqa: E402
+from compactkit.runtime.events import CompactionRequest, EventHandler  # noqa: E402
+from compactkit.runtime.governor import GovernedStep  # noqa: E402
+
+__all__ = ["CompactkitMiddleware"]
+
+
+class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Governs every model call of a LangChain agent: under budget, tool calls kept with their
+    results; optionally compacting the state.
+
+    Args:
+        model: The model name as sent to the provider (it picks the counter and budget).
+        mode: ``"project"`` (default) changes only what the model sees; ``"compact"`` also
+            compacts the state when the policy fires.
+        budget: The usable input budget in tokens (default: the model profile's). With
+            ``mode="compact"`` it also sizes the default policy (compact over 80 %, down to 50 %).
+        compressor: What compacts (``mode="compact"``; default the ladder: masking, then the
+            deterministic digest). Pass a ``SummaryCompressor`` for an LLM summary.
+        policy: When to compact and down to what (``mode="compact"``).
+        projector: Replaces the default projector (then do not pass ``budget``).
+        summary_role: The role of the summary message (default ``user``: framed as data).
+        registry: Where to look the model up.
+        on_event: Called with every event: projections, compactions (failures too), messages
+            passed through untouched.
+        before_compaction: Asked before every compaction; returning ``False`` vetoes it.
+
+    Raises:
+        ConfigError: the options contradict each other, or the model is unknown.
+
+    One middleware may serve many threads (it keeps a mirror per ``thread_id``) and both
+    ``invoke`` and ``ainvoke``.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        mode: Mode = "project",
+        budget: int | None = None,
+        compressor: MemoryCompressor | None = None,
+        policy: CompactPolicy | None = None,
+        projector: ContextProjector | None = None,
+        summary_role: SummaryRole = "user",
+        registry: ProfileRegistry | None = None,
+        on_event: EventHandler | None = None,
+        before_compaction: Callable[[CompactionRequest], bool] | None = None,
+    ) -> None:
+        super().__init__()
+        self.mode: Mode = mode
+        self.governors = Governors.build(
+            model,
+            format="langchain",
+            mode=mode,
+            budget=budget,
+            registry=registry,
+            projector=projector,
+            policy=policy,
+            compressor=compressor,
+            summary_role=summary_role,
+            on_event=on_event,
+            before_compaction=before_compaction,
+        )
+        self._mirrors: Mirrors[BaseMessage] = Mirrors(self._to_items)
+        self._tools: tuple[tuple[object, ...], list[Tool]] = ((), [])
+        self._system: tuple[object, list[Message]] = (None, [])
+        # What the last model call sent besides the messages: before_model cannot see it, and
+        # the compaction target must leave room for it.
+        self._last_call: tuple[list[Message], list[Tool]] = ([], [])
+
+    # -- the non-destructive projection, every model call ---------------------------------------
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], ModelResponse],
+    ) -> ModelResponse | AIMessage:
+        """Call the model with the projected messages; the state keeps all of them."""
+        mirror, snapshot, instructions, tools = self._prepare(request)
+        step = self.governors.projecting.step(mirror.memory, instructions=instructions, tools=tools)
+        projected = self._projected(snapshot, step, instructions)
+        response = handler(request.override(messages=projected))
+        self._observe(response, step.projection)
+        return response
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> ModelResponse | AIMessage:
+        """``wrap_model_call`` for ``ainvoke``/``astream`` (counting runs off the event loop)."""
+        mirror, snapshot, instructions, tools = await asyncio.to_thread(self._prepare, request)
+        step = await self.governors.projecting.astep(
+            mirror.memory, instructions=instructions, tools=tools
+        )
+        projected = self._projected(snapshot, step, instructions)
+        response = await handler(request.override(messages=projected))
+        self._observe(response, step.projection)
+        return response
+
+    # -- compaction into the state (mode="compact") -------------------------------------------
+
+    def before_model(self, state: AgentState[Any], runtime: Any) -> dict[str, Any] | None:
+        """Compact the state when the policy fires (``mode="compact"``); else nothing."""
+        governor = self.governors.compacting
+        if governor is None:
+            return None
+        mirror, usage = self._sync_state(state, runtime)
+        instructions, tools = self._last_call
+        step = governor.step(mirror.memory, instructions=instructions, tools=tools, usage=usage)
+        return self._state_update(mirror, step)
+
+    async def abefore_model(self, state: AgentState[Any], runtime: Any) -> dict[str, Any] | None:
+        """``before_model`` for ``ainvoke``/``astream``."""
+        governor = self.governors.compacting
+        if governor is None:
+            return None
+        mirror, usage = await asyncio.to_thread(self._sync_state, state, runtime)
+        instructions, tools = self._last_call
+        step = await governor.astep(
+            mirror.memory, instructions=instructions, tools=tools, usage=usage
+        )
+        return self._state_update(mirror, step)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _to_items(self, message: BaseMessage, warn: Callable[[str], None]) -> Any:
+        return convert.to_items(message, warn)
+
+    def _prepare(
+        self, request: ModelRequest
+    ) -> tuple[Mirror[BaseMessage], MemorySnapshot, list[Message], list[Tool]]:
+        mirror = self._mirrors.get(_thread(request.runtime))
+        with mirror.lock:
+            snapshot = mirror.sync(request.messages, self.governors.passthrough)
+        instructions = self._instructions(request.system_message)
+        tools = self._tool_schemas(request.tools)
+        self._last_call = (instructions, tools)
+        return mirror, snapshot, instructions, tools
+
+    def _projected(
+        self, snapshot: MemorySnapshot, step: GovernedStep, instructions: Sequence[Message]
+    ) -> list[AnyMessage]:
+        require_newest(snapshot, step.projection)
+        items = step.items[len(instructions) :]  # the system prompt stays request.system_message
+        messages = convert.to_messages(items, summary_role=self.governors.summary_role)
+        return cast(list[AnyMessage], messages)
+
+    def _sync_state(
+        self, state: AgentState[Any], runtime: Any
+    ) -> tuple[Mirror[BaseMessage], int | None]:
+        messages = state["messages"]
+        mirror = self._mirrors.get(_thread(runtime))
+        with mirror.lock:
+            mirror.sync(messages, self.governors.passthrough)
+        return mirror, _last_usage(messages)
+
+    def _state_update(
+        self, mirror: Mirror[BaseMessage], step: GovernedStep
+    ) -> dict[str, Any] | None:
+        if not step.compacted:
+            return None
+        with mirror.lock:
+            snapshot = mirror.memory.snapshot()
+            messages = convert.to_messages(
+                snapshot.render_items(summary_role=self.governors.summary_role),
+                summary_role=self.governors.summary_role,
+            )
+            for message in messages:  # add_messages needs ids; the kept messages have theirs
+                if message.id is None and convert.is_summary(message):
+                    message.id = f"compactkit-summary-{snapshot.version}"
+            mirror.adopt(messages)
+        return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages]}
+
+    def _instructions(self, system: BaseMessage | None) -> list[Message]:
+        if system is None:
+            return []
+        cached, items = self._system
+        if cached is system:
+            return items
+        converted = convert.to_items(system, lambda reason: None)
+        items = [item for item in converted if isinstance(item, Message)]
+        self._system = (system, items)
+        return items
+
+    def _tool_schemas(self, tools: Sequence[Any]) -> list[Tool]:
+        key = tuple(tools)
+        cached, schemas = self._tools
+        if len(cached) == len(key) and all(a is b for a, b in zip(cached, key, strict=True)):
+            return schemas
+        schemas = convert.to_tools(key)
+        self._tools = (key, schemas)
+        return schemas
+
+    def _observe(self, response: object, projection: Projection) -> None:
+        message = response
+        if isinstance(response, ModelResponse):
+            message = next((m for m in reversed(response.result) if isinstance(m, AIMessage)), None)
+        usage = message.usage_metadata if isinstance(message, AIMessage) else None
+        if usage:
+            self.governors.observe_usage(usage.get("input_tokens"), projection)
+
+
+def _thread(runtime: object) -> str | None:
+    info = getattr(runtime, "execution_info", None)
+    thread = getattr(info, "thread_id", None)
+    return thread if isinstance(thread, str) else None
+
+
+def _last_usage(messages: Sequence[BaseMessage]) -> int | None:
+    for message in reversed(messages):
+        if isinstance(message, AIMessage):
+            usage = message.usage_metadata
+            tokens = usage.get("input_tokens") if usage else None
+            return tokens if isinstance(tokens, int) and tokens >= 0 else None
+    return None

@@ -1,0 +1,259 @@
+"""CompactkitMiddleware inside a real LangChain agent: create_agent + ChatOpenAI over a mocked
+OpenAI endpoint (httpx2 MockTransport), with a checkpointer, sync and async."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import httpx2
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import ChatMessage, HumanMessage
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+from langgraph.checkpoint.memory import InMemorySaver
+
+from compactkit import ConfigError, chat_to_items, counter_for, tools_from_chat
+from compactkit.integrations.langchain import CompactkitMiddleware
+from compactkit.runtime.events import CompactionEvent, Event, PassthroughEvent
+from compactkit.testing import block_network
+
+MODEL = "gpt-4o-mini"
+BUDGET = 1500
+CALLS_PER_QUESTION = 3
+
+
+@pytest.fixture(autouse=True)
+def _no_network() -> Any:
+    with block_network():
+        yield
+
+
+class ScriptedOpenAI:
+    """A Chat Completions endpoint: per user question, CALLS_PER_QUESTION tool calls, then an
+    answer. Records every request body, so tests assert what the model was sent."""
+
+    def __init__(self, *, reuse_ids: bool = False) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self._calls: dict[str, int] = {}
+        self._reuse_ids = reuse_ids
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        assert request.url.path == "/v1/chat/completions"
+        body = json.loads(request.content)
+        self.requests.append(body)
+        question = [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
+        done = self._calls.get(question, 0)
+        self._calls[question] = done + 1
+        if done < CALLS_PER_QUESTION:
+            number = done + 1 if self._reuse_ids else len(self.requests)
+            path = f"src/module_{len(self.requests)}.py"
+            message: dict[str, Any] = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"call_{number}",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": json.dumps({"path": path})},
+                    }
+                ],
+            }
+            reason = "tool_calls"
+        else:
+            message, reason = {"role": "assistant", "content": f"answered {question}"}, "stop"
+        return httpx2.Response(
+            200,
+            json={
+                "id": f"chatcmpl-{len(self.requests)}",
+                "object": "chat.completion",
+                "created": 1,
+                "model": MODEL,
+                "choices": [{"index": 0, "finish_reason": reason, "message": message}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 5, "total_tokens": 105},
+            },
+        )
+
+    def prompt_tokens(self) -> list[int]:
+        """Every request as compactkit counts it: messages, tool schemas, reply priming."""
+        counter = counter_for(MODEL)
+        return [
+            counter.count(
+                chat_to_items(body["messages"]), tools=tools_from_chat(body.get("tools", []))
+            ).tokens
+            for body in self.requests
+        ]
+
+
+@tool
+def read_file(path: str) -> str:
+    """Read a file of the repository."""
+    return f"# {path}\n" + "\n".join(f"line {n}: value = {n * 7}" for n in range(60))
+
+
+def llm(server: ScriptedOpenAI) -> ChatOpenAI:
+    return ChatOpenAI(
+        model=MODEL,
+        api_key="sk-test",  # type: ignore[arg-type]
+        use_responses_api=False,
+        max_retries=0,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(server)),
+        http_async_client=httpx2.AsyncClient(transport=httpx2.MockTransport(server)),
+    )
+
+
+def make_agent(server: ScriptedOpenAI, middleware: list[Any]) -> Any:
+    return create_agent(
+        llm(server),
+        tools=[read_file],
+        system_prompt="You answer questions about the repository. Be brief.",
+        middleware=middleware,
+        checkpointer=InMemorySaver(),
+    )
+
+
+QUESTIONS = [f"question {n}: what does module {n} compute?" for n in range(5)]
+CONFIG = {"configurable": {"thread_id": "thread-1"}}
+
+
+def run(agent: Any, *, asynchronous: bool = False) -> list[Any]:
+    states = []
+    for question in QUESTIONS:
+        payload = {"messages": [HumanMessage(question)]}
+        if asynchronous:
+            states.append(asyncio.run(agent.ainvoke(payload, CONFIG)))
+        else:
+            states.append(agent.invoke(payload, CONFIG))
+    return [state["messages"] for state in states]
+
+
+def assert_well_formed(server: ScriptedOpenAI) -> None:
+    """Every tool call is answered right after it, and no tool result lacks its call (checked
+    turn by turn, so call ids a model reuses across turns are fine)."""
+    for body in server.requests:
+        assert body["messages"][0] == {
+            "role": "system",
+            "content": "You answer questions about the repository. Be brief.",
+        }
+        open_calls: set[str] = set()
+        for message in body["messages"]:
+            if message["role"] == "tool":
+                assert message["tool_call_id"] in open_calls
+                open_calls.discard(message["tool_call_id"])
+                continue
+            assert not open_calls  # the previous turn's calls were all answered
+            open_calls = {call["id"] for call in message.get("tool_calls", [])}
+        assert not open_calls
+
+
+def test_without_governance_the_loop_overflows_the_budget() -> None:
+    # The workload the other tests govern: it does not fit unless something governs it.
+    server = ScriptedOpenAI()
+    run(make_agent(server, []))
+    assert max(server.prompt_tokens()) > BUDGET
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["invoke", "ainvoke"])
+def test_project_mode_keeps_every_call_under_budget_and_the_state_whole(
+    asynchronous: bool,
+) -> None:
+    server = ScriptedOpenAI()
+    middleware = CompactkitMiddleware(MODEL, budget=BUDGET)
+    histories = run(make_agent(server, [middleware]), asynchronous=asynchronous)
+
+    assert max(server.prompt_tokens()) <= BUDGET
+    assert_well_formed(server)
+    # The checkpointed state is never changed: every message of every turn is still there.
+    per_question = 2 + 2 * CALLS_PER_QUESTION
+    assert [len(h) for h in histories] == [per_question * n for n in range(1, 6)]
+    # The model saw less than the state holds, and always the newest tool result.
+    assert len(server.requests[-1]["messages"]) < len(histories[-1]) + 1
+    for body in server.requests:
+        last = body["messages"][-1]
+        assert last["role"] in ("user", "tool")
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["invoke", "ainvoke"])
+def test_compact_mode_writes_a_marked_summary_into_the_state(asynchronous: bool) -> None:
+    server = ScriptedOpenAI()
+    events: list[Event] = []
+    middleware = CompactkitMiddleware(MODEL, mode="compact", budget=BUDGET, on_event=events.append)
+    histories = run(make_agent(server, [middleware]), asynchronous=asynchronous)
+
+    assert max(server.prompt_tokens()) <= BUDGET
+    assert_well_formed(server)
+    compactions = [e for e in events if isinstance(e, CompactionEvent)]
+    assert compactions and all(e.applied for e in compactions)
+    final = histories[-1]
+    summary = final[0]
+    assert summary.additional_kwargs["lc_source"] == "compactkit_summary"
+    assert len(final) < 2 + 2 * CALLS_PER_QUESTION * len(QUESTIONS)  # the state was compacted
+    # The digest keeps the exact file names the folded tool calls read.
+    assert "src/module_1.py" in summary.text
+    # The summary is sent to the model as user-side context, never as the system prompt.
+    last = server.requests[-1]["messages"]
+    assert last[1]["role"] == "user" and "src/module_1.py" in last[1]["content"]
+    # No tool result survives without its call in the state either.
+    call_ids = {c["id"] for m in final if m.type == "ai" for c in m.tool_calls}
+    assert all(m.tool_call_id in call_ids for m in final if m.type == "tool")
+
+
+def test_the_state_resumes_from_the_checkpointer_in_a_new_middleware() -> None:
+    # Another process: the same checkpointer, a fresh middleware that mirrored nothing yet.
+    server = ScriptedOpenAI()
+    saver = InMemorySaver()
+
+    def agent() -> Any:
+        middleware = [CompactkitMiddleware(MODEL, mode="compact", budget=BUDGET)]
+        return create_agent(
+            llm(server), tools=[read_file], middleware=middleware, checkpointer=saver
+        )
+
+    first = agent()
+    for question in QUESTIONS[:3]:
+        first.invoke({"messages": [HumanMessage(question)]}, CONFIG)
+    state = agent().invoke({"messages": [HumanMessage(QUESTIONS[3])]}, CONFIG)
+    assert state["messages"][0].additional_kwargs["lc_source"] == "compactkit_summary"
+    assert state["messages"][-1].content == f"answered {QUESTIONS[3]}"
+    assert max(server.prompt_tokens()) <= BUDGET
+
+
+def test_reused_call_ids_do_not_break_governance() -> None:
+    # Scripted and test models reuse call ids across turns; the memory must not refuse them.
+    server = ScriptedOpenAI(reuse_ids=True)
+    histories = run(make_agent(server, [CompactkitMiddleware(MODEL, budget=BUDGET)]))
+    assert max(server.prompt_tokens()) <= BUDGET
+    assert_well_formed(server)
+    # The model is sent the ids it produced, never compactkit's internal renames.
+    sent = {
+        c["id"] for b in server.requests for m in b["messages"] for c in m.get("tool_calls", [])
+    }
+    assert sent == {"call_1", "call_2", "call_3"}
+    assert len(histories[-1]) == (2 + 2 * CALLS_PER_QUESTION) * len(QUESTIONS)
+
+
+def test_a_message_kind_compactkit_does_not_model_passes_through_with_a_warning() -> None:
+    server = ScriptedOpenAI()
+    events: list[Event] = []
+    agent = make_agent(server, [CompactkitMiddleware(MODEL, budget=BUDGET, on_event=events.append)])
+    note = ChatMessage(content="reviewer note: keep answers short", role="critic")
+    state = agent.invoke({"messages": [note, HumanMessage("question 0")]}, CONFIG)
+    passthrough = [e for e in events if isinstance(e, PassthroughEvent)]
+    assert len(passthrough) == 1
+    assert passthrough[0].format == "langchain" and passthrough[0].index == 0
+    assert "ChatMessage" in passthrough[0].reason
+    assert state["messages"][0] is not None and state["messages"][0].content == note.content
+    # Sent as it came, on every call.
+    for body in server.requests:
+        assert {"role": "critic", "content": note.content} in body["messages"]
+
+
+def test_options_that_contradict_each_other_are_config_errors() -> None:
+    with pytest.raises(ConfigError, match="mode must be"):
+        CompactkitMiddleware(MODEL, mode="trim")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="mode='compact'"):
+        CompactkitMiddleware(MODEL, policy=None, compressor=object())  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="budget must be a positive"):
+        CompactkitMiddleware(MODEL, budget=0)
