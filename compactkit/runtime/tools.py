@@ -20,7 +20,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, get_type_hints
+from typing import Any, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
@@ -152,14 +152,29 @@ class FunctionTool:
         return {key: getattr(validated, key) for key in type(validated).model_fields}
 
 
+@overload
+def tool(function: Callable[..., Any], /) -> FunctionTool: ...
+
+
+@overload
 def tool(
-    function: Callable[..., Any] | None = None,
     *,
     name: str | None = None,
     description: str | None = None,
     timeout: float | None = None,
     rerun_on_resume: bool = False,
-) -> Any:
+) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+
+
+def tool(
+    function: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    rerun_on_resume: bool = False,
+) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Make a function a ``FunctionTool``; use bare (``@tool``) or with options
     (``@tool(timeout=10, rerun_on_resume=True)``)."""
 
