@@ -108,14 +108,30 @@ def scatter(report: Mapping[str, Any], x_of: str, x_label: str, *, log_x: bool =
         out.append(
             f'<text x="{left - 6}" y="{y + 4}" font-size="12" text-anchor="end" {_FONT}>{tick:.0%}</text>'
         )
+    for tick in _ticks(10**lo if log_x else lo, 10**hi if log_x else hi, log_x):
+        x = px(tick)
+        out.append(
+            f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + height}" stroke="#eee"/>'
+        )
+        out.append(
+            f'<text x="{x:.1f}" y="{top + height + 16}" font-size="12" text-anchor="middle" '
+            f"{_FONT}>{tick:g}</text>"
+        )
+    placed: list[tuple[float, float]] = []
     for i, (name, (x, y)) in enumerate(zip(names, points, strict=True)):
         cx, cy = px(x), py(y)
         out.append(
-            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="7" fill="{_color(i)}"><title>{escape(name)}: '
-            f"{x:.3g} {escape(x_label)}, {100 * y:.1f}% retained</title></circle>"
+            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="7" fill="{_color(i)}" fill-opacity="0.85">'
+            f"<title>{escape(name)}: {x:.3g} {escape(x_label)}, {100 * y:.1f}% retained</title>"
+            "</circle>"
         )
+        ly = cy + 4
+        while any(abs(ly - py_) < 15 and abs(cx - px_) < 90 for px_, py_ in placed):
+            ly += 15  # dots that coincide get their labels stacked, not overprinted
+        placed.append((cx, ly))
         out.append(
-            f'<text x="{cx + 10:.1f}" y="{cy + 4:.1f}" font-size="13" {_FONT}>{escape(name)}</text>'
+            f'<text x="{cx + 10:.1f}" y="{ly:.1f}" font-size="13" fill="{_color(i)}" '
+            f"{_FONT}>{escape(name)}</text>"
         )
     out.append(
         f'<text x="{left + width / 2}" y="{top + height + 36}" font-size="13" text-anchor="middle" '
@@ -127,6 +143,21 @@ def scatter(report: Mapping[str, Any], x_of: str, x_label: str, *, log_x: bool =
     )
     out.append("</svg>")
     return "".join(out)
+
+
+def _ticks(lo: float, hi: float, log_x: bool) -> list[float]:
+    """Round axis values between ``lo`` and ``hi`` (1-2-5 steps on a log axis)."""
+    if log_x:
+        out, decade = [], 10 ** math.floor(math.log10(lo))
+        while decade <= hi:
+            out += [m * decade for m in (1, 2, 5) if lo <= m * decade <= hi]
+            decade *= 10
+        if len(out) > 7:  # a wide range: decades only
+            out = [t for t in out if math.isclose(10 ** round(math.log10(t)), t)]
+        return out
+    step = 10 ** math.floor(math.log10(max(hi - lo, 1e-9) / 2))
+    first = math.ceil(lo / step) * step
+    return [first + k * step for k in range(int((hi - first) / step) + 1)][:8]
 
 
 def _judge_details(report: Mapping[str, Any]) -> str:

@@ -150,7 +150,7 @@ def test_duplicate_ids_and_missing_paths(tmp_path: Path) -> None:
     with pytest.raises(SuiteFormatError, match="no such suite"):
         load_suite(tmp_path / "missing.yaml")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(SuiteFormatError, match="no \\*.jsonl"):
+    with pytest.raises(SuiteFormatError, match=r"no \*\.jsonl"):
         load_suite(tmp_path / "empty")
 
 

@@ -60,7 +60,7 @@ def test_every_probe_is_a_fact_of_the_uncompressed_transcript(
 
 
 def test_a_larger_session_plants_every_class() -> None:
-    case, parsed = transcript(SynthSpec(domain="coding", style="typed", size_tokens=40_000, seed=1))
+    case, _ = transcript(SynthSpec(domain="coding", style="typed", size_tokens=40_000, seed=1))
     kinds = {type(p) for p in case.probes}
     assert kinds == {
         ConstraintProbe,
