@@ -109,34 +109,59 @@ def _print_session_table(rows: list[dict[str, Any]]) -> None:
 
 
 def _print_session(report: dict[str, Any]) -> None:
-    def line(item: dict[str, Any]) -> str:
-        from compactkit.items import item_text, load_items
+    """The session as a timeline: every stored item oldest first, each compaction shown where
+    the span it folded ends, then the summary the model sees now."""
+    from compactkit.items import FunctionCall, item_text, load_items
 
-        (loaded,) = load_items([item])
-        who = getattr(loaded, "role", None) or loaded.type
-        text = " ".join(item_text(loaded).split())
-        pin = " (pinned)" if loaded.pinned else ""
-        return f"  #{loaded.seq} {who}{pin}: {text[:100]}{'…' if len(text) > 100 else ''}\n"
+    archived = {item["seq"] for item in report["archived"]}
+    items = sorted(load_items([*report["active"], *report["archived"]]), key=lambda i: i.seq or 0)
+    compactions = sorted(report["compactions"], key=lambda c: c["id"])
+    after: dict[int, list[dict[str, Any]]] = {}
+    for c in compactions:
+        after.setdefault(c["last_seq"] if c["last_seq"] is not None else -1, []).append(c)
 
     out = sys.stdout
     out.write(
         f"session {report['session_id']}  version {report['version']}  "
         f"created {report['created_at'][:19]}  updated {report['updated_at'][:19]}\n"
+        f"{len(report['active'])} active, {len(archived)} archived, "
+        f"{len(compactions)} compactions\n\ntimeline (oldest first; ~ marks archived items):\n"
     )
+    for c in after.pop(-1, []):
+        out.write(_compaction_line(c))
+    width = len(str(items[-1].seq)) if items else 1
+    for item in items:
+        who = getattr(item, "role", None) or item.type.replace("function_call_output", "tool")
+        if isinstance(item, FunctionCall):
+            who, text = "call", f"{item.name}({' '.join(item.arguments.split())})"
+        else:
+            text = " ".join(item_text(item).split())
+        mark = "~" if item.seq in archived else " "
+        pin = " (pinned)" if item.pinned else ""
+        text = f"{text[:96]}…" if len(text) > 97 else text
+        out.write(f" {mark}#{item.seq:<{width}} {who:<9}{pin} {text}\n")
+        for c in after.pop(item.seq or 0, []):
+            out.write(_compaction_line(c))
+    for rest in after.values():  # spans whose items were purged since
+        out.writelines(_compaction_line(c) for c in rest)
     summary = report["summary"]
-    out.write(f"summary ({len(summary)} chars):\n")
+    out.write(f"\nsummary the model sees now ({len(summary)} chars):\n")
     out.writelines(f"  {row}\n" for row in (summary.splitlines() or ["(none)"]))
-    for key in ("active", "archived"):
-        out.write(f"{key} items ({len(report[key])}):\n")
-        out.writelines(line(item) for item in report[key])
-    out.write(f"compactions ({len(report['compactions'])}, newest first):\n")
-    for c in report["compactions"]:
-        span = f"seq {c['first_seq']}-{c['last_seq']}" if c["first_seq"] is not None else "-"
-        tokens = f"  tokens {c['tokens_before']}→{c['tokens_after']}" if c["tokens_before"] else ""
-        undone = "  (undone)" if c["undone_at"] else ""
-        error = f"  error: {c['error']}" if c["error"] else ""
-        out.write(
-            f"  #{c['id']} {c['created_at'][:19]} {c['strategy']} {c['outcome']}  {span} "
-            f"({c['archived']} archived)  items {c['items_before']}→{c['items_after']}"
-            f"{tokens}{undone}{error}\n"
-        )
+
+
+def _compaction_line(c: dict[str, Any]) -> str:
+    span = (
+        f"folded #{c['first_seq']}-#{c['last_seq']}"
+        if c["first_seq"] is not None
+        else "folded nothing"
+    )
+    tokens = (
+        f", tokens {c['tokens_before']:,} -> {c['tokens_after']:,}" if c["tokens_before"] else ""
+    )
+    undone = " (undone)" if c["undone_at"] else ""
+    error = f", error: {c['error']}" if c["error"] else ""
+    return (
+        f"   -- compaction #{c['id']} {c['created_at'][:19]} {c['strategy']} {c['outcome']}: "
+        f"{span} ({c['archived']} archived), items {c['items_before']} -> {c['items_after']}"
+        f"{tokens}{undone}{error}\n"
+    )

@@ -68,13 +68,22 @@ def test_a_session_as_json(url: str, capsys: pytest.CaptureFixture[str]) -> None
     assert compaction["outcome"] == "compacted" and compaction["undone_at"] is None
 
 
-def test_a_session_as_text(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_session_as_text_is_a_timeline(url: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "inspect", url, "agent-1")
     assert code == 0
-    assert "summary (11 chars):\n  read a.toml\n" in out
-    assert "active items (1):\n  #4 assistant (pinned): x is 1\n" in out
-    assert '#2 function_call: cat({"p": "a.toml"})' in out
-    assert "summary compacted  seq 1-3 (3 archived)  items 4→1  tokens 90→20" in out
+    lines = out.splitlines()
+    assert "1 active, 3 archived, 1 compactions" in out
+    timeline = [line for line in lines if line.startswith((" ~#", "  #", "   -- "))]
+    assert timeline == [
+        " ~#1 user      read the config",
+        ' ~#2 call      cat({"p": "a.toml"})',
+        " ~#3 tool      x = 1",
+        timeline[3],
+        "  #4 assistant (pinned) x is 1",
+    ]  # oldest first; the compaction right after the span it folded
+    assert timeline[3].startswith("   -- compaction #1 ")
+    assert "summary compacted: folded #1-#3 (3 archived), items 4 -> 1, tokens 90 -> 20" in out
+    assert out.endswith("summary the model sees now (11 chars):\n  read a.toml\n")
 
 
 def test_compactions_are_listed_newest_first(url: str, capsys: pytest.CaptureFixture[str]) -> None:
