@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from compactkit.budget.profile import PromptCaching
 from compactkit.budget.profiles import (
     DEFAULT_RESERVED_OUTPUT,
     PROFILES_ENV,
@@ -355,6 +356,7 @@ __all__ = [
     "Projection",
     "ProjectionEvent",
     "ProjectionReport",
+    "PromptCaching",
     "PromptProblem",
     "RawPart",
     "Reasoning",

@@ -5,6 +5,7 @@ reserves and budget policies (``profiles`` and the bundled, cited ``profiles.tom
 only ``items`` and ``errors``.
 """
 
+from compactkit.budget.profile import PromptCaching
 from compactkit.budget.profiles import (
     DEFAULT_RESERVED_OUTPUT,
     PROFILES_ENV,
@@ -34,6 +35,7 @@ __all__ = [
     "EstimateCounter",
     "ModelProfile",
     "ProfileRegistry",
+    "PromptCaching",
     "TiktokenCounter",
     "TokenCount",
     "TokenCounter",

@@ -31,6 +31,7 @@ __all__ = [
     "Counting",
     "MessageRules",
     "ModelProfile",
+    "PromptCaching",
     "ToolSchemaRules",
 ]
 
@@ -97,6 +98,42 @@ class ToolSchemaRules(_Frozen):
     """Tokens once after the last function."""
 
 
+class PromptCaching(_Frozen):
+    """How a provider caches prompt prefixes, and what a cached input token costs.
+
+    OpenAI caches the longest previously seen prefix automatically; Anthropic caches up to the
+    ``cache_control`` breakpoints a request marks. Either way only a byte-identical prefix hits,
+    so a prompt that keeps its beginning stable pays ``cached_input_ratio`` for most of it.
+    """
+
+    mode: Literal["automatic", "breakpoints"]
+    """``automatic``: the provider finds the cached prefix itself (OpenAI); ``breakpoints``: the
+    request marks where cached prefixes end (Anthropic ``cache_control``)."""
+    min_prefix_tokens: int = Field(ge=0)
+    """The shortest prefix the provider caches (OpenAI 1,024; Anthropic 1,024-4,096 by model)."""
+    granularity_tokens: int = Field(default=1, gt=0)
+    """Cached prefixes grow in steps of this many tokens past the minimum (OpenAI 128)."""
+    cached_input_ratio: float = Field(gt=0, le=1)
+    """Price of a cached input token as a share of the normal input price (gpt-5 0.1, gpt-4o 0.5,
+    Anthropic cache reads 0.1)."""
+    cache_write_ratio: float = Field(default=1.0, ge=1)
+    """Price of an input token written to the cache, as a share of the input price (Anthropic's
+    5-minute cache: 1.25; OpenAI charges nothing extra: 1.0)."""
+    max_breakpoints: int | None = Field(default=None, gt=0)
+    """The most ``cache_control`` breakpoints one request may carry (Anthropic: 4); ``None`` for
+    automatic caching."""
+    source: str = Field(min_length=1)
+    """The provider's documentation of these numbers (URLs)."""
+
+    def cached_tokens(self, prefix_tokens: int) -> int:
+        """How many tokens of a ``prefix_tokens``-long repeated prefix the provider can serve
+        from its cache: 0 under the minimum, else rounded down to the granularity."""
+        if prefix_tokens < max(1, self.min_prefix_tokens):
+            return 0
+        steps = (prefix_tokens - self.min_prefix_tokens) // self.granularity_tokens
+        return self.min_prefix_tokens + steps * self.granularity_tokens
+
+
 class ModelProfile(_Frozen):
     """Facts about a model or a family of models, with the documentation they come from.
 
@@ -132,6 +169,10 @@ class ModelProfile(_Frozen):
     source: str = Field(min_length=1)
     """Where the numbers come from: the provider's documentation (URLs), or the file they were
     read from."""
+    prompt_cache: PromptCaching | None = None
+    """How the provider caches prompt prefixes (``None``: it does not, or it is not known).
+    Where it caches, the projector keeps each prompt a prefix extension of the last one
+    (cache-aware mode, docs/projector.md)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelProfile:

@@ -22,13 +22,15 @@ and the fill stops at the first group that does not fit.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
-from dataclasses import KW_ONLY, dataclass, field, fields
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, field, fields, replace
 from typing import Any, Literal, TypeAlias
 
 from compactkit.budget.profiles import ProfileRegistry, budget_for
 from compactkit.budget.tokens import TokenCounter, counter_for
 from compactkit.errors import BudgetError, ConfigError, FormatError
+from compactkit.governance._cache import DEFAULT_REFILL, PrefixTracker, StablePrefix
 from compactkit.governance._incremental import MessageCache, OverheadCache
 from compactkit.governance._projection import Mask, Masker, Piece, Pieces, View, ViewCache
 from compactkit.items import Item, Message, Tool
@@ -64,6 +66,10 @@ class ProjectionReport:
     """Human-readable reasons: what was masked, omitted, repaired or kept ahead of the window."""
     masked_call_ids: tuple[str, ...] = ()
     """The call ids of the masked outputs, oldest first."""
+    cached_prefix_tokens: int = 0
+    """Tokens of this request (tool schemas first, then the items) that are a byte-identical
+    prefix of the previous prompt this projector built for the session: what a provider's
+    prefix cache can serve (0 for a session's first prompt)."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,11 @@ class Projection:
     report: ProjectionReport
     """What was kept, masked and omitted."""
 
+    @property
+    def cacheable_share(self) -> float:
+        """``report.cached_prefix_tokens / tokens``: the share a prefix cache can serve."""
+        return self.report.cached_prefix_tokens / self.tokens if self.tokens else 0.0
+
 
 @dataclass(frozen=True)
 class ContextProjector:
@@ -93,6 +104,12 @@ class ContextProjector:
             untrusted user text and tool output gains no system authority; ``system`` as in
             the reference SDK is an explicit choice, see docs/security.md).
         validate: How to treat a history that breaks the tool-call rules (see ``ValidateMode``).
+        cache_aware: Keep each prompt the previous prompt of the session plus what was appended,
+            re-planning in large steps only when that no longer fits (docs/projector.md,
+            cache-aware mode). ``for_model`` turns it on where the profile says the provider
+            caches prompt prefixes.
+        cache_refill: In cache-aware mode, a re-planned window fills at most this share of the
+            budget, leaving the rest to grow into.
 
     One projector may serve many sessions and threads; it remembers the structure of the last
     few histories it projected so that each turn only indexes what was appended.
@@ -104,6 +121,12 @@ class ContextProjector:
     mask_threshold: int = 500
     summary_role: SummaryRole = DEFAULT_SUMMARY_ROLE
     validate: ValidateMode = "repair"
+    cache_aware: bool = False
+    cache_refill: float = DEFAULT_REFILL
+    _stable: StablePrefix = field(init=False, repr=False, compare=False)
+    _prefixes: PrefixTracker = field(
+        default_factory=PrefixTracker, init=False, repr=False, compare=False
+    )
     _views: ViewCache = field(default_factory=ViewCache, init=False, repr=False, compare=False)
     _overhead: OverheadCache = field(
         default_factory=OverheadCache, init=False, repr=False, compare=False
@@ -114,16 +137,23 @@ class ContextProjector:
     )
 
     def __post_init__(self) -> None:
-        if self.budget is not None and self.budget <= 0:
-            raise ConfigError(f"budget must be a positive number of tokens, got {self.budget!r}")
-        if self.mask_threshold < 0:
-            raise ConfigError(f"mask_threshold must be >= 0 tokens, got {self.mask_threshold!r}")
+        if not callable(getattr(self.counter, "count_item", None)):
+            raise ConfigError(
+                f"counter must be a TokenCounter, got {type(self.counter).__name__}; use "
+                "counter_for(model) or ContextProjector.for_model(model)"
+            )
+        if self.budget is not None:
+            object.__setattr__(self, "budget", _tokens(self.budget, "budget"))
+        _tokens(self.mask_threshold, "mask_threshold", minimum=0)
         if self.summary_role not in ("system", "developer", "user"):
             raise ConfigError(
                 f"summary_role must be 'system', 'developer' or 'user', got {self.summary_role!r}"
             )
         if self.validate not in ("repair", "raise", None):
             raise ConfigError(f"validate must be 'repair', 'raise' or None, got {self.validate!r}")
+        if not isinstance(self.cache_aware, bool):
+            raise ConfigError(f"cache_aware must be True or False, got {self.cache_aware!r}")
+        object.__setattr__(self, "_stable", StablePrefix(self.counter, self.cache_refill))
 
     @classmethod
     def for_model(
@@ -145,8 +175,10 @@ class ContextProjector:
                 close = difflib.get_close_matches(name, known, n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else f"; options: {known}"
                 raise ConfigError(f"ContextProjector has no option {name!r}{hint}")
-        if "budget" not in options:
-            options["budget"] = budget_for(model, registry=registry).usable_input
+        if "budget" not in options or "cache_aware" not in options:
+            found = budget_for(model, registry=registry)
+            options.setdefault("budget", found.usable_input)
+            options.setdefault("cache_aware", found.profile.prompt_cache is not None)
         if "counter" not in options:
             options["counter"] = counter_for(model, registry=registry)
         return cls(**options)
@@ -174,7 +206,30 @@ class ContextProjector:
             ConfigError: no budget was given, or ``snapshot`` is not a ``MemorySnapshot`` (pass
                 ``memory.snapshot()``, not the memory or ``memory.items``).
         """
+        limit = budget if budget is not None else self.budget
+        if self.cache_aware and limit is not None and limit > 0:
+            snapshot = require_snapshot(snapshot, "project()")
+            projection = self._stable.project(self._project, snapshot, instructions, tools, limit)
+        else:
+            projection = self._project(
+                snapshot, instructions=instructions, tools=tools, budget=budget
+            )
+        shared = self._prefixes.observe(self.counter, projection.items, tools, projection.tokens)
+        return replace(projection, report=replace(projection.report, cached_prefix_tokens=shared))
+
+    def _project(
+        self,
+        snapshot: MemorySnapshot,
+        *,
+        instructions: str | Sequence[Message] | None = None,
+        tools: Sequence[Tool] = (),
+        budget: int | None = None,
+    ) -> Projection:
+        """The prompt by the rules alone (``project`` adds cache-aware mode and the prefix)."""
         snapshot = require_snapshot(snapshot, "project()")
+        tools = _tools(tools)
+        if budget is not None:
+            budget = _tokens(budget, "budget")
         limit = budget if budget is not None else self.budget
         if limit is None or limit <= 0:
             raise ConfigError(
@@ -256,6 +311,12 @@ class ContextProjector:
             return []
         if isinstance(instructions, str):
             return [self._messages.get("system", instructions)] if instructions else []
+        checked: object = instructions
+        if not isinstance(checked, Sequence) or isinstance(checked, (bytes, bytearray)):
+            raise ConfigError(
+                f"instructions must be a string or a list of Messages, got "
+                f"{type(instructions).__name__}: {instructions!r:.40}"
+            )
         for item in instructions:
             if not isinstance(item, Message):
                 raise ConfigError(f"instructions must be messages, got {item!r}")
@@ -336,3 +397,31 @@ class ContextProjector:
 
 def _index(piece: Piece) -> int:
     return piece.index
+
+
+def _tokens(value: object, name: str, *, minimum: int = 1) -> int:
+    """``value`` as a token count, or a ``ConfigError`` naming ``name`` (NaN and infinity pass
+    every ``x <= 0`` check, so they are refused by type, not by comparison)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(
+            f"{name} must be a whole number of tokens >= {minimum}, got {value!r:.40}; "
+            f"pass an int such as {name}=8000"
+        )
+    if value < minimum:
+        raise ConfigError(f"{name} must be >= {minimum} tokens, got {value!r}")
+    return int(value)
+
+
+def _tools(tools: object) -> tuple[Tool, ...]:
+    """``tools`` as ``Tool``s; wire tool dicts get a ``ConfigError`` saying how to convert them."""
+    if tools is None or isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable):
+        raise ConfigError(f"tools must be a list of Tools, got {type(tools).__name__}")
+    checked = tuple(tools)
+    for index, tool in enumerate(checked):
+        if not isinstance(tool, Tool):
+            raise ConfigError(
+                f"tools[{index}] is a {type(tool).__name__}, not a compactkit Tool; convert "
+                "provider tool definitions with tools_from_chat, tools_from_responses or "
+                "tools_from_anthropic (compactkit.formats), or build Tool(name=..., parameters=...)"
+            )
+    return checked

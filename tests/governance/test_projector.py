@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -267,7 +268,8 @@ def outcome(case: Case, projector: ContextProjector | None) -> object:
         result = project(case, projector)
     except BudgetError as exc:
         return str(exc)
-    return result.items, result.tokens, result.report
+    # The cacheable prefix is measured against the projector's previous prompt: history, not rules.
+    return result.items, result.tokens, dataclasses.replace(result.report, cached_prefix_tokens=0)
 
 
 # -- examples --------------------------------------------------------------------------------
@@ -422,7 +424,9 @@ def test_one_projector_serves_interleaved_sessions() -> None:
         for items in (a, b):
             snapshot = MemorySnapshot.of(items)
             fresh = ContextProjector(COUNTER, budget=600, mask_threshold=100).project(snapshot)
-            assert projector.project(snapshot) == fresh
+            shared = projector.project(snapshot)
+            assert shared.items == fresh.items and shared.tokens == fresh.tokens
+            assert dataclasses.replace(shared.report, cached_prefix_tokens=0) == fresh.report
 
 
 def test_misuse_is_a_config_error() -> None:

@@ -1,0 +1,317 @@
+"""Cache-aware projection: each prompt is the previous one plus what was appended.
+
+Providers cache prompt prefixes: OpenAI the longest prefix it has seen (from 1,024 tokens, in
+128-token steps), Anthropic up to the ``cache_control`` breakpoints of a request. Only a
+byte-identical prefix hits. A projector that slides its window one group per turn, or masks one
+more old output per turn, changes the prefix on every call and pays full price for the whole
+prompt each time.
+
+``StablePrefix`` is the cache-aware mode of ``ContextProjector`` (``cache_aware=True``, the
+default of ``ContextProjector.for_model`` where the model's profile says the provider caches):
+
+* between compactions a prompt is the previous prompt of the session followed by the items
+  appended since: the window start, the masked outputs, the summary and the pinned prefix stay
+  exactly as they were;
+* when the extension no longer fits the budget (or the history changed other than by appending:
+  a compaction, a pin, new instructions or tools), the prompt is planned afresh in one large
+  step: the whole memory when it fits, else a window filled only to ``refill`` of the budget, so
+  that many turns can be appended before the next re-plan.
+
+``PrefixTracker`` measures, for every projection, the tokens that are a byte-identical prefix of
+the previous prompt of the session: what a provider's prefix cache can serve
+(``ProjectionReport.cached_prefix_tokens``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from compactkit.budget.tokens import TokenCounter
+from compactkit.errors import BudgetError, ConfigError
+from compactkit.items import FunctionCallOutput, Item, Message, Tool
+from compactkit.items.groups import group_items
+from compactkit.items.snapshot import MemorySnapshot
+
+if TYPE_CHECKING:
+    from compactkit.governance.projector import Projection
+
+__all__ = ["DEFAULT_REFILL", "PrefixTracker", "StablePrefix", "check_refill"]
+
+DEFAULT_REFILL = 0.75
+"""A re-planned window fills at most this share of the budget; the rest is room to grow."""
+
+Instructions = str | Sequence[Message] | None
+Plain = Callable[..., "Projection"]
+"""The projector's own (not cache-aware) projection: ``(snapshot, *, instructions, tools,
+budget) -> Projection``."""
+
+
+def check_refill(refill: float) -> float:
+    """``refill`` when it is a share of the budget in (0, 1]; else a ``ConfigError``."""
+    if isinstance(refill, bool) or not isinstance(refill, int | float) or not 0 < refill <= 1:
+        raise ConfigError(
+            f"cache_refill must be a share of the budget in (0, 1], got {refill!r}; "
+            f"the default {DEFAULT_REFILL} leaves a quarter of the budget to grow into"
+        )
+    return float(refill)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The last prompt of one session and what it was built from."""
+
+    items: tuple[Item, ...]  # the snapshot's items
+    summary: str
+    instructions: Instructions
+    tools: tuple[Tool, ...]
+    prompt: Projection
+    tail_start: int  # where the snapshot's last group starts
+
+
+class StablePrefix:
+    """The cache-aware planner of one projector (see the module docstring).
+
+    Args:
+        counter: The projector's counter (counts the appended items).
+        refill: A re-planned window fills at most this share of the budget.
+        size: Sessions remembered (least recently used dropped first).
+    """
+
+    def __init__(self, counter: TokenCounter, refill: float = DEFAULT_REFILL, size: int = 16):
+        self._counter = counter
+        self._refill = check_refill(refill)
+        self._size = size
+        self._plans: list[_Plan] = []
+        self._lock = threading.Lock()
+
+    def project(
+        self,
+        plain: Plain,
+        snapshot: MemorySnapshot,
+        instructions: Instructions,
+        tools: Sequence[Tool],
+        budget: int,
+    ) -> Projection:
+        """The prompt for ``snapshot``: the previous prompt extended, or a fresh plan.
+
+        ``plain(snapshot, instructions=, tools=, budget=)`` is the projector's own projection.
+        """
+        tools = tuple(tools)
+        with self._lock:
+            position, plan = self._find(snapshot, instructions, tools)
+        extended = self._extend(plan, snapshot, budget) if plan is not None else None
+        if extended is not None:
+            prompt, tail_start = extended
+        else:
+            prompt = self._replan(plain, snapshot, instructions, tools, budget)
+            tail_start = _tail_start(snapshot.items)
+        new = _Plan(snapshot.items, snapshot.summary, instructions, tools, prompt, tail_start)
+        with self._lock:
+            if (
+                position is not None
+                and position < len(self._plans)
+                and self._plans[position] is plan
+            ):
+                del self._plans[position]
+            self._plans.insert(0, new)
+            del self._plans[self._size :]
+        return prompt
+
+    def _find(
+        self, snapshot: MemorySnapshot, instructions: Instructions, tools: tuple[Tool, ...]
+    ) -> tuple[int | None, _Plan | None]:
+        items = snapshot.items
+        for position, plan in enumerate(self._plans):
+            if not _extends(items, plan.items):
+                continue
+            same = (
+                plan.summary == snapshot.summary
+                and _same(plan.instructions, instructions)
+                and _same_tools(plan.tools, tools)
+            )
+            return position, plan if same else None
+        return None, None
+
+    def _extend(
+        self, plan: _Plan, snapshot: MemorySnapshot, budget: int
+    ) -> tuple[Projection, int] | None:
+        """The previous prompt plus the appended items, when that is a valid prompt that fits."""
+        old, items = plan.items, snapshot.items
+        prompt = plan.prompt
+        if old and not _ends_with(prompt.items, old[-1]):
+            return None  # the last prompt did not reach the end of the history: re-plan
+        new = items[len(old) :]
+        groups = group_items(items, plan.tail_start) if items else []
+        for group in groups[:-1]:
+            if group.pending or group.kind == "orphan":
+                return None  # an abandoned call or a stray output: the projector repairs it
+        if groups and groups[-1].kind == "orphan":
+            return None
+        count = self._counter.count_item
+        tokens = prompt.tokens + sum(count(item) for item in new)
+        if tokens > budget:
+            return None
+        if not new:
+            return replace(prompt, budget=budget), plan.tail_start
+        report = prompt.report
+        notes = tuple(note for note in report.notes if "pending call" not in note)
+        last = groups[-1] if groups else None
+        if last is not None and last.pending:
+            ids = ", ".join(repr(call_id) for call_id in last.pending)
+            notes += (f"pending call(s) {ids} kept without output; send their outputs first",)
+        extended = replace(
+            prompt,
+            items=(*prompt.items, *new),
+            tokens=tokens,
+            budget=budget,
+            report=replace(report, kept=report.kept + len(new), notes=notes),
+        )
+        return extended, groups[-1].start if groups else plan.tail_start
+
+    def _replan(
+        self,
+        plain: Plain,
+        snapshot: MemorySnapshot,
+        instructions: Instructions,
+        tools: tuple[Tool, ...],
+        budget: int,
+    ) -> Projection:
+        """A fresh prompt: the whole memory when it fits, else a window with room to grow."""
+        full = plain(snapshot, instructions=instructions, tools=tools, budget=budget)
+        if not full.report.omitted and not full.report.masked:
+            return full
+        low = int(budget * self._refill)
+        if low >= budget or low <= 0:
+            return full
+        try:
+            step = plain(snapshot, instructions=instructions, tools=tools, budget=low)
+        except BudgetError:
+            return full  # the parts never dropped need more than the refill share
+        items = snapshot.items
+        if items and _ends_with(full.items, items[-1]) and not _ends_with(step.items, items[-1]):
+            return full  # the lower fill would drop the newest group: keep the full plan
+        # The projection is judged against the real budget; only its fill was lower.
+        return replace(step, budget=budget)
+
+
+class PrefixTracker:
+    """Measures the cacheable prefix of each prompt against the previous one of its session.
+
+    The previous prompt of the session is the remembered prompt (one per session, the last
+    ``size`` sessions) sharing the longest byte-identical prefix with this one: tool schemas
+    first (providers put them before the messages), then the items in order. A prompt extending
+    the previous one costs O(new items); a changed one O(length of the shared prefix).
+    """
+
+    def __init__(self, size: int = 16) -> None:
+        self._size = size
+        # (counter, tools, prompt items, tokens of the items alone)
+        self._entries: list[tuple[TokenCounter, tuple[Tool, ...], tuple[Item, ...], int]] = []
+        self._overheads: dict[tuple[int, tuple[int, ...]], tuple[tuple[Tool, ...], int, int]] = {}
+        self._lock = threading.Lock()
+
+    def observe(
+        self, counter: TokenCounter, items: tuple[Item, ...], tools: Sequence[Tool], tokens: int
+    ) -> int:
+        """Remember this prompt (``tokens`` long in all); return its tokens shared with the
+        previous prompt of its session (0 for a session's first prompt)."""
+        tools = tuple(tools)
+        overhead, schema = self._overhead(counter, tools)
+        own = max(0, tokens - overhead)  # the items alone
+        count = counter.count_item
+        with self._lock:
+            best, best_tokens, best_length = None, 0, 0
+            for position, (seen_counter, seen_tools, seen, seen_tokens) in enumerate(self._entries):
+                if seen_counter is not counter or not _same_tools(seen_tools, tools):
+                    continue
+                if _extends(items, seen):
+                    length, shared = len(seen), seen_tokens
+                else:
+                    length = _common(items, seen)
+                    if length <= best_length:
+                        continue
+                    shared = sum(count(item) for item in items[:length])
+                if best is None or length > best_length:
+                    best, best_tokens, best_length = position, shared, length
+                    if length == len(seen):
+                        break
+            if best is not None:
+                del self._entries[best]
+            self._entries.insert(0, (counter, tools, items, own))
+            del self._entries[self._size :]
+            if best is None:
+                return 0
+            return schema + best_tokens
+
+    def _overhead(self, counter: TokenCounter, tools: tuple[Tool, ...]) -> tuple[int, int]:
+        """``(request overhead, tool schema tokens)``: the overhead includes reply priming."""
+        key = (id(counter), tuple(id(tool) for tool in tools))
+        entry = self._overheads.get(key)
+        if entry is None or not _same_tools(entry[0], tools):
+            total = counter.count_overhead(tools)
+            schema = total - counter.count_overhead(())
+            if len(self._overheads) >= 64:
+                self._overheads.clear()
+            entry = self._overheads[key] = (tools, total, schema)
+        return entry[1], entry[2]
+
+
+def _extends(items: Sequence[Item], seen: Sequence[Item]) -> bool:
+    """Whether ``items`` starts with exactly ``seen`` (C-speed, identity short-circuits)."""
+    n = len(seen)
+    if n == 0:
+        return True
+    if len(items) < n or (items[n - 1] is not seen[n - 1] and items[n - 1] != seen[n - 1]):
+        return False
+    return tuple(items[:n]) == tuple(seen)
+
+
+def _common(items: Sequence[Item], seen: Sequence[Item]) -> int:
+    """The length of the common prefix of ``items`` and ``seen``."""
+    length = 0
+    for a, b in zip(items, seen, strict=False):
+        if a is not b and a != b:
+            break
+        length += 1
+    return length
+
+
+def _same(a: Instructions, b: Instructions) -> bool:
+    if a is b:
+        return True
+    if isinstance(a, str) or isinstance(b, str) or a is None or b is None:
+        return a == b
+    return tuple(a) == tuple(b)
+
+
+def _same_tools(a: Sequence[Tool], b: Sequence[Tool]) -> bool:
+    return len(a) == len(b) and all(x is y or x == y for x, y in zip(a, b, strict=True))
+
+
+def _ends_with(prompt: Sequence[Item], last: Item) -> bool:
+    """Whether ``prompt`` ends with ``last`` as sent (itself, or its masked placeholder)."""
+    if not prompt:
+        return False
+    end = prompt[-1]
+    if end is last:
+        return True
+    return (
+        isinstance(end, FunctionCallOutput)
+        and isinstance(last, FunctionCallOutput)
+        and end.call_id == last.call_id
+    )
+
+
+def _tail_start(items: Sequence[Item]) -> int:
+    """Where the last group of ``items`` starts (it is regrouped as items are appended)."""
+    start = len(items) - 1
+    while start > 0:
+        item = items[start]
+        if isinstance(item, Message) and item.role != "assistant":
+            break
+        start -= 1
+    groups = group_items(items, max(start, 0))
+    return groups[-1].start if groups else len(items)

@@ -1,0 +1,155 @@
+"""Cache-aware projection: between re-plans every prompt extends the previous one."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compactkit.budget.tokens import TiktokenCounter
+from compactkit.errors import BudgetError, ConfigError
+from compactkit.formats.validate import validate_items
+from compactkit.governance.projector import ContextProjector, Projection
+from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, Tool
+from compactkit.items.snapshot import MemorySnapshot
+
+COUNTER = TiktokenCounter("o200k_base")
+TOOLS = [Tool(name="read_file", description="Read a file.", parameters={"type": "object"})]
+
+
+def words(n: int, tag: str) -> str:
+    return " ".join(f"{tag}{i % 7}" for i in range(n))
+
+
+@st.composite
+def sessions(draw: st.DrawFn) -> list[list[Item]]:
+    """Batches of items, each followed by a model call: a user turn, then tool rounds."""
+    batches: list[list[Item]] = [[Message(role="system", content="You are a coding agent.")]]
+    call = 0
+    sizes = st.sampled_from([5, 30, 120, 400, 900])
+    for turn in range(draw(st.integers(1, 8))):
+        batches[-1].append(
+            Message(role="user", content=words(draw(st.integers(1, 80)), f"u{turn}"))
+        )
+        for _ in range(draw(st.integers(0, 5))):
+            ids = [f"c{call + k}" for k in range(draw(st.integers(1, 2)))]
+            call += len(ids)
+            batch: list[Item] = [FunctionCall(call_id=cid, name="read_file") for cid in ids]
+            batch += [FunctionCallOutput(call_id=c, output=words(draw(sizes), c)) for c in ids]
+            batches.append(batch)
+        if draw(st.booleans()):
+            batches.append([Message(role="assistant", content=words(20, "done"))])
+        batches.append([])
+    return [batch for batch in batches if batch]
+
+
+def sends_newest(prompt: Projection, items: list[Item]) -> bool:
+    """Whether the prompt ends with the newest item (a bulky output maybe masked)."""
+    end, newest = prompt.items[-1], items[-1]
+    if isinstance(newest, FunctionCallOutput) and isinstance(end, FunctionCallOutput):
+        return end.call_id == newest.call_id
+    return end is newest
+
+
+def extends(new: tuple[Item, ...], old: tuple[Item, ...]) -> bool:
+    return new[: len(old)] == old
+
+
+@settings(deadline=None, max_examples=150)
+@given(sessions(), st.integers(300, 4000), st.sampled_from([0.5, 0.75, 1.0]), st.booleans())
+def test_each_prompt_extends_the_last_until_the_extension_does_not_fit(
+    batches: list[list[Item]], budget: int, refill: float, tools: bool
+) -> None:
+    projector = ContextProjector(
+        COUNTER, budget=budget, mask_threshold=100, cache_aware=True, cache_refill=refill
+    )
+    plain = ContextProjector(COUNTER, budget=budget, mask_threshold=100)
+    offered = TOOLS if tools else []
+    items: list[Item] = []
+    previous: Projection | None = None
+    for batch in batches:
+        items += batch
+        snapshot = MemorySnapshot.of(items)
+        try:
+            prompt = projector.project(snapshot, tools=offered)
+        except BudgetError:
+            with pytest.raises(BudgetError):
+                plain.project(snapshot, tools=offered)
+            previous = None
+            continue
+        assert prompt.tokens <= budget
+        assert COUNTER.count(prompt.items, tools=offered).tokens == prompt.tokens
+        validate_items(prompt.items, format="chat")  # raises on a broken tool-call pair
+        assert sends_newest(prompt, items) or not sends_newest(
+            plain.project(snapshot, tools=offered), items
+        )
+        if previous is not None:
+            grown = previous.tokens + sum(COUNTER.count_item(item) for item in batch)
+            if grown <= budget:  # it fits: the previous prompt plus the batch, as it is
+                assert prompt.items == (*previous.items, *batch)
+                assert prompt.report.cached_prefix_tokens == previous.tokens - 3  # no priming
+            else:  # a re-plan: the whole memory, or a window with room to grow
+                whole = plain.project(snapshot, tools=offered)
+                if whole.report.omitted or whole.report.masked:
+                    try:
+                        room = plain.project(snapshot, tools=offered, budget=int(budget * refill))
+                    except BudgetError:
+                        room = whole
+                    if not sends_newest(room, items) and sends_newest(whole, items):
+                        room = whole
+                    assert prompt.items == room.items
+                else:
+                    assert prompt.items == whole.items
+        previous = prompt
+
+
+def test_plain_projection_slides_while_cache_aware_holds_still() -> None:
+    """A long tool loop over a small budget: the plain window moves every call, the
+    cache-aware one re-plans in a few large steps and is otherwise a prefix extension."""
+    items: list[Item] = [Message(role="system", content="sys"), Message(role="user", content="go")]
+    modes = {
+        "plain": ContextProjector(COUNTER, budget=8000, mask_threshold=100),
+        "cache": ContextProjector(COUNTER, budget=8000, mask_threshold=100, cache_aware=True),
+    }
+    breaks = dict.fromkeys(modes, 0)
+    shared = dict.fromkeys(modes, 0)
+    sent = dict.fromkeys(modes, 0)
+    last: dict[str, tuple[Item, ...]] = {}
+    for step in range(120):
+        items += [
+            FunctionCall(call_id=f"c{step}", name="read_file"),
+            FunctionCallOutput(call_id=f"c{step}", output=words(150, f"o{step}")),
+        ]
+        for name, projector in modes.items():
+            prompt = projector.project(MemorySnapshot.of(items))
+            if name in last and not extends(prompt.items, last[name]):
+                breaks[name] += 1
+            last[name] = prompt.items
+            shared[name] += prompt.report.cached_prefix_tokens
+            sent[name] += prompt.tokens
+    assert breaks["cache"] * 4 <= breaks["plain"]
+    assert shared["cache"] / sent["cache"] > 0.8 > shared["plain"] / sent["plain"]
+
+
+def test_a_new_summary_or_new_tools_plan_afresh() -> None:
+    projector = ContextProjector(COUNTER, budget=5000, cache_aware=True)
+    items: list[Item] = [Message(role="user", content="hello")]
+    first = projector.project(MemorySnapshot.of(items))
+    items.append(Message(role="assistant", content="hi"))
+    assert projector.project(MemorySnapshot.of(items)).report.cached_prefix_tokens > 0
+    folded = projector.project(MemorySnapshot.of(items[1:], summary="the user said hello"))
+    assert folded.report.cached_prefix_tokens == 0  # the summary changed the first message
+    with_tools = projector.project(MemorySnapshot.of(items), tools=TOOLS)
+    assert with_tools.report.cached_prefix_tokens == 0  # tool schemas come first
+    assert first.report.cached_prefix_tokens == 0
+
+
+def test_for_model_is_cache_aware_where_the_provider_caches() -> None:
+    assert ContextProjector.for_model("gpt-5").cache_aware
+    assert ContextProjector.for_model("claude-sonnet-4-5").cache_aware
+    assert not ContextProjector.for_model("gpt-4").cache_aware  # no prompt caching there
+    assert not ContextProjector.for_model("gpt-5", cache_aware=False).cache_aware
+    with pytest.raises(ConfigError, match="cache_refill"):
+        ContextProjector(COUNTER, cache_refill=1.5)
+    with pytest.raises(ConfigError, match="cache_aware"):
+        ContextProjector(COUNTER, cache_aware="yes")  # type: ignore[arg-type]
