@@ -27,7 +27,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import Any, TypeAlias
 
 from compactkit.budget.tokens import TokenCounter
 from compactkit.errors import BudgetError, ConfigError
@@ -35,8 +35,8 @@ from compactkit.items import FunctionCallOutput, Item, Message, Tool
 from compactkit.items.groups import group_items
 from compactkit.items.snapshot import MemorySnapshot
 
-if TYPE_CHECKING:
-    from compactkit.governance.projector import Projection
+Projection: TypeAlias = Any
+"""A ``governance.projector.Projection`` (not imported: the projector imports this module)."""
 
 __all__ = ["DEFAULT_REFILL", "PrefixTracker", "StablePrefix", "check_refill"]
 
@@ -44,7 +44,7 @@ DEFAULT_REFILL = 0.75
 """A re-planned window fills at most this share of the budget; the rest is room to grow."""
 
 Instructions = str | Sequence[Message] | None
-Plain = Callable[..., "Projection"]
+Plain = Callable[..., Projection]
 """The projector's own (not cache-aware) projection: ``(snapshot, *, instructions, tools,
 budget) -> Projection``."""
 

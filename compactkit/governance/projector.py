@@ -207,6 +207,7 @@ class ContextProjector:
                 ``memory.snapshot()``, not the memory or ``memory.items``).
         """
         limit = budget if budget is not None else self.budget
+        projection: Projection
         if self.cache_aware and limit is not None and limit > 0:
             snapshot = require_snapshot(snapshot, "project()")
             projection = self._stable.project(self._project, snapshot, instructions, tools, limit)
