@@ -50,6 +50,11 @@ from compactkit.compressors.masking import (
     is_masked,
     mask_output,
 )
+from compactkit.compressors.report import (
+    FactClass,
+    FactCount,
+    FactReport,
+)
 from compactkit.compressors.sections import (
     SECTIONS,
     SUMMARY_TITLE,
@@ -321,6 +326,9 @@ __all__ = [
     "EncodingUnavailableError",
     "EstimateCounter",
     "Event",
+    "FactClass",
+    "FactCount",
+    "FactReport",
     "FileSessionStore",
     "Format",
     "FormatError",

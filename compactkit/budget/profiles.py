@@ -160,6 +160,7 @@ class ProfileRegistry:
 
     def policy_for(self, model: str) -> BudgetPolicy:
         """The budget policy for ``model``: the best matching pattern's, else the default."""
+        self._find(model)  # the same argument check as get()
         key = _best(model, (name for name, _ in self._policies.values()))
         return self._policies[key][1] if key is not None else self.default_policy
 
@@ -201,6 +202,10 @@ class ProfileRegistry:
         )
 
     def _find(self, model: str) -> ModelProfile | None:
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigError(
+                f"model must be a model name such as 'gpt-4o' (a non-empty str), got {model!r:.60}"
+            )
         key = _best(model, (profile.name for profile in self._profiles.values()))
         return self._profiles[key] if key is not None else None
 

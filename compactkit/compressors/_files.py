@@ -373,7 +373,7 @@ def text_actions(text: str) -> list[tuple[str, dict[str, object]]]:
         try:
             parsed = json.loads(raw)
             args = parsed if isinstance(parsed, dict) else {"input": raw}
-        except ValueError:
+        except (ValueError, RecursionError):
             args = {"command": raw} if _SHELL_TOOL.search(tool) else {"input": raw}
             if not _SHELL_TOOL.search(tool) and looks_like_path(raw):
                 args = {"path": raw}

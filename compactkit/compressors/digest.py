@@ -46,6 +46,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from compactkit.budget.tokens import TokenCounter
+from compactkit.compressors._args import check_sizes, snapshot_arg
 from compactkit.compressors._extract import digest_items, values_in
 from compactkit.compressors._plan import (
     Keep,
@@ -144,6 +145,13 @@ class DigestCompressor:
     name = "digest"
 
     def __post_init__(self) -> None:
+        check_sizes(
+            "DigestCompressor",
+            keep_last_groups=self.keep_last_groups,
+            keep_tokens=self.keep_tokens,
+            target_tokens=self.target_tokens,
+            summary_cap_tokens=self.summary_cap_tokens,
+        )
         for label in ("keep_last_groups", "keep_tokens", "target_tokens", "summary_cap_tokens"):
             value = getattr(self, label)
             if value is not None and (value < (0 if label == "keep_last_groups" else 1)):
@@ -163,6 +171,7 @@ class DigestCompressor:
     ) -> CompactResult:
         """``compress``, reading ``originals[call_id]`` instead of a masked output's placeholder
         (a ``LadderCompressor`` passes the outputs its masking step replaced)."""
+        snapshot = snapshot_arg(self, snapshot)
         counter, target = self.counter, self.target_tokens
         layout = Layout.of(snapshot.items)
         before = request_tokens(snapshot, counter, self.tools)

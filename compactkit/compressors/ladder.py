@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compactkit.budget.tokens import TokenCounter
+from compactkit.compressors._args import check_sizes, snapshot_arg
 from compactkit.compressors._plan import (
     default_counter,
     irreducible,
@@ -72,6 +73,7 @@ class LadderCompressor:
     name = "ladder"
 
     def __post_init__(self) -> None:
+        check_sizes("LadderCompressor", target_tokens=self.target_tokens)
         if isinstance(self.target_tokens, bool) or self.target_tokens < 1:
             raise ConfigError(f"target_tokens must be positive, got {self.target_tokens!r}")
         if self.steps is not None and not self.steps:
@@ -99,6 +101,7 @@ class LadderCompressor:
 
     def compress(self, snapshot: MemorySnapshot) -> CompactResult:
         """Climb the ladder; never raises for run time (a failing step is recorded, skipped)."""
+        snapshot = snapshot_arg(self, snapshot)
         counter, target = self.counter, self.target_tokens
         before = request_tokens(snapshot, counter, self.tools)
         details: dict[str, Any] = {"target_tokens": target, "steps": []}

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from compactkit.budget.tokens import TokenCounter
+from compactkit.compressors._args import check_sizes, snapshot_arg
 from compactkit.compressors._facts import last_error
 from compactkit.compressors._plan import Layout, default_counter, request_tokens, result
 from compactkit.errors import ConfigError
@@ -84,6 +85,12 @@ class MaskingCompressor:
     name = "mask"
 
     def __post_init__(self) -> None:
+        check_sizes(
+            "MaskingCompressor",
+            keep_last_groups=self.keep_last_groups,
+            min_tokens=self.min_tokens,
+            target_tokens=self.target_tokens,
+        )
         if self.keep_last_groups < 0:
             raise ConfigError(f"keep_last_groups must be >= 0, got {self.keep_last_groups!r}")
         if self.min_tokens < 0:
@@ -93,6 +100,7 @@ class MaskingCompressor:
 
     def compress(self, snapshot: MemorySnapshot) -> CompactResult:
         """Mask old bulky outputs; never raises for run time."""
+        snapshot = snapshot_arg(self, snapshot)
         counter = self.counter
         layout = Layout.of(snapshot.items)
         before = request_tokens(snapshot, counter, self.tools)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from compactkit.budget.tokens import TokenCounter
+from compactkit.compressors._args import check_sizes, snapshot_arg
 from compactkit.compressors._plan import (
     Layout,
     default_counter,
@@ -53,6 +54,7 @@ class WindowedCompressor:
     name = "window"
 
     def __post_init__(self) -> None:
+        check_sizes("WindowedCompressor", max_items=self.max_items, max_tokens=self.max_tokens)
         if self.max_items is None and self.max_tokens is None:
             raise ConfigError("WindowedCompressor needs max_items or max_tokens (or both)")
         for label, value in (("max_items", self.max_items), ("max_tokens", self.max_tokens)):
@@ -61,6 +63,7 @@ class WindowedCompressor:
 
     def compress(self, snapshot: MemorySnapshot) -> CompactResult:
         """Drop the oldest unprotected groups beyond the limits; never raises for run time."""
+        snapshot = snapshot_arg(self, snapshot)
         counter = self.counter
         layout = Layout.of(snapshot.items)
         before = request_tokens(snapshot, counter, self.tools)

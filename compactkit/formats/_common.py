@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
-from compactkit.errors import FormatError
+from compactkit.errors import ConfigError, FormatError
 from compactkit.items import (
     ContentPart,
     FunctionCall,
@@ -183,3 +183,59 @@ def parts_text(content: str | tuple[ContentPart, ...]) -> str | None:
 def compact_json(value: Any) -> str:
     """JSON the way OpenAI models write tool arguments: no spaces, non-ASCII kept."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+# -- argument checks at the boundary ---------------------------------------------------------
+
+
+def wire_list(value: Any, caller: str, what: str, hint: str = "") -> list[Any]:
+    """``value`` as a list when it is a list-like of wire entries; else a ``FormatError``.
+
+    A dict (a whole request or transcript object), a string, bytes or ``None`` is the usual
+    mistake, and iterating one would silently read its keys or characters.
+    """
+    if value is None or isinstance(value, (str, bytes, bytearray, Mapping)):
+        got = "None" if value is None else type(value).__name__
+        raise FormatError(f"{caller} takes a list of {what}, got {got}{hint}")
+    try:
+        return list(value)
+    except TypeError:
+        raise FormatError(
+            f"{caller} takes a list of {what}, got {type(value).__name__}{hint}"
+        ) from None
+
+
+_ITEM_TYPES = (Message, FunctionCall, FunctionCallOutput, Reasoning)
+
+
+def item_list(value: Any, caller: str) -> list[Item]:
+    """``value`` as a list of items; a ``FormatError`` naming ``caller`` and the fix otherwise."""
+    hint = "; convert wire messages first (chat_to_items, responses_to_items, anthropic_to_items)"
+    items = wire_list(value, caller, "compactkit items", hint)
+    for index, item in enumerate(items):
+        if not isinstance(item, _ITEM_TYPES):
+            raise FormatError(
+                f"{caller}: entry {index} is a {type(item).__name__}, not a compactkit item{hint}"
+            )
+    return items
+
+
+def tool_list(value: Any, caller: str) -> list[Tool]:
+    """``value`` as a list of ``Tool``; a ``FormatError`` saying how to convert wire tools."""
+    hint = (
+        "; convert provider tool definitions first: tools_from_chat, tools_from_responses or "
+        "tools_from_anthropic"
+    )
+    tools = wire_list(value, caller, "compactkit Tools", hint)
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, Tool):
+            raise FormatError(
+                f"{caller}: tool {index} is a {type(tool).__name__}, not a compactkit Tool{hint}"
+            )
+    return tools
+
+
+def check_mode(mode: Any) -> None:
+    """Raise ``ConfigError`` unless ``mode`` is a validator mode."""
+    if mode not in ("raise", "repair"):
+        raise ConfigError(f"mode must be 'raise' or 'repair', got {mode!r}")

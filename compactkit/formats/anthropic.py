@@ -44,8 +44,11 @@ from compactkit.formats._common import (
     Losses,
     check_tool_fields,
     compact_json,
+    item_list,
     split_sealed_suffix,
     tag_extra,
+    tool_list,
+    wire_list,
 )
 from compactkit.items import (
     ContentPart,
@@ -96,6 +99,8 @@ def anthropic_to_items(
     Raises:
         FormatError: a message or block is malformed; the error names the message's index.
     """
+    hint = '; for a request object {"system": ..., "messages": [...]} pass its "messages"'
+    messages = wire_list(messages, "anthropic_to_items", "Anthropic messages", hint)
     items = _system_to_items(system)
     for index, message in enumerate(messages):
         try:
@@ -123,7 +128,7 @@ def items_to_anthropic(
         FormatError: something cannot be expressed and ``lossy`` is false.
     """
     losses: Losses[Item] = Losses("anthropic", lossy, on_drop)
-    items = list(items)
+    items = item_list(items, "items_to_anthropic")
     lead = 0
     while lead < len(items):
         item = items[lead]
@@ -150,7 +155,7 @@ def items_to_anthropic(
 def tools_from_anthropic(tools: Iterable[Mapping[str, Any]]) -> list[Tool]:
     """Convert Anthropic ``tools`` entries (``{"name", "description", "input_schema"}``)."""
     out: list[Tool] = []
-    for index, tool in enumerate(tools):
+    for index, tool in enumerate(wire_list(tools, "tools_from_anthropic", "Anthropic tools")):
         name = tool.get("name") if isinstance(tool, Mapping) else None
         if not isinstance(name, str) or not name:
             raise FormatError(f"tool {index}: 'name' must be a non-empty string")
@@ -182,7 +187,7 @@ def tools_to_anthropic(
     implicit strict mode of a Responses tool (the API rewrites its schema) is not."""
     losses: Losses[Tool] = Losses("anthropic", lossy, on_drop)
     out: list[dict[str, Any]] = []
-    for tool in tools:
+    for tool in tool_list(tools, "tools_to_anthropic"):
         extra = dict(tool.extra or {})
         source = extra.get("__format__", "chat")
         entry: dict[str, Any] = {"name": tool.name}
@@ -394,7 +399,7 @@ def _entry(
     if isinstance(item, FunctionCall):
         try:
             arguments = json.loads(item.arguments) if item.arguments.strip() else {}
-        except ValueError:
+        except (ValueError, RecursionError):  # too deep to read is not an object either
             arguments = None
         if not isinstance(arguments, dict):
             losses.lose(item, f"arguments that are not a JSON object ({item.arguments[:40]!r})")

@@ -23,7 +23,15 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from compactkit.errors import FormatError
-from compactkit.formats._common import Losses, check_tool_fields, extra_format
+from compactkit.formats._common import (
+    Losses,
+    check_mode,
+    check_tool_fields,
+    extra_format,
+    item_list,
+    tool_list,
+    wire_list,
+)
 from compactkit.items import (
     ContentPart,
     FunctionCall,
@@ -55,8 +63,12 @@ def chat_to_items(messages: Iterable[Mapping[str, Any]]) -> list[Item]:
     Raises:
         FormatError: a message is not a valid chat message; the error names its index.
     """
+    hint = (
+        '; for a transcript object {"messages": [...]} pass its "messages" '
+        "(or read it with parse_transcript)"
+    )
     items: list[Item] = []
-    for index, message in enumerate(messages):
+    for index, message in enumerate(wire_list(messages, "chat_to_items", "chat messages", hint)):
         try:
             items.extend(_message_to_items(message))
         except FormatError as exc:
@@ -83,22 +95,42 @@ def items_to_chat(
     losses: Losses[Item] = Losses("chat", lossy, on_drop)
     out: list[ChatMessage] = []
     open_assistant: ChatMessage | None = None  # the assistant message calls may join
-    for item in items:
+    # Chat wants a call's tool message right after the assistant message that holds the call;
+    # Responses allows text (or a new call) between them. So while calls wait for their
+    # outputs, new calls join the waiting message and messages wait until the outputs are in.
+    waiting: ChatMessage | None = None
+    pending: set[str] = set()
+    deferred: list[ChatMessage] = []
+
+    def flush() -> None:
+        nonlocal open_assistant
+        if deferred:
+            out.extend(deferred)
+            open_assistant = deferred[-1] if deferred[-1]["role"] == "assistant" else None
+            deferred.clear()
+
+    for item in item_list(items, "items_to_chat"):
         if isinstance(item, Message):
             message = _message_to_chat(item, losses)
+            if pending:
+                deferred.append(message)
+                continue
             out.append(message)
             open_assistant = message if item.role == "assistant" else None
         elif isinstance(item, FunctionCall):
-            if open_assistant is None:
-                open_assistant = {"role": "assistant", "content": None}
-                out.append(open_assistant)
+            holder = waiting if pending else open_assistant
+            if holder is None:
+                holder = {"role": "assistant", "content": None}
+                out.append(holder)
+            open_assistant = waiting = holder
             call = {
                 "id": item.call_id,
                 "type": "function",
                 "function": {"name": item.name, "arguments": item.arguments},
             }
             call.update(losses.native_extra(item, item.extra))
-            open_assistant.setdefault("tool_calls", []).append(call)
+            holder.setdefault("tool_calls", []).append(call)
+            pending.add(item.call_id)
         elif isinstance(item, FunctionCallOutput):
             tool: ChatMessage = {
                 "role": "tool",
@@ -110,17 +142,25 @@ def items_to_chat(
             if item.is_error:
                 losses.lose(item, "is_error=True on a tool result")
             tool.update(losses.native_extra(item, item.extra))
+            if pending and item.call_id not in pending:
+                deferred.append(tool)  # answers no waiting call: after the waiting outputs
+                continue
             out.append(tool)
             open_assistant = None
+            pending.discard(item.call_id)
+            if not pending:
+                waiting = None
+                flush()
         else:
             losses.lose(item, f"a reasoning item from {item.format!r}")
+    flush()
     return out
 
 
 def tools_from_chat(tools: Iterable[Mapping[str, Any]]) -> list[Tool]:
     """Convert Chat Completions ``tools`` entries (``{"type": "function", "function": …}``)."""
     out: list[Tool] = []
-    for index, tool in enumerate(tools):
+    for index, tool in enumerate(wire_list(tools, "tools_from_chat", "chat tool entries")):
         function = tool.get("function") if isinstance(tool, Mapping) else None
         if not isinstance(function, Mapping) or tool.get("type", "function") != "function":
             raise FormatError(f"tool {index}: expected {{'type': 'function', 'function': {{...}}}}")
@@ -158,7 +198,7 @@ def tools_to_chat(
     """
     losses: Losses[Tool] = Losses("chat", lossy, on_drop)
     out: list[dict[str, Any]] = []
-    for tool in tools:
+    for tool in tool_list(tools, "tools_to_chat"):
         extra = dict(tool.extra or {})
         outer = extra.pop("__outer__", {})
         source = extra_format(extra)
@@ -217,6 +257,11 @@ def validate_chat(
     Raises:
         FormatError: in ``raise`` mode, when there is any problem; it lists them all.
     """
+    check_mode(mode)
+    messages = wire_list(messages, "validate_chat", "chat messages")
+    for index, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            raise FormatError(f"message {index}: expected a JSON object, got {message!r:.60}")
     problems: list[ChatProblem] = []
     answer_at: dict[str, int] = {}
     for index, message in enumerate(messages):

@@ -33,7 +33,10 @@ from compactkit.errors import FormatError
 from compactkit.formats._common import (
     Losses,
     check_tool_fields,
+    item_list,
     tag_extra,
+    tool_list,
+    wire_list,
 )
 from compactkit.items import (
     ContentPart,
@@ -68,8 +71,10 @@ def responses_to_items(input_items: Iterable[Mapping[str, Any]] | str) -> list[I
     """
     if isinstance(input_items, str):
         return [Message(role="user", content=input_items)]
+    hint = '; for a request object {"input": [...]} pass its "input"'
     items: list[Item] = []
-    for index, raw in enumerate(input_items):
+    raws = wire_list(input_items, "responses_to_items", "Responses input items", hint)
+    for index, raw in enumerate(raws):
         try:
             items.append(_item_from_responses(raw))
         except FormatError as exc:
@@ -94,7 +99,7 @@ def items_to_responses(
         FormatError: something cannot be expressed and ``lossy`` is false.
     """
     losses: Losses[Item] = Losses("responses", lossy, on_drop)
-    items = list(items)
+    items = item_list(items, "items_to_responses")
     call_names = {i.call_id: i.name for i in items if isinstance(i, FunctionCall)}
     out: list[ResponsesItem] = []
     for item in items:
@@ -135,7 +140,7 @@ def tools_from_responses(tools: Iterable[Mapping[str, Any]]) -> list[Tool]:
         FormatError: a tool is not a function tool (built-in tools are not modelled).
     """
     out: list[Tool] = []
-    for index, tool in enumerate(tools):
+    for index, tool in enumerate(wire_list(tools, "tools_from_responses", "Responses tools")):
         if not isinstance(tool, Mapping) or tool.get("type", "function") != "function":
             kind = tool.get("type") if isinstance(tool, Mapping) else type(tool).__name__
             raise FormatError(f"tool {index}: only function tools are modelled, got {kind!r}")
@@ -170,7 +175,7 @@ def tools_to_responses(
     """
     losses: Losses[Tool] = Losses("responses", lossy, on_drop)
     out: list[dict[str, Any]] = []
-    for tool in tools:
+    for tool in tool_list(tools, "tools_to_responses"):
         extra = dict(tool.extra or {})
         outer = extra.pop("__outer__", {})  # chat keys beside "function"
         entry: dict[str, Any] = {"type": "function", "name": tool.name}

@@ -17,13 +17,14 @@ become a leading system message, and go back to ``instructions`` in Responses.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
-from compactkit.errors import FormatError
+from compactkit.errors import ConfigError, FormatError
 from compactkit.formats._common import describe
 from compactkit.formats.anthropic import (
     anthropic_to_items,
@@ -96,8 +97,14 @@ def load_transcript(path: str | Path, *, format: Format | None = None) -> Transc
 
     Raises:
         FormatError: the file is not UTF-8 JSON/JSONL, or not a conversation in the format.
-        OSError: the file cannot be read.
+        ConfigError: ``path`` is not a path, or the file cannot be read (missing, a directory,
+            no permission); the message names the file and the reason.
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise ConfigError(
+            f"load_transcript takes a file path (str or pathlib.Path), got {type(path).__name__}; "
+            "for transcript text use parse_transcript"
+        )
     try:
         text = sys.stdin.read() if str(path) == "-" else Path(path).read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -105,6 +112,10 @@ def load_transcript(path: str | Path, *, format: Format | None = None) -> Transc
             f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}); save the transcript as "
             "UTF-8 JSON"
         ) from None
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read the transcript {str(path)!r}: {exc.strerror or exc}; check the path"
+        ) from exc
     return parse_transcript(text, format=format, source=str(path))
 
 
@@ -114,9 +125,25 @@ def parse_transcript(
     """Parse transcript text (JSON or JSONL) in ``format`` (default: detected).
 
     Raises:
-        FormatError: not JSON/JSONL, or not a conversation in the format; the error names
-            ``source`` and, where it can, the offending message.
+        FormatError: not JSON/JSONL (or bytes that are not UTF-8), nested too deeply, or not a
+            conversation in the format; the error names ``source`` and, where it can, the
+            offending message.
     """
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise FormatError(
+                f"{source}: not UTF-8 text (byte {exc.start}: {exc.reason}); save the transcript "
+                "as UTF-8 JSON"
+            ) from None
+    if not isinstance(text, str):
+        raise FormatError(
+            f"parse_transcript takes the transcript's text (str or UTF-8 bytes), got "
+            f"{type(text).__name__}; for a file use load_transcript"
+        )
+    if format is not None and format not in ("chat", "responses", "anthropic"):
+        raise ConfigError(f"format must be 'chat', 'responses' or 'anthropic', got {format!r}")
     data = _parse_json(text, source)
     detected = format or _detect(data)
     try:
@@ -226,12 +253,18 @@ def _parse_json(text: str, source: str) -> Any:
         raise FormatError(f"{source}: the transcript is empty")
     try:
         return json.loads(stripped)
+    except RecursionError:
+        raise FormatError(f"{source}: nested too deeply to read; flatten the content") from None
     except json.JSONDecodeError as whole_error:
         lines = [line for line in stripped.splitlines() if line.strip()]
         records = []
         for number, line in enumerate(lines, 1):
             try:
                 records.append(json.loads(line))
+            except RecursionError:
+                raise FormatError(
+                    f"{source}: line {number} is nested too deeply to read; flatten the content"
+                ) from None
             except json.JSONDecodeError as exc:
                 if number == 1:
                     raise FormatError(

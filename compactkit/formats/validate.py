@@ -22,7 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from compactkit.errors import FormatError
+from compactkit.errors import ConfigError, FormatError
+from compactkit.formats._common import check_mode, item_list, wire_list
 from compactkit.formats.anthropic import anthropic_to_items, items_to_anthropic
 from compactkit.formats.responses import responses_to_items
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, Reasoning
@@ -87,6 +88,10 @@ def validate_items(
     Raises:
         FormatError: in ``raise`` mode, when there is any problem; it lists them all.
     """
+    items = item_list(items, "validate_items")
+    if format not in ("chat", "responses", "anthropic"):
+        raise ConfigError(f"format must be 'chat', 'responses' or 'anthropic', got {format!r}")
+    check_mode(mode)
     order, problems = _plan_repair(items, format)
     if mode == "raise":
         _raise_problems(problems, format)
@@ -110,6 +115,8 @@ def validate_responses(
     Raises:
         FormatError: in ``raise`` mode, when there is any problem; it lists them all.
     """
+    check_mode(mode)
+    input_items = wire_list(input_items, "validate_responses", "Responses input items")
     order, problems = _plan_repair(responses_to_items(input_items), "responses")
     if mode == "raise":
         _raise_problems(problems, "responses")
@@ -134,6 +141,8 @@ def validate_anthropic(
     Raises:
         FormatError: in ``raise`` mode, when there is any problem; it lists them all.
     """
+    check_mode(mode)
+    messages = wire_list(messages, "validate_anthropic", "Anthropic messages")
     problems: list[PromptProblem] = []
     items: list[Item] = []
     origin: list[int] = []

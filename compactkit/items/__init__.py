@@ -24,6 +24,9 @@ from compactkit.items.model import (
     load_items,
 )
 from compactkit.items.snapshot import (
+    DEFAULT_SUMMARY_ROLE,
+    SUMMARY_FRAME,
+    SUMMARY_KEY_ENV,
     SUMMARY_NAME,
     CompactResult,
     CompactStats,
@@ -31,11 +34,16 @@ from compactkit.items.snapshot import (
     Outcome,
     SummaryRole,
     is_summary_message,
+    set_summary_key,
     summary_message,
+    unseal_summary,
 )
 
 __all__ = [
+    "DEFAULT_SUMMARY_ROLE",
     "ITEMS_ADAPTER",
+    "SUMMARY_FRAME",
+    "SUMMARY_KEY_ENV",
     "SUMMARY_NAME",
     "CompactResult",
     "CompactStats",
@@ -59,5 +67,7 @@ __all__ = [
     "is_summary_message",
     "item_text",
     "load_items",
+    "set_summary_key",
     "summary_message",
+    "unseal_summary",
 ]

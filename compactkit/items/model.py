@@ -125,7 +125,7 @@ class FunctionCall(_Item):
         """The arguments as a dict; an empty dict when they are not a JSON object."""
         try:
             value = json.loads(self.arguments)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested too deeply to read: not usable either
             return {}
         return value if isinstance(value, dict) else {}
 

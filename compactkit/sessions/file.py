@@ -7,6 +7,11 @@ savers in several threads or processes (the last rename wins). A file that is co
 written by a newer compactkit is never overwritten: ``save`` and ``load`` raise ``StorageError``
 and leave it for you to inspect (``delete`` removes it).
 
+Litter: a save killed mid-write (kill -9, power loss) leaves its temporary file behind (the
+session's file still holds the previous state). Opening a store removes such stale temporary
+files: those whose writer process on this host is gone, and any older than an hour (a writer on
+another host sharing the directory). Temporary files of live savers are never touched.
+
 File names: the session id, with every character other than ``a-z``, ``0-9``, ``-`` and ``_``
 percent-encoded as UTF-8 (uppercase letters too, so names stay distinct on case-insensitive
 file systems), plus ``.json``. The encoding is reversible, so ``list()`` returns the real ids;
@@ -18,7 +23,10 @@ from __future__ import annotations
 
 import builtins
 import os
+import re
+import socket
 import tempfile
+import time
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -30,6 +38,9 @@ __all__ = ["FileSessionStore"]
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
 _SUFFIX = ".json"
 _MAX_NAME = 255  # bytes in a file name on common file systems
+_STALE_SECONDS = 3600.0  # a temporary file this old is litter whoever wrote it
+_TEMP = re.compile(r"\.tmp-(?P<host>[A-Za-z0-9-]*)-(?P<pid>\d+)-.*\.tmp")
+_HOST = re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:40]
 _WINDOWS_DEVICES = frozenset(
     ["con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))]
 )
@@ -74,14 +85,24 @@ class FileSessionStore:
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         """Use ``directory``, creating it when missing.
 
+        Stale temporary files of killed saves are removed (see the module docstring).
+
         Raises:
+            ConfigError: ``directory`` is not a path.
             StorageError: the directory cannot be created.
         """
+        if not isinstance(directory, (str, os.PathLike)) or not os.fspath(directory):
+            raise ConfigError(
+                f"FileSessionStore takes a directory path (str or pathlib.Path), got "
+                f"{directory!r:.60}; pass e.g. FileSessionStore('sessions')"
+            )
         self.directory = Path(directory)
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StorageError(f"cannot create session directory {self.directory}: {exc}") from exc
+        self.removed_temp_files = _remove_stale_temp_files(self.directory)
+        """How many stale temporary files opening the store removed."""
 
     def __repr__(self) -> str:
         return f"FileSessionStore({str(self.directory)!r})"
@@ -164,7 +185,8 @@ class FileSessionStore:
 
     def _write(self, path: Path, data: bytes) -> None:
         try:
-            fd, temp = tempfile.mkstemp(dir=self.directory, prefix=".", suffix=".tmp")
+            prefix = f".tmp-{_HOST}-{os.getpid()}-"
+            fd, temp = tempfile.mkstemp(dir=self.directory, prefix=prefix, suffix=".tmp")
         except OSError as exc:
             raise StorageError(f"cannot write in {self.directory}: {exc}") from exc
         try:
@@ -179,6 +201,45 @@ class FileSessionStore:
                 raise StorageError(f"cannot write {path}: {exc}") from exc
             raise
         _fsync_directory(self.directory)
+
+
+def _remove_stale_temp_files(directory: Path) -> int:
+    """Remove the temporary files of saves that can no longer finish; how many were removed."""
+    removed = 0
+    now = time.time()
+    try:
+        with os.scandir(directory) as entries:
+            candidates = [e for e in entries if e.name.startswith(".") and e.name.endswith(".tmp")]
+        for entry in candidates:
+            try:
+                age = now - entry.stat(follow_symlinks=False).st_mtime
+                if not entry.is_file(follow_symlinks=False) or not _stale(entry.name, age):
+                    continue
+                os.unlink(entry.path)
+                removed += 1
+            except FileNotFoundError:  # its saver finished (or another opener removed it)
+                continue
+    except OSError:  # cleaning is a courtesy: a store that can be read still opens
+        return removed
+    return removed
+
+
+def _stale(name: str, age: float) -> bool:
+    if age > _STALE_SECONDS:
+        return True
+    match = _TEMP.fullmatch(name)
+    if match is None or match["host"] != _HOST:
+        return False  # an older compactkit's, or another host's: only age tells
+    pid = int(match["pid"])
+    if pid == os.getpid() or os.name == "nt":  # Windows: os.kill(pid, 0) is not a probe
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OverflowError, OSError):
+        return False  # alive under another user, or not a pid we can ask about
+    return False
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -12,6 +12,7 @@ items and the originals of replaced ones), under a ``schema_version``.
 
 from __future__ import annotations
 
+import math
 import threading
 import uuid
 import weakref
@@ -72,6 +73,11 @@ class AgentSession:
         self._session_id = session_id
         self.turn = turn
         self.step = step
+        if metadata is not None and not isinstance(metadata, dict):
+            raise ConfigError(
+                f"metadata must be a dict of JSON values, got {type(metadata).__name__}"
+            )
+        _check_json(metadata or {}, "metadata")
         self.metadata: dict[str, Any] = dict(metadata or {})
         self.created_at = created_at or datetime.now(timezone.utc)
 
@@ -105,6 +111,7 @@ class AgentSession:
             raise ConcurrencyError(f"session {self._session_id!r} kept changing while saved")
         active = {item.seq: item for item in snapshot.items}
         extra = tuple(item for item in history if active.get(item.seq) != item)
+        _check_json(self.metadata, "metadata")
         try:
             return SessionState(
                 session_id=self._session_id,
@@ -253,3 +260,26 @@ class _Strong:
 
     def __call__(self) -> object:
         return self._value
+
+
+def _check_json(value: Any, where: str, depth: int = 0) -> None:
+    """Raise ``ConfigError`` where ``value`` holds what JSON cannot carry back unchanged.
+
+    NaN and infinities would be written as ``null`` and read back as ``None``; non-string keys
+    would come back as strings.
+    """
+    if depth > 200:
+        raise ConfigError(f"{where} is nested more than 200 levels deep; flatten it")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(
+            f"{where} is {value!r}, which JSON cannot hold (it would load back as None); "
+            "store it as a string or None"
+        )
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ConfigError(f"{where} has the key {key!r}; JSON object keys are strings")
+            _check_json(item, f"{where}[{key!r}]", depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            _check_json(item, f"{where}[{index}]", depth + 1)

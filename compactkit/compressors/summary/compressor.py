@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compactkit.budget.tokens import TokenCounter
+from compactkit.compressors._args import check_sizes
 from compactkit.compressors._plan import (
     Keep,
     Layout,
@@ -213,6 +214,7 @@ class SummaryCompressor:
             ("summarizer_window_tokens", summarizer_window_tokens, 1),
             ("max_item_tokens", max_item_tokens, 1),
         ):
+            check_sizes("SummaryCompressor", **{label: value})
             if value is not None and (isinstance(value, bool) or value < minimum):
                 raise ConfigError(f"{label} must be positive, got {value!r}")
         if not callable(getattr(llm, "complete", None)):
