@@ -16,7 +16,7 @@ installed raises one ``ImportError`` naming the ``pip install`` to run.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compactkit.integrations.messages import (
     CompactedMessages,
@@ -25,8 +25,14 @@ from compactkit.integrations.messages import (
     compact_messages,
 )
 
+if TYPE_CHECKING:
+    from compactkit.integrations.openai_agents import CompactkitInputFilter, CompactkitSession
+
 # Names whose module needs a framework: imported on first use (each integration adds its own).
-_LAZY: dict[str, str] = {}
+_LAZY: dict[str, str] = {
+    "CompactkitInputFilter": "compactkit.integrations.openai_agents",
+    "CompactkitSession": "compactkit.integrations.openai_agents",
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -40,6 +46,8 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "CompactedMessages",
+    "CompactkitInputFilter",
+    "CompactkitSession",
     "MessageCompactor",
     "MessageFormat",
     "compact_messages",

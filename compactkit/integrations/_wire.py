@@ -10,6 +10,7 @@ Outputs answering a call that was passed through are passed through with it.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
@@ -40,6 +41,7 @@ Original: TypeAlias = "tuple[tuple[Item, ...], Any]"
 
 FORMATS: tuple[MessageFormat, ...] = ("chat", "responses", "anthropic")
 PASSTHROUGH_KEY = "__compactkit_passthrough__"
+PASSTHROUGH_RAW = "__compactkit_raw__"
 
 _ANTHROPIC_BLOCKS = {
     "tool_use",
@@ -218,7 +220,7 @@ class WireConverter:
                 run.append(item)
             else:
                 flush()
-                out.append(self._raw[key])
+                out.append(self._passed(item, key))
             i += 1
         flush()
         if self.format == "anthropic":
@@ -228,15 +230,23 @@ class WireConverter:
     # -- helpers ---------------------------------------------------------------------------
 
     def _placeholder(self, message: Any, plain: Any) -> Message:
-        key = str(len(self._raw))
+        key = uuid.uuid4().hex  # unique across processes: a stored placeholder outlives this one
         self._raw[key] = message
         self._call_ids.update(_call_ids(plain))
+        extra: dict[str, Any] = {PASSTHROUGH_KEY: key}
         try:
-            text = json.dumps(plain, ensure_ascii=False, default=str, separators=(",", ":"))
+            text = json.dumps(plain, ensure_ascii=False, separators=(",", ":"))
+            extra[PASSTHROUGH_RAW] = plain  # JSON: a memory that stores the item keeps it
         except (TypeError, ValueError):
             text = repr(plain)
         # An assistant message sits inside a tool turn without splitting it (see items.groups).
-        return Message(role="assistant", content=text, pinned=True, extra={PASSTHROUGH_KEY: key})
+        return Message(role="assistant", content=text, pinned=True, extra=extra)
+
+    def _passed(self, item: Item, key: str) -> Any:
+        if key in self._raw:
+            return self._raw[key]  # the very object that came in
+        assert isinstance(item, Message) and item.extra is not None
+        return item.extra[PASSTHROUGH_RAW]  # read back from storage
 
     def _answers_passed_call(self, plain: Any) -> str | None:
         if not self._call_ids or not isinstance(plain, Mapping):

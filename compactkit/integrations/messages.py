@@ -54,8 +54,9 @@ class CompactedMessages:
     send: list[Any]
     """The prompt: pass it as ``messages=`` (Chat, Anthropic) or ``input=`` (Responses)."""
     history: list[Any]
-    """What to keep as the conversation: the very list given when nothing was compacted;
-    after a compaction, the marked summary and the kept messages (plain dicts)."""
+    """What to keep as the conversation: the very list given while it holds exactly what the
+    compactor holds (nothing compacted, or the list extends a ``history`` it returned);
+    otherwise the marked summary and the kept messages (as given where unchanged)."""
     report: ProjectionReport
     """What the prompt kept, masked and omitted of the history, and why."""
     format: MessageFormat
@@ -78,9 +79,12 @@ class CompactedMessages:
 
 @dataclass
 class _Seen:
-    """A message list the memory holds exactly (the input, or the history returned)."""
+    """A message list the memory was brought up to."""
 
     messages: tuple[Any, ...] = ()
+    exact: bool = True
+    """Whether the memory holds exactly these messages (no compaction folded or changed any
+    of them since): then the list itself is the history."""
 
 
 @dataclass
@@ -262,11 +266,11 @@ class MessageCompactor:
 
     def _ingest(self, messages: Sequence[Any], events: list[Event]) -> None:
         """Bring the memory up to ``messages``, reading only what it has not seen."""
-        new_start = None
+        new_start, exact = None, True
         for seen in self._seen:
             n = len(seen.messages)
             if len(messages) >= n and (n == 0 or tuple(messages[:n]) == seen.messages):
-                new_start = n
+                new_start, exact = n, seen.exact
                 break
         if new_start is None:
             self._reset()
@@ -286,7 +290,7 @@ class MessageCompactor:
         items = [item for message_items in per_message for item in message_items]
         self._append(items, restart=new_start == 0)
         self._remember(fresh, per_message)
-        self._seen = [_Seen(tuple(messages))]
+        self._seen = [_Seen(tuple(messages), exact)]
 
     def _append(self, items: list[Item], *, restart: bool) -> None:
         if not items:
@@ -365,17 +369,18 @@ class MessageCompactor:
             items = items[len(prepared.instructions) :]  # sent as the request's instructions
         system, send = converter.from_items(items, self._originals)
         history: list[Any]
-        if step.compacted:
+        if step.compacted or not self._seen[0].exact:
             snapshot = self._memory.snapshot()
-            active = {item.seq for item in snapshot.items}
-            self._originals = {s: o for s, o in self._originals.items() if s in active}
+            if step.compacted:
+                active = {item.seq for item in snapshot.items}
+                self._originals = {s: o for s, o in self._originals.items() if s in active}
             # Anthropic's summary stays in the messages (a user block), so the list is whole.
             role: SummaryRole = (
                 "user" if converter.format == "anthropic" else self.governor.projector.summary_role
             )
             rendered = snapshot.render_items(summary_role=role)
             _, history = converter.from_items(rendered, self._originals)
-            self._seen = [_Seen(tuple(messages)), _Seen(tuple(history))]
+            self._seen = [_Seen(tuple(messages), exact=False), _Seen(tuple(history))]
         else:
             history = messages if isinstance(messages, list) else list(messages)
         projection = step.projection
