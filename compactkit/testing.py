@@ -362,6 +362,45 @@ class FakeOpenAI:
             **options,
         )
 
+    @contextmanager
+    def serve(self, host: str = "127.0.0.1") -> Iterator[str]:
+        """Serve this endpoint over real HTTP on a loopback port, in a thread, while the
+        ``with`` block runs; yields the base URL (``http://127.0.0.1:<port>/v1``) to give any
+        OpenAI-compatible client (``OPENAI_BASE_URL``)."""
+        import http.server
+
+        http_lib = _httpx()
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # the http.server naming
+                length = int(self.headers.get("content-length") or 0)
+                request = http_lib.Request(
+                    "POST", f"http://{host}{self.path}", content=self.rfile.read(length)
+                )
+                response = fake.handle(request)
+                body = response.content
+                self.send_response(response.status_code)
+                for name, value in response.headers.items():
+                    if name.lower() not in ("content-length", "transfer-encoding"):
+                        self.send_header(name, value)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass  # quiet
+
+        server = http.server.ThreadingHTTPServer((host, 0), Handler)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://{host}:{server.server_address[1]}/v1"
+        finally:
+            server.shutdown()
+            server.server_close()
+            thread.join()
+
     def handle(self, request: Any) -> Any:
         """Answer one HTTP request (the transport's handler)."""
         http = _httpx()
