@@ -31,8 +31,8 @@ __all__ = ["Convert", "Converted", "Mirror", "Mirrors", "OnPassthrough", "Warn",
 
 S = TypeVar("S")
 
-Converted = list[Item] | str
-"""What a converter makes of one framework message: its items, or (a ``str``) the text of a
+Converted = Sequence[Item | str] | str
+"""What a converter makes of one framework message: its items, where a ``str`` is the text of a
 summary compactkit wrote into the history earlier (it becomes the memory's summary)."""
 
 Warn = Callable[[str], None]
@@ -119,12 +119,14 @@ class Mirror(Generic[S]):
             converted = self._convert(message, warned.append)
             for reason in warned:
                 on_passthrough(offset, reason)
-            if isinstance(converted, str):
-                summary = converted if summary is None else f"{summary}\n\n{converted}"
-                continue
-            if warned:
-                pinned.extend(range(len(items), len(items) + len(converted)))
-            items.extend(converted)
+            texts = [converted] if isinstance(converted, str) else converted
+            for entry in texts:
+                if isinstance(entry, str):
+                    summary = entry if summary is None else f"{summary}\n\n{entry}"
+                    continue
+                if warned:
+                    pinned.append(len(items))
+                items.append(entry)
         items = self._ids.fix(items)
         if summary is not None:
             current = self.memory.snapshot()

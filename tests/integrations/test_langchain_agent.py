@@ -31,6 +31,16 @@ def _no_network() -> Any:
         yield
 
 
+def arun(coroutine: Any) -> Any:
+    """Run a coroutine on a loop of its own, leaving the thread's event loop alone (pydantic-ai's
+    ``run_sync`` keeps one per thread; ``asyncio.run`` would orphan it)."""
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(coroutine)
+    finally:
+        loop.close()
+
+
 class ScriptedOpenAI:
     """A Chat Completions endpoint: per user question, CALLS_PER_QUESTION tool calls, then an
     answer. Records every request body, so tests assert what the model was sent."""
@@ -123,7 +133,7 @@ def run(agent: Any, *, asynchronous: bool = False) -> list[Any]:
     for question in QUESTIONS:
         payload = {"messages": [HumanMessage(question)]}
         if asynchronous:
-            states.append(asyncio.run(agent.ainvoke(payload, CONFIG)))
+            states.append(arun(agent.ainvoke(payload, CONFIG)))
         else:
             states.append(agent.invoke(payload, CONFIG))
     return [state["messages"] for state in states]

@@ -1,0 +1,276 @@
+"""pydantic-ai agents: ``CompactkitCapability`` (and ``CompactkitHistory`` for ``ProcessHistory``).
+
+::
+
+    agent = Agent(model, capabilities=[CompactkitCapability("gpt-4o-mini")])
+
+Before every model request (``before_model_request``) the run's messages are mirrored into a
+compactkit memory (only new messages are converted and counted), the shared governance step
+projects them under the model's budget — the instructions and tool schemas counted, every
+``ToolCallPart`` kept with its ``ToolReturnPart`` — and only the request is replaced
+(``mode="project"``, the default): ``result.all_messages()`` keeps everything.
+
+``mode="compact"`` also compacts: when the policy fires, the oldest turns are folded into
+compactkit's summary and the run's persistent history (``RunContext.messages``) is rewritten to
+the summary (a ``ModelRequest`` whose ``metadata`` carries it) plus the kept messages.
+
+A prompt that would lose the newest tool returns (they do not fit even masked) raises
+``BudgetError`` instead of letting the model call its tools again forever.
+
+``CompactkitHistory`` is the same governance as a history processor for
+``capabilities=[ProcessHistory(history.process)]`` (or ``history.aprocess``); pydantic-ai makes
+a processor's output the history, so it suits ``mode="compact"``.
+
+Install with ``pip install 'compactkit[pydantic-ai]'``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from compactkit.integrations._extras import require
+
+require("pydantic_ai", extra="pydantic-ai", integration="compactkit.integrations.pydantic_ai")
+
+from pydantic_ai.capabilities import AbstractCapability  # noqa: E402
+from pydantic_ai.messages import (  # noqa: E402
+    InstructionPart,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+)
+from pydantic_ai.models import ModelRequestContext, ModelRequestParameters  # noqa: E402
+from pydantic_ai.tools import RunContext  # noqa: E402
+
+from compactkit.budget.profiles import ProfileRegistry  # noqa: E402
+from compactkit.compressors.base import MemoryCompressor  # noqa: E402
+from compactkit.governance.policy import CompactPolicy  # noqa: E402
+from compactkit.governance.projector import ContextProjector, Projection  # noqa: E402
+from compactkit.integrations import _pydantic_ai_convert as convert  # noqa: E402
+from compactkit.integrations._governed import Governors, Mode  # noqa: E402
+from compactkit.integrations._mirror import Mirror, Mirrors, require_newest  # noqa: E402
+from compactkit.items import Message, Tool  # noqa: E402
+from compactkit.items.snapshot import SummaryRole  # noqa: E402
+from compactkit.runtime.events import CompactionRequest, EventHandler  # noqa: E402
+from compactkit.runtime.governor import GovernedStep  # noqa: E402
+
+__all__ = ["CompactkitCapability", "CompactkitHistory"]
+
+
+class CompactkitHistory:
+    """compactkit's governance of a pydantic-ai history, as a step any hook can call.
+
+    Args:
+        model: The model name as sent to the provider (it picks the counter and budget).
+        mode: ``"project"`` (default) returns only the prompt; ``"compact"`` also compacts
+            the history it is given when the policy fires.
+        budget: The usable input budget in tokens (default: the model profile's). With
+            ``mode="compact"`` it also sizes the default policy (compact over 80 %, down to 50 %).
+        compressor: What compacts (``mode="compact"``; default the ladder: masking, then the
+            deterministic digest). Pass a ``SummaryCompressor`` for an LLM summary.
+        policy: When to compact and down to what (``mode="compact"``).
+        projector: Replaces the default projector (then do not pass ``budget``).
+        summary_role: The role of the summary message (default ``user``: framed as data).
+        registry: Where to look the model up.
+        on_event: Called with every event: projections, compactions (failures too), parts
+            passed through untouched.
+        before_compaction: Asked before every compaction; returning ``False`` vetoes it.
+
+    Raises:
+        ConfigError: the options contradict each other, or the model is unknown.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        mode: Mode = "project",
+        budget: int | None = None,
+        compressor: MemoryCompressor | None = None,
+        policy: CompactPolicy | None = None,
+        projector: ContextProjector | None = None,
+        summary_role: SummaryRole = "user",
+        registry: ProfileRegistry | None = None,
+        on_event: EventHandler | None = None,
+        before_compaction: Callable[[CompactionRequest], bool] | None = None,
+    ) -> None:
+        self.mode: Mode = mode
+        self.governors = Governors.build(
+            model,
+            format="pydantic_ai",
+            mode=mode,
+            budget=budget,
+            registry=registry,
+            projector=projector,
+            policy=policy,
+            compressor=compressor,
+            summary_role=summary_role,
+            on_event=on_event,
+            before_compaction=before_compaction,
+        )
+        self._mirrors: Mirrors[ModelMessage] = Mirrors(convert.to_items)
+        self._instructions: tuple[str | None, list[Message]] = (None, [])
+        self._tools: tuple[tuple[object, ...], list[Tool]] = ((), [])
+
+    def process(self, messages: list[ModelMessage]) -> list[ModelMessage]:
+        """A sync history processor: ``ProcessHistory(history.process)``. Returns the prompt;
+        pydantic-ai makes it the history."""
+        mirror, governor, instructions = self._begin(messages, None, None)
+        step = governor.step(mirror.memory, instructions=instructions, usage=_usage(messages))
+        return self._finish(mirror, step, instructions)[0]
+
+    async def aprocess(self, messages: list[ModelMessage]) -> list[ModelMessage]:
+        """An async history processor: ``ProcessHistory(history.aprocess)``."""
+        mirror, governor, instructions = await asyncio.to_thread(self._begin, messages, None, None)
+        step = await governor.astep(
+            mirror.memory, instructions=instructions, usage=_usage(messages)
+        )
+        return self._finish(mirror, step, instructions)[0]
+
+    async def govern(
+        self,
+        messages: list[ModelMessage],
+        *,
+        key: str | None = None,
+        parameters: ModelRequestParameters | None = None,
+    ) -> tuple[list[ModelMessage], list[ModelMessage] | None, Projection]:
+        """Govern one model request: the messages to send, the new history when it was
+        compacted (else ``None``), and the projection (for ``observe_usage``)."""
+        mirror, governor, instructions = await asyncio.to_thread(
+            self._begin, messages, key, parameters
+        )
+        tools = self._tool_schemas(parameters)
+        step = await governor.astep(
+            mirror.memory, instructions=instructions, tools=tools, usage=_usage(messages)
+        )
+        prompt, history = self._finish(mirror, step, instructions)
+        return prompt, history if step.compacted else None, step.projection
+
+    def observe_usage(self, response: ModelResponse, projection: Projection) -> None:
+        """Calibrate the counts with the tokens the provider reported for ``response``."""
+        self.governors.observe_usage(response.usage.input_tokens, projection)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _begin(
+        self,
+        messages: Sequence[ModelMessage],
+        key: str | None,
+        parameters: ModelRequestParameters | None,
+    ) -> tuple[Mirror[ModelMessage], Any, list[Message]]:
+        mirror = self._mirrors.get(key)
+        with mirror.lock:
+            mirror.sync(messages, self.governors.passthrough)
+        governor = self.governors.compacting or self.governors.projecting
+        return mirror, governor, self._instruction_items(messages, parameters)
+
+    def _finish(
+        self, mirror: Mirror[ModelMessage], step: GovernedStep, instructions: list[Message]
+    ) -> tuple[list[ModelMessage], list[ModelMessage]]:
+        role = self.governors.summary_role
+        with mirror.lock:
+            snapshot = mirror.memory.snapshot()
+            require_newest(snapshot, step.projection)
+            history: list[ModelMessage] = []
+            if step.compacted:
+                rendered = snapshot.render_items(summary_role=role)
+                history = convert.to_messages(rendered, summary_role=role)
+                mirror.adopt(history)
+        prompt = convert.to_messages(step.items[len(instructions) :], summary_role=role)
+        return prompt, history
+
+    def _instruction_items(
+        self, messages: Sequence[ModelMessage], parameters: ModelRequestParameters | None
+    ) -> list[Message]:
+        # What pydantic-ai sends as instructions: the structured parts of this request, else
+        # the latest request's rendered instructions.
+        text: str | None = None
+        if parameters is not None and parameters.instruction_parts:
+            text = InstructionPart.join(parameters.instruction_parts)
+        else:
+            for message in reversed(messages):
+                if isinstance(message, ModelRequest):
+                    text = message.instructions
+                    break
+        cached, items = self._instructions
+        if text == cached:
+            return items
+        items = [Message(role="system", content=text)] if text else []
+        self._instructions = (text, items)
+        return items
+
+    def _tool_schemas(self, parameters: ModelRequestParameters | None) -> list[Tool]:
+        if parameters is None:
+            return []
+        definitions = (*parameters.function_tools, *parameters.output_tools)
+        cached, schemas = self._tools
+        if len(cached) == len(definitions) and all(
+            a is b for a, b in zip(cached, definitions, strict=True)
+        ):
+            return schemas
+        schemas = convert.to_tools(definitions)
+        self._tools = (definitions, schemas)
+        return schemas
+
+
+class CompactkitCapability(AbstractCapability[Any]):
+    """Governs every model request of a pydantic-ai agent: under budget, tool calls kept with
+    their returns; optionally compacting the run's history.
+
+    Takes the arguments of ``CompactkitHistory`` (``model``, ``mode``, ``budget``, ``compressor``,
+    ``policy``, ``projector``, ``summary_role``, ``registry``, ``on_event``,
+    ``before_compaction``). Works under ``run``, ``run_sync`` and ``run_stream``; one capability
+    may serve many conversations (a mirror per ``conversation_id``).
+    """
+
+    def __init__(self, model: str, **options: Any) -> None:
+        self.history = CompactkitHistory(model, **options)
+        self._projections: OrderedDict[int, tuple[ModelRequestContext, Projection]] = OrderedDict()
+
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        """Replace the request's messages with the governed prompt (and, when it compacted in
+        ``mode="compact"``, the run's history with the compacted one)."""
+        prompt, history, projection = await self.history.govern(
+            list(request_context.messages),
+            key=ctx.conversation_id,
+            parameters=request_context.model_request_parameters,
+        )
+        if history is not None:
+            ctx.messages[:] = history
+        governed = dataclasses.replace(request_context, messages=prompt)
+        self._projections[id(governed)] = (governed, projection)
+        while len(self._projections) > 64:
+            self._projections.popitem(last=False)
+        return governed
+
+    async def after_model_request(
+        self,
+        ctx: RunContext[Any],
+        *,
+        request_context: ModelRequestContext,
+        response: ModelResponse,
+    ) -> ModelResponse:
+        """Calibrate the counts with the usage the provider reported."""
+        entry = self._projections.pop(id(request_context), None)
+        if entry is not None and entry[0] is request_context:
+            self.history.observe_usage(response, entry[1])
+        return response
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        """Not spec-serializable (it holds a governor and callbacks)."""
+        return None
+
+
+def _usage(messages: Sequence[ModelMessage]) -> int | None:
+    for message in reversed(messages):
+        if isinstance(message, ModelResponse):
+            tokens = message.usage.input_tokens
+            return tokens if isinstance(tokens, int) and tokens > 0 else None
+    return None
