@@ -239,3 +239,44 @@ def check_mode(mode: Any) -> None:
     """Raise ``ConfigError`` unless ``mode`` is a validator mode."""
     if mode not in ("raise", "repair"):
         raise ConfigError(f"mode must be 'raise' or 'repair', got {mode!r}")
+
+
+def adjacent_order(items: list[Item]) -> list[Item]:
+    """``items`` reordered so that calls waiting for outputs are never separated from them.
+
+    Responses lets anything sit between a call and its output; Chat Completions wants the tool
+    messages right after the assistant message holding the calls, Anthropic wants the results in
+    the very next user turn. So while calls wait for their outputs, a message (or an output of
+    another call) waits until they are all in, and a new call or reasoning joins the waiting
+    calls. Nothing is dropped; a history without such interleaving comes back unchanged.
+    """
+    out: list[Item] = []
+    pending: set[str] = set()
+    deferred: list[Item] = []
+    join_at = 0  # where a call made while others wait goes: right after the waiting calls
+    for item in items:
+        if isinstance(item, FunctionCall):
+            if pending:
+                out.insert(join_at, item)
+                join_at += 1
+            else:
+                out.append(item)
+                join_at = len(out)
+            pending.add(item.call_id)
+        elif isinstance(item, Reasoning) and pending:
+            out.insert(join_at, item)
+            join_at += 1
+        elif isinstance(item, FunctionCallOutput) and item.call_id in pending:
+            out.append(item)
+            pending.discard(item.call_id)
+            if not pending:
+                out.extend(deferred)
+                deferred.clear()
+        elif pending:
+            deferred.append(item)
+        else:
+            out.append(item)
+            if isinstance(item, Reasoning):
+                join_at = len(out)
+    out.extend(deferred)
+    return out

@@ -42,6 +42,7 @@ from typing import Any, Literal, NamedTuple
 from compactkit.errors import FormatError
 from compactkit.formats._common import (
     Losses,
+    adjacent_order,
     check_tool_fields,
     compact_json,
     item_list,
@@ -136,6 +137,7 @@ def items_to_anthropic(
             break
         lead += 1
     system = _system_from_items(items[:lead], losses)
+    items = items[:lead] + adjacent_order(items[lead:])  # results in the very next user turn
     call_names = {i.call_id: i.name for i in items if isinstance(i, FunctionCall)}
     dropped_calls: set[str] = set()
     turns: list[tuple[str, list[_Entry]]] = []

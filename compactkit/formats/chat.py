@@ -25,6 +25,7 @@ from typing import Any, Literal
 from compactkit.errors import FormatError
 from compactkit.formats._common import (
     Losses,
+    adjacent_order,
     check_mode,
     check_tool_fields,
     extra_format,
@@ -95,42 +96,23 @@ def items_to_chat(
     losses: Losses[Item] = Losses("chat", lossy, on_drop)
     out: list[ChatMessage] = []
     open_assistant: ChatMessage | None = None  # the assistant message calls may join
-    # Chat wants a call's tool message right after the assistant message that holds the call;
-    # Responses allows text (or a new call) between them. So while calls wait for their
-    # outputs, new calls join the waiting message and messages wait until the outputs are in.
-    waiting: ChatMessage | None = None
-    pending: set[str] = set()
-    deferred: list[ChatMessage] = []
-
-    def flush() -> None:
-        nonlocal open_assistant
-        if deferred:
-            out.extend(deferred)
-            open_assistant = deferred[-1] if deferred[-1]["role"] == "assistant" else None
-            deferred.clear()
-
-    for item in item_list(items, "items_to_chat"):
+    # Text that Responses allows between a call and its output waits until the outputs are in.
+    for item in adjacent_order(item_list(items, "items_to_chat")):
         if isinstance(item, Message):
             message = _message_to_chat(item, losses)
-            if pending:
-                deferred.append(message)
-                continue
             out.append(message)
             open_assistant = message if item.role == "assistant" else None
         elif isinstance(item, FunctionCall):
-            holder = waiting if pending else open_assistant
-            if holder is None:
-                holder = {"role": "assistant", "content": None}
-                out.append(holder)
-            open_assistant = waiting = holder
+            if open_assistant is None:
+                open_assistant = {"role": "assistant", "content": None}
+                out.append(open_assistant)
             call = {
                 "id": item.call_id,
                 "type": "function",
                 "function": {"name": item.name, "arguments": item.arguments},
             }
             call.update(losses.native_extra(item, item.extra))
-            holder.setdefault("tool_calls", []).append(call)
-            pending.add(item.call_id)
+            open_assistant.setdefault("tool_calls", []).append(call)
         elif isinstance(item, FunctionCallOutput):
             tool: ChatMessage = {
                 "role": "tool",
@@ -142,18 +124,10 @@ def items_to_chat(
             if item.is_error:
                 losses.lose(item, "is_error=True on a tool result")
             tool.update(losses.native_extra(item, item.extra))
-            if pending and item.call_id not in pending:
-                deferred.append(tool)  # answers no waiting call: after the waiting outputs
-                continue
             out.append(tool)
             open_assistant = None
-            pending.discard(item.call_id)
-            if not pending:
-                waiting = None
-                flush()
         else:
             losses.lose(item, f"a reasoning item from {item.format!r}")
-    flush()
     return out
 
 
