@@ -42,6 +42,7 @@ Original: TypeAlias = "tuple[tuple[Item, ...], Any]"
 FORMATS: tuple[MessageFormat, ...] = ("chat", "responses", "anthropic")
 PASSTHROUGH_KEY = "__compactkit_passthrough__"
 PASSTHROUGH_RAW = "__compactkit_raw__"
+_CONVERTED_LIMIT = 4096
 
 _ANTHROPIC_BLOCKS = {
     "tool_use",
@@ -112,6 +113,9 @@ class WireConverter:
         self.format: MessageFormat = format
         self._raw: dict[str, Any] = {}
         self._call_ids: set[str] = set()  # calls of passed-through messages
+        # Runs converted before (masked outputs, the summary), by the ids of their items: the
+        # same run recurs every call until the next compaction replaces it.
+        self._converted: dict[tuple[int, ...], tuple[tuple[Item, ...], Any, list[Any]]] = {}
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -188,15 +192,18 @@ class WireConverter:
             nonlocal system
             if not run:
                 return
-            if self.format == "anthropic":
-                prompt = items_to_anthropic(run)
-                if prompt.system is not None:
-                    system = _join_system(system, prompt.system)
-                out.extend(prompt.messages)
-            elif self.format == "chat":
-                out.extend(items_to_chat(run))
+            key = tuple(map(id, run))
+            cached = self._converted.get(key)
+            if cached is not None and cached[0] == tuple(run):
+                run_system, messages = cached[1], cached[2]
             else:
-                out.extend(items_to_responses(run))
+                run_system, messages = self._convert(run)
+                if len(self._converted) >= _CONVERTED_LIMIT:
+                    self._converted.clear()
+                self._converted[key] = (tuple(run), run_system, messages)
+            if run_system is not None:
+                system = _join_system(system, run_system)
+            out.extend(messages)
             run.clear()
 
         items = tuple(items)
@@ -208,9 +215,9 @@ class WireConverter:
             if original is not None:
                 stored, message = original
                 end = i + len(stored)
-                # Tuple comparison short-circuits on identity, in C: a masked or replaced item
-                # (a different object) fails it and is converted instead.
-                if items[i:end] == stored:
+                # Identity, not equality: a masked or replaced item is a different object and
+                # is converted instead (tuple comparison short-circuits on identity, in C).
+                if item is stored[0] and (end == i + 1 or items[i + 1 : end] == stored[1:]):
                     flush()
                     out.append(message)
                     i = end
@@ -228,6 +235,14 @@ class WireConverter:
         return system, out
 
     # -- helpers ---------------------------------------------------------------------------
+
+    def _convert(self, run: list[Item]) -> tuple[Any, list[Any]]:
+        if self.format == "anthropic":
+            prompt = items_to_anthropic(run)
+            return prompt.system, prompt.messages
+        if self.format == "chat":
+            return None, items_to_chat(run)
+        return None, items_to_responses(run)
 
     def _placeholder(self, message: Any, plain: Any) -> Message:
         key = uuid.uuid4().hex  # unique across processes: a stored placeholder outlives this one
