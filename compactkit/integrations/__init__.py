@@ -26,10 +26,15 @@ from compactkit.integrations.messages import (
 )
 
 if TYPE_CHECKING:
+    from compactkit.integrations.langchain import CompactkitMiddleware
     from compactkit.integrations.openai_agents import CompactkitInputFilter, CompactkitSession
+    from compactkit.integrations.pydantic_ai import CompactkitCapability, CompactkitHistory
 
 # Names whose module needs a framework: imported on first use (each integration adds its own).
 _LAZY: dict[str, str] = {
+    "CompactkitCapability": "compactkit.integrations.pydantic_ai",
+    "CompactkitHistory": "compactkit.integrations.pydantic_ai",
+    "CompactkitMiddleware": "compactkit.integrations.langchain",
     "CompactkitInputFilter": "compactkit.integrations.openai_agents",
     "CompactkitSession": "compactkit.integrations.openai_agents",
 }
@@ -46,7 +51,10 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "CompactedMessages",
+    "CompactkitCapability",
+    "CompactkitHistory",
     "CompactkitInputFilter",
+    "CompactkitMiddleware",
     "CompactkitSession",
     "MessageCompactor",
     "MessageFormat",
