@@ -248,6 +248,10 @@ class MessageCompactor:
             raise ConfigError("pass instructions= (Responses) or system= (Anthropic), not both")
         prepared = _Prepared(instructions=[], tools=[])
         self._ingest(messages, prepared.events)
+        if system is not None and not self._decided:
+            # Only Anthropic has a top-level system prompt; the plain text messages read so far
+            # read the same in every format.
+            self._converter.format, self._decided = "anthropic", True
         converter = self._converter
         if system is not None:
             if converter.format != "anthropic":
