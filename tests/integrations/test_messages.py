@@ -389,8 +389,15 @@ def test_reused_call_ids_do_not_break_the_conversation() -> None:
 def test_bad_arguments_are_config_errors_naming_the_fix() -> None:
     with pytest.raises(ConfigError, match="list of messages"):
         compact_messages({"role": "user", "content": "hi"}, model=MODEL)  # type: ignore[arg-type]
+    chat = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "", "tool_calls": []},
+    ]
     with pytest.raises(ConfigError, match="system= is Anthropic"):
-        compact_messages([{"role": "user", "content": "hi"}], model=MODEL, system="x")
+        compact_messages(chat, model=MODEL, system="x")
+    # Plain text messages read the same in every format: system= makes them Anthropic.
+    turn = compact_messages([{"role": "user", "content": "hi"}], model=MODEL, system="x")
+    assert turn.format == "anthropic" and turn.system == "x"
     with pytest.raises(ConfigError, match="format must be"):
         compact_messages([], model=MODEL, format="gemini")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="unknown model"):
