@@ -8,7 +8,7 @@ The order (see ``TIERS``): every entry's context is shortened first (the fact it
 verbatim: a path, an error line, a command, an identifier); then, tier by tier, an entry loses its
 context altogether and, when that is still not enough, entries are dropped — oldest first, from
 the section of the tier holding the most tokens. Dropped entries are counted per section, and the
-count is rendered under the section's heading ("_+12 files read, not listed._").
+count is rendered in the trimming note ("…; not listed: 12 files read, 3 commands._").
 """
 
 from __future__ import annotations
@@ -41,16 +41,19 @@ SUPERSEDED = "values:superseded"
 """The pool of superseded values (the values section's entries marked ``(superseded)``)."""
 EXTRA = "extra"
 """The pool of entries under headings compactkit does not know."""
+LATER = "goal:later"
+"""The pool of later user requests under the goal (``Later: …``): the user's words, but no rule."""
 
 TIERS: tuple[tuple[str, ...], ...] = (
     ("files_read", "commands", SUPERSEDED, EXTRA),
     ("decisions",),
-    ("identifiers", "errors", "files_modified", "state", "next_steps"),
+    ("identifiers", "errors", "files_modified", "state", "next_steps", LATER),
     ("goal", "constraints", "values"),
 )
 """Drop order, first tier to last: files only read, commands, superseded values and unknown
 sections go first; then decisions; then identifiers, errors, files modified and where the work
-stands; the user's goal and constraints and the current values only when nothing else is left."""
+stands, and later user requests; the user's goal and constraints and the current values only
+when nothing else is left."""
 
 # Prose sections are clipped (they have no verbatim fact to keep); None: never shortened.
 _CLIP: dict[str, tuple[int, int] | None] = {
@@ -59,12 +62,15 @@ _CLIP: dict[str, tuple[int, int] | None] = {
     "next_steps": (120, 60),
     EXTRA: (160, 80),
     "goal": None,
+    LATER: (160, 80),
     "constraints": None,
     "values": None,
     SUPERSEDED: None,
 }
 _KEYED = frozenset({"files_read", "files_modified", "identifiers", "errors"})
-_ROOM_FOR_NOTES = 24  # the trimming note and the per-section counts' first appearance
+_NOTE = (
+    "_Note: 10 older entries were trimmed to keep this summary within its token cap; not listed: ._"
+)
 
 
 def clip(text: str, limit: int) -> str:
@@ -126,9 +132,17 @@ def bullet(entry: str) -> str:
 class _State:
     """The document being trimmed: entries per pool with their costs and a running total."""
 
-    def __init__(self, doc: _Document, counter: TokenCounter) -> None:
+    def __init__(
+        self,
+        doc: _Document,
+        counter: TokenCounter,
+        headings: Mapping[str, str],
+        label: tuple[str, frozenset[str]],
+    ) -> None:
         self.counter = counter
         self.doc = doc
+        self.headings = headings
+        self.label, self.quoting = label
         # section name (key or "extra:<heading>") -> entries; None marks a dropped entry
         self.entries: dict[str, list[str | None]] = {}
         self.costs: dict[str, list[int]] = {}
@@ -136,10 +150,12 @@ class _State:
         self.omitted: dict[str, int] = dict(doc.omitted)
         self.dropped = 0
         for key, values in doc.sections.items():
-            self._add(key, values, lambda entry, key=key: _pool_of(key, entry))  # type: ignore[misc]
+            self._add(key, values, lambda entry, key=key: pool_of(key, entry))  # type: ignore[misc]
         for heading, values in doc.extra.items():
             self._add(f"extra:{heading}", values, lambda _entry: EXTRA)
-        self.total = counter.count_text(doc.render()) + _ROOM_FOR_NOTES
+        self.live = {name: len(values) for name, values in self.entries.items()}
+        self.quoted = sum(n for name, n in self.live.items() if self._quotes(name))
+        self.total = counter.count_text(doc.render())
 
     def _add(self, section: str, values: tuple[str, ...], pool_of: Callable[[str], str]) -> None:
         self.entries[section] = list(values)
@@ -162,9 +178,22 @@ class _State:
         self.costs[section][index] = 0
         name = section.removeprefix("extra:")
         if not self.omitted.get(name):
-            self.total += 12  # the section's "+N …, not listed" line
+            self.total += 6  # "12 files read, " in the trimming note
         self.omitted[name] = self.omitted.get(name, 0) + 1
+        if not self.dropped and not self.doc.trimmed:  # the trimming note appears
+            self.total += self.counter.count_text(_NOTE) + 1
         self.dropped += 1
+        self.live[section] -= 1
+        if not self.live[section]:  # the heading goes with the last entry
+            heading = self.headings.get(section, name)
+            self.total -= self.counter.count_text(f"## {heading}") + 2
+        if self._quotes(section):
+            self.quoted -= 1
+            if not self.quoted:  # and the quoted-data label with the last quoting entry
+                self.total -= self.counter.count_text(self.label) + 1
+
+    def _quotes(self, section: str) -> bool:
+        return section.startswith("extra:") or section in self.quoting
 
     def build(self) -> Any:
         sections: dict[str, tuple[str, ...]] = {}
@@ -186,9 +215,12 @@ class _State:
         )
 
 
-def _pool_of(key: str, entry: str) -> str:
+def pool_of(key: str, entry: str) -> str:
+    """The trimming pool of an entry of section ``key``."""
     if key == "values" and entry.endswith("(superseded)"):
         return SUPERSEDED
+    if key == "goal" and entry.startswith("Later: "):
+        return LATER
     return key
 
 
@@ -227,12 +259,20 @@ def _steps(state: _State) -> Iterator[None]:
             yield
 
 
-def fit(doc: Doc, cap_tokens: int, counter: TokenCounter) -> Doc:
+def fit(
+    doc: Doc,
+    cap_tokens: int,
+    counter: TokenCounter,
+    headings: Mapping[str, str],
+    label: tuple[str, frozenset[str]],
+) -> Doc:
     """``doc`` within ``cap_tokens`` of rendered text (see the module docstring); ``doc`` itself
-    when it fits already. When even the title does not fit, every entry is dropped."""
+    when it fits already. When even the title does not fit, every entry is dropped.
+    ``headings`` maps section keys to their rendered headings; ``label`` is the quoted-data
+    line and the sections whose entries make it appear."""
     if counter.count_text(doc.render()) <= cap_tokens:
         return doc
-    state = _State(doc, counter)
+    state = _State(doc, counter, headings, label)
     steps = _steps(state)
     budget = cap_tokens
     for _attempt in range(6):
@@ -261,7 +301,7 @@ def count_by_section(doc: _Document) -> Mapping[str, int]:
     counts: dict[str, int] = {}
     for key, values in doc.sections.items():
         for entry in values:
-            name = _pool_of(key, entry)
+            name = pool_of(key, entry)
             counts[name] = counts.get(name, 0) + 1
     counts[EXTRA] = sum(len(v) for v in doc.extra.values())
     return counts

@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from compactkit.compressors._trim import EXTRA, SUPERSEDED, count_by_section
+from compactkit.compressors._trim import EXTRA, LATER, SUPERSEDED, count_by_section, pool_of
 from compactkit.compressors.sections import SummaryDocument
 from compactkit.items.snapshot import CompactResult
 
@@ -39,7 +39,12 @@ FactClass: TypeAlias = Literal[
 """A class of fact: a summary section, with values split into current and superseded ones and
 unknown sections counted as ``other``."""
 
-_CLASS_OF = {"values": "current_values", SUPERSEDED: "superseded_values", EXTRA: "other"}
+_CLASS_OF = {
+    "values": "current_values",
+    SUPERSEDED: "superseded_values",
+    EXTRA: "other",
+    LATER: "goal",
+}
 
 
 class FactCount(BaseModel):
@@ -101,19 +106,21 @@ class FactReport(BaseModel):
             known = originals.get(key, set())
             for entry in entries:
                 if entry not in known:
-                    name = SUPERSEDED if key == "values" and entry.endswith("(superseded)") else key
+                    name = pool_of(key, entry)
                     shortened[name] = shortened.get(name, 0) + 1
-        classes: dict[FactClass, FactCount] = {}
+        totals: dict[str, list[int]] = {}
         for name in sorted(set(before) | set(after)):
             found, kept = before.get(name, 0), after.get(name, 0)
             if found or kept:
-                label: Any = _CLASS_OF.get(name, name)
-                classes[label] = FactCount(
-                    found=max(found, kept),
-                    kept=kept,
-                    shortened=min(shortened.get(name, 0), kept),
-                    dropped=max(0, found - kept),
-                )
+                slot = totals.setdefault(_CLASS_OF.get(name, name), [0, 0, 0, 0])
+                slot[0] += max(found, kept)
+                slot[1] += kept
+                slot[2] += min(shortened.get(name, 0), kept)
+                slot[3] += max(0, found - kept)
+        classes: dict[Any, FactCount] = {
+            label: FactCount(found=f, kept=k, shortened=sh, dropped=d)
+            for label, (f, k, sh, d) in totals.items()
+        }
         return cls(classes=classes, **fields)
 
     @classmethod
