@@ -115,7 +115,7 @@ class MessageCompactor:
 
     It costs O(new messages) per call as long as each list extends the one given before, or
     the ``history`` it returned; any other list is read again from the start. One compactor
-    serves one conversation; calls on it are serialised.
+    serves one conversation: sync calls on it are serialised; await one ``acall`` at a time.
     """
 
     def __init__(
