@@ -85,3 +85,14 @@ def run(target: Callable[..., None], *calls: tuple[Any, ...]) -> list[int | None
 def first_start(url: str, prefix: str, session_id: str, worker: int) -> None:
     """Open a memory on tables that may not exist yet, and append one item."""
     SQLMemory(url, session_id, table_prefix=prefix).add_user_input(f"w{worker}")
+
+
+def paced_append(url: str, prefix: str, session_id: str, count: int, interval: float) -> None:
+    """Append ``count`` user inputs ``p0``, ``p1``, …, one every ``interval`` seconds (an agent
+    that keeps writing while another worker compacts)."""
+    import time
+
+    memory = SQLMemory(url, session_id, table_prefix=prefix)
+    for n in range(count):
+        memory.add_user_input(f"p{n}")
+        time.sleep(interval)

@@ -23,9 +23,9 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event, make_url
 from sqlalchemy.engine import URL
@@ -36,7 +36,9 @@ from compactkit.errors import ConfigError, StorageError
 from compactkit.sql._schema import Tables, migrate, verify
 
 __all__ = [
+    "RawCursor",
     "connect",
+    "raw_write",
     "read_transaction",
     "single_statement",
     "storage_errors",
@@ -46,6 +48,7 @@ __all__ = [
 BUSY_TIMEOUT_MS = 30_000
 """How long an SQLite writer waits for another one's lock before failing (StorageError)."""
 
+_T = TypeVar("_T")
 _WRITE = "compactkit_write"  # execution option that makes the SQLite hook say BEGIN IMMEDIATE
 _DIALECTS = ("sqlite", "postgresql")
 
@@ -131,17 +134,82 @@ if hasattr(os, "register_at_fork"):  # POSIX; Windows has no fork
 
 def _sqlite_begin(conn: Connection) -> None:
     dbapi = conn.connection.driver_connection
-    record = conn.connection.info
-    if not record.get("compactkit_ready"):
-        dbapi.isolation_level = None  # type: ignore[union-attr]  # we issue BEGIN ourselves
-        conn.exec_driver_sql("PRAGMA journal_mode=WAL")
-        conn.exec_driver_sql(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        conn.exec_driver_sql("PRAGMA foreign_keys=ON")
-        record["compactkit_ready"] = True
+    _prepare_sqlite(dbapi, conn.connection.info)
     if dbapi.in_transaction:  # type: ignore[union-attr]  # another hook began already
         return
     write = conn.get_execution_options().get(_WRITE, False)
     conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+def _prepare_sqlite(dbapi: Any, record: dict[Any, Any]) -> None:
+    """Once per pooled connection: autocommit driver (we issue BEGIN), WAL, busy timeout."""
+    if not record.get("compactkit_ready"):
+        dbapi.isolation_level = None  # we issue BEGIN ourselves
+        for pragma in ("journal_mode=WAL", f"busy_timeout={BUSY_TIMEOUT_MS}", "foreign_keys=ON"):
+            dbapi.execute(f"PRAGMA {pragma}")
+        record["compactkit_ready"] = True
+
+
+class RawCursor:
+    """A driver cursor that takes ``?`` placeholders on every dialect."""
+
+    def __init__(self, cursor: Any, qmark: bool) -> None:
+        self._cursor = cursor
+        self._qmark = qmark
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """Run one statement; the cursor, to fetch from."""
+        self._cursor.execute(sql if self._qmark else sql.replace("?", "%s"), params)
+        return self._cursor
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one statement for each row of parameters."""
+        self._cursor.executemany(sql if self._qmark else sql.replace("?", "%s"), rows)
+
+
+def raw_write(engine: Engine, failure: str, work: Callable[[RawCursor], _T]) -> _T:
+    """``work(cursor)`` in a write transaction on the driver's own connection (the append hot
+    path); its result.
+
+    The same transaction as ``write_transaction`` (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL:
+    ``work``'s first ``UPDATE`` of the session row locks it), committed when ``work`` returns
+    and rolled back on any exception, without SQLAlchemy's per-statement work: an append is a
+    few fixed statements, and building them each time cost more than the commit. A plain
+    function, not a context manager, because every microsecond here is paid per agent step.
+    """
+    lock = _one_at_a_time.get(engine)
+    if lock is not None:
+        with lock:
+            return _raw_write(engine, failure, work)
+    return _raw_write(engine, failure, work)
+
+
+def _raw_write(engine: Engine, failure: str, work: Callable[[RawCursor], _T]) -> _T:
+    try:
+        raw = engine.raw_connection()
+    except SQLAlchemyError as exc:
+        raise StorageError(f"{failure}: {_reason(exc)}") from exc
+    try:
+        dbapi: Any = raw.driver_connection
+        sqlite = engine.dialect.name == "sqlite"
+        try:
+            if sqlite:
+                _prepare_sqlite(dbapi, raw.info)
+                dbapi.execute("BEGIN IMMEDIATE")
+            cursor = dbapi.cursor()
+            try:
+                done = work(RawCursor(cursor, qmark=sqlite))
+            finally:
+                cursor.close()
+            dbapi.commit()
+            return done
+        except BaseException as exc:
+            dbapi.rollback()
+            if isinstance(exc, engine.dialect.loaded_dbapi.Error):
+                raise StorageError(f"{failure}: {_reason(exc)}") from exc
+            raise
+    finally:
+        raw.close()
 
 
 @contextmanager
@@ -198,5 +266,8 @@ def storage_errors(what: str) -> Iterator[None]:
     try:
         yield
     except SQLAlchemyError as exc:
-        reason = " ".join(str(getattr(exc, "orig", None) or exc).split())  # one line
-        raise StorageError(f"{what}: {reason}") from exc
+        raise StorageError(f"{what}: {_reason(exc)}") from exc
+
+
+def _reason(exc: BaseException) -> str:
+    return " ".join(str(getattr(exc, "orig", None) or exc).split())  # one line

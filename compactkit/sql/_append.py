@@ -1,0 +1,139 @@
+"""The append hot path of ``SQLMemory``: three fixed statements on the driver's connection.
+
+An append is the one write an agent makes on every step, so it skips SQLAlchemy's statement
+building (which cost more than the commit itself) and keeps its guarantees:
+
+1. ``UPDATE sessions SET version = version + 1, next_seq = next_seq + n ... RETURNING`` — the
+   write lock (SQLite's ``BEGIN IMMEDIATE`` is already held; on PostgreSQL the row lock queues
+   other writers) and the counters, in one round trip. A missing row is inserted first.
+2. Only when the batch holds calls or tool outputs: the stored rows sharing their call ids
+   (the call-index check, an index lookup).
+3. ``INSERT`` of the item rows, numbered from the ``next_seq`` read in step 1.
+
+A failed check rolls the transaction back: nothing is stored and the version is unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Engine
+
+from compactkit.items import FunctionCall, FunctionCallOutput, Item
+from compactkit.memory._rules import CallIndex, assign_seqs
+from compactkit.sql._engine import RawCursor
+from compactkit.sql._rows import _ACTIVE, _call_key, _now, _payloads, _seq
+from compactkit.sql._schema import Tables
+
+__all__ = ["AppendSQL", "Appended"]
+
+_COLUMNS = (
+    "session_id, seq, kind, call_id, payload, replacement, pinned, status, position, "
+    "archived_by, created_by, created_at"
+)
+
+
+@dataclass(frozen=True)
+class Appended:
+    """What an append stored, and the session counters before and after it."""
+
+    items: list[Item]
+    version: int
+    """The version after the append."""
+    window_version: int
+    next_seq: int
+    """The seq counter after the append."""
+    created_at: datetime
+
+
+class AppendSQL:
+    """The append statements for one prefix and dialect, with the dialect's value conversions
+    (SQLite stores datetimes as text and booleans as integers)."""
+
+    def __init__(self, t: Tables, engine: Engine) -> None:
+        s, i = t.sessions.name, t.items.name
+        dialect = engine.dialect
+        self._bump = (
+            f"UPDATE {s} SET version = version + 1, next_seq = next_seq + ?, updated_at = ? "
+            "WHERE id = ? RETURNING version, window_version, next_seq, created_at"
+        )
+        self._create = (
+            f"INSERT INTO {s} (id, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+        )
+        self._calls = f"SELECT kind, call_id FROM {i} WHERE session_id = ? AND call_id IN "
+        self._insert = f"INSERT INTO {i} ({_COLUMNS}) VALUES ({', '.join('?' * 12)})"
+        when = t.sessions.c.created_at.type.dialect_impl(dialect)
+        self._bind_time: Callable[[Any], Any] = when.bind_processor(dialect) or _same
+        self._read_time: Callable[[Any], Any] = when.result_processor(dialect, None) or _same
+        pinned = t.items.c.pinned.type.dialect_impl(dialect)
+        self._bind_bool: Callable[[Any], Any] = pinned.bind_processor(dialect) or _same
+
+    def append(
+        self,
+        cursor: RawCursor,
+        session_id: str,
+        items: Sequence[Item],
+        *,
+        accept_unknown: bool,
+    ) -> Appended:
+        """Store ``items`` in the open transaction of ``cursor``.
+
+        Raises:
+            ConfigError: the call-index check refused the batch (roll back: nothing stored).
+        """
+        now = self._bind_time(_now())
+        found = cursor.execute(self._bump, (len(items), now, session_id)).fetchone()
+        if found is None:  # the session's first write
+            cursor.execute(self._create, (session_id, now, now))
+            found = cursor.execute(self._bump, (len(items), now, session_id)).fetchone()
+        version, window_version, next_seq, created_at = found
+        self._index(cursor, session_id, items).check(items, accept_unknown=accept_unknown)
+        stored, end = assign_seqs(items, next_seq - len(items))
+        assert end == next_seq
+        pin = self._bind_bool
+        cursor.executemany(
+            self._insert,
+            [
+                (
+                    session_id,
+                    _seq(item),
+                    item.type,
+                    _call_key(item.call_id)
+                    if isinstance(item, (FunctionCall, FunctionCallOutput))
+                    else None,
+                    payload,
+                    None,
+                    pin(item.pinned),
+                    _ACTIVE,
+                    _seq(item),
+                    None,
+                    None,
+                    now,
+                )
+                for item, payload in zip(stored, _payloads(stored), strict=True)
+            ],
+        )
+        return Appended(stored, version, window_version, next_seq, self._read_time(created_at))
+
+    def _index(self, cursor: RawCursor, session_id: str, items: Sequence[Item]) -> CallIndex:
+        """The stored calls and outputs sharing a call id with ``items`` (index lookups)."""
+        keys = {
+            _call_key(item.call_id): item.call_id
+            for item in items
+            if isinstance(item, (FunctionCall, FunctionCallOutput))
+        }
+        index = CallIndex()
+        if not keys:
+            return index
+        marks = ", ".join("?" * len(keys))
+        rows = cursor.execute(f"{self._calls}({marks})", (session_id, *keys)).fetchall()
+        for kind, key in rows:
+            (index.calls if kind == "function_call" else index.answered).add(keys[key])
+        return index
+
+
+def _same(value: Any) -> Any:
+    return value

@@ -1,0 +1,193 @@
+"""Writes to a SQL session other than compactions: appends (the hot path), restore, clear,
+purge and pins."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import delete, insert, select, update
+
+from compactkit.items import Item
+from compactkit.items.snapshot import MemorySnapshot
+from compactkit.memory._rules import not_active_error, plan_restore, require_seq
+from compactkit.sql._engine import raw_write, write_transaction
+from compactkit.sql._reads import SQLSession
+from compactkit.sql._rows import (
+    _ACTIVE,
+    _content_differs,
+    _json,
+    _now,
+    _payloads,
+    _Row,
+    _seq,
+    _window,
+)
+
+__all__ = ["Writes"]
+
+
+class Writes(SQLSession):
+    """Appends, ``restore``, ``clear``, ``purge``, ``pin`` and ``unpin`` of ``SQLMemory``."""
+
+    def _append(self, items: Sequence[Item]) -> None:
+        appends, session_id, accept = self._appends, self._session_id, self.accept_unknown_call_ids
+        done = raw_write(
+            self._engine,
+            f"cannot write session {session_id!r}",
+            lambda cursor: appends.append(cursor, session_id, items, accept_unknown=accept),
+        )
+        with self._lock:  # extend the cache only if it held exactly the version we appended to
+            window = self._window
+            if window is not None and _counters(window.row) == (
+                done.version - 1,
+                done.window_version,
+                done.next_seq - len(items),
+                done.created_at,
+            ):
+                after = window.row._replace(version=done.version, next_seq=done.next_seq)
+                self._window = window.extended(
+                    after, done.items, [_seq(item) for item in done.items]
+                )
+
+    def restore(self, snapshot: MemorySnapshot, *, history: Sequence[Item] = ()) -> None:
+        """Replace the whole state with ``snapshot`` (and ``history``) in one transaction.
+
+        The version becomes one more than both the current and the snapshot's version. The
+        session's compaction records are deleted (they described the state replaced).
+        Never compacts.
+        """
+        i, s = self._t.items, self._t.sessions
+        with write_transaction(
+            self._engine, f"cannot restore session {self._session_id!r}"
+        ) as conn:
+            row = self._lock_row(conn)
+            plan = plan_restore(snapshot, history, row.next_seq)
+            self._delete_contents(conn)
+            base = plan.next_seq - len(plan.items)
+            active = {_seq(item): (k, item) for k, item in enumerate(plan.items)}
+            originals = list(plan.history.values())
+            now = _now()
+            rows = []
+            for original, payload in zip(originals, _payloads(originals), strict=True):
+                seq = _seq(original)
+                position, current = active.get(seq, (None, None))
+                values = self._item_row(
+                    original,
+                    payload,
+                    position=None if position is None else base + position,
+                    now=now,
+                )
+                if current is not None and _content_differs(current, original):
+                    values["replacement"] = _payloads([current])[0]
+                rows.append(values)
+            if rows:
+                conn.execute(insert(i), rows)
+            conn.execute(
+                update(s)
+                .where(s.c.id == self._session_id)
+                .values(
+                    summary=_json(snapshot.summary),
+                    version=max(row.version, snapshot.version or 0) + 1,
+                    window_version=row.window_version + 1,
+                    next_seq=plan.next_seq,
+                    updated_at=now,
+                )
+            )
+
+    def clear(self) -> None:
+        """Forget the summary, items, pins, history and compaction records; seqs are still
+        never reused (the session row keeps its counter)."""
+        s = self._t.sessions
+        with write_transaction(self._engine, f"cannot clear session {self._session_id!r}") as conn:
+            row = self._lock_row(conn)
+            self._delete_contents(conn)
+            conn.execute(
+                update(s)
+                .where(s.c.id == self._session_id)
+                .values(
+                    summary=_json(""),
+                    version=row.version + 1,
+                    window_version=row.window_version + 1,
+                    updated_at=_now(),
+                )
+            )
+
+    def purge(self) -> bool:
+        """Delete everything stored for this session — items, archive, compaction records,
+        the store's saved state and the session row — for retention and PII requests.
+
+        Unlike ``clear()`` nothing is kept, not even the seq counter: do not keep using a
+        purged session. Returns ``False`` when there was nothing to delete.
+        """
+        s = self._t.sessions
+        with write_transaction(self._engine, f"cannot purge session {self._session_id!r}") as conn:
+            if self._lock_existing(conn) is None:
+                return False
+            self._delete_contents(conn)
+            conn.execute(delete(s).where(s.c.id == self._session_id))
+        with self._lock:
+            self._window = None
+        return True
+
+    def pin(self, seq: int) -> None:
+        """Pin the active item ``seq`` (no-op when already pinned).
+
+        Raises:
+            ConfigError: no active item has this seq.
+        """
+        self._set_pinned(seq, True)
+
+    def unpin(self, seq: int) -> None:
+        """Unpin the active item ``seq`` (no-op when not pinned).
+
+        Raises:
+            ConfigError: no active item has this seq.
+        """
+        self._set_pinned(seq, False)
+
+    def _set_pinned(self, seq: int, pinned: bool) -> None:
+        require_seq(seq)
+        i, s = self._t.items, self._t.sessions
+        with write_transaction(self._engine, f"cannot write session {self._session_id!r}") as conn:
+            row = self._lock_existing(conn)
+            found = None
+            if row is not None:
+                found = conn.execute(
+                    select(i.c.status, i.c.pinned).where(
+                        i.c.session_id == self._session_id, i.c.seq == seq
+                    )
+                ).first()
+            if found is None or found.status != _ACTIVE:
+                raise not_active_error(seq, archived=found is not None)
+            if found.pinned == pinned or row is None:
+                return
+            now = _now()
+            conn.execute(
+                update(i)
+                .where(i.c.session_id == self._session_id, i.c.seq == seq)
+                .values(pinned=pinned)
+            )
+            conn.execute(
+                update(s)
+                .where(s.c.id == self._session_id)
+                .values(
+                    version=row.version + 1,
+                    window_version=row.window_version + 1,
+                    updated_at=now,
+                )
+            )
+        after = row._replace(version=row.version + 1, window_version=row.window_version + 1)
+        with self._lock:
+            window = self._window
+            if window is not None and window.row == row:
+                items = [
+                    item.model_copy(update={"pinned": pinned}) if item.seq == seq else item
+                    for item in window.snapshot.items
+                ]
+                self._window = _window(after, items, window.positions, window.replaced)
+
+
+def _counters(row: _Row) -> tuple[int, int, int, datetime]:
+    # The summary changes only with the window version, so these say which state it is.
+    return row.version, row.window_version, row.next_seq, row.created_at
