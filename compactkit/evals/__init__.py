@@ -25,6 +25,7 @@ from compactkit.evals.judge import (
     Grade,
     Judge,
     JudgeResult,
+    questions,
 )
 from compactkit.evals.report import (
     GATE_METRICS,
@@ -52,8 +53,15 @@ from compactkit.evals.schema import (
     UpdateProbe,
     probe_class,
 )
-from compactkit.evals.scoring import STALE_MARKERS, ProbeScore, score_probes
-from compactkit.evals.synth import DOMAINS, STYLES, SynthSpec, generate
+from compactkit.evals.scoring import (
+    STALE_MARKERS,
+    ProbeScore,
+    context_lines,
+    identifiers,
+    normalize,
+    score_probes,
+)
+from compactkit.evals.synth import DOMAINS, STYLES, DomainName, StyleName, SynthSpec, generate
 
 __all__ = [
     "BASELINES",
@@ -74,6 +82,7 @@ __all__ = [
     "ConstraintProbe",
     "ContinuationProbe",
     "DecisionProbe",
+    "DomainName",
     "GateFailure",
     "Grade",
     "Judge",
@@ -87,6 +96,7 @@ __all__ = [
     "RecallProbe",
     "RunResult",
     "Sizing",
+    "StyleName",
     "Suite",
     "SuiteFormatError",
     "SynthSpec",
@@ -95,12 +105,16 @@ __all__ = [
     "as_compressor",
     "baseline",
     "check_gates",
+    "context_lines",
     "dump_cases",
     "generate",
+    "identifiers",
     "load_suite",
     "metering",
+    "normalize",
     "parse_gates",
     "probe_class",
+    "questions",
     "run_one",
     "run_suite",
     "score_probes",

@@ -149,3 +149,22 @@ def test_summary_needs_a_summarizer_and_counts_its_calls(suite: Suite) -> None:
     assert sum(r.summarizer_calls for r in results) == len(llm.calls) > 0
     assert all(r.summarizer_input_tokens > 0 for r in results if r.summarizer_calls)
     json.dumps(summarize(results, suite="t"))  # the report is JSON-ready
+
+
+def test_the_progress_bar_goes_to_stderr_only(
+    suite: Suite, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: list[str] = []
+    results = run_suite(
+        suite,
+        {"window": baseline("window")},
+        progress=True,
+        on_result=lambda r: seen.append(r.case_id),
+    )
+    out, _ = capsys.readouterr()
+    assert out == ""  # stdout stays clean for --json
+    assert sorted(seen) == sorted(r.case_id for r in results)
+    with pytest.raises(ConfigError, match="at least 1"):
+        run_suite(suite, {"window": baseline("window")}, repeat=0)
+    with pytest.raises(ConfigError, match="at least one compressor"):
+        run_suite(suite, {})
