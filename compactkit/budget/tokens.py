@@ -9,37 +9,32 @@ the count is then exact (the cookbook examples are tests). Tool calls, tool mess
 reasoning and nested schemas have no published ground truth: they get the best known
 approximation and the count says ``exact=False``; the budget's safety margin covers the gap.
 
-Encodings load from the rank files bundled in the ``bpe-openai`` package (byte-identical to
-OpenAI's, checked against the published sha256), never from the network.
+Encodings load from the rank files bundled in the ``bpe-openai`` package, never from the network
+(``compactkit.budget._encodings``).
 
-Counts are additive per item and cached per item object: re-counting a grown history costs only
-the new items.
+Counts are additive per item and cached twice: per item object (re-counting a grown history
+costs only the new items) and, process-wide, per text (new objects with old content — a fresh
+projector, a stateless call, a CLI run — are counted from memory, not encoded again).
 """
 
 from __future__ import annotations
 
-import base64
-import gzip
-import hashlib
-import importlib.util
 import json
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache, lru_cache
-from pathlib import Path
+from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
-import tiktoken
-
+from compactkit.budget._encodings import get_encoding, text_counts
 from compactkit.budget.profiles import (
     ModelProfile,
     ProfileRegistry,
     ToolSchemaRules,
     default_registry,
 )
-from compactkit.errors import ConfigError, EncodingUnavailableError
+from compactkit.errors import ConfigError
 from compactkit.items import (
     ContentPart,
     FunctionCall,
@@ -62,88 +57,6 @@ __all__ = [
     "get_encoding",
     "image_tokens",
 ]
-
-# The published sha256 of OpenAI's rank files (tiktoken_ext.openai_public).
-_RANK_SHA256 = {
-    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
-    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-}
-_ENDOFTEXT, _FIM_PREFIX, _FIM_MIDDLE, _FIM_SUFFIX, _ENDOFPROMPT = (
-    "<|endoftext|>",
-    "<|fim_prefix|>",
-    "<|fim_middle|>",
-    "<|fim_suffix|>",
-    "<|endofprompt|>",
-)
-# Split patterns and special tokens as tiktoken defines them for each encoding.
-_ENCODING_SPECS: dict[str, tuple[str, dict[str, int]]] = {
-    "cl100k_base": (
-        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
-        {
-            _ENDOFTEXT: 100257,
-            _FIM_PREFIX: 100258,
-            _FIM_MIDDLE: 100259,
-            _FIM_SUFFIX: 100260,
-            _ENDOFPROMPT: 100276,
-        },
-    ),
-    "o200k_base": (
-        "|".join(
-            [
-                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-                r"""\p{N}{1,3}""",
-                r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
-                r"""\s*[\r\n]+""",
-                r"""\s+(?!\S)""",
-                r"""\s+""",
-            ]
-        ),
-        {_ENDOFTEXT: 199999, _ENDOFPROMPT: 200018},
-    ),
-}
-
-
-@cache
-def get_encoding(name: str) -> tiktoken.Encoding:
-    """Load a tiktoken encoding from the bundled rank files, without network.
-
-    Raises:
-        EncodingUnavailableError: the encoding is unknown or its rank file is not installed.
-    """
-    spec = _ENCODING_SPECS.get(name)
-    if spec is None:
-        raise EncodingUnavailableError(
-            f"no bundled rank file for encoding {name!r}; known: {sorted(_ENCODING_SPECS)}. "
-            "Use a model profile with encoding=None to count with an estimate instead"
-        )
-    try:
-        raw = _bundled_rank_file(name).read_bytes()
-    except OSError as exc:
-        raise EncodingUnavailableError(
-            f"the rank file for {name!r} is not installed; run: pip install bpe-openai "
-            "(it bundles OpenAI's cl100k_base and o200k_base files)"
-        ) from exc
-    data = gzip.decompress(raw)
-    if hashlib.sha256(data).hexdigest() != _RANK_SHA256[name]:
-        raise EncodingUnavailableError(
-            f"the bundled rank file for {name!r} does not match OpenAI's published sha256; "
-            "reinstall bpe-openai"
-        )
-    ranks = {
-        base64.b64decode(token): int(rank)
-        for token, rank in (line.split() for line in data.splitlines() if line)
-    }
-    pattern, special = spec
-    return tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=ranks, special_tokens=special)
-
-
-def _bundled_rank_file(name: str) -> Path:
-    # Locate bpe-openai's data without importing it (its import has side effects and warnings).
-    spec = importlib.util.find_spec("bpe_openai")
-    if spec is None or spec.origin is None:
-        raise FileNotFoundError(f"bpe_openai/data/{name}.tiktoken.gz")
-    return Path(spec.origin).parent / "data" / f"{name}.tiktoken.gz"
 
 
 @dataclass(frozen=True)
@@ -293,7 +206,7 @@ class TiktokenCounter(_BaseCounter):
     ) -> None:
         super().__init__()
         self._encoding = get_encoding(encoding)
-        self._encode = self._encoding.encode_ordinary
+        self._encode = text_counts(encoding)  # len(encode(text)), remembered process-wide
         self.model = model
         self.tokens_per_message = tokens_per_message
         self.tokens_per_name = tokens_per_name
@@ -309,7 +222,7 @@ class TiktokenCounter(_BaseCounter):
 
     def count_text(self, text: str) -> int:
         """Tokens of ``text`` (special-token strings are counted as plain text, as billed)."""
-        return len(self._encode(text))
+        return self._encode(text)
 
     def count_overhead(self, tools: Sequence[Tool] = ()) -> int:
         """Reply priming plus the tool schemas."""
@@ -377,11 +290,11 @@ class TiktokenCounter(_BaseCounter):
 
     def _content(self, content: str | tuple[ContentPart, ...]) -> int:
         if isinstance(content, str):
-            return len(self._encode(content))
+            return self._encode(content)
         tokens = 0
         for part in content:
             if isinstance(part, TextPart):
-                tokens += len(self._encode(part.text))
+                tokens += self._encode(part.text)
             elif isinstance(part, ImagePart):
                 tokens += image_tokens(part)
             else:

@@ -1,0 +1,167 @@
+"""Tokenizers, offline: tiktoken encodings from bundled rank files, and the process-wide count
+of each text per encoding.
+
+Encodings load from the rank files bundled in the ``bpe-openai`` package (byte-identical to
+OpenAI's, checked against the published sha256), never from the network.
+
+``text_counts(name)`` is shared by every counter of one encoding in the process and keyed by the
+text itself, so a history that arrives as new objects with old content (a fresh projector, a
+stateless ``compact_messages`` call, a CLI run, items read back from a database) is counted from
+memory instead of encoded again.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import importlib.util
+import threading
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+
+import tiktoken
+
+from compactkit.errors import EncodingUnavailableError
+
+__all__ = ["TextCounts", "get_encoding", "text_counts"]
+
+# The published sha256 of OpenAI's rank files (tiktoken_ext.openai_public).
+_RANK_SHA256 = {
+    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+}
+_ENDOFTEXT, _FIM_PREFIX, _FIM_MIDDLE, _FIM_SUFFIX, _ENDOFPROMPT = (
+    "<|endoftext|>",
+    "<|fim_prefix|>",
+    "<|fim_middle|>",
+    "<|fim_suffix|>",
+    "<|endofprompt|>",
+)
+# Split patterns and special tokens as tiktoken defines them for each encoding.
+_ENCODING_SPECS: dict[str, tuple[str, dict[str, int]]] = {
+    "cl100k_base": (
+        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+        {
+            _ENDOFTEXT: 100257,
+            _FIM_PREFIX: 100258,
+            _FIM_MIDDLE: 100259,
+            _FIM_SUFFIX: 100260,
+            _ENDOFPROMPT: 100276,
+        },
+    ),
+    "o200k_base": (
+        "|".join(
+            [
+                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+                r"""\p{N}{1,3}""",
+                r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+                r"""\s*[\r\n]+""",
+                r"""\s+(?!\S)""",
+                r"""\s+""",
+            ]
+        ),
+        {_ENDOFTEXT: 199999, _ENDOFPROMPT: 200018},
+    ),
+}
+
+
+@cache
+def get_encoding(name: str) -> tiktoken.Encoding:
+    """Load a tiktoken encoding from the bundled rank files, without network.
+
+    Raises:
+        EncodingUnavailableError: the encoding is unknown or its rank file is not installed.
+    """
+    spec = _ENCODING_SPECS.get(name)
+    if spec is None:
+        raise EncodingUnavailableError(
+            f"no bundled rank file for encoding {name!r}; known: {sorted(_ENCODING_SPECS)}. "
+            "Use a model profile with encoding=None to count with an estimate instead"
+        )
+    try:
+        raw = _bundled_rank_file(name).read_bytes()
+    except OSError as exc:
+        raise EncodingUnavailableError(
+            f"the rank file for {name!r} is not installed; run: pip install bpe-openai "
+            "(it bundles OpenAI's cl100k_base and o200k_base files)"
+        ) from exc
+    data = gzip.decompress(raw)
+    if hashlib.sha256(data).hexdigest() != _RANK_SHA256[name]:
+        raise EncodingUnavailableError(
+            f"the bundled rank file for {name!r} does not match OpenAI's published sha256; "
+            "reinstall bpe-openai"
+        )
+    ranks = {
+        base64.b64decode(token): int(rank)
+        for token, rank in (line.split() for line in data.splitlines() if line)
+    }
+    pattern, special = spec
+    return tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=ranks, special_tokens=special)
+
+
+def _bundled_rank_file(name: str) -> Path:
+    # Locate bpe-openai's data without importing it (its import has side effects and warnings).
+    spec = importlib.util.find_spec("bpe_openai")
+    if spec is None or spec.origin is None:
+        raise FileNotFoundError(f"bpe_openai/data/{name}.tiktoken.gz")
+    return Path(spec.origin).parent / "data" / f"{name}.tiktoken.gz"
+
+
+class TextCounts:
+    """``len(encode(text))`` remembered by text, up to ``limit`` characters of keys in all.
+
+    A hit costs a dict lookup (hashing a new string once, about 1 ns per character, against
+    about 50 ns per character to encode it). Reads take no lock; inserts do, because eviction
+    (oldest first) iterates the dict.
+    """
+
+    def __init__(self, encode: Callable[[str], list[int]], limit: int = 32_000_000) -> None:
+        self._encode = encode
+        self._limit = limit
+        self._counts: dict[str, int] = {}
+        self._chars = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, text: str) -> int:
+        """Tokens of ``text``."""
+        tokens = self._counts.get(text)
+        if tokens is None:
+            tokens = len(self._encode(text))
+            self._remember(text, tokens)
+        return tokens
+
+    def _remember(self, text: str, tokens: int) -> None:
+        size = len(text)
+        if size > self._limit:
+            return
+        with self._lock:
+            if text in self._counts:
+                return
+            counts = self._counts
+            while counts and self._chars + size > self._limit:
+                oldest = next(iter(counts))
+                del counts[oldest]
+                self._chars -= len(oldest)
+            counts[text] = tokens
+            self._chars += size
+
+
+_counts_lock = threading.Lock()
+_counts: dict[str, TextCounts] = {}
+
+
+def text_counts(name: str) -> TextCounts:
+    """The process-wide text counts of encoding ``name`` (loading the encoding if needed).
+
+    Raises:
+        EncodingUnavailableError: the encoding is unknown or its rank file is not installed.
+    """
+    found = _counts.get(name)
+    if found is None:
+        encode = get_encoding(name).encode_ordinary
+        with _counts_lock:
+            found = _counts.setdefault(name, TextCounts(encode))
+    return found

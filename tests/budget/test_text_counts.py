@@ -1,0 +1,50 @@
+"""The process-wide count of texts: keyed by content, bounded, and never a different number."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compactkit.budget._encodings import TextCounts, get_encoding, text_counts
+from compactkit.budget.tokens import TiktokenCounter
+from compactkit.items import Message
+
+
+class Encoder:
+    """A real encoding that records which texts it was asked to encode."""
+
+    def __init__(self) -> None:
+        self.encode = get_encoding("o200k_base").encode_ordinary
+        self.calls: list[str] = []
+
+    def __call__(self, text: str) -> list[int]:
+        self.calls.append(text)
+        return self.encode(text)
+
+
+def test_equal_text_in_a_new_object_is_not_encoded_again() -> None:
+    encoder = Encoder()
+    counts = TextCounts(encoder)
+    first = "".join(["read ", "src/app.py"])
+    second = "".join(["read src/", "app.py"])  # equal, another object
+    assert first is not second
+    assert counts(first) == counts(second) == len(encoder.encode(first))
+    assert encoder.calls == [first]
+
+
+def test_a_fresh_counter_counts_a_known_history_from_memory() -> None:
+    text = "a tool output the agent saw before " * 50
+    TiktokenCounter("o200k_base").count_item(Message(role="user", content=text))
+    assert text in text_counts("o200k_base")._counts  # what a cold projector will find
+    fresh = TiktokenCounter("o200k_base")
+    assert fresh.count_text(text) == len(get_encoding("o200k_base").encode_ordinary(text))
+
+
+@settings(deadline=None, max_examples=60)
+@given(texts=st.lists(st.text(max_size=40), max_size=60), limit=st.integers(0, 200))
+def test_counts_stay_exact_and_within_the_limit(texts: list[str], limit: int) -> None:
+    encoder = Encoder()
+    counts = TextCounts(encoder, limit=limit)
+    for text in texts * 2:
+        assert counts(text) == len(encoder.encode(text))
+    assert sum(map(len, counts._counts)) <= limit
