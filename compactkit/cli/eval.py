@@ -98,8 +98,10 @@ def _register_eval(subparsers: Any) -> None:
     )
     run.add_argument(
         "--summarizer-model",
+        action="append",
         metavar="NAME",
-        help="the LLM the summary (and ladder) compressor calls",
+        help="the LLM the summary (and ladder) compressor calls; repeat it to compare models "
+        "side by side (reported as summary:NAME; the ladder uses the first)",
     )
     run.add_argument(
         "--judge-model",
@@ -186,12 +188,21 @@ def _run(args: argparse.Namespace) -> int:
     under = parse_gates(args.fail_under)
     over = parse_gates(args.fail_over, ceilings=True)
     suite = load_suite(args.suite)
-    llm = _llm(args.summarizer_model, args.base_url) if args.summarizer_model else None
+    models = list(dict.fromkeys(args.summarizer_model or []))
+    llms = {m: _llm(m, args.base_url) for m in models}
+    llm = llms[models[0]] if models else None
     names = args.compressor or [*_DEFAULT, *(["summary"] if llm is not None else [])]
-    factories = {name: baseline(name, llm=llm) for name in dict.fromkeys(names)}
-    fingerprints = {
-        n: f"{n}/{llm!r}" for n in factories if llm is not None and n in ("summary", "ladder")
-    }
+    factories: dict[str, Any] = {}
+    fingerprints: dict[str, str] = {}
+    for name in dict.fromkeys(names):
+        if name == "summary" and len(models) > 1:  # one column per summarizer model
+            for model, each in llms.items():
+                factories[f"summary:{model}"] = baseline("summary", llm=each)
+                fingerprints[f"summary:{model}"] = f"summary/{each!r}"
+            continue
+        factories[name] = baseline(name, llm=llm)
+        if llm is not None and name in ("summary", "ladder"):
+            fingerprints[name] = f"{name}/{llm!r}"
     judge = Judge(_llm(args.judge_model, args.base_url)) if args.judge_model else None
     if "judge" in under and judge is None:
         raise ConfigError("a judge gate needs LLM mode: give --judge-model")

@@ -4,7 +4,8 @@ Each run compresses the case's transcript once (``MemorySnapshot.from_items``, t
 ``compress``), scores the compacted context deterministically (``compactkit.evals.scoring``)
 and, with a ``Judge``, in LLM mode. Results are cached as one JSON file per run under
 ``cache_dir``, keyed by the case's content, the compressor's name and fingerprint, the repeat
-index, the scorer version and the judge's prompts and models — so a re-run only does what
+index, the scorer version and the judge's prompts and models (a ``transcript_file``'s bytes are
+part of the case's content) — so a re-run only does what
 changed. A compressor's *code* is not part of the key: give it a new ``fingerprint`` (or clear
 the cache) when you change it.
 """
@@ -89,10 +90,22 @@ class RunResult(BaseModel):
         return self.tokens_before / max(1, self.tokens_after)
 
 
-def _key(case: Case, compressor: str, fingerprint: str, repeat: int, judge: str) -> str:
-    payload = json.dumps(
-        [case.model_dump_json(), compressor, fingerprint, repeat, SCORER_VERSION, judge]
-    )
+def _content(suite: Suite, case: Case) -> str:
+    """What the case holds, including a referenced transcript file's bytes (so editing the file
+    invalidates its cached results)."""
+    digest = hashlib.sha256(case.model_dump_json().encode())
+    if case.transcript_file is not None:
+        origin = suite.origins.get(case.id)
+        base = origin.parent if origin is not None else Path.cwd()
+        try:
+            digest.update((base / case.transcript_file).read_bytes())
+        except OSError:
+            pass  # unreadable: the run itself reports it
+    return digest.hexdigest()
+
+
+def _key(content: str, compressor: str, fingerprint: str, repeat: int, judge: str) -> str:
+    payload = json.dumps([content, compressor, fingerprint, repeat, SCORER_VERSION, judge])
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
@@ -206,11 +219,13 @@ def run_suite(
     prints = fingerprints or {}
     judge_print = judge.fingerprint if judge is not None else ""
     jobs: list[tuple[str, Case, int, str]] = []
+    contents: dict[str, str] = {}
     for name in compressors:
         fingerprint = prints.get(name, f"compactkit-{compactkit.__version__}")
         for case in suite.cases:
+            content = contents.setdefault(case.id, _content(suite, case))
             for r in range(repeat):
-                jobs.append((name, case, r, _key(case, name, fingerprint, r, judge_print)))
+                jobs.append((name, case, r, _key(content, name, fingerprint, r, judge_print)))
     results: dict[str, RunResult] = {}
     todo = []
     for job in jobs:

@@ -107,3 +107,15 @@ def test_help_documents_every_flag(capsys: pytest.CaptureFixture[str]) -> None:
     for flag in ("--compressor", "--repeat", "--report", "--fail-under", "--fail-over", "--json"):
         assert flag in text
     assert "3 a gate failed" in text
+
+
+def test_two_summarizer_models_side_by_side(
+    suite_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with FakeServer() as server:
+        argv = ["eval", "run", str(suite_file), "--compressor", "summary", "--compressor", "digest"]
+        argv += ["--summarizer-model", "small", "--summarizer-model", "large", "--json"]
+        assert main([*argv, "--base-url", server.base_url]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert list(data["compressors"]) == ["summary:small", "summary:large", "digest"]
+    assert {r["model"] for r in server.requests} == {"small", "large"}

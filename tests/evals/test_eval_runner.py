@@ -168,3 +168,28 @@ def test_the_progress_bar_goes_to_stderr_only(
         run_suite(suite, {"window": baseline("window")}, repeat=0)
     with pytest.raises(ConfigError, match="at least one compressor"):
         run_suite(suite, {})
+
+
+def test_editing_a_transcript_file_invalidates_its_cached_results(tmp_path: Path) -> None:
+    from compactkit.evals import load_suite
+
+    chat = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "Never touch prod."},
+        {"role": "assistant", "content": "ok"},
+    ]
+    (tmp_path / "t.json").write_text(json.dumps(chat), encoding="utf-8")
+    (tmp_path / "s.yaml").write_text(
+        "cases:\n  - id: a\n    transcript_file: t.json\n"
+        "    probes: [{type: constraint, text: Never touch prod.}]\n",
+        encoding="utf-8",
+    )
+    counting = Counting()
+    cache = tmp_path / "cache"
+    run_suite(load_suite(tmp_path / "s.yaml"), {"w": counting.factory}, cache_dir=cache)
+    run_suite(load_suite(tmp_path / "s.yaml"), {"w": counting.factory}, cache_dir=cache)
+    assert counting.calls == 1
+    chat[2]["content"] = "done, and nothing in prod was touched"
+    (tmp_path / "t.json").write_text(json.dumps(chat), encoding="utf-8")
+    run_suite(load_suite(tmp_path / "s.yaml"), {"w": counting.factory}, cache_dir=cache)
+    assert counting.calls == 2

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from compactkit import FunctionCall, FunctionCallOutput, Message, summary_message
 from compactkit.evals import (
     ArtifactProbe,
@@ -116,3 +119,25 @@ def test_identifier_kinds_and_artifact_precision() -> None:
     probes = [ArtifactProbe(path="src/app.py", action="modified")]
     assert artifact_precision("- `src/app.py` edited; `tests/x.py` read", probes) == 0.5
     assert artifact_precision("nothing here", probes) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["45", "30", "12"]), st.booleans(), st.booleans()), max_size=8
+    )
+)
+def test_the_last_asserting_line_wins(lines: list[tuple[str, bool, bool]]) -> None:
+    """Each line names the timeout with one value; ``marked`` adds a stale marker, ``named``
+    decides whether the fact's name is there at all (short values need it)."""
+    probe = UpdateProbe(name="timeout", current="45", superseded=("30", "12"))
+    texts, presented = [], None
+    for value, marked, named in lines:
+        texts.append(
+            ("timeout " if named else "the ") + f"{value}" + (" (superseded)" if marked else "")
+        )
+        if named and (not marked or value == "45"):
+            presented = value
+    result = verdict(probe, user("\n".join(texts))) if texts else verdict(probe)
+    assert result.kept == (presented == "45")
+    assert result.stale == (presented in ("30", "12"))
