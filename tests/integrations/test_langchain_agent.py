@@ -267,3 +267,52 @@ def test_options_that_contradict_each_other_are_config_errors() -> None:
         CompactkitMiddleware(MODEL, policy=None, compressor=object())  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="budget must be a positive"):
         CompactkitMiddleware(MODEL, budget=0)
+
+
+class Broken:
+    """A compressor whose every compaction fails (a dead summarizer)."""
+
+    name = "broken"
+
+    def compress(self, snapshot: Any) -> Any:
+        raise RuntimeError("summarizer unreachable")
+
+
+def test_a_failing_compressor_never_loses_a_message() -> None:
+    server = ScriptedOpenAI()
+    events: list[Event] = []
+    middleware = CompactkitMiddleware(
+        MODEL, mode="compact", budget=BUDGET, compressor=Broken(), on_event=events.append
+    )
+    histories = run(make_agent(server, [middleware]))
+    failed = [e for e in events if isinstance(e, CompactionEvent)]
+    assert failed and all(e.outcome == "failed" and not e.applied for e in failed)
+    assert "summarizer unreachable" in (failed[0].error or "")
+    # The state kept everything; every call was still projected under the budget.
+    assert len(histories[-1]) == (2 + 2 * CALLS_PER_QUESTION) * len(QUESTIONS)
+    assert max(server.prompt_tokens()) <= BUDGET
+
+
+def test_a_vetoed_compaction_leaves_the_state_alone() -> None:
+    server = ScriptedOpenAI()
+    asked: list[Any] = []
+
+    def veto(request: Any) -> bool:
+        asked.append(request)
+        return False
+
+    middleware = CompactkitMiddleware(MODEL, mode="compact", budget=BUDGET, before_compaction=veto)
+    histories = run(make_agent(server, [middleware]))
+    assert asked
+    assert len(histories[-1]) == (2 + 2 * CALLS_PER_QUESTION) * len(QUESTIONS)
+    assert max(server.prompt_tokens()) <= BUDGET
+
+
+def test_importing_without_the_extra_names_the_pip_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+    import sys
+
+    monkeypatch.setitem(sys.modules, "langchain", None)  # as if not installed
+    monkeypatch.delitem(sys.modules, "compactkit.integrations.langchain", raising=False)
+    with pytest.raises(ImportError, match=r"pip install 'compactkit\[langchain\]'"):
+        importlib.import_module("compactkit.integrations.langchain")

@@ -269,3 +269,13 @@ def test_options_that_contradict_each_other_are_config_errors() -> None:
         CompactkitCapability(MODEL, mode="trim")
     with pytest.raises(ConfigError, match="mode='compact'"):
         CompactkitHistory(MODEL, compressor=object())  # type: ignore[arg-type]
+
+
+def test_importing_without_the_extra_names_the_pip_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pydantic_ai", None)  # as if not installed
+    monkeypatch.delitem(sys.modules, "compactkit.integrations.pydantic_ai", raising=False)
+    with pytest.raises(ImportError, match=r"pip install 'compactkit\[pydantic-ai\]'"):
+        importlib.import_module("compactkit.integrations.pydantic_ai")
