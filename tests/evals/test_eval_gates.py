@@ -18,16 +18,16 @@ GATES = {
         {
             "constraint": 1.0,
             "artifact_modified": 1.0,
-            "error": 0.78,
-            "identifier": 0.75,
+            "error": 0.83,
+            "identifier": 0.66,
             "tool_state": 1.0,
-            "ratio": 10.0,
+            "ratio": 12.0,
         },
-        {"hallucinated": 0, "stale_as_current": 5},
+        {"hallucinated": 0, "stale_as_current": 4},
     ),
     "handwritten": (
         {"constraint": 1.0, "artifact_modified": 1.0, "error": 0.85, "identifier": 0.9},
-        {"hallucinated": 0, "stale_as_current": 1},
+        {"hallucinated": 0, "stale_as_current": 0},
     ),
 }
 

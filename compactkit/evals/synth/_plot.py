@@ -42,7 +42,9 @@ _WEIGHTS = {
     "bulky": 1,
     "recall": 1,
     "decision": 1,
+    "update": 1,
 }
+_MAX_UPDATES = 2  # values that change per session (each domain has two kinds)
 _ENDING_RESERVE = 350
 
 
@@ -209,6 +211,8 @@ class Plot:
     def _update(self) -> None:
         if self.open_updates:  # the value set earlier changes now
             return self._change(self.open_updates.pop(0))
+        if self.updates >= _MAX_UPDATES:
+            return self._work()
         update = self.domain.update(self.rng, self.updates)
         self.updates += 1
         self.b.user(update.first)
