@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from compactkit.errors import BudgetError
 from compactkit.governance.projector import Projection
@@ -91,6 +91,8 @@ class Mirror(Generic[S]):
     def __init__(self, convert: Convert[S]) -> None:
         self._convert = convert
         self.lock = threading.Lock()
+        self.context: Any = None
+        """What the integration remembers of this conversation's last model call."""
         self._reset()
 
     def _reset(self) -> None:

@@ -41,7 +41,7 @@ from compactkit.governance.policy import CompactPolicy  # noqa: E402
 from compactkit.governance.projector import ContextProjector, Projection  # noqa: E402
 from compactkit.integrations import _langchain_convert as convert  # noqa: E402
 from compactkit.integrations._governed import Governors, Mode  # noqa: E402
-from compactkit.integrations._mirror import Mirror, Mirrors, require_newest  # noqa: E402
+from compactkit.integrations._mirror import Converted, Mirror, Mirrors, require_newest  # noqa: E402
 from compactkit.items import Message, Tool  # noqa: E402
 from compactkit.items.snapshot import MemorySnapshot, SummaryRole  # noqa: E402
 from compactkit.runtime.events import CompactionRequest, EventHandler  # noqa: E402
@@ -109,9 +109,6 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self._mirrors: Mirrors[BaseMessage] = Mirrors(self._to_items)
         self._tools: tuple[tuple[object, ...], list[Tool]] = ((), [])
         self._system: tuple[object, list[Message]] = (None, [])
-        # What the last model call sent besides the messages: before_model cannot see it, and
-        # the compaction target must leave room for it.
-        self._last_call: tuple[list[Message], list[Tool]] = ([], [])
 
     # -- the non-destructive projection, every model call ---------------------------------------
 
@@ -151,7 +148,7 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if governor is None:
             return None
         mirror, usage = self._sync_state(state, runtime)
-        instructions, tools = self._last_call
+        instructions, tools = _last_call(mirror)
         step = governor.step(mirror.memory, instructions=instructions, tools=tools, usage=usage)
         return self._state_update(mirror, step)
 
@@ -161,7 +158,7 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if governor is None:
             return None
         mirror, usage = await asyncio.to_thread(self._sync_state, state, runtime)
-        instructions, tools = self._last_call
+        instructions, tools = _last_call(mirror)
         step = await governor.astep(
             mirror.memory, instructions=instructions, tools=tools, usage=usage
         )
@@ -169,7 +166,7 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def _to_items(self, message: BaseMessage, warn: Callable[[str], None]) -> Any:
+    def _to_items(self, message: BaseMessage, warn: Callable[[str], None]) -> Converted:
         return convert.to_items(message, warn)
 
     def _prepare(
@@ -180,7 +177,8 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             snapshot = mirror.sync(request.messages, self.governors.passthrough)
         instructions = self._instructions(request.system_message)
         tools = self._tool_schemas(request.tools)
-        self._last_call = (instructions, tools)
+        # before_model cannot see these, and the compaction target must leave room for them.
+        mirror.context = (instructions, tools)
         return mirror, snapshot, instructions, tools
 
     def _projected(
@@ -244,6 +242,13 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         usage = message.usage_metadata if isinstance(message, AIMessage) else None
         if usage:
             self.governors.observe_usage(usage.get("input_tokens"), projection)
+
+
+def _last_call(mirror: Mirror[BaseMessage]) -> tuple[list[Message], list[Tool]]:
+    """The system prompt and tools the thread's last model call sent (none before the first)."""
+    if isinstance(mirror.context, tuple):
+        return cast(tuple[list[Message], list[Tool]], mirror.context)
+    return [], []
 
 
 def _thread(runtime: object) -> str | None:
