@@ -26,7 +26,7 @@ from compactkit.integrations.messages import (
 )
 
 if TYPE_CHECKING:
-    from compactkit.integrations.langchain import CompactkitMiddleware
+    from compactkit.integrations.langchain import CompactkitMiddleware, LangChainLLM
     from compactkit.integrations.openai_agents import CompactkitInputFilter, CompactkitSession
     from compactkit.integrations.pydantic_ai import CompactkitCapability, CompactkitHistory
 
@@ -35,6 +35,7 @@ _LAZY: dict[str, str] = {
     "CompactkitCapability": "compactkit.integrations.pydantic_ai",
     "CompactkitHistory": "compactkit.integrations.pydantic_ai",
     "CompactkitMiddleware": "compactkit.integrations.langchain",
+    "LangChainLLM": "compactkit.integrations.langchain",
     "CompactkitInputFilter": "compactkit.integrations.openai_agents",
     "CompactkitSession": "compactkit.integrations.openai_agents",
 }
@@ -56,6 +57,7 @@ __all__ = [
     "CompactkitInputFilter",
     "CompactkitMiddleware",
     "CompactkitSession",
+    "LangChainLLM",
     "MessageCompactor",
     "MessageFormat",
     "compact_messages",

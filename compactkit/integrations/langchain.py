@@ -32,11 +32,15 @@ require("langchain", extra="langchain", integration="compactkit.integrations.lan
 
 from langchain.agents.middleware import AgentMiddleware, AgentState  # noqa: E402
 from langchain.agents.middleware.types import ModelRequest, ModelResponse  # noqa: E402
+from langchain_core.language_models import BaseChatModel  # noqa: E402
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, RemoveMessage  # noqa: E402
+from langchain_core.messages.utils import convert_to_messages  # noqa: E402
 from langgraph.graph.message import REMOVE_ALL_MESSAGES  # noqa: E402
 
 from compactkit.budget.profiles import ProfileRegistry  # noqa: E402
 from compactkit.compressors.base import MemoryCompressor  # noqa: E402
+from compactkit.compressors.summary.llm import ChatMessage  # noqa: E402
+from compactkit.errors import ConfigError  # noqa: E402
 from compactkit.governance.policy import CompactPolicy  # noqa: E402
 from compactkit.governance.projector import ContextProjector, Projection  # noqa: E402
 from compactkit.integrations import _langchain_convert as convert  # noqa: E402
@@ -47,7 +51,7 @@ from compactkit.items.snapshot import MemorySnapshot, SummaryRole  # noqa: E402
 from compactkit.runtime.events import CompactionRequest, EventHandler  # noqa: E402
 from compactkit.runtime.governor import GovernedStep  # noqa: E402
 
-__all__ = ["CompactkitMiddleware"]
+__all__ = ["CompactkitMiddleware", "LangChainLLM"]
 
 
 class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -242,6 +246,39 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         usage = message.usage_metadata if isinstance(message, AIMessage) else None
         if usage:
             self.governors.observe_usage(usage.get("input_tokens"), projection)
+
+
+class LangChainLLM:
+    """A LangChain chat model as compactkit's summarizer (the ``LLM`` protocol), so that
+    ``SummaryCompressor(LangChainLLM(llm))`` writes compactkit's summary with your model.
+
+    Args:
+        model: Any ``BaseChatModel`` (``ChatOpenAI``, ``ChatAnthropic``, …). Its own retries
+            add to the ``SummaryCompressor``'s (set ``max_retries=0`` on it to leave them to
+            compactkit's circuit breaker).
+    """
+
+    def __init__(self, model: BaseChatModel) -> None:
+        if not isinstance(model, BaseChatModel):
+            raise ConfigError(
+                f"LangChainLLM takes a LangChain chat model (BaseChatModel), got "
+                f"{type(model).__name__}"
+            )
+        self.model = model
+
+    def complete(self, messages: Sequence[ChatMessage]) -> str:
+        """The model's answer to ``messages`` (role/content dicts), as text."""
+        return _answer(self.model.invoke(convert_to_messages([dict(m) for m in messages])))
+
+    async def acomplete(self, messages: Sequence[ChatMessage]) -> str:
+        """``complete`` for async code."""
+        reply = await self.model.ainvoke(convert_to_messages([dict(m) for m in messages]))
+        return _answer(reply)
+
+
+def _answer(reply: object) -> str:
+    # Not text (a tool call, an empty reply) is a failed request for the compressor, not a crash.
+    return reply.text if isinstance(reply, AIMessage) and reply.text else cast(str, reply)
 
 
 def _last_call(mirror: Mirror[BaseMessage]) -> tuple[list[Message], list[Tool]]:

@@ -15,8 +15,8 @@ from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
-from compactkit import ConfigError, chat_to_items, counter_for, tools_from_chat
-from compactkit.integrations.langchain import CompactkitMiddleware
+from compactkit import ConfigError, SummaryCompressor, chat_to_items, counter_for, tools_from_chat
+from compactkit.integrations.langchain import CompactkitMiddleware, LangChainLLM
 from compactkit.runtime.events import CompactionEvent, Event, PassthroughEvent
 from compactkit.testing import block_network
 
@@ -47,12 +47,17 @@ class ScriptedOpenAI:
 
     def __init__(self, *, reuse_ids: bool = False) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.summarizer_requests: list[dict[str, Any]] = []
         self._calls: dict[str, int] = {}
         self._reuse_ids = reuse_ids
 
     def __call__(self, request: httpx2.Request) -> httpx2.Response:
         assert request.url.path == "/v1/chat/completions"
         body = json.loads(request.content)
+        if "tools" not in body:  # compactkit's summarizer, through LangChainLLM
+            self.summarizer_requests.append(body)
+            answer = "## Decisions\n- Read each module before answering about it."
+            return self._reply({"role": "assistant", "content": answer}, "stop")
         self.requests.append(body)
         question = [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
         done = self._calls.get(question, 0)
@@ -74,10 +79,13 @@ class ScriptedOpenAI:
             reason = "tool_calls"
         else:
             message, reason = {"role": "assistant", "content": f"answered {question}"}, "stop"
+        return self._reply(message, reason)
+
+    def _reply(self, message: dict[str, Any], reason: str) -> httpx2.Response:
         return httpx2.Response(
             200,
             json={
-                "id": f"chatcmpl-{len(self.requests)}",
+                "id": "chatcmpl-1",
                 "object": "chat.completion",
                 "created": 1,
                 "model": MODEL,
@@ -316,3 +324,26 @@ def test_importing_without_the_extra_names_the_pip_install(monkeypatch: pytest.M
     monkeypatch.delitem(sys.modules, "compactkit.integrations.langchain", raising=False)
     with pytest.raises(ImportError, match=r"pip install 'compactkit\[langchain\]'"):
         importlib.import_module("compactkit.integrations.langchain")
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["invoke", "ainvoke"])
+def test_an_llm_summary_written_by_a_langchain_model(asynchronous: bool) -> None:
+    server = ScriptedOpenAI()
+    summarizer = SummaryCompressor(LangChainLLM(llm(server)), target_tokens=BUDGET // 2)
+    events: list[Event] = []
+    middleware = CompactkitMiddleware(
+        MODEL, mode="compact", budget=BUDGET, compressor=summarizer, on_event=events.append
+    )
+    histories = run(make_agent(server, [middleware]), asynchronous=asynchronous)
+    assert server.summarizer_requests  # the summary was written by the model
+    assert any(isinstance(e, CompactionEvent) and e.applied for e in events)
+    summary = histories[-1][0].additional_kwargs["compactkit_summary"]
+    assert "Read each module before answering about it." in summary
+    assert "src/module_1.py" in summary  # exact facts the answer lacked are kept anyway
+    assert max(server.prompt_tokens()) <= BUDGET
+    assert_well_formed(server)
+
+
+def test_langchain_llm_takes_only_a_chat_model() -> None:
+    with pytest.raises(ConfigError, match="BaseChatModel"):
+        LangChainLLM("gpt-4o-mini")  # type: ignore[arg-type]
