@@ -77,15 +77,16 @@ def scatter(report: Mapping[str, Any], x_of: str, x_label: str, *, log_x: bool =
     """Overall retention (y) against a per-compressor metric (x), one labelled dot each."""
     data = report["compressors"]
     names = list(data)
-    points = [
-        (max(1e-6, float(data[n][x_of]["mean"])), data[n]["overall_retention"]["mean"])
-        for n in names
-    ]
+    raw = [float(data[n][x_of]["mean"]) for n in names]
+    log_x = log_x and min(raw) > 0  # a zero (no summarizer) has no place on a log axis
+    points = [(x, data[n]["overall_retention"]["mean"]) for x, n in zip(raw, names, strict=True)]
     left, top, width, height = 60, 20, 440, 260
     xs = [p[0] for p in points]
     lo, hi = min(xs), max(xs)
     if log_x:
         lo, hi = math.log10(lo), math.log10(hi)
+    else:
+        lo = min(lo, 0.0)
     if hi - lo < 1e-9:
         lo, hi = lo - 1, hi + 1
     span = hi - lo
@@ -98,7 +99,7 @@ def scatter(report: Mapping[str, Any], x_of: str, x_label: str, *, log_x: bool =
         return top + height * (1 - value)
 
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 40}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 110}" '
         f'height="{top + height + 50}" role="img" aria-label="retention vs {escape(x_label)}">',
         f'<rect x="{left}" y="{top}" width="{width}" height="{height}" fill="none" stroke="#999"/>',
     ]

@@ -12,6 +12,7 @@ the cache) when you change it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sys
@@ -97,10 +98,8 @@ def _content(suite: Suite, case: Case) -> str:
     if case.transcript_file is not None:
         origin = suite.origins.get(case.id)
         base = origin.parent if origin is not None else Path.cwd()
-        try:
+        with contextlib.suppress(OSError):  # unreadable: the run itself reports it
             digest.update((base / case.transcript_file).read_bytes())
-        except OSError:
-            pass  # unreadable: the run itself reports it
     return digest.hexdigest()
 
 

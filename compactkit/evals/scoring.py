@@ -2,7 +2,7 @@
 
 The *context* is what the next model call would see: the rendered snapshot (the summary message
 where it belongs, then the kept items), as text — message text, each tool call's name and its
-argument values one per line, tool outputs. Text is compared after Unicode NFC normalisation and
+arguments one per line (``key: value``), tool outputs. Text is compared after Unicode NFC normalisation and
 with runs of whitespace collapsed; case matters.
 
 Per probe type (see ``compactkit.evals.schema``):
@@ -105,7 +105,7 @@ def item_lines(item: Item) -> list[str]:
     elif isinstance(item, FunctionCall):
         values = [item.name]
         args = item.parsed_arguments()
-        values += [str(v) for v in args.values()] if args else [item.arguments]
+        values += [f"{k}: {v}" for k, v in args.items()] if args else [item.arguments]
         text = "\n".join(values)
     elif isinstance(item, (FunctionCallOutput, Reasoning)):
         text = item.text

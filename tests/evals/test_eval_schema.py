@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from compactkit import FormatError
+from compactkit import FormatError, MemorySnapshot
 from compactkit.evals import (
     Case,
     ConstraintProbe,
@@ -16,6 +16,7 @@ from compactkit.evals import (
     dump_cases,
     generate,
     load_suite,
+    score_probes,
 )
 
 CHAT = [
@@ -163,9 +164,11 @@ def test_a_transcript_that_is_not_a_conversation_is_a_format_error(tmp_path: Pat
 def test_the_shipped_suites_load() -> None:
     from conftest import SUITES
 
-    for path in sorted(SUITES.glob("*.yaml")):
+    for path in [*sorted(SUITES.glob("*.yaml")), SUITES / "handwritten"]:
         suite = load_suite(path)
         assert suite.cases, path
         for c in suite.cases:
             assert isinstance(c, Case)
-            suite.transcript(c)
+            whole = MemorySnapshot.from_items(suite.transcript(c).items).render_items()
+            # A probe the uncompressed transcript fails is a wrong probe, not a lossy compressor.
+            assert [v.probe for v in score_probes(c.probes, whole) if not v.kept] == [], c.id
