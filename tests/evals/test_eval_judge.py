@@ -71,3 +71,30 @@ def test_custom_questions_are_asked_on_their_own() -> None:
     asked = questions([probe, *case.probes[1:]])
     assert asked[0].id == "branch" and asked[0].text == "Which branch?"
     assert "constraint" in {q.id for q in asked[1:]} or probe.type != "constraint"
+
+
+def test_the_reader_and_judge_over_respx() -> None:
+    import respx
+
+    case = generate(SynthSpec(domain="support", style="bash", size_tokens=4000, seed=9))
+    client = openai.OpenAI(
+        api_key="sk-test",
+        base_url="https://api.openai.com/v1",
+        max_retries=0,
+        http_client=httpx.Client(),
+    )
+    with respx.mock(assert_all_called=True) as mock:
+        route = mock.post("https://api.openai.com/v1/chat/completions").mock(
+            side_effect=lambda request: httpx.Response(
+                200, json=completion(fake_reply(json.loads(request.content)["messages"]))
+            )
+        )
+        judge = Judge(
+            OpenAIChatLLM("reader", client=client), OpenAIChatLLM("grader", client=client)
+        )
+        results = run_suite(
+            Suite(name="r", cases=(case,)), {"window": baseline("window")}, judge=judge
+        )
+    models = [json.loads(call.request.content)["model"] for call in route.calls]
+    assert models == ["reader", "grader"]
+    assert results[0].judge is not None and results[0].judge.overall is not None
