@@ -279,3 +279,32 @@ def test_importing_without_the_extra_names_the_pip_install(monkeypatch: pytest.M
     monkeypatch.delitem(sys.modules, "compactkit.integrations.pydantic_ai", raising=False)
     with pytest.raises(ImportError, match=r"pip install 'compactkit\[pydantic-ai\]'"):
         importlib.import_module("compactkit.integrations.pydantic_ai")
+
+
+def test_run_stream_is_governed_too() -> None:
+    from pydantic_ai.models.function import DeltaToolCall
+
+    seen: list[list[ModelMessage]] = []
+
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> Any:
+        seen.append(list(messages))
+        if not any(isinstance(p, ToolReturnPart) for p in messages[-1].parts):
+            yield {0: DeltaToolCall(name="read_file", json_args='{"path": "a.py"}')}
+        else:
+            yield "read "
+            yield "it"
+
+    events: list[Event] = []
+    capability = CompactkitCapability(MODEL, budget=BUDGET, on_event=events.append)
+    agent: Agent[None, str] = Agent(
+        FunctionModel(stream_function=stream), capabilities=[capability]
+    )
+    agent.tool_plain(read_file)
+
+    async def main() -> str:
+        async with agent.run_stream("read a.py") as result:
+            return await result.get_output()
+
+    assert arun(main()) == "read it"
+    assert len(seen) == 2
+    assert sum(e.kind == "projection" for e in events) == 2  # both requests went through it
