@@ -33,7 +33,7 @@ from compactkit.evals.dataset import Suite
 from compactkit.evals.judge import Judge, JudgeResult
 from compactkit.evals.schema import CLASSES, Case
 
-__all__ = ["SCORER_VERSION", "ProbeVerdict", "RunResult", "run_suite"]
+__all__ = ["SCORER_VERSION", "ProbeVerdict", "RunResult", "run_one", "run_suite"]
 
 SCORER_VERSION = "scorer-v1"
 """The version of the deterministic scorers; part of every cache key."""
@@ -45,10 +45,15 @@ class ProbeVerdict(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     id: str
+    """The probe's id (or ``class:index``)."""
     cls: str
+    """Its retention class."""
     kept: bool
+    """Whether the compacted context still holds the fact."""
     stale: bool = False
+    """``update`` probes: a superseded value is presented as current."""
     detail: str = ""
+    """What the scorer found (missing phrases, the value presented as current)."""
 
 
 class RunResult(BaseModel):
@@ -57,21 +62,29 @@ class RunResult(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     case_id: str
+    """The case."""
     compressor: str
+    """The compressor's report name."""
     repeat: int
+    """Which repeat (0-based)."""
     outcome: str
     """The compressor's outcome (``compacted``, ``unchanged``, ``fallback``, ``failed``)."""
     error: str | None = None
+    """Why the compressor failed or fell back."""
     tokens_before: int
     """Request tokens of the whole transcript (exact for the case model's counter)."""
     tokens_after: int
     """Request tokens of the compacted context."""
     target_tokens: int
+    """The target the compressor was given."""
     wall_seconds: float
     """Time spent in ``compress``."""
     summarizer_calls: int = 0
+    """Summarizer requests made (through ``MeteredLLM``)."""
     summarizer_input_tokens: int = 0
+    """Tokens sent to the summarizer (o200k_base)."""
     summarizer_output_tokens: int = 0
+    """Tokens the summarizer answered."""
     retention: dict[str, tuple[int, int]]
     """Per class: ``(kept, total)``."""
     stale_as_current: int
@@ -79,9 +92,13 @@ class RunResult(BaseModel):
     hallucinated: tuple[str, ...]
     """Identifiers the compressor wrote that occur nowhere in the transcript."""
     artifact_precision: float | None
+    """Share of the paths the compressor wrote that name a touched file (``None``: none)."""
     artifact_recall: float | None
+    """Share of the artifact probes kept (``None``: the case has none)."""
     probes: tuple[ProbeVerdict, ...]
+    """Every probe's verdict, in the case's order."""
     judge: JudgeResult | None = None
+    """The LLM-mode verdict, when a judge ran."""
     cached: bool = False
     """Read from the cache instead of run."""
 
