@@ -134,7 +134,11 @@ def test_formats_non_ascii_and_a_huge_single_output() -> None:
 
 
 def test_sizes_reach_the_big_end() -> None:
-    case, parsed = transcript(SynthSpec(domain="coding", style="bash", size_tokens=300_000, seed=1))
+    case, parsed = transcript(
+        SynthSpec(domain="coding", style="editor", size_tokens=300_000, seed=1)
+    )
     tokens = counter_for("gpt-4o").count(parsed.items, tools=parsed.tools).tokens
     assert 285_000 <= tokens <= 330_000
     assert sum(isinstance(p, ArtifactProbe) for p in case.probes) > 30
+    # Filler never mentions a planted fact: the whole transcript still answers every probe.
+    assert [s.probe for s in score_probes(case.probes, parsed.items) if not s.kept] == []

@@ -217,7 +217,7 @@ class Coding(Domain):
             old, new = rng.choice(((3, 5), (4, 6), (2, 4)))
             return Update(
                 "max_retries",
-                ("retry limit",),
+                (),
                 str(old),
                 str(new),
                 f"Set max_retries to {old} for now.",
