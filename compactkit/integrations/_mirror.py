@@ -195,6 +195,8 @@ def require_newest(snapshot: MemorySnapshot, projection: Projection) -> None:
     sent = projection.items[-1] if projection.items else None
     if sent is newest or (sent is not None and sent.seq is not None and sent.seq == newest.seq):
         return
+    if isinstance(newest, FunctionCallOutput) and not _answers_a_call(snapshot.items):
+        return  # a result answering no call: the projector repaired it away (report notes)
     calls = [item.call_id for item in snapshot.items[-8:] if isinstance(item, FunctionCallOutput)]
     raise BudgetError(
         f"the newest tool results (call ids {', '.join(map(repr, calls)) or 'none'}) do not fit "
@@ -204,3 +206,15 @@ def require_newest(snapshot: MemorySnapshot, projection: Projection) -> None:
         tokens=projection.tokens,
         budget=projection.budget,
     )
+
+
+def _answers_a_call(items: Sequence[Item]) -> bool:
+    """Whether the last item (a tool result) answers a call of the turn it ends."""
+    call_id = items[-1].call_id  # type: ignore[union-attr]
+    for item in reversed(items[:-1]):
+        if isinstance(item, FunctionCall):
+            if item.call_id == call_id:
+                return True
+        elif not isinstance(item, FunctionCallOutput):
+            return False
+    return False

@@ -347,3 +347,15 @@ def test_an_llm_summary_written_by_a_langchain_model(asynchronous: bool) -> None
 def test_langchain_llm_takes_only_a_chat_model() -> None:
     with pytest.raises(ConfigError, match="BaseChatModel"):
         LangChainLLM("gpt-4o-mini")  # type: ignore[arg-type]
+
+
+def test_a_tool_result_answering_no_call_is_repaired_out_of_the_prompt() -> None:
+    from langchain_core.messages import ToolMessage
+
+    server = ScriptedOpenAI()
+    agent = make_agent(server, [CompactkitMiddleware(MODEL, budget=BUDGET)])
+    ghost = ToolMessage("stale result", tool_call_id="call_from_a_cut_history")
+    state = agent.invoke({"messages": [HumanMessage(QUESTIONS[0]), ghost]}, CONFIG)
+    assert state["messages"][1] is not None and state["messages"][1].content == "stale result"
+    assert_well_formed(server)  # the provider never sees a result without its call
+    assert state["messages"][-1].content == f"answered {QUESTIONS[0]}"
