@@ -10,6 +10,7 @@ close its span or start a heading of its own.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 
@@ -271,8 +272,6 @@ def _value(value: str) -> str:
 
 
 def _arguments(args: Mapping[str, object]) -> str:
-    import json
-
     return json.dumps(args, ensure_ascii=False) if args else ""
 
 

@@ -190,6 +190,12 @@ _SET_PHRASE = re.compile(
     r"(?!\w|\.\d)",
     re.IGNORECASE,
 )
+# "max_retries should be 6", "the timeout is now 45s", "make pool_size 8"
+_BE_PHRASE = re.compile(
+    rf"\b{_NAME}\s+(?:should|must|needs? to|has to|will)\s+be\s+(?:set\s+to\s+)?(?P<new>{_VALUE})"
+    rf"(?!\w|\.\d)|\b{_NAME}\s+is\s+now\s+(?P<now>{_VALUE})(?!\w|\.\d)",
+    re.IGNORECASE,
+)
 # `name = value` / `name: value` ending its clause (so "x: 3 requests" is not a setting).
 _ASSIGNMENT = re.compile(
     rf"(?:^|(?<=[\s(,]))`?([A-Za-z_][\w.-]*)`?\s?(?:=|:)\s?({_VALUE})"
@@ -197,6 +203,9 @@ _ASSIGNMENT = re.compile(
 )
 _CONFIG_LINE = re.compile(r"^\s*\"?([A-Za-z_][\w.-]*)\"?\s*[=:]\s*(.+?)\s*,?\s*$")
 _PY_CONSTANT = re.compile(r"^([A-Z][A-Z0-9_]*)\s*(?::\s*[\w\[\], |]+)?\s*=\s*([^()\n]{1,60})$")
+_PY_SETTING = re.compile(
+    r"^([a-z_][a-z0-9_]*)\s*(?::\s*[\w\[\], |]+)?\s*=\s*(-?[\d.]+|True|False|None|'[^'\n]{0,40}'|\"[^\"\n]{0,40}\")$"
+)
 _STOP_NAMES = {"it", "this", "that", "them", "the", "value", "default", "http", "https", "e", "i"}
 CONFIG_FILE = re.compile(
     r"(?:\.(?:toml|ini|cfg|conf|env|ya?ml|json|properties)|(?:^|/)(?:settings|config)\.py)$"
@@ -218,6 +227,11 @@ def values_in_prose(text: str) -> list[tuple[str, str, str | None]]:
         name = match.group(1)
         if name.lower() not in _STOP_NAMES:
             found.append((name, match.group("new").strip("`"), _strip(match.group("old"))))
+    for match in _BE_PHRASE.finditer(text):
+        name = match.group(1) or match.group(3)
+        value = match.group("new") or match.group("now")
+        if name and value and _plain_name(name.strip("`")):
+            found.append((name.strip("`"), value.strip("`"), None))
     for line in text.splitlines():
         for name, value in _ASSIGNMENT.findall(line):
             quoted = f"`{name}`" in line
@@ -238,7 +252,12 @@ def config_values(text: str, path: str, limit: int = 12) -> list[tuple[str, str]
     for line in text.splitlines():
         if line.lstrip().startswith(("#", "//", ";", "[", "-")):
             continue
-        match = _PY_CONSTANT.match(line.strip()) if python else _CONFIG_LINE.match(line)
+        if python:  # module-level settings: UPPER_CASE constants, or any unindented name
+            match = _PY_CONSTANT.match(line.strip())
+            if match is None and not line[:1].isspace():
+                match = _PY_SETTING.match(line.strip())
+        else:
+            match = _CONFIG_LINE.match(line)
         if not match:
             continue
         value = match.group(2).strip().rstrip(",")

@@ -231,6 +231,24 @@ def test_ladder_meets_its_target_whenever_achievable(snapshot: MemorySnapshot, t
 
 
 @PROPERTY
+@given(histories(), st.integers(100, 4000))
+def test_digest_never_exceeds_its_target(snapshot: MemorySnapshot, target: int) -> None:
+    # The summary is budgeted by need (and the tail masked to make room), then trimmed to the
+    # exact room left: a compacted result is always within the target.
+    result = DigestCompressor(target_tokens=target, counter=COUNTER).compress(snapshot)
+    check_contract(snapshot, result)
+    layout = Layout.of(snapshot.items)
+    fixed = request_tokens(MemorySnapshot.of(layout.fixed_items), COUNTER)
+    # Room for the framed summary message and its title and trimming note: then always within.
+    if (
+        result.outcome == "compacted"
+        and fixed + COUNTER.count_item(summary_message("")) + 80 <= target
+    ):
+        assert result.stats.tokens_after is not None and result.stats.tokens_after <= target
+        assert result.stats.details["target_met"] is True
+
+
+@PROPERTY
 @given(histories(), st.integers(0, 4))
 def test_window_forgets_but_keeps_the_summary_unchanged(
     snapshot: MemorySnapshot, keep: int

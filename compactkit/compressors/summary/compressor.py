@@ -214,7 +214,7 @@ class SummaryCompressor:
             ("summarizer_window_tokens", summarizer_window_tokens, 1),
             ("max_item_tokens", max_item_tokens, 1),
         ):
-            check_sizes("SummaryCompressor", **{label: value})
+            check_sizes("SummaryCompressor", ["summarizer_window_tokens"], **{label: value})
             if value is not None and (isinstance(value, bool) or value < minimum):
                 raise ConfigError(f"{label} must be positive, got {value!r}")
         if not callable(getattr(llm, "complete", None)):
@@ -551,6 +551,16 @@ class SummaryCompressor:
             raise SummarizationError("the summarizer produced an empty summary")
         fold.untrimmed = fold.summary
         summary = fold.summary.trim_to(cap, counter)
+        if self.target_tokens is not None:  # exact: re-trim by what the request is still over
+            for _attempt in range(4):
+                after = snapshot.model_copy(
+                    update={"items": tuple(plan.kept), "summary": summary.render()}
+                )
+                over = request_tokens(after, counter, self.tools) - self.target_tokens
+                if over <= 0 or summary.is_empty:
+                    break
+                cap = max(1, counter.count_text(summary.render()) - over)
+                summary = fold.summary.trim_to(cap, counter)
         fold.trimmed += summary.trimmed - fold.summary.trimmed
         fold.summary = summary
         if summary.is_empty:
