@@ -153,8 +153,9 @@ class SummaryCompressor:
     """Fold old history and the previous summary into an anchored, sectioned LLM summary.
 
     How much stays verbatim: ``keep_last_groups`` newest groups, or the newest groups within
-    ``keep_tokens``; with neither, derived from ``target_tokens`` (what is left of the target
-    after the instructions, protected groups, tool schemas and the summary cap); with no target
+    ``keep_tokens``; with neither, ``target_tokens`` is shared by need (the summary gets what
+    the exact facts of the folded span take, up to its cap; the tail the newest whole groups
+    that fit the rest, bulky outputs in it masked before a fact is dropped); with no target
     either, the last 10 groups. Pinned items, the latest user input and pending calls always
     stay. (The same rule as ``DigestCompressor``, so either can stand in for the other.)
 
@@ -164,8 +165,9 @@ class SummaryCompressor:
         keep_last_groups: Keep this many newest unprotected groups verbatim.
         keep_tokens: Keep the newest groups whose tokens fit this many.
         target_tokens: The whole-request size the result should fit.
-        summary_cap_tokens: The summary's ceiling; default a quarter of the target, between 300
-            and 4,000 tokens (2,000 without a target).
+        summary_cap_tokens: The summary's ceiling; default 60% of the target, at least 300
+            tokens (2,000 without a target), and never more than a third of
+            ``summarizer_window_tokens`` (the summary so far is in every request).
         summarizer_window_tokens: The most input one summarizer request may hold (prompt,
             summary so far, facts, conversation part) plus the room reserved for its answer.
             Set it to the summarizer model's usable input; larger spans are chunked.
