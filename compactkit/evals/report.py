@@ -271,6 +271,19 @@ def to_markdown(report: Mapping[str, Any]) -> str:
             f"{_num(d['summarizer_calls'], 0)} | {_num(d['summarizer_tokens'], 0)} | "
             f"{_num(d['wall_seconds'], 3, ' s')} | {d['failed_runs']} | {judge} |"
         )
+    lines += ["", "## Per case (facts kept / probes, ratio; first repeat)\n"]
+    lines.append("| case | " + " | ".join(names) + " |")
+    lines.append("|---" * (len(names) + 1) + "|")
+    cells: dict[tuple[str, str], str] = {}
+    for run in report["runs"]:
+        if run["repeat"] == 0:
+            kept = sum(k for k, _ in run["retention"].values())
+            total = sum(t for _, t in run["retention"].values())
+            ratio = run["tokens_before"] / max(1, run["tokens_after"])
+            cells[(run["case_id"], run["compressor"])] = f"{kept}/{total}, {ratio:.1f}x"
+    for case in dict.fromkeys(run["case_id"] for run in report["runs"]):
+        row = " | ".join(cells.get((case, n), "-") for n in names)
+        lines.append(f"| {case} | {row} |")
     return "\n".join(lines) + "\n"
 
 
