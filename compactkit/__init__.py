@@ -194,7 +194,12 @@ from compactkit.memory.in_memory import (
 from compactkit.runtime.agent import (
     Agent,
 )
+from compactkit.runtime.background import (
+    BackgroundCompaction,
+    BackgroundStats,
+)
 from compactkit.runtime.events import (
+    BackgroundCompactionEvent,
     CompactionEvent,
     CompactionRequest,
     CompactionVetoed,
@@ -299,6 +304,9 @@ __all__ = [
     "AgentMemory",
     "AgentSession",
     "AnthropicPrompt",
+    "BackgroundCompaction",
+    "BackgroundCompactionEvent",
+    "BackgroundStats",
     "BaseMemory",
     "Budget",
     "BudgetError",

@@ -2,7 +2,9 @@
 agent loop (``Agent`` → ``RunnableSession.run``) with tools, retries and overflow recovery."""
 
 from compactkit.runtime.agent import Agent
+from compactkit.runtime.background import BackgroundCompaction, BackgroundStats
 from compactkit.runtime.events import (
+    BackgroundCompactionEvent,
     CompactionEvent,
     CompactionRequest,
     CompactionVetoed,
@@ -21,6 +23,9 @@ from compactkit.runtime.tools import FunctionTool, ToolOutcome, tool
 
 __all__ = [
     "Agent",
+    "BackgroundCompaction",
+    "BackgroundCompactionEvent",
+    "BackgroundStats",
     "CompactionEvent",
     "CompactionRequest",
     "CompactionVetoed",

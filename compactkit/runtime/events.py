@@ -17,6 +17,7 @@ from compactkit.governance.policy import PolicyState
 from compactkit.items.snapshot import CompactResult, MemorySnapshot, Outcome
 
 __all__ = [
+    "BackgroundCompactionEvent",
     "CompactionEvent",
     "CompactionRequest",
     "CompactionVetoed",
@@ -209,6 +210,35 @@ class PassthroughEvent:
     kind: Literal["passthrough"] = "passthrough"
 
 
+@dataclass(frozen=True)
+class BackgroundCompactionEvent:
+    """A background compaction started, was applied, or ended without changing the memory.
+
+    ``discarded``: the span it folded is no longer what the memory holds (another compaction,
+    a restore, a pin); ``unchanged``: there was nothing to fold; ``failed``: the compressor
+    failed or raised; ``cancelled``: ``cancel()`` or ``close()`` stopped it. In those cases the
+    memory is exactly as it was.
+    """
+
+    status: Literal["started", "applied", "discarded", "unchanged", "failed", "cancelled"]
+    """What happened."""
+    compressor: str
+    """The compressor that ran in the background."""
+    started_version: int | None = None
+    """The memory's version when the background compaction read it."""
+    waited_s: float | None = None
+    """How long the step waited for it at the hard threshold (``None``: it did not wait)."""
+    tokens_before: int | None = None
+    """Request tokens before, by the compressor's count."""
+    tokens_after: int | None = None
+    """Request tokens after."""
+    error: str | None = None
+    """Why it was discarded, failed or cancelled."""
+    result: CompactResult | None = field(default=None, repr=False, compare=False)
+    """The compressor's result, when there was one."""
+    kind: Literal["background_compaction"] = "background_compaction"
+
+
 Event: TypeAlias = (
     ProjectionEvent
     | CompactionEvent
@@ -219,6 +249,7 @@ Event: TypeAlias = (
     | ToolCallEvent
     | PendingCallEvent
     | PassthroughEvent
+    | BackgroundCompactionEvent
 )
 """Any event the governor or the agent loop reports."""
 
@@ -247,6 +278,8 @@ def _level(event: Event) -> int:
         return logging.INFO if event.is_error else logging.DEBUG
     if isinstance(event, ProjectionEvent):
         return logging.DEBUG
+    if isinstance(event, BackgroundCompactionEvent):
+        return logging.WARNING if event.status == "failed" else logging.INFO
     return logging.INFO  # retries, vetoes, pending calls
 
 

@@ -34,6 +34,7 @@ from compactkit.governance.projector import ContextProjector, Projection
 from compactkit.items import Item, Message, Tool
 from compactkit.items.snapshot import CompactResult, CompactStats, MemorySnapshot, SummaryRole
 from compactkit.memory.base import AgentMemory
+from compactkit.runtime.background import BackgroundCompaction
 from compactkit.runtime.events import (
     CompactionEvent,
     CompactionRequest,
@@ -111,6 +112,8 @@ class Governor:
         counter: Counts tokens (default: the projector's counter).
         on_event: Called with every event, as it happens.
         before_compaction: Asked before every compaction; returning ``False`` vetoes it.
+        background: Compact in the background from a soft threshold on, waiting only at the
+            policy's trigger (docs/background.md).
 
     One governor may serve many memories and threads; its per-memory counters (steps since the
     last compaction, the last reported usage) are kept per memory object.
@@ -125,6 +128,7 @@ class Governor:
         counter: TokenCounter | None = None,
         on_event: EventHandler | None = None,
         before_compaction: Callable[[CompactionRequest], bool] | None = None,
+        background: BackgroundCompaction | None = None,
     ) -> None:
         if not isinstance(projector, ContextProjector):
             raise ConfigError(
@@ -141,6 +145,17 @@ class Governor:
         for name, hook in (("on_event", on_event), ("before_compaction", before_compaction)):
             if hook is not None and not callable(hook):
                 raise ConfigError(f"{name} must be callable, got {hook!r:.80}")
+        if background is not None and not isinstance(background, BackgroundCompaction):
+            raise ConfigError(
+                f"background must be a BackgroundCompaction, got {type(background).__name__}"
+            )
+        if background is not None:
+            if policy is None:
+                raise ConfigError(
+                    "background compaction needs a policy (its trigger is the hard threshold): "
+                    "pass policy= or drop background="
+                )
+            background.soft_tokens(policy)  # a soft threshold not above the target is refused
         self.projector = projector
         self.policy = policy
         self.counter: TokenCounter = counter or projector.counter
@@ -152,6 +167,7 @@ class Governor:
         )
         self.on_event = on_event
         self.before_compaction = before_compaction
+        self.background = background
         self._calibration = 1.0
         self._lock = threading.Lock()
         self._tracks: weakref.WeakKeyDictionary[Any, _Track] = weakref.WeakKeyDictionary()
@@ -172,6 +188,7 @@ class Governor:
         summary_role: SummaryRole | None = None,
         on_event: EventHandler | None = None,
         before_compaction: Callable[[CompactionRequest], bool] | None = None,
+        background: BackgroundCompaction | None = None,
     ) -> Governor:
         """The model's defaults, from its profile: its counter and usable input budget, a policy
         firing over its trigger tokens (local count or provider-reported usage) and aiming for
@@ -188,6 +205,7 @@ class Governor:
             summary_role: The role of the summary message in the default projector.
             on_event: Called with every event.
             before_compaction: Asked before every compaction; ``False`` vetoes it.
+            background: Compact in the background from a soft threshold (docs/background.md).
 
         Raises:
             ConfigError: the model is unknown, or the options contradict each other.
@@ -207,6 +225,7 @@ class Governor:
         budget = budget_for(model, registry=registry)
         if projector is None:
             options: dict[str, Any] = {} if summary_role is None else {"summary_role": summary_role}
+            options["cache_aware"] = budget.profile.prompt_cache is not None
             projector = ContextProjector(
                 counter_for(model, registry=registry), budget=budget.usable_input, **options
             )
@@ -223,6 +242,7 @@ class Governor:
             compressor=compressor,
             on_event=on_event,
             before_compaction=before_compaction,
+            background=background,
         )
 
     # -- calibration ---------------------------------------------------------------------------
@@ -303,6 +323,10 @@ class Governor:
             BudgetError: what may never be dropped does not fit the budget.
             ConfigError: bad arguments.
         """
+        if self.background is not None:
+            return self.background.step(  # type: ignore[no-any-return]
+                self, memory, instructions=instructions, tools=tools, usage=usage, force=force
+            )
         plan = self._prepare(memory, instructions, tools, usage, force)
         result: CompactResult | None = None
         if plan.request is not None:
@@ -322,6 +346,10 @@ class Governor:
     ) -> GovernedStep:
         """``step`` for async code: the compressor's ``acompress`` when it has one; counting,
         storage and a sync compressor run in a worker thread, off the event loop."""
+        if self.background is not None:
+            return await self.background.astep(  # type: ignore[no-any-return]
+                self, memory, instructions=instructions, tools=tools, usage=usage, force=force
+            )
         plan = await asyncio.to_thread(self._prepare, memory, instructions, tools, usage, force)
         result: CompactResult | None = None
         if plan.request is not None:

@@ -1,0 +1,625 @@
+"""Background (double-buffered) compaction: the summary is written while the agent goes on.
+
+An LLM summary takes seconds; without this the agent waits for it at the step where the policy
+fires. With ``Governor.for_model(model, background=BackgroundCompaction())``:
+
+* **Soft threshold.** When a step's request reaches ``soft`` tokens (default: midway between the
+  policy's target and its trigger), the governor asks the ``before_compaction`` hook and starts
+  compacting that step's snapshot in the background — a daemon thread under ``step``, a task
+  under ``astep`` — and returns at once. The agent goes on appending.
+* **Applied when done.** At the first step after it finishes, the result is applied with
+  ``memory.apply``, which rebases it over the items appended meanwhile. When the span it folded
+  is no longer what the memory holds (another worker compacted it, a restore, a pin), ``apply``
+  refuses: the result is discarded and counted, and the memory is untouched.
+* **Hard threshold.** When the policy fires while a compaction is running, the step waits for it
+  (counted, with the time waited) and compacts in the foreground only when none was running or
+  its result was discarded or failed.
+* **Nothing is ever half-applied.** A compressor that fails or raises in the background,
+  ``cancel(memory)`` and ``close()`` leave the memory exactly as it was, each reported as a
+  ``BackgroundCompactionEvent``. After a failure the next attempt waits ``retry_after`` steps.
+
+Events are emitted from the thread that runs the step, never from a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+import threading
+import time
+import weakref
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from compactkit.compressors.base import MemoryCompressor
+from compactkit.errors import ConcurrencyError, ConfigError
+from compactkit.governance.policy import CompactPolicy, Trigger, ratio_over, tokens_over, usage_over
+from compactkit.items import Message, Tool
+from compactkit.items.snapshot import CompactResult, CompactStats, MemorySnapshot
+from compactkit.memory.base import AgentMemory
+from compactkit.runtime.events import (
+    BackgroundCompactionEvent,
+    CompactionEvent,
+    CompactionRequest,
+    CompactionVetoed,
+    Event,
+)
+
+__all__ = ["BackgroundCompaction", "BackgroundStats"]
+
+Instructions = str | Sequence[Message] | None
+Status = Literal["started", "applied", "discarded", "unchanged", "failed", "cancelled"]
+
+
+class _GovernorParts(Protocol):
+    """The parts of a ``Governor`` a background step uses (the governor passes itself)."""
+
+    policy: CompactPolicy | None
+    before_compaction: Callable[[CompactionRequest], bool] | None
+
+    def _prepare(
+        self,
+        memory: AgentMemory,
+        instructions: Instructions,
+        tools: Sequence[Tool],
+        usage: int | None,
+        force: bool,
+    ) -> Any: ...
+
+    def _finish(
+        self,
+        memory: AgentMemory,
+        plan: Any,
+        result: CompactResult | None,
+        instructions: Instructions,
+        tools: Sequence[Tool],
+    ) -> Any: ...
+
+    def _compressor_for(
+        self, instructions: Instructions, tools: Sequence[Tool], track: Any
+    ) -> MemoryCompressor | None: ...
+
+    def _track(self, memory: AgentMemory) -> Any: ...
+
+    def _emit(self, event: Event) -> Event: ...
+
+
+@dataclass
+class BackgroundStats:
+    """Counts of what background compaction did (one ``BackgroundCompaction``, all memories)."""
+
+    started: int = 0
+    """Background compactions started."""
+    applied: int = 0
+    """Results applied to the memory."""
+    discarded: int = 0
+    """Results refused because the memory no longer held the span they folded."""
+    unchanged: int = 0
+    """Results that changed nothing (nothing was foldable)."""
+    failed: int = 0
+    """Compressors that failed or raised in the background."""
+    cancelled: int = 0
+    """Compactions stopped by ``cancel`` or ``close``."""
+    hard_waits: int = 0
+    """Steps that reached the hard threshold and waited for a running compaction."""
+    waited_s: float = 0.0
+    """Total time those steps waited."""
+
+
+class _Job:
+    """One background compaction of one memory."""
+
+    def __init__(
+        self,
+        snapshot: MemorySnapshot,
+        compressor: MemoryCompressor,
+        request: CompactionRequest,
+        emit: Callable[[Event], Event],
+    ) -> None:
+        self.snapshot = snapshot
+        self.compressor = compressor
+        self.name = str(getattr(compressor, "name", type(compressor).__name__))
+        self.request = request
+        self.emit = emit
+        self.future: concurrent.futures.Future[CompactResult] | None = None
+        self.task: asyncio.Task[CompactResult] | None = None
+        self.cancelled = False
+
+    def done(self) -> bool:
+        waitable = self.future if self.future is not None else self.task
+        return waitable is not None and waitable.done()
+
+    def outcome(self) -> CompactResult | BaseException:
+        """The result, or what was raised (the job is done)."""
+        waitable = self.future if self.future is not None else self.task
+        assert waitable is not None
+        try:
+            return waitable.result()
+        except BaseException as exc:  # a CancelledError too: reported, never re-raised here
+            return exc
+
+
+class _Slot:
+    __slots__ = ("cooldown", "job")
+
+    def __init__(self) -> None:
+        self.job: _Job | None = None
+        self.cooldown = 0  # steps to skip before the next attempt (after a failure)
+
+
+class BackgroundCompaction:
+    """Compacts in the background between a soft and the policy's hard threshold.
+
+    Pass it to ``Governor(..., background=...)`` or ``Governor.for_model(model, background=...)``;
+    one instance serves every memory of its governor (see the module docstring).
+
+    Args:
+        soft: When to start: tokens (an ``int``) or a share of the policy's budget (a ``float``
+            in (0, 1)). Default: midway between the policy's target and its lowest token
+            threshold. It must be above the target, or each compaction would start the next.
+        compressor: What runs in the background (default: the governor's compressor, such as
+            a ``SummaryCompressor`` or the ladder).
+        retry_after: Steps to wait after a background failure before trying again.
+
+    Raises:
+        ConfigError: a bad option (checked here, and against the policy at the first step).
+    """
+
+    def __init__(
+        self,
+        *,
+        soft: int | float | None = None,
+        compressor: MemoryCompressor | None = None,
+        retry_after: int = 8,
+    ) -> None:
+        if soft is not None:
+            if isinstance(soft, bool) or not isinstance(soft, int | float) or soft <= 0:
+                raise ConfigError(
+                    f"soft must be tokens (int > 0) or a share of the budget (float in (0, 1)), "
+                    f"got {soft!r}"
+                )
+            if isinstance(soft, float) and soft >= 1:
+                raise ConfigError(f"a soft share of the budget must be below 1, got {soft!r}")
+        if compressor is not None and not callable(getattr(compressor, "compress", None)):
+            raise ConfigError(
+                f"compressor must have compress(snapshot) -> CompactResult, got "
+                f"{type(compressor).__name__}"
+            )
+        if isinstance(retry_after, bool) or not isinstance(retry_after, int) or retry_after < 0:
+            raise ConfigError(f"retry_after must be a number of steps >= 0, got {retry_after!r}")
+        self.soft = soft
+        self.compressor = compressor
+        self.retry_after = retry_after
+        self.stats = BackgroundStats()
+        self._closed = False
+        self._lock = threading.Lock()
+        self._slots: weakref.WeakKeyDictionary[Any, _Slot] = weakref.WeakKeyDictionary()
+        self._strong: dict[int, tuple[object, _Slot]] = {}
+
+    # -- the public controls -----------------------------------------------------------------
+
+    def running(self, memory: AgentMemory) -> bool:
+        """Whether a background compaction of ``memory`` is under way (or done, not applied)."""
+        slot = self._slot(memory, create=False)
+        return slot is not None and slot.job is not None
+
+    def soft_tokens(self, policy: CompactPolicy) -> int:
+        """The soft threshold in tokens for ``policy``.
+
+        Raises:
+            ConfigError: it is not above the policy's target, or a share without a budget.
+        """
+        target = policy.target_tokens()
+        if isinstance(self.soft, int):
+            soft = self.soft
+        elif isinstance(self.soft, float):
+            if policy.budget is None:
+                raise ConfigError(
+                    f"soft={self.soft!r} is a share of the budget, but the policy has none: "
+                    "give soft= in tokens or a policy with budget="
+                )
+            soft = int(self.soft * policy.budget)
+        else:
+            hard = min(_token_thresholds(policy), default=None)
+            if hard is None:
+                base = policy.budget if policy.budget is not None else 2 * target
+                hard = max(target + 2, int(0.8 * base))
+            soft = (target + hard) // 2
+        if soft <= target:
+            raise ConfigError(
+                f"the soft threshold ({soft:,} tokens) must be above the policy's target "
+                f"({target:,}): each compaction would start the next one; raise soft="
+            )
+        return soft
+
+    def cancel(self, memory: AgentMemory | None = None) -> list[BackgroundCompactionEvent]:
+        """Stop the background compaction of ``memory`` (of every memory when ``None``): its
+        result is never applied, and the next one starts ``retry_after`` steps later at the
+        earliest. A thread cannot be interrupted: it finishes on its own and its result is
+        dropped; a task is cancelled. Returns the events (also emitted)."""
+        with self._lock:
+            slots = [self._slot(memory, create=False)] if memory is not None else self._all()
+            jobs = []
+            for slot in slots:
+                if slot is not None and slot.job is not None:
+                    jobs.append(slot.job)
+                    slot.job = None
+                    slot.cooldown = self.retry_after  # not again at once: it was stopped
+        events = []
+        for job in jobs:
+            job.cancelled = True
+            if job.task is not None:
+                job.task.cancel()
+            self.stats.cancelled += 1
+            event = BackgroundCompactionEvent(
+                "cancelled",
+                job.name,
+                started_version=job.snapshot.version,
+                error="cancelled before it was applied; the memory is unchanged",
+            )
+            job.emit(event)
+            events.append(event)
+        return events
+
+    def join(self, memory: AgentMemory | None = None, timeout: float | None = None) -> bool:
+        """Wait until the background compaction of ``memory`` (of every memory when ``None``)
+        has finished running, without applying it: the next step applies it. Returns whether
+        none is still running (``False`` after ``timeout`` seconds)."""
+        with self._lock:
+            slots = [self._slot(memory, create=False)] if memory is not None else self._all()
+            jobs = [slot.job for slot in slots if slot is not None and slot.job is not None]
+        futures = [job.future for job in jobs if job.future is not None]
+        if not futures:
+            return all(job.done() for job in jobs)
+        _, pending = concurrent.futures.wait(futures, timeout=timeout)
+        return not pending and all(job.done() for job in jobs)
+
+    def close(self) -> list[BackgroundCompactionEvent]:
+        """Cancel every running background compaction and start no more (shutdown)."""
+        self._closed = True
+        return self.cancel()
+
+    def __enter__(self) -> BackgroundCompaction:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the governed step (called by Governor.step / astep) -----------------------------------
+
+    def step(
+        self,
+        governor: _GovernorParts,
+        memory: AgentMemory,
+        *,
+        instructions: Instructions,
+        tools: Sequence[Tool],
+        usage: int | None,
+        force: bool,
+    ) -> Any:
+        """``Governor.step`` with background compaction (see the module docstring)."""
+        events = self._settle(governor, memory)
+        plan = governor._prepare(memory, instructions, tools, usage, force)
+        if plan.request is not None and not force and self._waitable(memory, threads_only=True):
+            events += self._wait(governor, memory)
+            plan = governor._prepare(memory, instructions, tools, usage, force)
+        result: CompactResult | None = None
+        if plan.request is not None:
+            compressor = governor._compressor_for(instructions, tools, plan.track)
+            assert compressor is not None
+            result = _compress(compressor, plan.snapshot)
+        plan.events[:0] = events
+        step = governor._finish(memory, plan, result, instructions, tools)
+        started = self._maybe_start(governor, memory, plan, step, instructions, tools, None)
+        return dataclasses.replace(step, events=(*step.events, *started)) if started else step
+
+    async def astep(
+        self,
+        governor: _GovernorParts,
+        memory: AgentMemory,
+        *,
+        instructions: Instructions,
+        tools: Sequence[Tool],
+        usage: int | None,
+        force: bool,
+    ) -> Any:
+        """``Governor.astep`` with background compaction: a task instead of a thread, the
+        waits awaited, storage and counting off the event loop."""
+        events = await asyncio.to_thread(self._settle, governor, memory)
+        plan = await asyncio.to_thread(governor._prepare, memory, instructions, tools, usage, force)
+        if plan.request is not None and not force and self._waitable(memory, threads_only=False):
+            events += await self._await(governor, memory)
+            plan = await asyncio.to_thread(
+                governor._prepare, memory, instructions, tools, usage, force
+            )
+        result: CompactResult | None = None
+        if plan.request is not None:
+            compressor = governor._compressor_for(instructions, tools, plan.track)
+            assert compressor is not None
+            result = await _acompress(compressor, plan.snapshot)
+        plan.events[:0] = events
+        step = await asyncio.to_thread(governor._finish, memory, plan, result, instructions, tools)
+        loop = asyncio.get_running_loop()
+        started = self._maybe_start(governor, memory, plan, step, instructions, tools, loop)
+        return dataclasses.replace(step, events=(*step.events, *started)) if started else step
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _slot(self, memory: AgentMemory, *, create: bool = True) -> _Slot | None:
+        try:
+            slot = self._slots.get(memory)
+            if slot is None and create:
+                slot = self._slots[memory] = _Slot()
+            return slot
+        except TypeError:  # not weak-referenceable: keep it alive with its slot
+            entry = self._strong.get(id(memory))
+            if entry is None or entry[0] is not memory:
+                if not create:
+                    return None
+                entry = self._strong[id(memory)] = (memory, _Slot())
+            return entry[1]
+
+    def _all(self) -> list[_Slot]:
+        return [*self._slots.values(), *(slot for _, slot in self._strong.values())]
+
+    def _take_done(self, memory: AgentMemory) -> _Job | None:
+        with self._lock:
+            slot = self._slot(memory, create=False)
+            if slot is None or slot.job is None or not slot.job.done():
+                return None
+            job, slot.job = slot.job, None
+            return job
+
+    def _waitable(self, memory: AgentMemory, *, threads_only: bool) -> bool:
+        with self._lock:
+            slot = self._slot(memory, create=False)
+            job = slot.job if slot is not None else None
+        if job is None:
+            return False
+        return job.future is not None or (not threads_only and job.task is not None)
+
+    def _settle(
+        self, governor: _GovernorParts, memory: AgentMemory, waited: float | None = None
+    ) -> list[Event]:
+        """Apply a finished background result, or report why it was not applied."""
+        job = self._take_done(memory)
+        if job is None:
+            return []
+        outcome = job.outcome()
+        if isinstance(outcome, BaseException):
+            cancelled = isinstance(outcome, asyncio.CancelledError)
+            status: Status = "cancelled" if cancelled else "failed"
+            error = f"{job.name} raised {type(outcome).__name__}: {outcome}"
+            return self._report(governor, memory, job, status, error, None, waited)
+        result = outcome
+        if result.outcome == "failed":
+            return self._report(governor, memory, job, "failed", result.error, result, waited)
+        if not result.changed:
+            self.stats.unchanged += 1
+            self._cool(memory)
+            event = BackgroundCompactionEvent(
+                "unchanged",
+                job.name,
+                started_version=job.snapshot.version,
+                waited_s=waited,
+                error="the compressor changed nothing (nothing was foldable)",
+                result=result,
+            )
+            return [governor._emit(event)]
+        try:
+            applied = memory.apply(result)
+        except (ConcurrencyError, ConfigError) as exc:
+            self.stats.discarded += 1
+            error = f"not applied, the memory no longer holds the span it folded: {exc}"
+            event = BackgroundCompactionEvent(
+                "discarded",
+                job.name,
+                started_version=job.snapshot.version,
+                waited_s=waited,
+                tokens_before=result.stats.tokens_before,
+                tokens_after=result.stats.tokens_after,
+                error=error,
+                result=result,
+            )
+            return [governor._emit(event)]
+        if not applied:
+            return []
+        self.stats.applied += 1
+        track = governor._track(memory)
+        track.since = 0
+        track.last_usage = None  # it described the prompt before the compaction
+        stats = result.stats
+        done = BackgroundCompactionEvent(
+            "applied",
+            job.name,
+            started_version=job.snapshot.version,
+            waited_s=waited,
+            tokens_before=stats.tokens_before,
+            tokens_after=stats.tokens_after,
+            result=result,
+        )
+        compaction = CompactionEvent(
+            outcome=result.outcome,
+            applied=True,
+            forced=False,
+            compressor=stats.compressor,
+            tokens_before=stats.tokens_before,
+            tokens_after=stats.tokens_after,
+            items_before=stats.items_before,
+            items_after=stats.items_after,
+            error=result.error,
+            result=result,
+        )
+        return [governor._emit(done), governor._emit(compaction)]
+
+    def _report(
+        self,
+        governor: _GovernorParts,
+        memory: AgentMemory,
+        job: _Job,
+        status: Status,
+        error: str | None,
+        result: CompactResult | None,
+        waited: float | None,
+    ) -> list[Event]:
+        if status == "cancelled":
+            self.stats.cancelled += 1
+        else:
+            self.stats.failed += 1
+            self._cool(memory)
+        event = BackgroundCompactionEvent(
+            status,
+            job.name,
+            started_version=job.snapshot.version,
+            waited_s=waited,
+            error=f"{error}; the memory is unchanged",
+            result=result,
+        )
+        return [governor._emit(event)]
+
+    def _cool(self, memory: AgentMemory) -> None:
+        with self._lock:
+            slot = self._slot(memory)
+            assert slot is not None
+            slot.cooldown = self.retry_after
+
+    def _wait(self, governor: _GovernorParts, memory: AgentMemory) -> list[Event]:
+        """Block until the running (thread) compaction ends, then settle it."""
+        with self._lock:
+            slot = self._slot(memory, create=False)
+            job = slot.job if slot is not None else None
+        if job is None or job.future is None:
+            return []
+        start = time.perf_counter()
+        concurrent.futures.wait([job.future])
+        return self._waited(governor, memory, time.perf_counter() - start)
+
+    async def _await(self, governor: _GovernorParts, memory: AgentMemory) -> list[Event]:
+        with self._lock:
+            slot = self._slot(memory, create=False)
+            job = slot.job if slot is not None else None
+        if job is None:
+            return []
+        start = time.perf_counter()
+        waitable: Awaitable[Any] = (
+            asyncio.wrap_future(job.future) if job.future is not None else job.task  # type: ignore[assignment]
+        )
+        await asyncio.wait([asyncio.ensure_future(waitable)])
+        return await asyncio.to_thread(self._waited, governor, memory, time.perf_counter() - start)
+
+    def _waited(self, governor: _GovernorParts, memory: AgentMemory, seconds: float) -> list[Event]:
+        self.stats.hard_waits += 1
+        self.stats.waited_s += seconds
+        return self._settle(governor, memory, waited=seconds)
+
+    def _maybe_start(
+        self,
+        governor: _GovernorParts,
+        memory: AgentMemory,
+        plan: Any,
+        step: Any,
+        instructions: Instructions,
+        tools: Sequence[Tool],
+        loop: asyncio.AbstractEventLoop | None,
+    ) -> list[Event]:
+        """Start a background compaction when the step's request is over the soft threshold."""
+        policy, state = governor.policy, plan.state
+        if self._closed or policy is None or state is None or step.compacted:
+            return []
+        with self._lock:
+            slot = self._slot(memory)
+            assert slot is not None
+            if slot.job is not None:
+                return []
+            if slot.cooldown > 0:
+                slot.cooldown -= 1
+                return []
+        if state.tokens <= self.soft_tokens(policy):
+            return []
+        compressor = self.compressor or governor._compressor_for(instructions, tools, plan.track)
+        if compressor is None:
+            return []
+        snapshot = plan.snapshot
+        request = CompactionRequest(
+            snapshot=snapshot, state=state, forced=False, model=policy.model
+        )
+        hook = governor.before_compaction
+        if hook is not None and not hook(request):
+            self._cool(memory)
+            return [governor._emit(CompactionVetoed(request))]
+        job = _Job(snapshot, compressor, request, governor._emit)
+        acompress = getattr(compressor, "acompress", None)
+        if loop is not None and callable(acompress):
+            job.task = loop.create_task(acompress(snapshot))
+        else:
+            job.future = _in_thread(compressor, snapshot)
+        with self._lock:
+            slot.job = job
+        self.stats.started += 1
+        event = BackgroundCompactionEvent("started", job.name, started_version=snapshot.version)
+        return [governor._emit(event)]
+
+
+def _token_thresholds(policy: CompactPolicy) -> list[int]:
+    trigger = policy.trigger
+    if not isinstance(trigger, Trigger):
+        return []
+    values = []
+    for leaf in trigger.leaves():
+        if isinstance(leaf, tokens_over | usage_over):
+            values.append(leaf.value)
+        elif isinstance(leaf, ratio_over) and policy.budget is not None:
+            values.append(int(leaf.ratio * policy.budget))
+    return values
+
+
+def _in_thread(
+    compressor: MemoryCompressor, snapshot: MemorySnapshot
+) -> concurrent.futures.Future[CompactResult]:
+    """Run ``compressor.compress(snapshot)`` in a daemon thread (a hung summarizer never keeps
+    the process from exiting)."""
+    future: concurrent.futures.Future[CompactResult] = concurrent.futures.Future()
+
+    def run() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(compressor.compress(snapshot))
+        except BaseException as exc:  # reported at the next step, never lost in the thread
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="compactkit-background", daemon=True).start()
+    return future
+
+
+def _compress(compressor: MemoryCompressor, snapshot: MemorySnapshot) -> CompactResult:
+    try:
+        return compressor.compress(snapshot)
+    except Exception as exc:  # a compressor breaking its contract must not lose the memory
+        return _failed(compressor, snapshot, exc)
+
+
+async def _acompress(compressor: MemoryCompressor, snapshot: MemorySnapshot) -> CompactResult:
+    acompress = getattr(compressor, "acompress", None)
+    try:
+        if callable(acompress):
+            result: CompactResult = await acompress(snapshot)
+            return result
+        return await asyncio.to_thread(compressor.compress, snapshot)
+    except Exception as exc:
+        return _failed(compressor, snapshot, exc)
+
+
+def _failed(compressor: object, snapshot: MemorySnapshot, exc: BaseException) -> CompactResult:
+    name = str(getattr(compressor, "name", type(compressor).__name__))
+    return CompactResult(
+        snapshot=snapshot,
+        outcome="failed",
+        stats=CompactStats(
+            compressor=name, items_before=len(snapshot.items), items_after=len(snapshot.items)
+        ),
+        error=f"{name} raised {type(exc).__name__}: {exc}",
+        cause=exc,
+    )
