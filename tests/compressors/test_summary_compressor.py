@@ -726,7 +726,9 @@ def test_async_failure_is_an_outcome() -> None:
         {"target_tokens": 0},
         {"summary_cap_tokens": 0},
         {"max_item_tokens": 0},
-        {"summarizer_window_tokens": 3000},
+        {"summarizer_window_tokens": 1000},
+        # an explicit cap the window cannot carry (a default cap shrinks to a third of it)
+        {"summarizer_window_tokens": 3000, "summary_cap_tokens": 2000},
     ],
 )
 def test_misuse_is_a_config_error(kwargs: dict[str, Any]) -> None:

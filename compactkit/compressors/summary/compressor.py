@@ -240,11 +240,20 @@ class SummaryCompressor:
         self.breaker = breaker or CircuitBreaker()
         # One answer (an update) needs no more than 4,000 tokens; the summary so far may take
         # up to a third of the summarizer's window (the rest is the prompt, a chunk, the answer).
-        self._update_cap = min(self.cap, _MAX_UPDATE_TOKENS)
+        system = summary_prompt(prompt_version, cap_tokens=min(self.cap, _MAX_UPDATE_TOKENS))
+        window_share = (summarizer_window_tokens - self.counter.count_text(system)) // 3
+        window_share = max(1, window_share - _TEMPLATE_SLACK)
+        self._update_cap = min(self.cap, _MAX_UPDATE_TOKENS, window_share)
+        self._running_cap = min(self.cap, window_share)
         self._system = summary_prompt(prompt_version, cap_tokens=self._update_cap)
         self._system_tokens = self.counter.count_text(self._system)
-        window_share = (summarizer_window_tokens - self._system_tokens - _TEMPLATE_SLACK) // 3
-        self._running_cap = max(1, min(self.cap, window_share))
+        if summary_cap_tokens is not None and self._running_cap < summary_cap_tokens:
+            raise ConfigError(
+                f"summary_cap_tokens={summary_cap_tokens} does not fit a third of "
+                f"summarizer_window_tokens={summarizer_window_tokens} (the summary so far is in "
+                f"every request): lower the cap to {self._running_cap} or raise the window to "
+                f"at least {summarizer_window_tokens + 3 * (summary_cap_tokens - window_share)}"
+            )
         room = self._chunk_room(self._running_cap)
         if room < _MIN_CHUNK_TOKENS:
             raise ConfigError(
