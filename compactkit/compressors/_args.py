@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 from compactkit.errors import ConfigError
 from compactkit.items.snapshot import MemorySnapshot, require_snapshot
@@ -10,11 +11,13 @@ from compactkit.items.snapshot import MemorySnapshot, require_snapshot
 __all__ = ["check_sizes", "snapshot_arg"]
 
 
-def check_sizes(owner: str, **sizes: object) -> None:
-    """Raise ``ConfigError`` unless each size is ``None`` or a finite number (NaN passes every
-    ``x <= 0`` check and would size compactions arbitrarily; a string fails deep inside)."""
+def check_sizes(owner: str, required: Iterable[str] = (), **sizes: object) -> None:
+    """Raise ``ConfigError`` unless each size is a finite number, or ``None`` where it is not
+    ``required`` (NaN passes every ``x <= 0`` check and would size compactions arbitrarily; a
+    string fails deep inside)."""
+    needed = set(required)
     for name, value in sizes.items():
-        if value is None:
+        if value is None and name not in needed:
             continue
         if (
             isinstance(value, bool)

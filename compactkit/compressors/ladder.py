@@ -73,7 +73,7 @@ class LadderCompressor:
     name = "ladder"
 
     def __post_init__(self) -> None:
-        check_sizes("LadderCompressor", target_tokens=self.target_tokens)
+        check_sizes("LadderCompressor", ["target_tokens"], target_tokens=self.target_tokens)
         if isinstance(self.target_tokens, bool) or self.target_tokens < 1:
             raise ConfigError(f"target_tokens must be positive, got {self.target_tokens!r}")
         if self.steps is not None and not self.steps:

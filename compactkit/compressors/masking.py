@@ -87,6 +87,7 @@ class MaskingCompressor:
     def __post_init__(self) -> None:
         check_sizes(
             "MaskingCompressor",
+            ["keep_last_groups", "min_tokens"],
             keep_last_groups=self.keep_last_groups,
             min_tokens=self.min_tokens,
             target_tokens=self.target_tokens,

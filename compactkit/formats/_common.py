@@ -10,6 +10,7 @@ compactkit's own markers and are never written out.
 from __future__ import annotations
 
 import json
+import reprlib
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
@@ -40,15 +41,28 @@ SUMMARY_OPEN = f"<{SUMMARY_NAME} sig="
 _TEXT_PART_TYPES = ("text", "input_text", "output_text")
 
 T = TypeVar("T", Item, Tool)
+M = TypeVar("M", bound=Mapping[str, Any])
 
 
 def tag_extra(fields: Mapping[str, Any], format: WireFormat) -> dict[str, Any] | None:
     """``fields`` as an ``extra`` dict marked with the format they came from (``None`` if empty)."""
     if not fields:
         return None
+    reserved_free(fields)
     if format == "chat":
         return dict(fields)
     return {FORMAT_KEY: format, **fields}
+
+
+def reserved_free(fields: M) -> M:
+    """``fields``, or a ``FormatError`` when a key starts with ``__`` (compactkit's own markers,
+    which are never written out, so such a key could not come back)."""
+    for key in fields:
+        if isinstance(key, str) and key.startswith("__"):
+            raise FormatError(
+                f"the key {shown(key)} is reserved: keys starting with '__' are compactkit's own"
+            )
+    return fields
 
 
 def extra_format(extra: Mapping[str, Any] | None) -> str:
@@ -93,7 +107,7 @@ class Losses(Generic[T]):
         for key, value in fields.items():
             if key in _BOOKKEEPING or value in (None, "", [], {}):
                 continue
-            self.lose(subject, f"the {source} field {key!r} ({_short(value)})")
+            self.lose(subject, f"the {source} field {shown(key)} ({_short(value)})")
         return {}
 
     def foreign_part(self, subject: T, part: RawPart) -> TextPart | None:
@@ -102,9 +116,9 @@ class Losses(Generic[T]):
         text = data.get("text")
         if data.get("type") in _TEXT_PART_TYPES and isinstance(text, str):
             dropped = sorted(k for k in data if k not in ("type", "text"))
-            self.lose(subject, f"the fields {dropped!r} of a {part.format} text part")
+            self.lose(subject, f"the fields {shown(dropped)} of a {part.format} text part")
             return TextPart(text=text)
-        self.lose(subject, f"a {part.format} {data.get('type', 'untyped')!r} content part")
+        self.lose(subject, f"a {part.format} {shown(data.get('type', 'untyped'))} content part")
         return None
 
 
@@ -119,35 +133,49 @@ def check_tool_fields(
         )
     if parameters is not None and not isinstance(parameters, Mapping):
         raise FormatError(
-            f"tool {index}: {schema_key!r} must be a JSON schema object, got {_short(parameters)}"
+            f"tool {index}: {shown(schema_key)} must be a JSON schema object, got {_short(parameters)}"
         )
 
 
 def describe(subject: Item | Tool) -> str:
     """A short, unambiguous name for an item or tool, for error messages and drop reports."""
     if isinstance(subject, Tool):
-        return f"tool {subject.name!r}"
+        return f"tool {shown(subject.name)}"
     facts: list[str] = []
     if isinstance(subject, Message):
-        facts.append(f"role={subject.role!r}")
+        facts.append(f"role={shown(subject.role)}")
         text = subject.text
         if text:
-            facts.append(f"text={text[:30] + '…' if len(text) > 30 else text!r}")
+            facts.append(f"text={shown(text[:30] + '…' if len(text) > 30 else text)}")
     elif isinstance(subject, FunctionCall):
-        facts += [f"call_id={subject.call_id!r}", f"name={subject.name!r}"]
+        facts += [f"call_id={shown(subject.call_id)}", f"name={shown(subject.name)}"]
     elif isinstance(subject, FunctionCallOutput):
-        facts.append(f"call_id={subject.call_id!r}")
+        facts.append(f"call_id={shown(subject.call_id)}")
     elif isinstance(subject, Reasoning):
-        facts.append(f"from {subject.format!r}")
+        facts.append(f"from {shown(subject.format)}")
     if subject.id:
-        facts.append(f"id={subject.id!r}")
+        facts.append(f"id={shown(subject.id)}")
     if subject.seq is not None:
         facts.append(f"seq={subject.seq}")
     return f"{subject.type} item ({', '.join(facts)})"
 
 
 def _short(value: Any, limit: int = 60) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (ValueError, RecursionError):  # circular or too deep to write: its outline instead
+        return shown(value, limit)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_REPR = reprlib.Repr()  # keyword arguments need Python 3.12
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlist, _REPR.maxdict = 3, 60, 60, 4, 4
+
+
+def shown(value: Any, limit: int = 80) -> str:
+    """A short ``repr`` of any input for an error message: bounded in depth and length, so a
+    huge or deeply nested value never makes the error itself fail (``repr`` recurses)."""
+    text = _REPR.repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -238,7 +266,7 @@ def tool_list(value: Any, caller: str) -> list[Tool]:
 def check_mode(mode: Any) -> None:
     """Raise ``ConfigError`` unless ``mode`` is a validator mode."""
     if mode not in ("raise", "repair"):
-        raise ConfigError(f"mode must be 'raise' or 'repair', got {mode!r}")
+        raise ConfigError(f"mode must be 'raise' or 'repair', got {shown(mode)}")
 
 
 def adjacent_order(items: list[Item]) -> list[Item]:

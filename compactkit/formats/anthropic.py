@@ -46,6 +46,7 @@ from compactkit.formats._common import (
     check_tool_fields,
     compact_json,
     item_list,
+    shown,
     split_sealed_suffix,
     tag_extra,
     tool_list,
@@ -222,7 +223,7 @@ def _system_to_items(system: System) -> list[Item]:
         summary = _summary("system", sealed)
         return [Message(role="system", content=prompt), summary] if prompt else [summary]
     if not isinstance(system, list):
-        raise FormatError(f"'system' must be a string or a list of blocks, got {system!r}")
+        raise FormatError(f"'system' must be a string or a list of blocks, got {shown(system)}")
     items: list[Item] = []
     parts: list[ContentPart] = []
     for block in system:
@@ -244,14 +245,14 @@ def _message_to_items(message: Mapping[str, Any]) -> list[Item]:
         raise FormatError(f"expected a JSON object, got {type(message).__name__}")
     role, content = message.get("role"), message.get("content")
     if role not in ("user", "assistant"):
-        raise FormatError(f"unknown role {role!r}; Anthropic messages are user or assistant")
+        raise FormatError(f"unknown role {shown(role)}; Anthropic messages are user or assistant")
     unexpected = sorted(set(message) - {"role", "content"})
     if unexpected:
         raise FormatError(f"an Anthropic message has only 'role' and 'content', not {unexpected}")
     if isinstance(content, str):
         return [Message(role=role, content=content)]
     if not isinstance(content, list):
-        raise FormatError(f"'content' must be a string or a list of blocks, got {content!r}")
+        raise FormatError(f"'content' must be a string or a list of blocks, got {shown(content)}")
     items: list[Item] = []
     runs: list[int] = []  # positions in items of the Messages made from runs of plain blocks
     parts: list[ContentPart] = []
@@ -264,7 +265,7 @@ def _message_to_items(message: Mapping[str, Any]) -> list[Item]:
 
     for block in content:
         if not isinstance(block, Mapping):
-            raise FormatError(f"content block must be an object, got {block!r}")
+            raise FormatError(f"content block must be an object, got {shown(block)}")
         kind = block.get("type")
         marked = _marked_block(block) if role == "user" else None
         special = _special_block(role, kind)
@@ -295,16 +296,16 @@ def _special_block(role: str, kind: Any) -> str | None:
     if kind in allowed:
         return str(kind)
     if kind in ("tool_result", "tool_use", *_THINKING):
-        raise FormatError(f"a {kind!r} block cannot be in a {role} message")
+        raise FormatError(f"a {shown(kind)} block cannot be in a {role} message")
     return None
 
 
 def _tool_use(block: Mapping[str, Any]) -> FunctionCall:
     call_id, name, arguments = block.get("id"), block.get("name"), block.get("input", {})
     if not isinstance(call_id, str) or not call_id or not isinstance(name, str) or not name:
-        raise FormatError(f"a tool_use block needs a non-empty 'id' and 'name', got {block!r}")
+        raise FormatError(f"a tool_use block needs a non-empty 'id' and 'name', got {shown(block)}")
     if not isinstance(arguments, dict):
-        raise FormatError(f"tool_use {call_id!r}: 'input' must be an object")
+        raise FormatError(f"tool_use {shown(call_id)}: 'input' must be an object")
     extra = {k: v for k, v in block.items() if k not in ("type", "id", "name", "input")}
     return FunctionCall(
         call_id=call_id,
@@ -323,7 +324,7 @@ def _tool_result(block: Mapping[str, Any]) -> FunctionCallOutput:
     elif isinstance(content, str):
         output = content
     else:
-        raise FormatError(f"tool_result {call_id!r}: 'content' must be a string or a list")
+        raise FormatError(f"tool_result {shown(call_id)}: 'content' must be a string or a list")
     is_error = block.get("is_error")
     modelled = ("type", "tool_use_id", "content", "is_error")
     extra = {k: v for k, v in block.items() if k not in modelled}
@@ -337,7 +338,7 @@ def _tool_result(block: Mapping[str, Any]) -> FunctionCallOutput:
 
 def _part(block: Any) -> ContentPart:
     if not isinstance(block, Mapping):
-        raise FormatError(f"content block must be an object, got {block!r}")
+        raise FormatError(f"content block must be an object, got {shown(block)}")
     kind, keys = block.get("type"), set(block)
     if kind == "text" and keys == {"type", "text"} and isinstance(block["text"], str):
         return TextPart(text=block["text"])
@@ -395,7 +396,7 @@ def _entry(
         return item.role, _Entry(_blocks(item, losses), alone)
     if isinstance(item, Reasoning):
         if item.format != "anthropic":
-            losses.lose(item, f"a reasoning item from {item.format!r}")
+            losses.lose(item, f"a reasoning item from {shown(item.format)}")
             return None
         return "assistant", _Entry([dict(item.payload)])
     if isinstance(item, FunctionCall):
@@ -404,7 +405,9 @@ def _entry(
         except (ValueError, RecursionError):  # too deep to read is not an object either
             arguments = None
         if not isinstance(arguments, dict):
-            losses.lose(item, f"arguments that are not a JSON object ({item.arguments[:40]!r})")
+            losses.lose(
+                item, f"arguments that are not a JSON object ({shown(item.arguments[:40])})"
+            )
             dropped_calls.add(item.call_id)
             return None
         block: Block = {"type": "tool_use", "id": item.call_id, "name": item.name}
@@ -421,14 +424,14 @@ def _entry(
     if item.is_error is not None:
         result["is_error"] = item.is_error
     if item.name is not None and item.name != call_names.get(item.call_id):
-        losses.lose(item, f"a tool name {item.name!r} on a tool result")
+        losses.lose(item, f"a tool name {shown(item.name)} on a tool result")
     result.update(losses.native_extra(item, item.extra))
     return "user", _Entry([result])
 
 
 def _check_message(item: Message, losses: Losses[Item]) -> None:
     if item.name is not None:
-        losses.lose(item, f"a participant name ({item.name!r})")
+        losses.lose(item, f"a participant name ({shown(item.name)})")
     losses.native_extra(item, item.extra)
 
 
@@ -459,7 +462,7 @@ def _part_blocks(parts: tuple[ContentPart, ...], item: Item, losses: Losses[Item
             blocks.append({"type": "text", "text": part.text})
         elif isinstance(part, ImagePart):
             if part.detail not in (None, "auto"):
-                losses.lose(item, f"an image detail ({part.detail!r})")
+                losses.lose(item, f"an image detail ({shown(part.detail)})")
             blocks.append({"type": "image", "source": _image_source(part.url)})
         else:
             blocks.append(dict(part.data))

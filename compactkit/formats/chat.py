@@ -30,6 +30,8 @@ from compactkit.formats._common import (
     check_tool_fields,
     extra_format,
     item_list,
+    reserved_free,
+    shown,
     tool_list,
     wire_list,
 )
@@ -127,7 +129,7 @@ def items_to_chat(
             out.append(tool)
             open_assistant = None
         else:
-            losses.lose(item, f"a reasoning item from {item.format!r}")
+            losses.lose(item, f"a reasoning item from {shown(item.format)}")
     return out
 
 
@@ -211,7 +213,7 @@ class ChatProblem:
             "missing_output": "tool call has no tool message after it",
             "duplicate_call_id": "tool call id used twice",
         }[self.kind]
-        return f"message {self.index}: {what} (call id {self.call_id!r})"
+        return f"message {self.index}: {what} (call id {shown(self.call_id)})"
 
 
 def validate_chat(
@@ -235,7 +237,12 @@ def validate_chat(
     messages = wire_list(messages, "validate_chat", "chat messages")
     for index, message in enumerate(messages):
         if not isinstance(message, Mapping):
-            raise FormatError(f"message {index}: expected a JSON object, got {message!r:.60}")
+            raise FormatError(f"message {index}: expected a JSON object, got {shown(message)}")
+        calls = message.get("tool_calls")
+        if calls is not None and (
+            not isinstance(calls, list) or not all(isinstance(c, Mapping) for c in calls)
+        ):
+            raise FormatError(f"message {index}: 'tool_calls' must be a list of objects")
     problems: list[ChatProblem] = []
     answer_at: dict[str, int] = {}
     for index, message in enumerate(messages):
@@ -313,10 +320,10 @@ def _message_to_items(message: Mapping[str, Any]) -> list[Item]:
     if not isinstance(message, Mapping):
         raise FormatError(f"expected a JSON object, got {type(message).__name__}")
     role = message.get("role")
-    extra = {k: v for k, v in message.items() if k not in _MODELLED_KEYS} or None
+    extra = reserved_free({k: v for k, v in message.items() if k not in _MODELLED_KEYS}) or None
     name = message.get("name")
     if name is not None and not isinstance(name, str):
-        raise FormatError(f"'name' must be a string, got {name!r}")
+        raise FormatError(f"'name' must be a string, got {shown(name)}")
     if role in ("system", "developer", "user"):
         content = message.get("content")
         if content is None:
@@ -344,7 +351,7 @@ def _message_to_items(message: Mapping[str, Any]) -> list[Item]:
         if not isinstance(call_id, str) or not call_id:
             raise FormatError("a tool message needs a non-empty 'tool_call_id'")
         if extra:
-            raise FormatError(f"a tool message cannot carry {sorted(extra)!r}")
+            raise FormatError(f"a tool message cannot carry {shown(sorted(extra))}")
         return [
             FunctionCallOutput(
                 call_id=call_id,
@@ -356,21 +363,25 @@ def _message_to_items(message: Mapping[str, Any]) -> list[Item]:
         raise FormatError(
             "legacy 'function' role messages are not supported; use 'tool' with 'tool_call_id'"
         )
-    raise FormatError(f"unknown role {role!r}; expected system, developer, user, assistant or tool")
+    raise FormatError(
+        f"unknown role {shown(role)}; expected system, developer, user, assistant or tool"
+    )
 
 
 def _call_from_chat(call: Any) -> FunctionCall:
     if not isinstance(call, Mapping) or call.get("type", "function") != "function":
-        raise FormatError(f"unsupported tool call {call!r}; only function tool calls are modelled")
+        raise FormatError(
+            f"unsupported tool call {shown(call)}; only function tool calls are modelled"
+        )
     function = call.get("function")
     if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
-        raise FormatError(f"tool call {call.get('id')!r} needs 'function.name'")
+        raise FormatError(f"tool call {shown(call.get('id'))} needs 'function.name'")
     call_id = call.get("id")
     if not isinstance(call_id, str) or not call_id:
-        raise FormatError(f"tool call to {function['name']!r} needs a non-empty 'id'")
+        raise FormatError(f"tool call to {shown(function['name'])} needs a non-empty 'id'")
     arguments = function.get("arguments", "{}")
     if not isinstance(arguments, str):
-        raise FormatError(f"tool call {call_id!r}: 'arguments' must be a JSON string")
+        raise FormatError(f"tool call {shown(call_id)}: 'arguments' must be a JSON string")
     return FunctionCall(call_id=call_id, name=function["name"], arguments=arguments)
 
 
@@ -378,11 +389,11 @@ def _content_from_chat(content: Any) -> str | tuple[ContentPart, ...]:
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
-        raise FormatError(f"'content' must be a string or a list of parts, got {content!r}")
+        raise FormatError(f"'content' must be a string or a list of parts, got {shown(content)}")
     parts: list[ContentPart] = []
     for part in content:
         if not isinstance(part, Mapping):
-            raise FormatError(f"content part must be an object, got {part!r}")
+            raise FormatError(f"content part must be an object, got {shown(part)}")
         kind = part.get("type")
         if kind == "text" and set(part) == {"type", "text"} and isinstance(part["text"], str):
             parts.append(TextPart(text=part["text"]))

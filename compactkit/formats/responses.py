@@ -34,6 +34,7 @@ from compactkit.formats._common import (
     Losses,
     check_tool_fields,
     item_list,
+    shown,
     tag_extra,
     tool_list,
     wire_list,
@@ -119,7 +120,7 @@ def items_to_responses(
             result["call_id"] = item.call_id
             result["output"] = _content_to_responses(item.output, "user", item, losses)
             if item.name is not None and item.name != call_names.get(item.call_id, item.name):
-                losses.lose(item, f"a tool name {item.name!r} that differs from its call's")
+                losses.lose(item, f"a tool name {shown(item.name)} that differs from its call's")
             elif item.name is not None:
                 result["name"] = item.name
             if item.is_error:
@@ -129,7 +130,7 @@ def items_to_responses(
         elif item.format == "responses":
             out.append(dict(item.payload))
         else:
-            losses.lose(item, f"a reasoning item from {item.format!r}")
+            losses.lose(item, f"a reasoning item from {shown(item.format)}")
     return out
 
 
@@ -143,7 +144,7 @@ def tools_from_responses(tools: Iterable[Mapping[str, Any]]) -> list[Tool]:
     for index, tool in enumerate(wire_list(tools, "tools_from_responses", "Responses tools")):
         if not isinstance(tool, Mapping) or tool.get("type", "function") != "function":
             kind = tool.get("type") if isinstance(tool, Mapping) else type(tool).__name__
-            raise FormatError(f"tool {index}: only function tools are modelled, got {kind!r}")
+            raise FormatError(f"tool {index}: only function tools are modelled, got {shown(kind)}")
         name = tool.get("name")
         if not isinstance(name, str) or not name:
             raise FormatError(f"tool {index}: 'name' must be a non-empty string")
@@ -199,11 +200,11 @@ def _item_from_responses(raw: Mapping[str, Any]) -> Item:
     kind = raw.get("type", "message" if "role" in raw else None)
     item_id = raw.get("id")
     if item_id is not None and not isinstance(item_id, str):
-        raise FormatError(f"'id' must be a string, got {item_id!r}")
+        raise FormatError(f"'id' must be a string, got {shown(item_id)}")
     if kind == "message":
         role = raw.get("role")
         if role not in _ROLES:
-            raise FormatError(f"unknown role {role!r}; expected one of {', '.join(_ROLES)}")
+            raise FormatError(f"unknown role {shown(role)}; expected one of {', '.join(_ROLES)}")
         if "content" not in raw:
             raise FormatError(f"a {role} message needs 'content'")
         content = _content_from_responses(raw["content"])
@@ -219,16 +220,18 @@ def _item_from_responses(raw: Mapping[str, Any]) -> Item:
         if kind == "function_call":
             name, arguments = raw.get("name"), raw.get("arguments", "{}")
             if not isinstance(name, str) or not name:
-                raise FormatError(f"function_call {call_id!r} needs a non-empty 'name'")
+                raise FormatError(f"function_call {shown(call_id)} needs a non-empty 'name'")
             if not isinstance(arguments, str):
-                raise FormatError(f"function_call {call_id!r}: 'arguments' must be a JSON string")
+                raise FormatError(
+                    f"function_call {shown(call_id)}: 'arguments' must be a JSON string"
+                )
             modelled = ("type", "id", "call_id", "name", "arguments")
             extra = tag_extra({k: v for k, v in raw.items() if k not in modelled}, "responses")
             return FunctionCall(
                 id=item_id, call_id=call_id, name=name, arguments=arguments, extra=extra
             )
         if "output" not in raw:
-            raise FormatError(f"function_call_output {call_id!r} needs 'output'")
+            raise FormatError(f"function_call_output {shown(call_id)} needs 'output'")
         name = raw.get("name")
         modelled = ("type", "id", "call_id", "output", "name")
         return FunctionCallOutput(
@@ -241,7 +244,7 @@ def _item_from_responses(raw: Mapping[str, Any]) -> Item:
     if kind == "reasoning":
         return Reasoning(id=item_id, format="responses", payload=dict(raw))
     raise FormatError(
-        f"item type {kind!r} is not supported; compactkit models message, function_call, "
+        f"item type {shown(kind)} is not supported; compactkit models message, function_call, "
         "function_call_output and reasoning items"
     )
 
@@ -250,11 +253,11 @@ def _content_from_responses(content: Any) -> str | tuple[ContentPart, ...]:
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
-        raise FormatError(f"'content' must be a string or a list of parts, got {content!r}")
+        raise FormatError(f"'content' must be a string or a list of parts, got {shown(content)}")
     parts: list[ContentPart] = []
     for part in content:
         if not isinstance(part, Mapping):
-            raise FormatError(f"content part must be an object, got {part!r}")
+            raise FormatError(f"content part must be an object, got {shown(part)}")
         parts.append(_part_from_responses(part))
     return tuple(parts)
 
@@ -315,6 +318,6 @@ def _message_to_responses(item: Message, losses: Losses[Item]) -> ResponsesItem:
     message["role"] = item.role
     message["content"] = _content_to_responses(item.content, item.role, item, losses)
     if item.name is not None:
-        losses.lose(item, f"a participant name ({item.name!r})")
+        losses.lose(item, f"a participant name ({shown(item.name)})")
     message.update(losses.native_extra(item, item.extra))
     return message

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from compactkit.errors import ConfigError, FormatError
-from compactkit.formats._common import describe
+from compactkit.formats._common import describe, shown
 from compactkit.formats.anthropic import (
     anthropic_to_items,
     items_to_anthropic,
@@ -143,7 +143,7 @@ def parse_transcript(
             f"{type(text).__name__}; for a file use load_transcript"
         )
     if format is not None and format not in ("chat", "responses", "anthropic"):
-        raise ConfigError(f"format must be 'chat', 'responses' or 'anthropic', got {format!r}")
+        raise ConfigError(f"format must be 'chat', 'responses' or 'anthropic', got {shown(format)}")
     data = _parse_json(text, source)
     detected = format or _detect(data)
     try:
@@ -174,7 +174,7 @@ def dump_transcript(
     """
     target = to or transcript.format
     if target not in FORMATS:
-        raise FormatError(f"unknown format {target!r}; expected one of {', '.join(FORMATS)}")
+        raise FormatError(f"unknown format {shown(target)}; expected one of {', '.join(FORMATS)}")
 
     def dropped(subject: Item | Tool, reason: str) -> None:
         if on_drop is not None:
@@ -218,7 +218,7 @@ def _read(data: Any, format: Format) -> Transcript:
     conversation = "input" if format == "responses" else "messages"
     if conversation not in data:
         article = "an" if format == "anthropic" else "a"
-        raise FormatError(f"{article} {format} transcript object needs {conversation!r}")
+        raise FormatError(f"{article} {format} transcript object needs {shown(conversation)}")
     tools = data.get("tools")
     if tools is None:
         tools = []

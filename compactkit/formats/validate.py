@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from compactkit.errors import ConfigError, FormatError
-from compactkit.formats._common import check_mode, item_list, wire_list
+from compactkit.formats._common import check_mode, item_list, shown, wire_list
 from compactkit.formats.anthropic import anthropic_to_items, items_to_anthropic
 from compactkit.formats.responses import responses_to_items
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, Reasoning
@@ -72,7 +72,7 @@ class PromptProblem:
     """What ``index`` counts."""
 
     def __str__(self) -> str:
-        call = f" (call id {self.call_id!r})" if self.call_id is not None else ""
+        call = f" (call id {shown(self.call_id)})" if self.call_id is not None else ""
         return f"{self.unit} {self.index}: {_WHAT[self.kind]}{call}"
 
 
@@ -90,7 +90,7 @@ def validate_items(
     """
     items = item_list(items, "validate_items")
     if format not in ("chat", "responses", "anthropic"):
-        raise ConfigError(f"format must be 'chat', 'responses' or 'anthropic', got {format!r}")
+        raise ConfigError(f"format must be 'chat', 'responses' or 'anthropic', got {shown(format)}")
     check_mode(mode)
     order, problems = _plan_repair(items, format)
     if mode == "raise":

@@ -30,6 +30,7 @@ from typing import Any, Literal, TypeAlias
 from compactkit.budget.profiles import ProfileRegistry, budget_for
 from compactkit.budget.tokens import TokenCounter, counter_for
 from compactkit.errors import BudgetError, ConfigError, FormatError
+from compactkit.formats.validate import validate_items
 from compactkit.governance._cache import DEFAULT_REFILL, PrefixTracker, StablePrefix
 from compactkit.governance._incremental import MessageCache, OverheadCache
 from compactkit.governance._projection import Mask, Masker, Piece, Pieces, View, ViewCache
@@ -296,11 +297,18 @@ class ContextProjector:
             else:
                 out.extend(piece.items)
             sent += len(piece.items)
+        notes = self._notes(view, problems, ahead, start, masked, required)
+        out, dropped = self._send_valid(out, notes)
+        if dropped:  # the whole prompt breaks a rule every format has (a detached reasoning)
+            remaining += sum(count(item) for item in dropped)
+            sent -= len(dropped)
+            gone = {id(item) for item in dropped}
+            masked = [mask for mask in masked if id(mask.placeholder) not in gone]
         report = ProjectionReport(
             kept=sent - len(masked),
             masked=len(masked),
             omitted=len(snapshot.items) - sent,
-            notes=tuple(self._notes(view, problems, ahead, start, masked, required)),
+            notes=tuple(notes),
             masked_call_ids=tuple(mask.original.call_id for mask in masked),
         )
         return Projection(tuple(out), limit - remaining, limit, report)
@@ -316,12 +324,38 @@ class ContextProjector:
         if not isinstance(checked, Sequence) or isinstance(checked, (bytes, bytearray)):
             raise ConfigError(
                 f"instructions must be a string or a list of Messages, got "
-                f"{type(instructions).__name__}: {instructions!r:.40}"
+                f"{type(instructions).__name__}"
             )
         for item in instructions:
             if not isinstance(item, Message):
                 raise ConfigError(f"instructions must be messages, got {item!r}")
         return list(instructions)
+
+    def _send_valid(self, out: list[Item], notes: list[str]) -> tuple[list[Item], list[Item]]:
+        """``out`` under the rules every target format shares (unique ids, each call answered
+        once, reasoning followed by its response), and the items a repair dropped. The format
+        adapters then order what each format needs (tool results next to their calls)."""
+        if self.validate is None:
+            return out, []
+        dropped: list[Item] = []
+        for _ in range(3):  # a dropped item can leave its reasoning detached: look again
+            _, problems = validate_items(out, format="responses", mode="repair")
+            # Pending calls are kept on purpose (their outputs come next); the window repair
+            # already dropped any older call without output.
+            problems = [problem for problem in problems if problem.kind != "missing_output"]
+            if not problems:
+                break
+            listing = "; ".join(str(problem) for problem in problems)
+            if self.validate == "raise":
+                raise FormatError(
+                    f"the prompt breaks the tool-call rules: {listing}. "
+                    "Fix the memory, or project with validate='repair'"
+                )
+            notes.append(f"repaired: {listing}")
+            bad = {problem.index for problem in problems}
+            dropped += [item for index, item in enumerate(out) if index in bad]
+            out = [item for index, item in enumerate(out) if index not in bad]
+        return out, dropped
 
     def _budget_error(
         self,

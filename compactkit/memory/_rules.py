@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError
 
 from compactkit.errors import ConcurrencyError, ConfigError, FormatError
+from compactkit.formats._common import describe, shown
 from compactkit.formats._sdk import is_sdk_object, sdk_inputs
 from compactkit.formats.anthropic import anthropic_to_items
 from compactkit.formats.chat import chat_to_items
@@ -62,20 +64,22 @@ def user_input_item(value: object) -> Message:
     if isinstance(value, Message):
         return _checked(value)
     if isinstance(value, str):
-        return Message(role="user", content=value)
+        return _checked(Message(role="user", content=value))
     if isinstance(value, Sequence) and all(isinstance(p, _PART_TYPES) for p in value):
-        return Message(role="user", content=tuple(value))
+        return _checked(Message(role="user", content=tuple(value)))
     raise ConfigError(
         f"add_user_input takes text, a Message or content parts, got {type(value).__name__}: "
-        f"{value!r:.80}"
+        f"{shown(value)}"
     )
 
 
 def output_items(values: Iterable[object]) -> list[Item]:
     """The items ``add_output_items(values)`` stores (chat dicts and SDK objects converted, in
     order)."""
-    if values is None:
-        raise ConfigError("add_output_items takes a list of items or chat messages, got None")
+    if values is None or not isinstance(values, Iterable):
+        raise ConfigError(
+            f"add_output_items takes a list of items or chat messages, got {type(values).__name__}"
+        )
     if isinstance(values, (Mapping, str, *_ITEM_TYPES)) or is_sdk_object(values):
         raise ConfigError(
             f"add_output_items takes a list of items or chat messages, got one "
@@ -119,7 +123,7 @@ def tool_output_item(
     """The item ``add_tool_output`` stores; a missing call id is an error, never a silent drop."""
     if not isinstance(call_id, str) or not call_id:
         raise ConfigError(
-            f"a tool output needs the call id of the call it answers, got {call_id!r}; "
+            f"a tool output needs the call id of the call it answers, got {shown(call_id)}; "
             "give calls without an id one (the runtime uses 'tool_step_<step>_<index>')"
         )
     if isinstance(output, str):
@@ -133,10 +137,12 @@ def tool_output_item(
     else:
         raise ConfigError(
             f"the output of call {call_id!r} must be text or content parts, got "
-            f"{type(output).__name__}: {output!r:.80}; serialise it first (json.dumps for data, "
+            f"{type(output).__name__}: {shown(output)}; serialise it first (json.dumps for data, "
             "'' for a tool that returned nothing)"
         )
-    return FunctionCallOutput(call_id=call_id, output=content, name=name, is_error=is_error)
+    return _checked(
+        FunctionCallOutput(call_id=call_id, output=content, name=name, is_error=is_error)
+    )
 
 
 def _checked(item: _ItemT) -> _ItemT:
@@ -146,6 +152,14 @@ def _checked(item: _ItemT) -> _ItemT:
             "conversation); to load a conversation read back from memory.items, use "
             "memory.restore(MemorySnapshot.from_items(items))"
         )
+    try:  # what every backend and provider must take: serialisable, valid Unicode
+        item.model_dump_json()
+    except (PydanticSerializationError, ValueError, RecursionError) as exc:
+        raise ConfigError(
+            f"{describe(item)} cannot be stored: {str(exc)[:120]}; text must be valid Unicode "
+            "(no lone surrogates: clean it with text.encode('utf-8', 'replace').decode()) and "
+            "content not nested too deeply"
+        ) from None
     if item.seq is not None:
         return cast(_ItemT, item.model_copy(update={"seq": None}))  # the memory assigns seqs
     return item
@@ -362,7 +376,7 @@ def require_result(result: object) -> CompactResult:
 def require_seq(seq: object) -> int:
     """``seq`` itself, or a ``ConfigError`` when it is not an item's seq (an ``int``)."""
     if isinstance(seq, bool) or not isinstance(seq, int):
-        raise ConfigError(f"pin()/unpin() take an item's seq (an int, item.seq), got {seq!r}")
+        raise ConfigError(f"pin()/unpin() take an item's seq (an int, item.seq), got {shown(seq)}")
     return seq
 
 

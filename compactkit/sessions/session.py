@@ -275,10 +275,19 @@ def _check_json(value: Any, where: str, depth: int = 0) -> None:
             f"{where} is {value!r}, which JSON cannot hold (it would load back as None); "
             "store it as a string or None"
         )
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ConfigError(
+                f"{where} holds text that is not valid Unicode (a lone surrogate); clean it "
+                "with text.encode('utf-8', 'replace').decode()"
+            ) from None
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
-                raise ConfigError(f"{where} has the key {key!r}; JSON object keys are strings")
+                raise ConfigError(f"{where} has the key {key!r:.40}; JSON object keys are strings")
+            _check_json(key, f"{where} key", depth + 1)
             _check_json(item, f"{where}[{key!r}]", depth + 1)
     elif isinstance(value, (list, tuple)):
         for index, item in enumerate(value):
