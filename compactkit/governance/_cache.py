@@ -12,6 +12,9 @@ default of ``ContextProjector.for_model`` where the model's profile says the pro
 * between compactions a prompt is the previous prompt of the session followed by the items
   appended since: the window start, the masked outputs, the summary and the pinned prefix stay
   exactly as they were;
+* compaction (by the governor) fires later and aims lower than by default
+  (``cache_hysteresis``), because each one is a cache miss for everything after the
+  instructions;
 * when the extension no longer fits the budget (or the history changed other than by appending:
   a compaction, a pin, new instructions or tools), the prompt is planned afresh in one large
   step: the whole memory when it fits, else a window filled only to ``refill`` of the budget, so
@@ -29,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeAlias
 
+from compactkit.budget.profile import Budget
 from compactkit.budget.tokens import TokenCounter
 from compactkit.errors import BudgetError, ConfigError
 from compactkit.items import FunctionCallOutput, Item, Message, Tool
@@ -38,10 +42,40 @@ from compactkit.items.snapshot import MemorySnapshot
 Projection: TypeAlias = Any
 """A ``governance.projector.Projection`` (not imported: the projector imports this module)."""
 
-__all__ = ["DEFAULT_REFILL", "PrefixTracker", "StablePrefix", "check_refill"]
+__all__ = [
+    "CACHE_TARGET",
+    "CACHE_TRIGGER",
+    "DEFAULT_REFILL",
+    "PrefixTracker",
+    "StablePrefix",
+    "cache_hysteresis",
+    "check_refill",
+]
 
 DEFAULT_REFILL = 0.75
 """A re-planned window fills at most this share of the budget; the rest is room to grow."""
+
+CACHE_TRIGGER, CACHE_TARGET = 0.85, 0.4
+"""Cache-aware compaction fires at 85 % of the usable input and aims for 40 % (the defaults are
+80 % and 50 %): every compaction rewrites the summary, so everything after the instructions
+misses the cache once; a wider hysteresis makes that rarer (bench_cache.py measures it)."""
+
+
+def cache_hysteresis(budget: Budget) -> tuple[int, int]:
+    """The (trigger, target) tokens of cache-aware governance for ``budget``.
+
+    A trigger or target the user set in the budget policy is kept as it is; only the defaults
+    are widened to ``CACHE_TRIGGER`` / ``CACHE_TARGET`` of the usable input.
+    """
+    chosen = budget.policy.model_fields_set
+    usable = budget.usable_input
+    trigger = budget.trigger_tokens
+    if "trigger" not in chosen:
+        trigger = max(trigger, int(CACHE_TRIGGER * usable))
+    target = budget.target_tokens
+    if "target" not in chosen:
+        target = min(target, int(CACHE_TARGET * usable))
+    return trigger, min(target, trigger - 1)
 
 Instructions = str | Sequence[Message] | None
 Plain = Callable[..., Projection]

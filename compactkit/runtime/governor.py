@@ -29,6 +29,7 @@ from typing import Any
 from compactkit.budget import ProfileRegistry, TokenCounter, budget_for, counter_for
 from compactkit.compressors import LadderCompressor, MemoryCompressor
 from compactkit.errors import ConcurrencyError, ConfigError
+from compactkit.governance._cache import cache_hysteresis
 from compactkit.governance.policy import CompactPolicy, PolicyState, tokens_over, usage_over
 from compactkit.governance.projector import ContextProjector, Projection
 from compactkit.items import Item, Message, Tool
@@ -230,9 +231,12 @@ class Governor:
                 counter_for(model, registry=registry), budget=budget.usable_input, **options
             )
         if compaction and policy is None:
+            trigger, target = budget.trigger_tokens, budget.target_tokens
+            if projector.cache_aware:  # compactions are cache misses: make them rarer
+                trigger, target = cache_hysteresis(budget)
             policy = CompactPolicy(
-                tokens_over(budget.trigger_tokens) | usage_over(budget.trigger_tokens),
-                target=budget.target_tokens,
+                tokens_over(trigger) | usage_over(trigger),
+                target=target,
                 budget=budget.usable_input,
                 model=model,
             )
