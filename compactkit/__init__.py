@@ -99,6 +99,10 @@ from compactkit.formats.anthropic import (
     tools_from_anthropic,
     tools_to_anthropic,
 )
+from compactkit.formats.anthropic_cache import (
+    CachedAnthropicPrompt,
+    add_cache_breakpoints,
+)
 from compactkit.formats.chat import (
     ChatProblem,
     chat_to_items,
@@ -311,6 +315,7 @@ __all__ = [
     "Budget",
     "BudgetError",
     "BudgetPolicy",
+    "CachedAnthropicPrompt",
     "ChatMessage",
     "ChatProblem",
     "CircuitBreaker",
@@ -408,6 +413,7 @@ __all__ = [
     "Trigger",
     "Usage",
     "WindowedCompressor",
+    "add_cache_breakpoints",
     "all_of",
     "anthropic_to_items",
     "any_of",

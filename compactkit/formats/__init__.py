@@ -12,6 +12,7 @@ from compactkit.formats.anthropic import (
     tools_from_anthropic,
     tools_to_anthropic,
 )
+from compactkit.formats.anthropic_cache import CachedAnthropicPrompt, add_cache_breakpoints
 from compactkit.formats.chat import (
     ChatProblem,
     chat_to_items,
@@ -36,9 +37,11 @@ from compactkit.formats.validate import (
 
 __all__ = [
     "AnthropicPrompt",
+    "CachedAnthropicPrompt",
     "ChatProblem",
     "ProblemKind",
     "PromptProblem",
+    "add_cache_breakpoints",
     "anthropic_to_items",
     "chat_to_items",
     "items_to_anthropic",
