@@ -33,6 +33,7 @@ from compactkit.formats import (
     tools_to_responses,
 )
 from compactkit.items import FunctionCall, Item, Message, Tool
+from compactkit.runtime._wire import WireCache
 from compactkit.runtime.events import EventHandler, ModelRetryEvent, emit
 from compactkit.runtime.result import Usage
 
@@ -145,10 +146,14 @@ class ModelCaller:
         tools: Sequence[Tool],
         step: int,
         on_event: EventHandler | None = None,
+        wire: WireCache | None = None,
     ) -> ModelReply:
-        """Send ``prompt``; retries transient faults. Raises ``ModelError`` subclasses."""
+        """Send ``prompt``; retries transient faults. Raises ``ModelError`` subclasses.
+
+        ``wire`` (one per conversation) converts the prompt incrementally from the last one.
+        """
         client = self._sync_client()
-        request = self._request(prompt, tools)
+        request = self._request(prompt, tools, wire)
         create = client.chat.completions.create if self.api == "chat" else client.responses.create
         attempts = 0
 
@@ -179,10 +184,11 @@ class ModelCaller:
         tools: Sequence[Tool],
         step: int,
         on_event: EventHandler | None = None,
+        wire: WireCache | None = None,
     ) -> ModelReply:
         """``call`` without blocking the event loop (a sync client runs in a worker thread)."""
         client = self._async_client()
-        request = self._request(prompt, tools)
+        request = self._request(prompt, tools, wire)
         attempts = 0
 
         async def attempt() -> Any:
@@ -218,14 +224,22 @@ class ModelCaller:
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def _request(self, prompt: Sequence[Item], tools: Sequence[Tool]) -> dict[str, Any]:
+    def _request(
+        self, prompt: Sequence[Item], tools: Sequence[Tool], wire: WireCache | None
+    ) -> dict[str, Any]:
         request: dict[str, Any] = {"model": self.model, **self.settings}
+        if wire is not None:
+            converted = wire.convert(self.api, prompt)
+        elif self.api == "chat":
+            converted = items_to_chat(prompt, lossy=True)
+        else:
+            converted = items_to_responses(prompt, lossy=True)
         if self.api == "chat":
-            request["messages"] = items_to_chat(prompt, lossy=True)
+            request["messages"] = converted
             if tools:
                 request["tools"] = tools_to_chat(tools)
         else:
-            request["input"] = items_to_responses(prompt, lossy=True)
+            request["input"] = converted
             if tools:
                 request["tools"] = tools_to_responses(tools)
         return request

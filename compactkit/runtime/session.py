@@ -36,6 +36,7 @@ from compactkit.items import ContentPart, FunctionCall, FunctionCallOutput, Item
 from compactkit.items.snapshot import CompactResult
 from compactkit.memory import AgentMemory
 from compactkit.runtime._model import Api, ModelCaller, ModelReply
+from compactkit.runtime._wire import WireCache
 from compactkit.runtime.events import (
     Event,
     EventHandler,
@@ -141,9 +142,12 @@ class RunnableSession(AgentSession):
     Make one with ``agent.new_session()`` or ``agent.resume(session_id)``.
     """
 
-    def __init__(self, agent: _AgentLike, memory: AgentMemory | None = None, **options: Any) -> None:
+    def __init__(
+        self, agent: _AgentLike, memory: AgentMemory | None = None, **options: Any
+    ) -> None:
         super().__init__(memory, **options)
         self._agent = agent
+        self._wire = WireCache()  # this conversation's last prompt, for incremental conversion
 
     @classmethod
     def bind(cls, agent: _AgentLike, session: AgentSession) -> RunnableSession:
@@ -330,7 +334,7 @@ class RunnableSession(AgentSession):
     ) -> ModelReply:
         agent = self._agent
         try:
-            return agent.caller.call(governed.items, agent.schemas, number, run.emit)
+            return agent.caller.call(governed.items, agent.schemas, number, run.emit, self._wire)
         except ModelError as exc:
             raise self._failed(run, governed, exc, number, started, retried) from exc
 
@@ -344,7 +348,9 @@ class RunnableSession(AgentSession):
     ) -> ModelReply:
         agent = self._agent
         try:
-            return await agent.caller.acall(governed.items, agent.schemas, number, run.emit)
+            return await agent.caller.acall(
+                governed.items, agent.schemas, number, run.emit, self._wire
+            )
         except ModelError as exc:
             raise self._failed(run, governed, exc, number, started, retried) from exc
 

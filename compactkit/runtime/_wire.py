@@ -1,0 +1,79 @@
+"""The prompt in wire format, converted incrementally from one step to the next.
+
+Converting a whole prompt every step costs O(prompt) (several µs an item), and a session's
+prompt is mostly the previous one plus what the last step appended. ``WireCache`` keeps the last
+conversion and the positions in it where a conversion may restart cleanly ("marks": a
+user/system/developer message with no tool call waiting for its output, where nothing before
+can change how what follows converts). When the new prompt starts with the same items up to the
+last such mark, only the rest is converted; otherwise (after a compaction, say) all of it.
+The result is exactly what ``items_to_chat`` / ``items_to_responses`` return for the prompt.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from compactkit.formats import items_to_chat, items_to_responses
+from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
+
+__all__ = ["WireCache"]
+
+Convert = Callable[..., list[Any]]
+
+
+class WireCache:
+    """One conversation's last prompt and its wire form (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._api: str | None = None
+        self._items: tuple[Item, ...] = ()
+        self._out: list[Any] = []
+        self._marks: list[tuple[int, int]] = []  # (items before the mark, messages before it)
+
+    def convert(self, api: str, prompt: Sequence[Item]) -> list[Any]:
+        """``prompt`` in ``api``'s wire format (lossy: what the API cannot express is dropped)."""
+        items = tuple(prompt)
+        convert: Convert = items_to_chat if api == "chat" else items_to_responses
+        with self._lock:
+            start, sent, marks = 0, 0, []
+            if api == self._api and self._marks:
+                index, count = self._marks[-1]
+                if index <= len(items) and items[:index] == self._items[:index]:
+                    start, sent, marks = index, count, list(self._marks)
+            rest = convert(items[start:], lossy=True)
+            out = [*self._out[:sent], *rest] if start else rest
+            marks.extend(_marks(items, start, sent, rest, convert))
+            self._api, self._items, self._out, self._marks = api, items, out, marks[-4:]
+            return list(out)
+
+
+def _marks(
+    items: tuple[Item, ...], start: int, sent: int, rest: list[Any], convert: Convert
+) -> list[tuple[int, int]]:
+    """Clean restart points after ``start``: the last one only, as (items, messages) before it.
+
+    A restart point needs the message count at that position too; counting messages of a
+    partial conversion would re-convert, so the mark is taken where the suffix's own
+    conversion can be split: the last user/system/developer message with nothing pending,
+    converted separately to learn how many messages precede it.
+    """
+    pending: set[str] = set()
+    last: int | None = None
+    for index in range(start, len(items)):
+        item = items[index]
+        if isinstance(item, FunctionCall):
+            pending.add(item.call_id)
+        elif isinstance(item, FunctionCallOutput):
+            pending.discard(item.call_id)
+        elif isinstance(item, Message) and item.role != "assistant" and not pending:
+            last = index
+    if last is None or last == start:
+        return []
+    tail = convert(items[last:], lossy=True)
+    head_messages = sent + len(rest) - len(tail)
+    if rest[len(rest) - len(tail) :] != tail:  # the split is not clean: do not trust it
+        return []
+    return [(last, head_messages)]

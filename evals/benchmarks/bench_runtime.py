@@ -1,0 +1,391 @@
+"""Benchmark: the agent loop's own cost per step, beside LangChain and the OpenAI Agents SDK.
+
+One scripted workload for three loops: turns of ``STEPS_PER_TURN`` model calls (a user message,
+then tool calls whose outputs are ~100 tokens each, then an answer). Every loop gets a scripted
+model that answers instantly and a trivial tool; the time spent inside the model and the tool
+is measured and subtracted, so what is reported is each framework's own cost per step:
+governance, conversions, state and session handling.
+
+* compactkit: ``Agent`` + ``RunnableSession.run`` with compaction on (the model's policy and the
+  ladder), the model reached through the real ``openai`` SDK on an in-memory transport
+  (``compactkit.testing.FakeOpenAI``); the SDK call itself counts as model time.
+* LangChain: ``create_agent`` + ``SummarizationMiddleware`` (trigger at the same token count as
+  compactkit's policy, keeping 20 messages) + an ``InMemorySaver`` checkpointer, with a
+  scripted ``BaseChatModel`` (its summarizer is scripted too, and counted as model time).
+* OpenAI Agents SDK: ``Runner.run_sync`` with an in-memory ``SQLiteSession`` and a scripted
+  ``Model`` (tracing off). It has no compaction for a chat session: its history only grows.
+
+Measured: cost per step with 100, 1,000 and 10,000 items already in the session (a model with
+a 1M-token window, so no loop compacts), and a 2,000-step session end to end on gpt-4o's budget
+(compactkit compacts several times), with the flatness of compactkit's cost (mean per step over
+the last 1,000 steps / the first 1,000; target <= 1.3). Times are process CPU time (all threads;
+other processes on a busy machine do not count). Ratios are peer / compactkit (higher: compactkit
+is cheaper).
+
+Run: ``python evals/benchmarks/bench_runtime.py`` (``--tiny`` for CI's smoke run, ``--json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import json
+import statistics
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from compactkit import Agent, CompactionEvent, Event, FunctionCall, Message, RunnableSession
+from compactkit.testing import FakeOpenAI, FakeReply, tool_call
+
+clock = time.process_time
+STEPS_PER_TURN = 10
+BIG_MODEL = "gpt-4.1"  # a 1M-token window: no compaction while the history is pre-filled
+MODEL = "gpt-4o"  # 128k: a 2,000-step session compacts several times
+OUTPUT = "".join(f"line {n}: value_{n} = compute({n}, retries=3)\n" for n in range(10))  # ~100 tok
+
+
+class Timer:
+    """Accumulates time spent in code that is not the framework's (the model, the tool)."""
+
+    def __init__(self) -> None:
+        self.excluded = 0.0
+
+    def wrap(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = clock()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.excluded += clock() - started
+
+        return timed
+
+
+def read(path: str) -> str:
+    """Read a file of the project."""
+    return f"# {path}\n{OUTPUT}"
+
+
+def prefill(n: int) -> list[tuple[str, str]]:
+    """``n`` items of history as (kind, text): a user turn, then call/output pairs, answers."""
+    out: list[tuple[str, str]] = [("user", "start")]
+    k = 0
+    while len(out) < n:
+        if k % 10 == 9:
+            out.append(("assistant", f"answer {k}"))
+        else:
+            out += [("call", f"p{k}"), ("output", f"ok {k}")]
+        k += 1
+    return out[:n] if out[min(n, len(out)) - 1][0] != "call" else out[: n - 1]
+
+
+# -- compactkit ------------------------------------------------------------------------------
+
+
+class Compactkit:
+    name = "compactkit"
+
+    def __init__(self, model: str, history: list[tuple[str, str]]) -> None:
+        self.timer = Timer()
+        self.fake = FakeOpenAI(default=self._reply)
+        client = self.fake.client()
+        client.chat.completions.create = self.timer.wrap(client.chat.completions.create)
+        self.compacted = 0
+        self.agent = Agent(
+            model, client, tools=[self.timer.wrap(read)], max_steps=100, on_event=self._count
+        )
+        self.session: RunnableSession = self.agent.new_session()
+        _fill_memory(self.session, history)
+        self.step = 0
+
+    def _reply(self, body: dict[str, Any]) -> FakeReply:
+        self.step += 1
+        if self.step % STEPS_PER_TURN == 0:
+            return FakeReply(text=f"done {self.step}", prompt_tokens=-1)
+        reply = tool_call("read", {"path": f"src/m{self.step}.py"}, call_id=f"c{self.step}")
+        return FakeReply(calls=reply.calls, prompt_tokens=-1)
+
+    def _count(self, event: Event) -> None:
+        if isinstance(event, CompactionEvent) and event.applied:
+            self.compacted += 1
+
+    def turn(self, n: int) -> None:
+        self.session.run(f"turn {n}: read the next modules")
+
+
+def _fill_memory(session: RunnableSession, history: list[tuple[str, str]]) -> None:
+    memory = session.memory
+    for kind, value in history:
+        if kind == "user":
+            memory.add_user_input(value)
+        elif kind == "assistant":
+            memory.add_output_items([Message(role="assistant", content=value)])
+        elif kind == "call":
+            memory.add_output_items([FunctionCall(call_id=value, name="read", arguments="{}")])
+        else:
+            memory.add_tool_output(value.replace("ok ", "p"), value)
+
+
+# -- LangChain -------------------------------------------------------------------------------
+
+
+class LangChain:
+    name = "langchain"
+
+    def __init__(self, model: str, history: list[tuple[str, str]]) -> None:
+        from langchain.agents import create_agent
+        from langchain.agents.middleware import SummarizationMiddleware
+        from langchain_core.language_models import BaseChatModel
+        from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+        from langchain_core.outputs import ChatGeneration, ChatResult
+        from langchain_core.tools import tool as lc_tool
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        from compactkit import budget_for
+
+        self.timer = timer = Timer()
+        self.state = state = {"step": 0, "summaries": 0}
+
+        class Scripted(BaseChatModel):
+            summarizer: bool = False
+
+            @property
+            def _llm_type(self) -> str:
+                return "scripted"
+
+            def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+                return self
+
+            def _generate(
+                self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any
+            ) -> ChatResult:
+                started = clock()
+                if self.summarizer:
+                    state["summaries"] += 1
+                    message = AIMessage("## Summary\n- read many modules; all values computed")
+                else:
+                    state["step"] += 1
+                    step = state["step"]
+                    if step % STEPS_PER_TURN == 0:
+                        message = AIMessage(f"done {step}")
+                    else:
+                        message = AIMessage(
+                            "",
+                            tool_calls=[
+                                {
+                                    "name": "read",
+                                    "args": {"path": f"src/m{step}.py"},
+                                    "id": f"c{step}",
+                                    "type": "tool_call",
+                                }
+                            ],
+                        )
+                result = ChatResult(generations=[ChatGeneration(message=message)])
+                timer.excluded += clock() - started
+                return result
+
+        @lc_tool
+        def read_tool(path: str) -> str:
+            """Read a file of the project."""
+            return timer.wrap(read)(path)
+
+        read_tool.name = "read"
+        trigger = budget_for(model).trigger_tokens
+        self.agent = create_agent(
+            Scripted(),
+            tools=[read_tool],
+            middleware=[
+                SummarizationMiddleware(
+                    Scripted(summarizer=True), trigger=("tokens", trigger), keep=("messages", 20)
+                )
+            ],
+            checkpointer=InMemorySaver(),
+        )
+        self.config: dict[str, Any] = {
+            "configurable": {"thread_id": "bench"},
+            "recursion_limit": 1000,
+        }
+        messages: list[Any] = []
+        for kind, value in history:
+            if kind == "user":
+                messages.append(HumanMessage(value))
+            elif kind == "assistant":
+                messages.append(AIMessage(value))
+            elif kind == "call":
+                messages.append(
+                    AIMessage(
+                        "",
+                        tool_calls=[{"name": "read", "args": {}, "id": value, "type": "tool_call"}],
+                    )
+                )
+            else:
+                messages.append(ToolMessage(value, tool_call_id=value.replace("ok ", "p")))
+        self._human = HumanMessage
+        if messages:
+            self.agent.update_state(self.config, {"messages": messages})
+
+    def turn(self, n: int) -> None:
+        self.agent.invoke(
+            {"messages": [self._human(f"turn {n}: read the next modules")]}, self.config
+        )
+
+
+# -- OpenAI Agents SDK -------------------------------------------------------------------------
+
+
+class AgentsSDK:
+    name = "openai-agents"
+
+    def __init__(self, model: str, history: list[tuple[str, str]]) -> None:
+        from agents import Agent as SDKAgent
+        from agents import Runner, SQLiteSession, function_tool, set_tracing_disabled
+        from agents.items import ModelResponse
+        from agents.models.interface import Model
+        from agents.testing import assistant_message, function_call
+        from agents.usage import Usage
+
+        set_tracing_disabled(True)
+        self.timer = timer = Timer()
+        state = {"step": 0}
+
+        class Scripted(Model):
+            async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+                started = clock()
+                state["step"] += 1
+                step = state["step"]
+                if step % STEPS_PER_TURN == 0:
+                    output = [assistant_message(f"done {step}", item_id=f"m{step}")]
+                else:
+                    output = [
+                        function_call("read", {"path": f"src/m{step}.py"}, call_id=f"c{step}")
+                    ]
+                response = ModelResponse(output=output, usage=Usage(), response_id=None)
+                timer.excluded += clock() - started
+                return response
+
+            def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+                raise NotImplementedError
+
+        @function_tool(name_override="read")
+        def read_tool(path: str) -> str:
+            """Read a file of the project."""
+            return timer.wrap(read)(path)
+
+        self.runner = Runner
+        self.agent = SDKAgent(name="bench", model=Scripted(), tools=[read_tool])
+        self.session = SQLiteSession("bench")
+        items: list[Any] = []
+        for kind, value in history:
+            if kind in ("user", "assistant"):
+                items.append({"role": kind, "content": value})
+            elif kind == "call":
+                items.append(
+                    {"type": "function_call", "call_id": value, "name": "read", "arguments": "{}"}
+                )
+            else:
+                items.append(
+                    {
+                        "type": "function_call_output",
+                        "call_id": value.replace("ok ", "p"),
+                        "output": value,
+                    }
+                )
+        if items:
+            asyncio.run(self.session.add_items(items))
+
+    def turn(self, n: int) -> None:
+        self.runner.run_sync(
+            self.agent,
+            f"turn {n}: read the next modules",
+            session=self.session,
+            max_turns=STEPS_PER_TURN + 1,
+        )
+
+
+LOOPS = (Compactkit, LangChain, AgentsSDK)
+
+
+def own_cost(loop: Any, turns: int, start: int = 0) -> list[float]:
+    """The loop's own CPU seconds per step, for each of ``turns`` turns."""
+    out = []
+    for n in range(start, start + turns):
+        before, excluded = clock(), loop.timer.excluded
+        loop.turn(n)
+        own = (clock() - before) - (loop.timer.excluded - excluded)
+        out.append(own / STEPS_PER_TURN)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--tiny", action="store_true", help="CI smoke run (a few seconds)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = parser.parse_args()
+    sizes = (100, 1_000) if args.tiny else (100, 1_000, 10_000)
+    session_steps = 200 if args.tiny else 2_000
+    measure_turns = 2 if args.tiny else 5
+    warnings.simplefilter("ignore")  # peers' deprecation chatter is not the measurement
+    results: dict[str, Any] = {"per_step_us": {}, "session": {}}
+
+    for size in sizes:
+        history = prefill(size)
+        row = {}
+        for kind in LOOPS:
+            loop = kind(BIG_MODEL, history)
+            own_cost(loop, 1)  # warm-up: imports, caches, first-turn setup
+            row[kind.name] = statistics.median(own_cost(loop, measure_turns, 1)) * 1e6
+        results["per_step_us"][size] = row
+
+    half = session_steps // 2 // STEPS_PER_TURN
+    for kind in LOOPS:
+        loop = kind(MODEL, [])
+        costs = own_cost(loop, 2 * half)
+        first, last = statistics.mean(costs[:half]), statistics.mean(costs[half:])
+        entry: dict[str, Any] = {
+            "steps": session_steps,
+            "total_s": sum(costs) * STEPS_PER_TURN,
+            "per_step_us": statistics.mean(costs) * 1e6,
+            "flatness": last / first,
+        }
+        if isinstance(loop, Compactkit):
+            entry["compactions"] = loop.compacted
+        if isinstance(loop, LangChain):
+            entry["compactions"] = loop.state["summaries"]
+        results["session"][kind.name] = entry
+
+    if args.json:
+        json.dump(results, sys.stdout, indent=2)
+        print()
+        return
+    print(
+        "own cost per step (µs, median), by items already in the session; ratio = peer / compactkit"
+    )
+    for size, row in results["per_step_us"].items():
+        ck = row["compactkit"]
+        peers = ", ".join(
+            f"{name} {row[name]:,.0f} ({row[name] / ck:.1f}x)"
+            for name in row
+            if name != "compactkit"
+        )
+        print(f"  {size:>6,} items: compactkit {ck:,.0f}; {peers}")
+    print(f"{session_steps:,}-step session end to end (own cost)")
+    ck = results["session"]["compactkit"]
+    for name, entry in results["session"].items():
+        extra = f", {entry['compactions']} compactions" if "compactions" in entry else ""
+        ratio = "" if name == "compactkit" else f" ({entry['total_s'] / ck['total_s']:.1f}x)"
+        print(
+            f"  {name:<14} {entry['total_s']:7.2f} s{ratio}, {entry['per_step_us']:,.0f} µs/step, "
+            f"last/first half {entry['flatness']:.2f}{extra}"
+        )
+    if not args.tiny and ck["flatness"] > 1.3:
+        print(f"FLATNESS TARGET MISSED: {ck['flatness']:.2f} > 1.3")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
