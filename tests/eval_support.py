@@ -1,5 +1,5 @@
-"""Shared for the eval tests: a loopback OpenAI-compatible server that summarizes, reads and
-judges deterministically, and small suites written to disk."""
+"""Shared by the eval tests (tests/evals): a loopback OpenAI-compatible server that summarizes,
+reads and judges deterministically, and where the shipped suites are."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 
 from compactkit.testing import block_network
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "evals" / "suites"
 Reply = Callable[[list[dict[str, str]]], str]
 
@@ -122,12 +122,8 @@ class FakeServer:
 
 
 @pytest.fixture(autouse=True)
-def _no_network() -> Iterator[None]:
+def offline() -> Iterator[None]:
+    """No real network in eval tests (loopback stays reachable for the fake server); a module
+    enables it by importing it."""
     with block_network():
         yield
-
-
-@pytest.fixture
-def fake_server() -> Iterator[FakeServer]:
-    with FakeServer() as server:
-        yield server

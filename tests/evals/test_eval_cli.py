@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import FakeServer
+from eval_support import FakeServer, offline  # noqa: F401  (offline: autouse, no network)
 
 from compactkit.cli.eval import EXIT_GATE
 from compactkit.cli.main import main

@@ -8,7 +8,7 @@ and the shortfall. Raise them when the digest gets better, never lower them to m
 from __future__ import annotations
 
 import pytest
-from conftest import SUITES
+from eval_support import SUITES, offline  # noqa: F401  (offline: autouse, no network)
 
 from compactkit.evals import baseline, check_gates, load_suite, run_suite, summarize
 

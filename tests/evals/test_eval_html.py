@@ -9,6 +9,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+from eval_support import offline  # noqa: F401  (autouse: no network)
 
 from compactkit.evals import Suite, SynthSpec, baseline, generate, run_suite, summarize
 from compactkit.evals._html import _COLORS

@@ -6,7 +6,7 @@ import json
 
 import httpx
 import openai
-from conftest import completion, fake_reply
+from eval_support import completion, fake_reply, offline  # noqa: F401  (offline: autouse, no network)
 
 from compactkit import OpenAIChatLLM, SummarizationError
 from compactkit.evals import DIMENSIONS, Judge, Suite, SynthSpec, generate, run_suite, summarize

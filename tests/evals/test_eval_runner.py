@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from eval_support import offline  # noqa: F401  (autouse: no network)
 
 from compactkit import CompactResult, ConfigError, MemorySnapshot, WindowedCompressor
 from compactkit.evals import (
@@ -142,7 +143,7 @@ def test_summary_needs_a_summarizer_and_counts_its_calls(suite: Suite) -> None:
         baseline("zip")
     with pytest.raises(ConfigError):
         as_compressor(42)
-    from conftest import fake_reply
+    from eval_support import fake_reply
 
     llm = FunctionLLM(fake_reply)
     results = run_suite(suite, {"summary": baseline("summary", llm=llm)}, concurrency=1)

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from eval_support import offline  # noqa: F401  (autouse: no network)
 
 from compactkit import FormatError, MemorySnapshot
 from compactkit.evals import (
@@ -162,7 +163,7 @@ def test_a_transcript_that_is_not_a_conversation_is_a_format_error(tmp_path: Pat
 
 
 def test_the_shipped_suites_load() -> None:
-    from conftest import SUITES
+    from eval_support import SUITES
 
     for path in [*sorted(SUITES.glob("*.yaml")), SUITES / "handwritten"]:
         suite = load_suite(path)

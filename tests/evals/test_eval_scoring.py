@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from eval_support import offline  # noqa: F401  (autouse: no network)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

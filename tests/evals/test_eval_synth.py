@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from eval_support import offline  # noqa: F401  (autouse: no network)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
