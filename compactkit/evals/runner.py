@@ -99,6 +99,9 @@ class RunResult(BaseModel):
     """Every probe's verdict, in the case's order."""
     judge: JudgeResult | None = None
     """The LLM-mode verdict, when a judge ran."""
+    details: dict[str, Any] = {}
+    """The compressor's own ``stats.details`` (for the digest: its ``facts`` report of what
+    it found, kept and dropped per class), as JSON values."""
     cached: bool = False
     """Read from the cache instead of run."""
 
@@ -147,8 +150,10 @@ def run_one(
         try:
             result = compressor.compress(snapshot)
             outcome, error, after_snapshot = result.outcome, result.error, result.snapshot
+            details = _json_safe(result.stats.details)
         except Exception as exc:  # a compressor breaking its contract is a failed run
             outcome, error, after_snapshot = "failed", f"{type(exc).__name__}: {exc}", snapshot
+            details = {}
         wall = time.perf_counter() - start
     compacted = after_snapshot.render_items()
     scores = scoring.score_probes(case.probes, compacted)
@@ -189,7 +194,14 @@ def run_one(
             for i, s in enumerate(scores)
         ),
         judge=graded,
+        details=details,
     )
+
+
+def _json_safe(value: dict[str, Any]) -> dict[str, Any]:
+    """A compressor's details as plain JSON values (anything else becomes its string)."""
+    safe: dict[str, Any] = json.loads(json.dumps(value, default=str))
+    return safe
 
 
 def run_suite(

@@ -52,6 +52,7 @@ def test_baselines_side_by_side(suite: Suite) -> None:
     assert window["ratio"]["mean"] > 2  # it really compressed …
     assert window["retention"]["constraint"]["mean"] < 1  # … and forgot the opening rules
     for r in results:
+        assert bool(r.details) == (r.compressor != "none")  # the compressor's own stats
         assert r.tokens_after <= r.tokens_before
         assert r.outcome in ("compacted", "unchanged")
         assert sum(t for _, t in r.retention.values()) == len(r.probes)
