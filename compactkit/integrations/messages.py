@@ -41,6 +41,7 @@ from compactkit.items.snapshot import (
     is_summary_message,
 )
 from compactkit.memory.in_memory import InMemoryMemory
+from compactkit.runtime.background import BackgroundCompaction
 from compactkit.runtime.events import Event, PassthroughEvent, emit
 from compactkit.runtime.governor import GovernedStep, Governor
 
@@ -112,6 +113,7 @@ class MessageCompactor:
         summary_role: The role of the summary message (default ``system``).
         projector: Replaces the default projector.
         on_event: Called with every event (passthrough warnings, compactions, projections).
+        background: Compact in the background from a soft threshold on (docs/background.md).
 
     It costs O(new messages) per call as long as each list extends the one given before, or
     the ``history`` it returned; any other list is read again from the start. One compactor
@@ -132,13 +134,14 @@ class MessageCompactor:
         summary_role: SummaryRole | None = None,
         projector: ContextProjector | None = None,
         on_event: Callable[[Event], None] | None = None,
+        background: BackgroundCompaction | None = None,
     ) -> None:
         if governor is not None:
-            options = (policy, compressor, summary_role, projector, registry)
+            options = (policy, compressor, summary_role, projector, registry, background)
             if any(option is not None for option in options) or not compaction:
                 raise ConfigError(
                     "governor= is already configured: do not pass policy=, compressor=, "
-                    "summary_role=, projector=, registry= or compaction= with it"
+                    "summary_role=, projector=, registry=, background= or compaction= with it"
                 )
             if not isinstance(governor, Governor):
                 raise ConfigError(f"governor must be a Governor, got {type(governor).__name__}")
@@ -152,6 +155,7 @@ class MessageCompactor:
                 compaction=compaction,
                 summary_role=summary_role,
                 on_event=on_event,
+                background=background,
             )
         self.model = model
         self.governor = governor
