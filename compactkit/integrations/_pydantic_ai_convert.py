@@ -19,7 +19,10 @@ process only. Going back, unchanged items return the very same ``ModelRequest``/
 objects; a request of which only some parts are sent (a cut between a turn's tool returns and a
 new user prompt, a masked tool return) is a copy holding those parts. A part kind compactkit
 does not model is passed through untouched (counted by size) and reported through ``warn``.
-compactkit's summary is a ``ModelRequest`` whose ``metadata`` (never sent to a model) carries it.
+compactkit's summary is a ``ModelRequest`` whose part is the sealed rendering and whose ``metadata``
+(never sent to a model) carries the text. pydantic-ai merges it into the next request at the
+start of a run and drops the metadata, so the seal is what finds it then (across processes,
+with a shared ``COMPACTKIT_SUMMARY_KEY``).
 """
 
 from __future__ import annotations

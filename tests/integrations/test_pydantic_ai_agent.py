@@ -308,3 +308,33 @@ def test_run_stream_is_governed_too() -> None:
     assert arun(main()) == "read it"
     assert len(seen) == 2
     assert sum(e.kind == "projection" for e in events) == 2  # both requests went through it
+
+
+def test_a_new_process_continues_a_compacted_history() -> None:
+    # The history is stored (JSON) and loaded by another process sharing the summary key
+    # (COMPACTKIT_SUMMARY_KEY): a fresh capability reads the summary back and merges the next
+    # compaction into it. (pydantic-ai merges the summary's request into the next one at the
+    # start of a run and drops its metadata, so the seal is what finds it there.)
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    from compactkit import set_summary_key
+
+    script = Script()
+    set_summary_key("the deployment's shared secret")
+    try:
+        first = make_agent(script, [CompactkitCapability(MODEL, mode="compact", budget=BUDGET)])
+        history: list[ModelMessage] = []
+        for question in QUESTIONS[:3]:
+            history = first.run_sync(question, message_history=history).all_messages()
+        stored = ModelMessagesTypeAdapter.dump_json(history)
+
+        loaded = ModelMessagesTypeAdapter.validate_json(stored)
+        capability = CompactkitCapability(MODEL, mode="compact", budget=BUDGET)
+        result = make_agent(script, [capability]).run_sync(QUESTIONS[3], message_history=loaded)
+    finally:
+        set_summary_key(None)
+    assert result.output == f"answered {QUESTIONS[3]}"
+    summary = result.all_messages()[0].metadata["compactkit_summary"]  # type: ignore[index]
+    assert "question 0" in summary and "src/module_1.py" in summary  # the old summary, merged
+    assert "<compactkit_summary" not in summary  # ...not folded as if it were a user turn
+    assert max(script.prompt_tokens()) <= BUDGET
