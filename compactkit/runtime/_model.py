@@ -16,9 +16,8 @@ import asyncio
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-import openai
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from compactkit.compressors.summary import RetryPolicy
@@ -36,6 +35,9 @@ from compactkit.items import FunctionCall, Item, Message, Tool
 from compactkit.runtime._wire import WireCache
 from compactkit.runtime.events import EventHandler, ModelRetryEvent, emit
 from compactkit.runtime.result import Usage
+
+if TYPE_CHECKING:
+    import openai
 
 __all__ = ["Api", "Client", "ModelCaller", "ModelReply"]
 
@@ -103,6 +105,8 @@ class ModelCaller:
         settings: Mapping[str, Any] | None = None,
         retry: RetryPolicy | None = None,
     ) -> None:
+        import openai  # the SDK loads when an agent is built, not with compactkit
+
         if api not in ("chat", "responses"):
             raise ConfigError(f"api must be 'chat' or 'responses', got {api!r}")
         if client is not None and not isinstance(client, openai.OpenAI | openai.AsyncOpenAI):
@@ -124,6 +128,8 @@ class ModelCaller:
     # -- clients -------------------------------------------------------------------------------
 
     def _sync_client(self) -> openai.OpenAI:
+        import openai
+
         if self._sync is None:
             if not self._owned:
                 raise ConfigError(
@@ -134,6 +140,8 @@ class ModelCaller:
         return self._sync
 
     def _async_client(self) -> openai.AsyncOpenAI | None:
+        import openai
+
         if self._async is None and self._owned:
             self._async = _build(openai.AsyncOpenAI)
         return self._async  # None: a sync client, called in a worker thread
@@ -152,6 +160,8 @@ class ModelCaller:
 
         ``wire`` (one per conversation) converts the prompt incrementally from the last one.
         """
+        import openai
+
         client = self._sync_client()
         request = self._request(prompt, tools, wire)
         create = client.chat.completions.create if self.api == "chat" else client.responses.create
@@ -187,6 +197,8 @@ class ModelCaller:
         wire: WireCache | None = None,
     ) -> ModelReply:
         """``call`` without blocking the event loop (a sync client runs in a worker thread)."""
+        import openai
+
         client = self._async_client()
         request = self._request(prompt, tools, wire)
         attempts = 0
@@ -338,6 +350,8 @@ class ModelCaller:
 
 
 def _build(kind: type[Any]) -> Any:
+    import openai
+
     try:
         return kind(max_retries=0)  # the one retry policy is compactkit's
     except openai.OpenAIError as exc:
@@ -367,6 +381,8 @@ def _responses_usage(response: Any) -> tuple[Usage, bool]:
 
 def _map_error(exc: openai.OpenAIError, model: str) -> ModelError:
     """An SDK exception as a typed error that says whether retrying may help."""
+    import openai
+
     if isinstance(exc, openai.APITimeoutError):
         return ModelError(f"request to {model!r} timed out", transient=True)
     if isinstance(exc, openai.APIConnectionError):
