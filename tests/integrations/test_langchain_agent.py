@@ -359,3 +359,22 @@ def test_a_tool_result_answering_no_call_is_repaired_out_of_the_prompt() -> None
     assert state["messages"][1] is not None and state["messages"][1].content == "stale result"
     assert_well_formed(server)  # the provider never sees a result without its call
     assert state["messages"][-1].content == f"answered {QUESTIONS[0]}"
+
+
+def test_stream_and_astream_are_governed_too() -> None:
+    server = ScriptedOpenAI()
+    events: list[Event] = []
+    agent = make_agent(server, [CompactkitMiddleware(MODEL, budget=BUDGET, on_event=events.append)])
+    payload = {"messages": [HumanMessage(QUESTIONS[0])]}
+    chunks = list(agent.stream(payload, {"configurable": {"thread_id": "s1"}}))
+
+    async def consume() -> list[Any]:
+        config = {"configurable": {"thread_id": "s2"}}
+        other = {"messages": [HumanMessage(QUESTIONS[1])]}
+        return [chunk async for chunk in agent.astream(other, config)]
+
+    achunks = arun(consume())
+    assert chunks and achunks
+    calls = 2 * (CALLS_PER_QUESTION + 1)
+    assert len(server.requests) == calls
+    assert sum(e.kind == "projection" for e in events) == calls
