@@ -18,8 +18,8 @@ GATES = {
         {
             "constraint": 1.0,
             "artifact_modified": 1.0,
-            "error": 0.83,
-            "identifier": 0.66,
+            "error": 0.82,
+            "identifier": 0.62,
             "tool_state": 1.0,
             "ratio": 12.0,
         },

@@ -162,8 +162,17 @@ def csv_table(rng: random.Random, rows: int, columns: list[str]) -> str:
                 cells.append(str(100000 + i * 7 + rng.randint(0, 6)))
             elif col in ("name", "customer"):
                 cells.append(f'"{person(rng)}"')
-            elif col in ("region", "segment", "status", "channel"):
-                cells.append(rng.choice(("emea", "apac", "na", "latam", "none")))
+            elif col == "region":
+                cells.append(rng.choice(("emea", "apac", "na", "latam")))
+            elif col == "segment":
+                cells.append(rng.choice(("smb", "mid", "ent", "internal")))
+            elif col in ("status", "channel"):
+                cells.append(rng.choice(("active", "paused", "web", "partner")))
+            elif col in ("seats", "customers", "churned", "tenure_days"):
+                top = {"churned": 1, "seats": 80, "customers": 9000, "tenure_days": 2000}[col]
+                cells.append(str(rng.randint(0, top)))
+            elif col == "rate":
+                cells.append(f"{rng.uniform(0, 12):.1f}")
             else:
                 cells.append(f"{rng.uniform(0, 2000):.2f}")
         out.append(",".join(cells))
