@@ -153,7 +153,7 @@ def _checked(item: _ItemT) -> _ItemT:
             "memory.restore(MemorySnapshot.from_items(items))"
         )
     try:  # what every backend and provider must take: serialisable, valid Unicode
-        item.model_dump_json()
+        _check_storable(item)
     except (PydanticSerializationError, ValueError, RecursionError) as exc:
         raise ConfigError(
             f"{describe(item)} cannot be stored: {str(exc)[:120]}; text must be valid Unicode "
@@ -163,6 +163,36 @@ def _checked(item: _ItemT) -> _ItemT:
     if item.seq is not None:
         return cast(_ItemT, item.model_copy(update={"seq": None}))  # the memory assigns seqs
     return item
+
+
+def _check_storable(item: Item) -> None:
+    """Raise when ``item`` cannot be serialised (a lone surrogate, content nested too deeply).
+
+    Plain text items are checked by encoding their strings (cheap on the append path); items
+    with provider fields or raw parts are serialised once.
+    """
+    if isinstance(item, Reasoning) or getattr(item, "extra", None):
+        item.model_dump_json()
+        return
+    texts: list[str | None] = []
+    if isinstance(item, FunctionCall):
+        texts += [item.call_id, item.name, item.arguments]
+    else:
+        content = item.content if isinstance(item, Message) else item.output
+        texts += [item.call_id if isinstance(item, FunctionCallOutput) else None, item.name]
+        for part in (content,) if isinstance(content, str) else content:
+            if isinstance(part, str):
+                texts.append(part)
+            elif isinstance(part, TextPart):
+                texts.append(part.text)
+            elif isinstance(part, ImagePart):
+                texts.append(part.url)
+            else:
+                item.model_dump_json()
+                return
+    for text in texts:
+        if text is not None:
+            text.encode("utf-8")  # UnicodeEncodeError (a ValueError) on a lone surrogate
 
 
 @dataclass
