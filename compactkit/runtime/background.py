@@ -29,16 +29,26 @@ import dataclasses
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from compactkit.compressors.base import MemoryCompressor
 from compactkit.errors import ConcurrencyError, ConfigError
-from compactkit.governance.policy import CompactPolicy, Trigger, ratio_over, tokens_over, usage_over
-from compactkit.items import Message, Tool
-from compactkit.items.snapshot import CompactResult, CompactStats, MemorySnapshot
+from compactkit.governance.policy import CompactPolicy
+from compactkit.items import Tool
+from compactkit.items.snapshot import CompactResult
 from compactkit.memory.base import AgentMemory
+from compactkit.runtime._jobs import (
+    GovernorParts,
+    Instructions,
+    Job,
+    Slot,
+    acompress,
+    compress,
+    in_thread,
+    token_thresholds,
+)
 from compactkit.runtime.events import (
     BackgroundCompactionEvent,
     CompactionEvent,
@@ -49,41 +59,7 @@ from compactkit.runtime.events import (
 
 __all__ = ["BackgroundCompaction", "BackgroundStats"]
 
-Instructions = str | Sequence[Message] | None
 Status = Literal["started", "applied", "discarded", "unchanged", "failed", "cancelled"]
-
-
-class _GovernorParts(Protocol):
-    """The parts of a ``Governor`` a background step uses (the governor passes itself)."""
-
-    policy: CompactPolicy | None
-    before_compaction: Callable[[CompactionRequest], bool] | None
-
-    def _prepare(
-        self,
-        memory: AgentMemory,
-        instructions: Instructions,
-        tools: Sequence[Tool],
-        usage: int | None,
-        force: bool,
-    ) -> Any: ...
-
-    def _finish(
-        self,
-        memory: AgentMemory,
-        plan: Any,
-        result: CompactResult | None,
-        instructions: Instructions,
-        tools: Sequence[Tool],
-    ) -> Any: ...
-
-    def _compressor_for(
-        self, instructions: Instructions, tools: Sequence[Tool], track: Any
-    ) -> MemoryCompressor | None: ...
-
-    def _track(self, memory: AgentMemory) -> Any: ...
-
-    def _emit(self, event: Event) -> Event: ...
 
 
 @dataclass
@@ -106,47 +82,6 @@ class BackgroundStats:
     """Steps that reached the hard threshold and waited for a running compaction."""
     waited_s: float = 0.0
     """Total time those steps waited."""
-
-
-class _Job:
-    """One background compaction of one memory."""
-
-    def __init__(
-        self,
-        snapshot: MemorySnapshot,
-        compressor: MemoryCompressor,
-        request: CompactionRequest,
-        emit: Callable[[Event], Event],
-    ) -> None:
-        self.snapshot = snapshot
-        self.compressor = compressor
-        self.name = str(getattr(compressor, "name", type(compressor).__name__))
-        self.request = request
-        self.emit = emit
-        self.future: concurrent.futures.Future[CompactResult] | None = None
-        self.task: asyncio.Task[CompactResult] | None = None
-        self.cancelled = False
-
-    def done(self) -> bool:
-        waitable = self.future if self.future is not None else self.task
-        return waitable is not None and waitable.done()
-
-    def outcome(self) -> CompactResult | BaseException:
-        """The result, or what was raised (the job is done)."""
-        waitable = self.future if self.future is not None else self.task
-        assert waitable is not None
-        try:
-            return waitable.result()
-        except BaseException as exc:  # a CancelledError too: reported, never re-raised here
-            return exc
-
-
-class _Slot:
-    __slots__ = ("cooldown", "job")
-
-    def __init__(self) -> None:
-        self.job: _Job | None = None
-        self.cooldown = 0  # steps to skip before the next attempt (after a failure)
 
 
 class BackgroundCompaction:
@@ -195,8 +130,8 @@ class BackgroundCompaction:
         self.stats = BackgroundStats()
         self._closed = False
         self._lock = threading.Lock()
-        self._slots: weakref.WeakKeyDictionary[Any, _Slot] = weakref.WeakKeyDictionary()
-        self._strong: dict[int, tuple[object, _Slot]] = {}
+        self._slots: weakref.WeakKeyDictionary[Any, Slot] = weakref.WeakKeyDictionary()
+        self._strong: dict[int, tuple[object, Slot]] = {}
 
     # -- the public controls -----------------------------------------------------------------
 
@@ -222,7 +157,7 @@ class BackgroundCompaction:
                 )
             soft = int(self.soft * policy.budget)
         else:
-            hard = min(_token_thresholds(policy), default=None)
+            hard = min(token_thresholds(policy), default=None)
             if hard is None:
                 base = policy.budget if policy.budget is not None else 2 * target
                 hard = max(target + 2, int(0.8 * base))
@@ -291,7 +226,7 @@ class BackgroundCompaction:
 
     def step(
         self,
-        governor: _GovernorParts,
+        governor: GovernorParts,
         memory: AgentMemory,
         *,
         instructions: Instructions,
@@ -309,7 +244,7 @@ class BackgroundCompaction:
         if plan.request is not None:
             compressor = governor._compressor_for(instructions, tools, plan.track)
             assert compressor is not None
-            result = _compress(compressor, plan.snapshot)
+            result = compress(compressor, plan.snapshot)
         plan.events[:0] = events
         step = governor._finish(memory, plan, result, instructions, tools)
         started = self._maybe_start(governor, memory, plan, step, instructions, tools, None)
@@ -317,7 +252,7 @@ class BackgroundCompaction:
 
     async def astep(
         self,
-        governor: _GovernorParts,
+        governor: GovernorParts,
         memory: AgentMemory,
         *,
         instructions: Instructions,
@@ -338,7 +273,7 @@ class BackgroundCompaction:
         if plan.request is not None:
             compressor = governor._compressor_for(instructions, tools, plan.track)
             assert compressor is not None
-            result = await _acompress(compressor, plan.snapshot)
+            result = await acompress(compressor, plan.snapshot)
         plan.events[:0] = events
         step = await asyncio.to_thread(governor._finish, memory, plan, result, instructions, tools)
         loop = asyncio.get_running_loop()
@@ -347,24 +282,24 @@ class BackgroundCompaction:
 
     # -- internals -------------------------------------------------------------------------------
 
-    def _slot(self, memory: AgentMemory, *, create: bool = True) -> _Slot | None:
+    def _slot(self, memory: AgentMemory, *, create: bool = True) -> Slot | None:
         try:
             slot = self._slots.get(memory)
             if slot is None and create:
-                slot = self._slots[memory] = _Slot()
+                slot = self._slots[memory] = Slot()
             return slot
         except TypeError:  # not weak-referenceable: keep it alive with its slot
             entry = self._strong.get(id(memory))
             if entry is None or entry[0] is not memory:
                 if not create:
                     return None
-                entry = self._strong[id(memory)] = (memory, _Slot())
+                entry = self._strong[id(memory)] = (memory, Slot())
             return entry[1]
 
-    def _all(self) -> list[_Slot]:
+    def _all(self) -> list[Slot]:
         return [*self._slots.values(), *(slot for _, slot in self._strong.values())]
 
-    def _take_done(self, memory: AgentMemory) -> _Job | None:
+    def _take_done(self, memory: AgentMemory) -> Job | None:
         with self._lock:
             slot = self._slot(memory, create=False)
             if slot is None or slot.job is None or not slot.job.done():
@@ -381,7 +316,7 @@ class BackgroundCompaction:
         return job.future is not None or (not threads_only and job.task is not None)
 
     def _settle(
-        self, governor: _GovernorParts, memory: AgentMemory, waited: float | None = None
+        self, governor: GovernorParts, memory: AgentMemory, waited: float | None = None
     ) -> list[Event]:
         """Apply a finished background result, or report why it was not applied."""
         job = self._take_done(memory)
@@ -456,9 +391,9 @@ class BackgroundCompaction:
 
     def _report(
         self,
-        governor: _GovernorParts,
+        governor: GovernorParts,
         memory: AgentMemory,
-        job: _Job,
+        job: Job,
         status: Status,
         error: str | None,
         result: CompactResult | None,
@@ -485,7 +420,7 @@ class BackgroundCompaction:
             assert slot is not None
             slot.cooldown = self.retry_after
 
-    def _wait(self, governor: _GovernorParts, memory: AgentMemory) -> list[Event]:
+    def _wait(self, governor: GovernorParts, memory: AgentMemory) -> list[Event]:
         """Block until the running (thread) compaction ends, then settle it."""
         with self._lock:
             slot = self._slot(memory, create=False)
@@ -496,7 +431,7 @@ class BackgroundCompaction:
         concurrent.futures.wait([job.future])
         return self._waited(governor, memory, time.perf_counter() - start)
 
-    async def _await(self, governor: _GovernorParts, memory: AgentMemory) -> list[Event]:
+    async def _await(self, governor: GovernorParts, memory: AgentMemory) -> list[Event]:
         with self._lock:
             slot = self._slot(memory, create=False)
             job = slot.job if slot is not None else None
@@ -509,14 +444,14 @@ class BackgroundCompaction:
         await asyncio.wait([asyncio.ensure_future(waitable)])
         return await asyncio.to_thread(self._waited, governor, memory, time.perf_counter() - start)
 
-    def _waited(self, governor: _GovernorParts, memory: AgentMemory, seconds: float) -> list[Event]:
+    def _waited(self, governor: GovernorParts, memory: AgentMemory, seconds: float) -> list[Event]:
         self.stats.hard_waits += 1
         self.stats.waited_s += seconds
         return self._settle(governor, memory, waited=seconds)
 
     def _maybe_start(
         self,
-        governor: _GovernorParts,
+        governor: GovernorParts,
         memory: AgentMemory,
         plan: Any,
         step: Any,
@@ -549,77 +484,14 @@ class BackgroundCompaction:
         if hook is not None and not hook(request):
             self._cool(memory)
             return [governor._emit(CompactionVetoed(request))]
-        job = _Job(snapshot, compressor, request, governor._emit)
+        job = Job(snapshot, compressor, request, governor._emit)
         acompress = getattr(compressor, "acompress", None)
         if loop is not None and callable(acompress):
             job.task = loop.create_task(acompress(snapshot))
         else:
-            job.future = _in_thread(compressor, snapshot)
+            job.future = in_thread(compressor, snapshot)
         with self._lock:
             slot.job = job
         self.stats.started += 1
         event = BackgroundCompactionEvent("started", job.name, started_version=snapshot.version)
         return [governor._emit(event)]
-
-
-def _token_thresholds(policy: CompactPolicy) -> list[int]:
-    trigger = policy.trigger
-    if not isinstance(trigger, Trigger):
-        return []
-    values = []
-    for leaf in trigger.leaves():
-        if isinstance(leaf, tokens_over | usage_over):
-            values.append(leaf.value)
-        elif isinstance(leaf, ratio_over) and policy.budget is not None:
-            values.append(int(leaf.ratio * policy.budget))
-    return values
-
-
-def _in_thread(
-    compressor: MemoryCompressor, snapshot: MemorySnapshot
-) -> concurrent.futures.Future[CompactResult]:
-    """Run ``compressor.compress(snapshot)`` in a daemon thread (a hung summarizer never keeps
-    the process from exiting)."""
-    future: concurrent.futures.Future[CompactResult] = concurrent.futures.Future()
-
-    def run() -> None:
-        if not future.set_running_or_notify_cancel():
-            return
-        try:
-            future.set_result(compressor.compress(snapshot))
-        except BaseException as exc:  # reported at the next step, never lost in the thread
-            future.set_exception(exc)
-
-    threading.Thread(target=run, name="compactkit-background", daemon=True).start()
-    return future
-
-
-def _compress(compressor: MemoryCompressor, snapshot: MemorySnapshot) -> CompactResult:
-    try:
-        return compressor.compress(snapshot)
-    except Exception as exc:  # a compressor breaking its contract must not lose the memory
-        return _failed(compressor, snapshot, exc)
-
-
-async def _acompress(compressor: MemoryCompressor, snapshot: MemorySnapshot) -> CompactResult:
-    acompress = getattr(compressor, "acompress", None)
-    try:
-        if callable(acompress):
-            result: CompactResult = await acompress(snapshot)
-            return result
-        return await asyncio.to_thread(compressor.compress, snapshot)
-    except Exception as exc:
-        return _failed(compressor, snapshot, exc)
-
-
-def _failed(compressor: object, snapshot: MemorySnapshot, exc: BaseException) -> CompactResult:
-    name = str(getattr(compressor, "name", type(compressor).__name__))
-    return CompactResult(
-        snapshot=snapshot,
-        outcome="failed",
-        stats=CompactStats(
-            compressor=name, items_before=len(snapshot.items), items_after=len(snapshot.items)
-        ),
-        error=f"{name} raised {type(exc).__name__}: {exc}",
-        cause=exc,
-    )

@@ -1,0 +1,171 @@
+"""The machinery of background compaction: jobs, per-memory slots, the worker thread.
+
+``background.BackgroundCompaction`` decides when to start, apply, discard and wait; this module
+runs the compressor off the step (a daemon thread, or a task under ``astep``) and turns what a
+compressor raised into a failed result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from compactkit.compressors.base import MemoryCompressor
+from compactkit.governance.policy import CompactPolicy, Trigger, ratio_over, tokens_over, usage_over
+from compactkit.items import Message, Tool
+from compactkit.items.snapshot import CompactResult, CompactStats, MemorySnapshot
+from compactkit.memory.base import AgentMemory
+from compactkit.runtime.events import CompactionRequest, Event
+
+__all__ = [
+    "GovernorParts",
+    "Instructions",
+    "Job",
+    "Slot",
+    "acompress",
+    "compress",
+    "in_thread",
+    "token_thresholds",
+]
+
+Instructions = str | Sequence[Message] | None
+
+
+class GovernorParts(Protocol):
+    """The parts of a ``Governor`` a background step uses (the governor passes itself)."""
+
+    policy: CompactPolicy | None
+    before_compaction: Callable[[CompactionRequest], bool] | None
+
+    def _prepare(
+        self,
+        memory: AgentMemory,
+        instructions: Instructions,
+        tools: Sequence[Tool],
+        usage: int | None,
+        force: bool,
+    ) -> Any: ...
+
+    def _finish(
+        self,
+        memory: AgentMemory,
+        plan: Any,
+        result: CompactResult | None,
+        instructions: Instructions,
+        tools: Sequence[Tool],
+    ) -> Any: ...
+
+    def _compressor_for(
+        self, instructions: Instructions, tools: Sequence[Tool], track: Any
+    ) -> MemoryCompressor | None: ...
+
+    def _track(self, memory: AgentMemory) -> Any: ...
+
+    def _emit(self, event: Event) -> Event: ...
+
+
+class Job:
+    """One background compaction of one memory."""
+
+    def __init__(
+        self,
+        snapshot: MemorySnapshot,
+        compressor: MemoryCompressor,
+        request: CompactionRequest,
+        emit: Callable[[Event], Event],
+    ) -> None:
+        self.snapshot = snapshot
+        self.compressor = compressor
+        self.name = str(getattr(compressor, "name", type(compressor).__name__))
+        self.request = request
+        self.emit = emit
+        self.future: concurrent.futures.Future[CompactResult] | None = None
+        self.task: asyncio.Task[CompactResult] | None = None
+        self.cancelled = False
+
+    def done(self) -> bool:
+        waitable = self.future if self.future is not None else self.task
+        return waitable is not None and waitable.done()
+
+    def outcome(self) -> CompactResult | BaseException:
+        """The result, or what was raised (the job is done)."""
+        waitable = self.future if self.future is not None else self.task
+        assert waitable is not None
+        try:
+            return waitable.result()
+        except BaseException as exc:  # a CancelledError too: reported, never re-raised here
+            return exc
+
+
+class Slot:
+    __slots__ = ("cooldown", "job")
+
+    def __init__(self) -> None:
+        self.job: Job | None = None
+        self.cooldown = 0  # steps to skip before the next attempt (after a failure)
+
+
+def token_thresholds(policy: CompactPolicy) -> list[int]:
+    trigger = policy.trigger
+    if not isinstance(trigger, Trigger):
+        return []
+    values = []
+    for leaf in trigger.leaves():
+        if isinstance(leaf, tokens_over | usage_over):
+            values.append(leaf.value)
+        elif isinstance(leaf, ratio_over) and policy.budget is not None:
+            values.append(int(leaf.ratio * policy.budget))
+    return values
+
+
+def in_thread(
+    compressor: MemoryCompressor, snapshot: MemorySnapshot
+) -> concurrent.futures.Future[CompactResult]:
+    """Run ``compressor.compress(snapshot)`` in a daemon thread (a hung summarizer never keeps
+    the process from exiting)."""
+    future: concurrent.futures.Future[CompactResult] = concurrent.futures.Future()
+
+    def run() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(compressor.compress(snapshot))
+        except BaseException as exc:  # reported at the next step, never lost in the thread
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="compactkit-background", daemon=True).start()
+    return future
+
+
+def compress(compressor: MemoryCompressor, snapshot: MemorySnapshot) -> CompactResult:
+    try:
+        return compressor.compress(snapshot)
+    except Exception as exc:  # a compressor breaking its contract must not lose the memory
+        return failed(compressor, snapshot, exc)
+
+
+async def acompress(compressor: MemoryCompressor, snapshot: MemorySnapshot) -> CompactResult:
+    acompress = getattr(compressor, "acompress", None)
+    try:
+        if callable(acompress):
+            result: CompactResult = await acompress(snapshot)
+            return result
+        return await asyncio.to_thread(compressor.compress, snapshot)
+    except Exception as exc:
+        return failed(compressor, snapshot, exc)
+
+
+def failed(compressor: object, snapshot: MemorySnapshot, exc: BaseException) -> CompactResult:
+    name = str(getattr(compressor, "name", type(compressor).__name__))
+    return CompactResult(
+        snapshot=snapshot,
+        outcome="failed",
+        stats=CompactStats(
+            compressor=name, items_before=len(snapshot.items), items_after=len(snapshot.items)
+        ),
+        error=f"{name} raised {type(exc).__name__}: {exc}",
+        cause=exc,
+    )
