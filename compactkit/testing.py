@@ -244,7 +244,7 @@ class HTTPFault:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-Script: TypeAlias = "FakeReply | HTTPFault | str | Callable[[dict[str, Any]], Any]"
+Script: TypeAlias = "FakeReply | HTTPFault | str | BaseException | Callable[[dict[str, Any]], Any]"
 
 
 def text(content: str, *, prompt_tokens: int | None = None) -> FakeReply:
@@ -299,8 +299,9 @@ class FakeOpenAI:
 
     Args:
         replies: What to answer, in order: ``FakeReply`` (see ``text``, ``tool_call``), a plain
-            string (a final answer), ``HTTPFault`` (see ``http_error``, ``overflow``), or a
-            function of the request body returning one of those.
+            string (a final answer), ``HTTPFault`` (see ``http_error``, ``overflow``), an
+            exception to raise in the transport (``httpx2.ReadTimeout(...)``: the SDK reports a
+            timeout), or a function of the request body returning one of those.
         model: The model name reported in answers.
         default: What to answer when the script is used up (``None``: fail the request loudly).
 
@@ -421,6 +422,8 @@ class FakeOpenAI:
                 },
                 headers={"x-should-retry": "false"},
             )
+        if isinstance(reply, BaseException):
+            raise reply  # a transport failure: a timeout, a refused connection
         if callable(reply) and not isinstance(reply, FakeReply | HTTPFault | str):
             reply = reply(body)
         if isinstance(reply, str):

@@ -140,6 +140,16 @@ def test_429_then_success_goes_through_one_retry_policy(mode: str) -> None:
     assert isinstance(call, ModelCallEvent) and call.attempts == 3
 
 
+def test_a_timeout_is_retried(mode: str) -> None:
+    import httpx2
+
+    fake = FakeOpenAI([httpx2.ReadTimeout("the server is slow"), text("on time")])
+    result = run(make_agent(fake, mode).new_session(), mode, "hello")
+    assert result.output == "on time" and len(fake.requests) == 2
+    (retry,) = [e for e in result.events if isinstance(e, ModelRetryEvent)]
+    assert "timed out" in retry.error
+
+
 def test_giving_up_is_a_typed_error_and_the_session_resumes(tmp_path: Path, mode: str) -> None:
     store = FileSessionStore(tmp_path)
     fake = FakeOpenAI([tool_call("read_file", {"path": "a.py"}), *[http_error(500)] * 3])
