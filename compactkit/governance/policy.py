@@ -253,7 +253,12 @@ class CompactPolicy:
         object.__setattr__(self, "trigger", _as_trigger(self.trigger))
         if self.trigger is not None and not callable(self.trigger):
             raise ConfigError(f"trigger must be callable as trigger(state), got {self.trigger!r}")
-        if self.budget is not None and (isinstance(self.budget, bool) or self.budget <= 0):
+        if self.budget is not None and (
+            isinstance(self.budget, bool)
+            or not isinstance(self.budget, int | float)
+            or not self.budget > 0  # NaN is not > 0
+            or self.budget == float("inf")
+        ):
             raise ConfigError(f"budget must be a positive number of tokens, got {self.budget!r}")
         target = self.target
         if isinstance(target, bool) or not isinstance(target, int | float):

@@ -30,6 +30,7 @@ from compactkit.formats import (
     validate_chat,
 )
 from compactkit.formats.transcript import load_transcript, parse_transcript
+from compactkit.governance.policy import CompactPolicy, tokens_over
 from compactkit.governance.projector import ContextProjector
 from compactkit.items import FunctionCall, FunctionCallOutput, Message
 from compactkit.items.snapshot import MemorySnapshot
@@ -124,6 +125,14 @@ CASES: dict[str, tuple[Callable[[], Any], str]] = {
         "metadata['rates'][1]",
     ),
     "MemorySnapshot.from_items(None)": (lambda: MemorySnapshot.from_items(None), "from_items"),  # type: ignore[arg-type]
+    "CompactPolicy(budget=nan)": (
+        lambda: CompactPolicy(tokens_over(1000), target=100, budget=NAN),  # type: ignore[arg-type]
+        "budget",
+    ),
+    "CompactPolicy(budget=inf)": (
+        lambda: CompactPolicy(tokens_over(1000), target=100, budget=INF),  # type: ignore[arg-type]
+        "budget",
+    ),
 }
 
 for name, cls, options in [
