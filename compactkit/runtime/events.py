@@ -66,6 +66,9 @@ class ProjectionEvent:
     """Memory items not sent."""
     notes: tuple[str, ...] = ()
     """The projection report's notes."""
+    cached_prefix_tokens: int = 0
+    """Tokens of this prompt that repeat the previous prompt of the session byte for byte:
+    what a provider's prefix cache can serve."""
     kind: Literal["projection"] = "projection"
 
 

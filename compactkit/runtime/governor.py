@@ -486,6 +486,7 @@ class Governor:
                     masked=report.masked,
                     omitted=report.omitted,
                     notes=report.notes,
+                    cached_prefix_tokens=report.cached_prefix_tokens,
                 )
             )
         )
