@@ -7,9 +7,10 @@
      inside ``create_agent`` with a checkpointer, with no middleware, ``SummarizationMiddleware``
      (trigger at 80 % of the budget, its default ``keep=("messages", 20)``), ``ContextEditingMiddleware``
      (``ClearToolUsesEdit`` at 80 %, keep 3) and ``CompactkitMiddleware`` (project, compact).
-     The summarizer ``SummarizationMiddleware`` calls is a best-case stand-in: it writes every
-     path and checksum it is shown into its summary, so what its summaries lose is what the
-     middleware never showed it.
+     The summarizer both ``SummarizationMiddleware`` and compactkit's ``SummaryCompressor``
+     (through ``LangChainLLM``) call is the same best-case stand-in: it writes every path and
+     checksum it is shown into its summary, so what a summary loses is what the middleware
+     never showed its summarizer (or dropped from the answer).
    - pydantic-ai: the same script as a ``FunctionModel``, with no capability, the
      "keep the last N messages" processor (``ProcessHistory``) users write, and
      ``CompactkitCapability`` (project, compact).
@@ -72,9 +73,16 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import UsageLimits
 
-from compactkit import Message, budget_for, chat_to_items, counter_for, tools_from_chat
+from compactkit import (
+    Message,
+    SummaryCompressor,
+    budget_for,
+    chat_to_items,
+    counter_for,
+    tools_from_chat,
+)
 from compactkit.integrations._pydantic_ai_convert import to_items, to_tools
-from compactkit.integrations.langchain import CompactkitMiddleware
+from compactkit.integrations.langchain import CompactkitMiddleware, LangChainLLM
 from compactkit.integrations.pydantic_ai import CompactkitCapability, CompactkitHistory
 
 LOOP_MODEL = "gpt-4"  # 6,021 usable input tokens
@@ -183,11 +191,10 @@ def langchain_run(workload: Workload, middleware: Callable[[ChatOpenAI], list[An
     def handler(request: httpx2.Request) -> httpx2.Response:
         body = json.loads(request.content)
         messages = body["messages"]
-        if "tools" not in body:  # the summarizer: the best case, every fact it is shown
+        if "tools" not in body:  # a summarizer, either middleware's: the best case
             tally.summarizer_calls += 1
             shown = "\n".join(str(m.get("content")) for m in messages)
-            kept = sorted(set(PATH.findall(shown))) + sorted(set(CHECKSUM.findall(shown)))
-            return completion({"role": "assistant", "content": "\n".join(kept) or "nothing"})
+            return completion({"role": "assistant", "content": best_case_summary(shown)})
         bodies.append(body)
         asked = [m["content"] for m in messages if m["role"] == "user"]
         question = str(asked[-1]) if asked else ""
@@ -245,6 +252,15 @@ def langchain_run(workload: Workload, middleware: Callable[[ChatOpenAI], list[An
     return tally
 
 
+def best_case_summary(shown: str) -> str:
+    """What a perfect summarizer writes: every path and checksum it was shown, nothing lost."""
+    paths = sorted(set(PATH.findall(shown)), key=lambda p: int(p.split("_")[1].split(".")[0]))
+    sums = sorted(set(CHECKSUM.findall(shown)))
+    files = "\n".join(f"- `{path}` — read" for path in paths)
+    ids = "\n".join(f"- `{value}`" for value in sums)
+    return f"## Files read\n{files or '- none'}\n\n## Identifiers\n{ids or '- none'}"
+
+
 def completion(message: dict[str, Any]) -> httpx2.Response:
     reason = "tool_calls" if message.get("tool_calls") else "stop"
     return httpx2.Response(
@@ -277,6 +293,15 @@ def langchain_strategies() -> dict[str, Callable[[ChatOpenAI], list[Any]]]:
         "CompactkitMiddleware (project)": lambda llm: [CompactkitMiddleware(LOOP_MODEL)],
         "CompactkitMiddleware (compact)": lambda llm: [
             CompactkitMiddleware(LOOP_MODEL, mode="compact")
+        ],
+        "CompactkitMiddleware (compact, LLM summary)": lambda llm: [
+            CompactkitMiddleware(
+                LOOP_MODEL,
+                mode="compact",
+                compressor=SummaryCompressor(
+                    LangChainLLM(llm), target_tokens=budget_for(LOOP_MODEL).target_tokens
+                ),
+            )
         ],
     }
 
@@ -517,17 +542,17 @@ def main() -> None:
         f"{LOOP_MODEL} (budget {budget:,} tokens)"
     )
     header = (
-        f"{'':<40} {'calls':>5} {'no task':>7} {'over bud.':>9} {'pair splits':>11} {'max tokens':>10} "
+        f"{'':<44} {'calls':>5} {'no task':>7} {'over bud.':>9} {'pair splits':>11} {'max tokens':>10} "
         f"{'summarizer':>10} {'paths':>5} {'checksums':>9}"
     )
     print("LangChain create_agent + ChatOpenAI (mocked transport)")
     print(header)
     for name, middleware in langchain_strategies().items():
-        print(f"{name:<40} {langchain_run(workload, middleware).row()}")
+        print(f"{name:<44} {langchain_run(workload, middleware).row()}")
     print("pydantic-ai Agent + FunctionModel")
     print(header)
     for name, capabilities in pydantic_ai_strategies().items():
-        print(f"{name:<40} {pydantic_ai_run(workload, capabilities()).row()}")
+        print(f"{name:<44} {pydantic_ai_run(workload, capabilities()).row()}")
 
     print(f"\n2. per-call overhead, ms (median of {calls} calls, one message appended per call)")
     rows: dict[str, list[float]] = {}
