@@ -10,6 +10,7 @@ Outputs answering a call that was passed through are passed through with it.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from compactkit.formats import (
     tools_from_responses,
 )
 from compactkit.formats._sdk import sdk_format, to_plain
-from compactkit.items import Item, Message, Tool
+from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, Tool
 
 __all__ = ["MessageFormat", "Original", "Passthrough", "WireConverter", "detect_format"]
 
@@ -43,6 +44,8 @@ FORMATS: tuple[MessageFormat, ...] = ("chat", "responses", "anthropic")
 PASSTHROUGH_KEY = "__compactkit_passthrough__"
 PASSTHROUGH_RAW = "__compactkit_raw__"
 _CONVERTED_LIMIT = 4096
+_ID_SEP = "\u2063#"  # invisible separator: marks compactkit's suffix on a reused call id
+_INNER_SUFFIX = re.compile(_ID_SEP + r"\d+")
 
 _ANTHROPIC_BLOCKS = {
     "tool_use",
@@ -113,6 +116,8 @@ class WireConverter:
         self.format: MessageFormat = format
         self._raw: dict[str, Any] = {}
         self._call_ids: set[str] = set()  # calls of passed-through messages
+        self._seen_calls: set[str] = set()
+        self._renamed: dict[str, str] = {}  # a reused call id -> its latest call's inner id
         # Runs converted before (masked outputs, the summary), by the ids of their items: the
         # same run recurs every call until the next compaction replaces it.
         self._converted: dict[tuple[int, ...], tuple[tuple[Item, ...], Any, list[Any]]] = {}
@@ -128,7 +133,7 @@ class WireConverter:
         reason = self._answers_passed_call(plain)
         if reason is None:
             try:
-                return list(_READERS[self.format]([plain]))
+                return self._unique_ids(_READERS[self.format]([plain]))
             except (FormatError, ValueError, TypeError, AttributeError) as exc:
                 reason = str(exc).removeprefix("message 0: ").removeprefix("input item 0: ")
         on_passthrough(Passthrough(index=index, reason=reason))
@@ -239,10 +244,34 @@ class WireConverter:
     def _convert(self, run: list[Item]) -> tuple[Any, list[Any]]:
         if self.format == "anthropic":
             prompt = items_to_anthropic(run)
-            return prompt.system, prompt.messages
-        if self.format == "chat":
-            return None, items_to_chat(run)
-        return None, items_to_responses(run)
+            system, messages = prompt.system, prompt.messages
+        elif self.format == "chat":
+            system, messages = None, items_to_chat(run)
+        else:
+            system, messages = None, items_to_responses(run)
+        if self._renamed:  # the inner ids (in fields, and in a mask's text) go back as given
+            text = json.dumps(messages, ensure_ascii=False)
+            messages = json.loads(_INNER_SUFFIX.sub("", text))
+        return system, messages
+
+    def _unique_ids(self, items: list[Item]) -> list[Item]:
+        """Items with a reused call id (servers that number calls per response: ``call_0``
+        every turn) renamed inside compactkit, so no rule mistakes a later call for a
+        duplicate; the id goes out as it came in."""
+        out: list[Item] = []
+        for item in items:
+            if isinstance(item, FunctionCall):
+                if item.call_id in self._seen_calls:
+                    renamed = f"{item.call_id}{_ID_SEP}{len(self._seen_calls)}"
+                    self._renamed[item.call_id] = renamed
+                    item = item.model_copy(update={"call_id": renamed})
+                else:
+                    self._renamed.pop(item.call_id, None)
+                self._seen_calls.add(item.call_id)
+            elif isinstance(item, FunctionCallOutput) and item.call_id in self._renamed:
+                item = item.model_copy(update={"call_id": self._renamed[item.call_id]})
+            out.append(item)
+        return out
 
     def _placeholder(self, message: Any, plain: Any) -> Message:
         key = uuid.uuid4().hex  # unique across processes: a stored placeholder outlives this one

@@ -110,7 +110,7 @@ class MessageCompactor:
             prompt), never summarise the history.
         policy: When to compact and down to what (default: the model's budget policy).
         compressor: What compacts (default: the ``LadderCompressor``, no LLM).
-        summary_role: The role of the summary message (default ``system``).
+        summary_role: The role of the summary message (default ``DEFAULT_SUMMARY_ROLE``: ``user``).
         projector: Replaces the default projector.
         on_event: Called with every event (passthrough warnings, compactions, projections).
         background: Compact in the background from a soft threshold on (docs/background.md).

@@ -363,27 +363,31 @@ def test_plain_text_messages_wait_for_a_message_that_decides_the_format() -> Non
     assert turn.send[1] is messages[1]
 
 
-def test_reused_call_ids_do_not_break_the_conversation() -> None:
-    compactor = MessageCompactor(MODEL)
+@pytest.mark.parametrize("compaction", [True, False])
+def test_reused_call_ids_do_not_break_the_conversation(compaction: bool) -> None:
+    compactor = MessageCompactor(MODEL, compaction=compaction)  # off: old outputs get masked
     messages: list[Any] = []
-    for number in range(3):  # some servers number calls per response: "call_0" again
+    masked = 0
+    for number in range(12):  # some servers number calls per response: "call_0" again
+        call = {"id": "call_0", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        output = {"role": "tool", "tool_call_id": "call_0", "content": f"r{number}\n" * 400}
         messages += [
             {"role": "user", "content": f"q{number}"},
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": "call_0",
-                        "type": "function",
-                        "function": {"name": "f", "arguments": "{}"},
-                    }
-                ],
-            },
-            {"role": "tool", "tool_call_id": "call_0", "content": f"r{number}"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            output,
         ]
         turn = compactor(messages)
-        assert [to_plain(m) for m in turn.send] == messages
+        if number < 2:
+            assert [to_plain(m) for m in turn.send] == messages
+        # The latest round trip is sent; masked or converted messages keep the id as given.
+        assert turn.send[-1] is output and turn.tokens <= turn.budget
+        for sent in (turn.send, turn.history):
+            text = json.dumps([to_plain(m) for m in sent], ensure_ascii=False)
+            assert "\u2063" not in text and '"call_0"' in text
+        masked += turn.report.masked
+        if turn.compacted:
+            messages = turn.history
+    assert masked or compaction
 
 
 def test_bad_arguments_are_config_errors_naming_the_fix() -> None:
