@@ -58,6 +58,7 @@ from compactkit.items.snapshot import summary_message as render_summary
 
 __all__ = [
     "SOURCE_KEY",
+    "Memo",
     "SUMMARY_SOURCE",
     "is_summary",
     "summary_message",
@@ -171,8 +172,18 @@ def _ai_items(
     return items
 
 
-def to_messages(items: Sequence[Item], *, summary_role: SummaryRole = "user") -> list[BaseMessage]:
+Memo = dict[int, tuple[Item, Item, int, BaseMessage]]
+"""Runs already converted, by ``id`` of their first item: (first, last, length, message)."""
+
+
+def to_messages(
+    items: Sequence[Item], *, summary_role: SummaryRole = "user", memo: Memo | None = None
+) -> list[BaseMessage]:
     """LangChain messages for ``items``: the original objects where the items are unchanged.
+
+    ``memo`` (kept by the caller between calls over one growing history) skips the runs
+    converted before: items are immutable, so a run with the same first and last item objects
+    is the same run.
 
     Raises:
         FormatError: an item LangChain cannot express (provider reasoning from another format).
@@ -181,12 +192,23 @@ def to_messages(items: Sequence[Item], *, summary_role: SummaryRole = "user") ->
     index, count = 0, len(items)
     while index < count:
         item = items[index]
+        if memo is not None:
+            hit = memo.get(id(item))
+            if hit is not None and hit[0] is item:
+                stop = index + hit[2]
+                if stop <= count and items[stop - 1] is hit[1]:
+                    out.append(hit[3])
+                    index = stop
+                    continue
         source = _source(item)
         stop = index + 1
         if source is not None:
             while stop < count and _source(items[stop]) is source:
                 stop += 1
-            out.append(_restore(source, items[index:stop]))
+            message = _restore(source, items[index:stop])
+            out.append(message)
+            if memo is not None:
+                memo[id(item)] = (item, items[stop - 1], stop - index, message)
         elif (summary := _summary_of(item)) is not None:
             assert isinstance(item, Message)  # only messages carry a summary
             out.append(summary_message(summary, "user" if item.role == "user" else "system"))

@@ -93,9 +93,15 @@ class Mirror(Generic[S]):
         self.lock = threading.Lock()
         self.context: Any = None
         """What the integration remembers of this conversation's last model call."""
+        self.memo: dict[int, Any] = {}
+        """The integration's cache of converted items (cleared with the memory)."""
+        self.sent: tuple[tuple[Item, ...], list[Any]] = ((), [])
+        """The last prompt's items and what they were converted to."""
         self._reset()
 
     def _reset(self) -> None:
+        self.memo = {}
+        self.sent = ((), [])
         self.memory = InMemoryMemory(accept_unknown_call_ids=True)
         self.sources: list[S] = []
         self._ids = _CallIds()

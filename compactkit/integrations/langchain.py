@@ -124,7 +124,7 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """Call the model with the projected messages; the state keeps all of them."""
         mirror, snapshot, instructions, tools = self._prepare(request)
         step = self.governors.projecting.step(mirror.memory, instructions=instructions, tools=tools)
-        projected = self._projected(snapshot, step, instructions)
+        projected = self._projected(mirror, snapshot, step, instructions)
         response = handler(request.override(messages=projected))
         self._observe(response, step.projection)
         return response
@@ -139,7 +139,7 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         step = await self.governors.projecting.astep(
             mirror.memory, instructions=instructions, tools=tools
         )
-        projected = self._projected(snapshot, step, instructions)
+        projected = self._projected(mirror, snapshot, step, instructions)
         response = await handler(request.override(messages=projected))
         self._observe(response, step.projection)
         return response
@@ -186,12 +186,31 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return mirror, snapshot, instructions, tools
 
     def _projected(
-        self, snapshot: MemorySnapshot, step: GovernedStep, instructions: Sequence[Message]
+        self,
+        mirror: Mirror[BaseMessage],
+        snapshot: MemorySnapshot,
+        step: GovernedStep,
+        instructions: Sequence[Message],
     ) -> list[AnyMessage]:
         require_newest(snapshot, step.projection)
         items = step.items[len(instructions) :]  # the system prompt stays request.system_message
-        messages = convert.to_messages(items, summary_role=self.governors.summary_role)
-        return cast(list[AnyMessage], messages)
+        role = self.governors.summary_role
+        memo = mirror.memo
+        if len(memo) > 2 * len(items) + 1_000:  # runs that left the window
+            memo.clear()
+        # Between compactions a prompt is the previous one plus what was appended (the
+        # projector plans it so, for prompt caching): convert only the new tail.
+        sent, previous = mirror.sent
+        known = len(sent)
+        if known and len(items) >= known and items[:known] == sent:
+            messages = [
+                *previous,
+                *convert.to_messages(items[known:], summary_role=role, memo=memo),
+            ]
+        else:
+            messages = convert.to_messages(items, summary_role=role, memo=memo)
+        mirror.sent = (tuple(items), messages)
+        return cast(list[AnyMessage], list(messages))  # a copy: the cache is not theirs to edit
 
     def _sync_state(
         self, state: AgentState[Any], runtime: Any

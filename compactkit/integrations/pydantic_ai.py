@@ -180,8 +180,17 @@ class CompactkitHistory:
                 rendered = snapshot.render_items(summary_role=role)
                 history = convert.to_messages(rendered, summary_role=role)
                 mirror.adopt(history)
-        prompt = convert.to_messages(step.items[len(instructions) :], summary_role=role)
-        return prompt, history
+        items = step.items[len(instructions) :]
+        # Between compactions a prompt is the previous one plus what was appended (the
+        # projector plans it so, for prompt caching): convert only the new tail.
+        sent, previous = mirror.sent
+        known = len(sent)
+        if known and len(items) >= known and items[:known] == sent:
+            prompt = [*previous, *convert.to_messages(items[known:], summary_role=role)]
+        else:
+            prompt = convert.to_messages(items, summary_role=role)
+        mirror.sent = (tuple(items), prompt)
+        return list(prompt), history
 
     def _instruction_items(
         self, messages: Sequence[ModelMessage], parameters: ModelRequestParameters | None
