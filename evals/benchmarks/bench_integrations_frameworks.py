@@ -21,10 +21,10 @@
 2. Per-call overhead at 100 / 1,000 / 10,000 messages (a history growing by one message per
    call, median): ``CompactkitMiddleware.wrap_model_call`` against ``ContextEditingMiddleware``
    and ``SummarizationMiddleware``'s per-call check (triggers out of reach, so only their counting
-   runs), and ``CompactkitCapability``'s step. compactkit's cost follows the prompt window (what
-   is sent, which the framework converts and serialises anyway), not the history: on the 117k
-   model the window grows with the history until the budget caps it; on the 8k model it is
-   fixed, and the cost is flat.
+   runs), and ``CompactkitCapability``'s step. compactkit converts and counts only what was
+   appended (and converts back only the new tail of a prompt that extends the previous one), so
+   its cost stays nearly flat as the history grows, on the 117k model (where the prompt window
+   grows with the history) as on the 8k model (a fixed window).
 3. Lines a user adds to an existing agent.
 
 Run: ``python evals/benchmarks/bench_integrations_frameworks.py`` (``--tiny`` for CI's smoke run).
