@@ -15,7 +15,9 @@ from typing import Literal
 
 from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors.masking import mask_output
+from compactkit.formats.validate import validate_items
 from compactkit.governance._incremental import extends
+from compactkit.governance._select import Sums
 from compactkit.items import FunctionCall, FunctionCallOutput, Item
 from compactkit.items.groups import Group, group_items
 from compactkit.items.snapshot import is_summary_message, leading_instructions
@@ -44,6 +46,8 @@ class View:
     measured: dict[int, Piece]
     """Measurements of closed groups, shared by every view of the history (closed groups never
     change, so a group is measured once, not once per turn)."""
+    sums: Sums
+    """Running totals over the measured closed groups, shared like ``measured``."""
 
     @property
     def n_groups(self) -> int:
@@ -81,6 +85,7 @@ class _Index:
         self.tail: Group | None = None
         self.tail_pinned = False
         self.measured: dict[int, Piece] = {}
+        self.sums = Sums()
         self.view = self._view()
 
     def update(self, items: tuple[Item, ...]) -> View:
@@ -130,6 +135,7 @@ class _Index:
             self.tail_pinned,
             last_user,
             self.measured,
+            self.sums,
         )
 
 
@@ -190,6 +196,9 @@ class Piece:
     """The tool-call rule the group breaks, if any."""
     dropped: bool = False
     """A repair removes the whole group."""
+    clean: bool = True
+    """The items pass the prompt validator on their own (so a prompt of clean groups with
+    unique ids passes it whole)."""
 
 
 class Masker:
@@ -236,6 +245,17 @@ class Pieces:
         self._threshold = threshold
         self._validate = validate
         self._tail: Piece | None = None
+
+    def catch_up(self) -> Sums:
+        """The view's running totals, after summing the closed groups not summed yet (each
+        closed group once in the life of its history)."""
+        view = self._view
+        sums = view.sums
+        if sums.closed < view.n_closed:
+            with sums.lock:
+                while sums.closed < view.n_closed:
+                    sums.add(self.get(sums.closed), view.items)
+        return sums
 
     def get(self, index: int) -> Piece:
         """The measured group at ``index``."""
@@ -295,4 +315,12 @@ class Pieces:
                     tokens = short
             total += tokens
             kept.append(item)
-        return Piece(index, group, kept, total, masks, problem, dropped=False)
+        clean = self._validate is None or _valid_alone(kept)
+        return Piece(index, group, kept, total, masks, problem, dropped=False, clean=clean)
+
+
+def _valid_alone(items: list[Item]) -> bool:
+    """Whether ``items`` pass the prompt validator by themselves (calls still waiting for
+    their outputs aside: the projector keeps pending calls on purpose)."""
+    _, problems = validate_items(items, format="responses", mode="repair")
+    return all(problem.kind == "missing_output" for problem in problems)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import difflib
 import math
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, fields, replace
 from typing import Any, Literal, TypeAlias
@@ -34,6 +35,7 @@ from compactkit.formats.validate import validate_items
 from compactkit.governance._cache import DEFAULT_REFILL, PrefixTracker, StablePrefix
 from compactkit.governance._incremental import MessageCache, OverheadCache
 from compactkit.governance._projection import Mask, Masker, Piece, Pieces, View, ViewCache
+from compactkit.governance._select import Sums, unmasked, window_start
 from compactkit.items import Item, Message, Tool
 from compactkit.items.snapshot import (
     DEFAULT_SUMMARY_ROLE,
@@ -227,7 +229,13 @@ class ContextProjector:
         tools: Sequence[Tool] = (),
         budget: int | None = None,
     ) -> Projection:
-        """The prompt by the rules alone (``project`` adds cache-aware mode and the prefix)."""
+        """The prompt by the rules alone (``project`` adds cache-aware mode and the prefix).
+
+        One way, top to bottom: plan (the head, the groups never dropped, the room left),
+        select (where the window starts, which bulky outputs stay masked), render (the items
+        and the report). Closed groups are measured and summed once in the life of their
+        history, so selecting is a few binary searches and rendering copies slices.
+        """
         snapshot = require_snapshot(snapshot, "project()")
         tools = _tools(tools)
         if budget is not None:
@@ -238,80 +246,129 @@ class ContextProjector:
                 f"a positive budget is needed, got {limit!r}: pass budget= to project() or the "
                 "constructor, or build the projector with ContextProjector.for_model(model)"
             )
+
+        # -- plan: what is always sent, and the room it leaves -----------------------------
         count = self.counter.count_item
         view = self._views.view(snapshot.items)
         head = [*self._instructions(instructions), *snapshot.items[: view.lead]]
         if snapshot.summary:
             head.append(self._messages.get(self.summary_role, snapshot.summary, summary=True))
         fixed = sum(count(item) for item in head) + self._overhead(self.counter, tools)
-
         pieces = Pieces(view, self.counter, self._masker, self.mask_threshold, self.validate)
+        sums = pieces.catch_up()
         required = view.required()
-        required_tokens = sum(pieces.get(index).min_tokens for index in required)
-        if fixed + required_tokens > limit:
+        needed = {index: pieces.get(index).min_tokens for index in required}
+        if fixed + sum(needed.values()) > limit:
             raise self._budget_error(snapshot, head, tools, pieces, required, limit)
+        room = limit - fixed - sum(needed.values())
 
-        # Newest first, every bulky output masked, until a group does not fit. One pass
-        # gathers what the later steps need, so they cost O(masks + problems), not O(window).
-        remaining = limit - fixed - required_tokens
-        window: list[Piece] = []  # newest first
-        with_masks: list[Piece] = []  # newest first
-        problems: list[Piece] = []
-        measured, get = view.measured, pieces.get
-        for index in range(view.n_groups - 1, -1, -1):
-            piece = measured.get(index) or get(index)
-            if index not in required:
-                if piece.min_tokens > remaining:
-                    break
-                remaining -= piece.min_tokens
-            window.append(piece)
-            if piece.masks:
-                with_masks.append(piece)
-            if piece.problem:
-                problems.append(piece)
-        start = window[-1].index if window else view.n_groups
-        ahead = [get(index) for index in sorted(required) if index < start]
-        problems += [piece for piece in ahead if piece.problem]
-        with_masks += [piece for piece in reversed(ahead) if piece.masks]
+        # -- select: the window, every bulky output masked, newest groups while they fit ----
+        n_closed = view.n_closed
+        tail = pieces.get(n_closed) if view.tail is not None else None
+        tail_tokens = None if tail is None else tail.min_tokens
+        start, used = window_start(sums, n_closed, tail_tokens, needed, room)
+        room -= used
+        ahead = [pieces.get(index) for index in sorted(required) if index < start]
+        in_window = [tail] if tail is not None and tail.index >= start else []
+        first_problem = bisect_left(sums.problems, start)
+        problems = [
+            *(pieces.get(i) for i in sums.problems[first_problem:] if i < n_closed),
+            *(piece for piece in [*in_window, *ahead] if piece.problem),
+        ]
         self._check(problems)
-
-        # Then send outputs whole again, newest first, wherever the rest of the budget allows:
+        # ... then outputs whole again, newest first, wherever the rest of the budget allows:
         # the oldest stay masked, and so does an output too large to fit whole at any age.
-        masked: list[Mask] = []
-        masked_in: set[int] = set()
-        for piece in with_masks:
-            for mask in reversed(piece.masks):
-                if mask.saving <= remaining:
-                    remaining -= mask.saving
-                else:
-                    masked.append(mask)
-                    masked_in.add(piece.index)
-        masked.reverse()
+        masked_tail, room = _greedy(reversed(tail.masks) if in_window and tail else (), room)
+        low, high = sums.first_mask[min(start, n_closed)], sums.first_mask[n_closed]
+        whole, room = unmasked(sums, low, high, room)
+        whole.sort()
+        masked_ahead: list[Mask] = []
+        for piece in reversed(ahead):
+            kept_masked, room = _greedy(reversed(piece.masks), room)
+            masked_ahead = kept_masked + masked_ahead
+        masked_ranges = _complement(low, high, whole)  # closed masks in the window, masked
+        masked_tail.reverse()
+        n_masked = len(masked_ahead) + len(masked_tail) + sum(b - a for a, b in masked_ranges)
+        saved = sum(mask.saving for mask in [*masked_ahead, *masked_tail]) + sum(
+            sums.saved[b] - sums.saved[a] for a, b in masked_ranges
+        )
 
+        # -- render: head, the groups kept ahead of the window, then the window -------------
+        swap: dict[int, Item] = {id(m.original): m.placeholder for m in masked_ahead}
+        swap.update((id(m.original), m.placeholder) for m in masked_tail)
         out: list[Item] = list(head)
-        placeholders = {id(mask.original): mask.placeholder for mask in masked}
-        sent = view.lead
-        for piece in [*ahead, *reversed(window)]:
-            if piece.index in masked_in:
-                out.extend(placeholders.get(id(item), item) for item in piece.items)
-            else:
-                out.extend(piece.items)
-            sent += len(piece.items)
-        notes = self._notes(view, problems, ahead, start, masked, required)
-        out, dropped = self._send_valid(out, notes)
+        for piece in ahead:
+            out.extend(swap.get(id(item), item) for item in piece.items)
+        sent = view.lead + sum(len(piece.items) for piece in ahead)
+        if start < view.n_groups:
+            first = view.group(start).start
+            own = [  # groups sent as their own items: repaired ones, and the open last group
+                (piece, [swap.get(id(item), item) for item in piece.items])
+                for piece in problems
+                if piece.index < n_closed and piece.index >= start
+            ]
+            for piece, _ in own:  # their masks that stay masked, by the window's choice
+                k = sums.first_mask[piece.index]
+                for mask in piece.masks:
+                    if not any(a <= k < b for a, b in whole):
+                        swap[id(mask.original)] = mask.placeholder
+                    k += 1
+            own = [(piece, [swap.get(id(item), item) for item in piece.items]) for piece, _ in own]
+            if tail is not None and in_window:
+                own.append((tail, [swap.get(id(item), item) for item in tail.items]))
+            sent += _render_window(out, snapshot.items, sums, first, whole, own)
+        notes = self._notes(view, problems, ahead, start, n_masked, saved, required)
+        masked_ids = [
+            *(mask.original.call_id for mask in masked_ahead),
+            *(call_id for a, b in masked_ranges for call_id in sums.mask_ids[a:b]),
+            *(mask.original.call_id for mask in masked_tail),
+        ]
+        if self._may_be_invalid(sums, start, n_closed, ahead, tail if in_window else None):
+            out, dropped = self._send_valid(out, notes)
+        else:  # every group passes the validator alone and no id repeats: so does the whole
+            dropped = []
         if dropped:  # the whole prompt breaks a rule every format has (a detached reasoning)
-            remaining += sum(count(item) for item in dropped)
+            room += sum(count(item) for item in dropped)
             sent -= len(dropped)
             gone = {id(item) for item in dropped}
-            masked = [mask for mask in masked if id(mask.placeholder) not in gone]
+            masked = [
+                *masked_ahead,
+                *(sums.masks[k] for a, b in masked_ranges for k in range(a, b)),
+            ]
+            masked = [mask for mask in [*masked, *masked_tail] if id(mask.placeholder) not in gone]
+            n_masked = len(masked)
+            masked_ids = [mask.original.call_id for mask in masked]
         report = ProjectionReport(
-            kept=sent - len(masked),
-            masked=len(masked),
+            kept=sent - n_masked,
+            masked=n_masked,
             omitted=len(snapshot.items) - sent,
             notes=tuple(notes),
-            masked_call_ids=tuple(mask.original.call_id for mask in masked),
+            masked_call_ids=tuple(masked_ids),
         )
-        return Projection(tuple(out), limit - remaining, limit, report)
+        return Projection(tuple(out), limit - room, limit, report)
+
+    def _may_be_invalid(
+        self,
+        sums: Sums,
+        start: int,
+        n_closed: int,
+        ahead: Sequence[Piece],
+        tail: Piece | None,
+    ) -> bool:
+        """Whether the prompt needs the whole-prompt validator: it holds a group that fails
+        it alone or repeats an id of an earlier group (rare; checked per group once)."""
+        if self.validate is None:
+            return False
+        unclean = sums.unclean
+        first = bisect_left(unclean, start)
+        if first < len(unclean) and unclean[first] < n_closed:
+            return True
+        marked = set(unclean)
+        for piece in ahead:
+            if piece.index < n_closed and piece.index in marked:
+                return True
+        last = tail or next((piece for piece in ahead if piece.index >= n_closed), None)
+        return last is not None and (not last.clean or not sums.fresh_ids(last))
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -402,15 +459,15 @@ class ContextProjector:
         problems: Sequence[Piece],
         ahead: Sequence[Piece],
         start: int,
-        masked: Sequence[Mask],
+        masked: int,
+        saved: int,
         required: dict[int, str],
     ) -> list[str]:
         action = "repaired" if self.validate == "repair" else "sent as is"
         notes = [f"{action}: {piece.problem}" for piece in sorted(problems, key=_index)]
         if masked:
-            saved = sum(mask.saving for mask in masked)
             notes.append(
-                f"masked {len(masked)} tool output(s) over {self.mask_threshold:,} tokens, "
+                f"masked {masked} tool output(s) over {self.mask_threshold:,} tokens, "
                 f"oldest first ({saved:,} tokens saved)"
             )
         if start < view.n_groups:
@@ -432,6 +489,31 @@ class ContextProjector:
 
 def _index(piece: Piece) -> int:
     return piece.index
+
+
+def _greedy(masks: Iterable[Mask], room: int) -> tuple[list[Mask], int]:
+    """Send each mask's output whole while ``room`` allows, in the given order; the masks that
+    stay masked (in that order) and the room left."""
+    kept: list[Mask] = []
+    for mask in masks:
+        if mask.saving <= room:
+            room -= mask.saving
+        else:
+            kept.append(mask)
+    return kept, room
+
+
+def _complement(low: int, high: int, ranges: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The runs of ``[low, high)`` outside ``ranges`` (disjoint, ascending), ascending."""
+    out: list[tuple[int, int]] = []
+    at = low
+    for begin, end in ranges:
+        if at < begin:
+            out.append((at, begin))
+        at = end
+    if at < high:
+        out.append((at, high))
+    return out
 
 
 def _tokens(value: object, name: str, *, minimum: int = 1) -> int:
@@ -460,3 +542,53 @@ def _tools(tools: object) -> tuple[Tool, ...]:
                 "tools_from_anthropic (compactkit.formats), or build Tool(name=..., parameters=...)"
             )
     return checked
+
+
+def _render_window(
+    out: list[Item],
+    items: Sequence[Item],
+    sums: Sums,
+    first: int,
+    whole: Sequence[tuple[int, int]],
+    own: Sequence[tuple[Piece, list[Item]]],
+) -> int:
+    """Append the window (snapshot items ``first`` to the end) to ``out``; how many snapshot
+    items it sends.
+
+    Closed groups go as slices of their masked rendering (``sums.rendered``), the spans of
+    outputs sent whole as slices of the items, and the groups in ``own`` (repaired ones, the
+    open last group) as their own items: one slice per run, not one step per item.
+    """
+    positions = sums.positions
+    spans: list[tuple[int, int, Sequence[Item] | None]] = [
+        (piece.group.start, piece.group.stop, sent) for piece, sent in own
+    ]
+    repaired = [(piece.group.start, piece.group.stop) for piece, _ in own if piece.problem]
+    for a, b in whole:
+        if not repaired:
+            spans.append((positions[a], positions[b - 1] + 1, None))
+            continue
+        spans += [  # one output at a time, outside the repaired groups (rare)
+            (positions[k], positions[k] + 1, None)
+            for k in range(a, b)
+            if not any(begin <= positions[k] < end for begin, end in repaired)
+        ]
+    spans.sort(key=_span_start)
+    closed_end = next((p.group.start for p, _ in own if p.group.stop == len(items)), len(items))
+    rendered, base, at = sums.rendered, sums.base, first
+    sent = len(items) - first
+    for begin, end, replacement in spans:
+        out.extend(rendered[at - base : begin - base])
+        if replacement is None:
+            out.extend(items[begin:end])
+        else:
+            out.extend(replacement)
+            sent -= (end - begin) - len(replacement)
+        at = end
+    if at < closed_end:
+        out.extend(rendered[at - base : closed_end - base])
+    return sent
+
+
+def _span_start(span: tuple[int, int, Sequence[Item] | None]) -> int:
+    return span[0]

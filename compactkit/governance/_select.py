@@ -1,0 +1,212 @@
+"""Choosing a projection's window and its masked outputs without walking the window.
+
+``Sums`` holds running totals over the closed groups of one growing history, appended to as the
+groups close (each closed group is measured exactly once): the tokens of every group with its
+bulky outputs masked, every maskable output with its saving, the groups whose items a repair
+changes, and the groups that could make the whole prompt invalid. ``window_start`` and
+``unmasked`` then answer the projector's two questions by binary search over those totals, so a
+turn costs O(log history + what changed), not O(window):
+
+* the window starts at the oldest group from which every group to the end fits (the fill the
+  rules describe: newest first, masked, until a group does not fit);
+* outputs are sent whole again newest first wherever the rest of the budget allows: a run of
+  outputs that all fit is one search, and an output that does not fit skips to the next one
+  small enough (block minima make that skip cheap).
+"""
+
+from __future__ import annotations
+
+import threading
+from bisect import bisect_left
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from compactkit.items import FunctionCall, FunctionCallOutput, Item
+from compactkit.items.groups import Group
+
+
+class Mask(Protocol):
+    """What ``Sums`` reads of a mask (``_projection.Mask``; typed structurally so this module
+    does not import the one that uses it)."""
+
+    @property
+    def original(self) -> FunctionCallOutput: ...
+    @property
+    def placeholder(self) -> FunctionCallOutput: ...
+    @property
+    def saving(self) -> int: ...
+
+
+class Piece(Protocol):
+    """What ``Sums`` reads of a measured group (``_projection.Piece``)."""
+
+    @property
+    def group(self) -> Group: ...
+    @property
+    def items(self) -> list[Item]: ...
+    @property
+    def min_tokens(self) -> int: ...
+    @property
+    def masks(self) -> Sequence[Mask]: ...
+    @property
+    def problem(self) -> str | None: ...
+    @property
+    def clean(self) -> bool: ...
+
+
+__all__ = ["Sums", "unmasked", "window_start"]
+
+_BLOCK = 64
+
+
+@dataclass
+class Sums:
+    """Running totals over the closed groups of one history (append-only; shared by its views)."""
+
+    tokens: list[int] = field(default_factory=lambda: [0])
+    """``tokens[i]``: tokens of closed groups ``< i``, bulky outputs masked."""
+    first_mask: list[int] = field(default_factory=lambda: [0])
+    """``first_mask[i]``: how many masks the closed groups ``< i`` hold."""
+    masks: list[Mask] = field(default_factory=list)
+    """Every mask of the closed groups, oldest first."""
+    positions: list[int] = field(default_factory=list)
+    """The snapshot index of each mask's output."""
+    mask_ids: list[str] = field(default_factory=list)
+    """The call id of each mask's output."""
+    rendered: list[Item] = field(default_factory=list)
+    """The closed groups' items as sent with every bulky output masked, from snapshot index
+    ``base`` on: a run of masked groups is sent as one slice of it."""
+    base: int = 0
+    saved: list[int] = field(default_factory=lambda: [0])
+    """``saved[k]``: savings of masks ``< k``."""
+    block_min: list[int] = field(default_factory=list)
+    """The smallest saving of each block of 64 masks."""
+    problems: list[int] = field(default_factory=list)
+    """Closed groups that break a tool-call rule (a repair changes their items), ascending."""
+    unclean: list[int] = field(default_factory=list)
+    """Closed groups that may make a prompt invalid (invalid alone, or a call id an earlier
+    group used), ascending: only a prompt holding one needs the whole-prompt check."""
+    call_ids: set[str] = field(default_factory=set)
+    output_ids: set[str] = field(default_factory=set)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def closed(self) -> int:
+        """How many closed groups are summed."""
+        return len(self.tokens) - 1
+
+    def add(self, piece: Piece, items: Sequence[Item]) -> None:
+        """Sum the next closed group (``piece``, measured from the snapshot ``items``)."""
+        index = self.closed
+        group = piece.group
+        if index == 0:
+            self.base = group.start
+        self.tokens.append(self.tokens[-1] + piece.min_tokens)
+        span = items[group.start : group.stop]
+        if piece.masks:
+            swap = {id(mask.original): mask.placeholder for mask in piece.masks}
+            self.rendered.extend(swap.get(id(item), item) for item in span)
+            where = {id(items[k]): k for k in range(group.start, group.stop)}
+            for mask in piece.masks:
+                if len(self.masks) % _BLOCK == 0:
+                    self.block_min.append(mask.saving)
+                elif mask.saving < self.block_min[-1]:
+                    self.block_min[-1] = mask.saving
+                self.masks.append(mask)
+                self.positions.append(where[id(mask.original)])
+                self.mask_ids.append(mask.original.call_id)
+                self.saved.append(self.saved[-1] + mask.saving)
+        else:
+            self.rendered.extend(span)
+        self.first_mask.append(len(self.masks))
+        if piece.problem:
+            self.problems.append(index)
+        if not self.fresh_ids(piece) or not piece.clean:
+            self.unclean.append(index)
+        for item in piece.items:
+            if isinstance(item, FunctionCall):
+                self.call_ids.add(item.call_id)
+            elif isinstance(item, FunctionCallOutput):
+                self.output_ids.add(item.call_id)
+
+    def fresh_ids(self, piece: Piece) -> bool:
+        """Whether no call or output of ``piece`` reuses an id of a summed group."""
+        for item in piece.items:
+            if isinstance(item, FunctionCall) and item.call_id in self.call_ids:
+                return False
+            if isinstance(item, FunctionCallOutput) and item.call_id in self.output_ids:
+                return False
+        return True
+
+
+def window_start(
+    sums: Sums, n_closed: int, tail: int | None, required: Mapping[int, int], room: int
+) -> tuple[int, int]:
+    """The oldest group from which every group to the end fits in ``room`` tokens, and the
+    tokens those groups take beyond the ``required`` ones.
+
+    ``tail`` is the tokens of the last group when it is still open (``None`` when there is
+    none); ``required`` maps the groups counted already (pinned, latest user input, pending
+    calls) to their tokens: they never stop the fill. The tokens of groups ``[s, end)`` shrink
+    as ``s`` grows, so the answer is one binary search.
+    """
+    n_groups = n_closed + (tail is not None)
+    end = sums.tokens[n_closed] + (tail or 0)
+    tokens = sums.tokens
+
+    def cost(start: int) -> int:  # tokens of groups [start, end) not counted already
+        size = end - tokens[start] if start <= n_closed else 0
+        return size - sum(t for index, t in required.items() if index >= start)
+
+    low, high = 0, n_groups
+    while low < high:
+        middle = (low + high) // 2
+        if cost(middle) <= room:
+            high = middle
+        else:
+            low = middle + 1
+    return low, cost(low)
+
+
+def unmasked(sums: Sums, low: int, high: int, room: int) -> tuple[list[tuple[int, int]], int]:
+    """Masks ``[low, high)`` of ``sums`` sent whole, newest first while ``room`` allows.
+
+    Returns the ranges sent whole (newest first) and the room left. Greedy, as the rules say: a
+    mask that does not fit stays masked and an older, smaller one may still be sent whole.
+    """
+    saved, savings_at = sums.saved, _saving(sums)
+    ranges: list[tuple[int, int]] = []
+    top = high
+    while top > low and room > 0:
+        first = bisect_left(saved, saved[top] - room, low, top)
+        if first < top:
+            ranges.append((first, top))
+            room -= saved[top] - saved[first]
+            top = first
+        if top <= low:
+            break
+        top = _last_fitting(sums, savings_at, low, top - 1, room)  # top - 1 does not fit
+    return ranges, room
+
+
+def _saving(sums: Sums) -> Callable[[int], int]:
+    saved = sums.saved
+    return lambda k: saved[k + 1] - saved[k]
+
+
+def _last_fitting(sums: Sums, saving: Callable[[int], int], low: int, end: int, room: int) -> int:
+    """One past the newest mask in ``[low, end)`` saving at most ``room`` (``low`` if none)."""
+    k = end - 1
+    while k >= low:
+        if (
+            k % _BLOCK == _BLOCK - 1
+            and k - _BLOCK + 1 >= low
+            and sums.block_min[k // _BLOCK] > room
+        ):
+            k -= _BLOCK  # no mask of this whole block fits
+            continue
+        if saving(k) <= room:
+            return k + 1
+        k -= 1
+    return low

@@ -1,0 +1,179 @@
+"""The projector's selection by running totals gives exactly the prompts of the plain fill it
+replaced (newest first, masked, until a group does not fit; then unmask newest first), on
+fresh and on growing histories, whatever the budget."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from compactkit.budget.tokens import TiktokenCounter
+from compactkit.errors import BudgetError
+from compactkit.governance._projection import Mask, Piece, Pieces
+from compactkit.governance.projector import ContextProjector, Projection, ProjectionReport
+from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, Tool
+from compactkit.items.snapshot import MemorySnapshot, require_snapshot
+
+COUNTER = TiktokenCounter("o200k_base")
+
+
+@dataclass(frozen=True)
+class PlainFill(ContextProjector):
+    """The projector before running totals: one walk over the window per call (reference)."""
+
+    def _project(
+        self,
+        snapshot: MemorySnapshot,
+        *,
+        instructions: str | Sequence[Message] | None = None,
+        tools: Sequence[Tool] = (),
+        budget: int | None = None,
+    ) -> Projection:
+        snapshot = require_snapshot(snapshot, "project()")
+        limit = budget if budget is not None else self.budget
+        assert limit is not None
+        count = self.counter.count_item
+        view = self._views.view(snapshot.items)
+        head = [*self._instructions(instructions), *snapshot.items[: view.lead]]
+        if snapshot.summary:
+            head.append(self._messages.get(self.summary_role, snapshot.summary, summary=True))
+        fixed = sum(count(item) for item in head) + self._overhead(self.counter, tools)
+        pieces = Pieces(view, self.counter, self._masker, self.mask_threshold, self.validate)
+        required = view.required()
+        required_tokens = sum(pieces.get(index).min_tokens for index in required)
+        if fixed + required_tokens > limit:
+            raise self._budget_error(snapshot, head, tools, pieces, required, limit)
+        remaining = limit - fixed - required_tokens
+        window: list[Piece] = []
+        with_masks: list[Piece] = []
+        problems: list[Piece] = []
+        for index in range(view.n_groups - 1, -1, -1):
+            piece = pieces.get(index)
+            if index not in required:
+                if piece.min_tokens > remaining:
+                    break
+                remaining -= piece.min_tokens
+            window.append(piece)
+            if piece.masks:
+                with_masks.append(piece)
+            if piece.problem:
+                problems.append(piece)
+        start = window[-1].index if window else view.n_groups
+        ahead = [pieces.get(index) for index in sorted(required) if index < start]
+        problems += [piece for piece in ahead if piece.problem]
+        with_masks += [piece for piece in reversed(ahead) if piece.masks]
+        self._check(problems)
+        masked: list[Mask] = []
+        masked_in: set[int] = set()
+        for piece in with_masks:
+            for mask in reversed(piece.masks):
+                if mask.saving <= remaining:
+                    remaining -= mask.saving
+                else:
+                    masked.append(mask)
+                    masked_in.add(piece.index)
+        masked.reverse()
+        out: list[Item] = list(head)
+        placeholders = {id(mask.original): mask.placeholder for mask in masked}
+        sent = view.lead
+        for piece in [*ahead, *reversed(window)]:
+            if piece.index in masked_in:
+                out.extend(placeholders.get(id(item), item) for item in piece.items)
+            else:
+                out.extend(piece.items)
+            sent += len(piece.items)
+        saved = sum(mask.saving for mask in masked)
+        notes = self._notes(view, problems, ahead, start, len(masked), saved, required)
+        out, dropped = self._send_valid(out, notes)
+        if dropped:
+            remaining += sum(count(item) for item in dropped)
+            sent -= len(dropped)
+            gone = {id(item) for item in dropped}
+            masked = [mask for mask in masked if id(mask.placeholder) not in gone]
+        report = ProjectionReport(
+            kept=sent - len(masked),
+            masked=len(masked),
+            omitted=len(snapshot.items) - sent,
+            notes=tuple(notes),
+            masked_call_ids=tuple(mask.original.call_id for mask in masked),
+        )
+        return Projection(tuple(out), limit - remaining, limit, report)
+
+
+WORDS = "read file run tests error KeyError parse config value timeout retry commit".split()
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[Item]:
+    """Agent histories: turns, tool loops with small and bulky outputs, pins, and the faults
+    a repair handles (an output answering no call, a call that never got its output)."""
+    items: list[Item] = [Message(role="system", content="be careful")]
+    call = 0
+    for _ in range(draw(st.integers(1, 12))):
+        text = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=30)))
+        items.append(
+            Message(role="user", content=text, pinned=draw(st.booleans()) and call % 3 == 0)
+        )
+        for _ in range(draw(st.integers(0, 3))):
+            ids = [f"c{call + k}" for k in range(draw(st.integers(1, 3)))]
+            call += len(ids)
+            items += [FunctionCall(call_id=i, name="read", arguments="{}") for i in ids]
+            fault = draw(st.sampled_from(["none"] * 8 + ["orphan", "abandoned"]))
+            for i in ids if fault != "abandoned" else ids[1:]:
+                size = draw(st.sampled_from([5, 40, 300, 900, 2500]))
+                items.append(FunctionCallOutput(call_id=i, output=" ".join(WORDS[:3] * size)))
+            if fault == "orphan":
+                items.append(FunctionCallOutput(call_id=f"lost{call}", output="late"))
+        items.append(Message(role="assistant", content=text))
+    return [item.model_copy(update={"seq": n}) for n, item in enumerate(items, 1)]
+
+
+def project(projector: ContextProjector, items: Sequence[Item], budget: int) -> object:
+    snapshot = MemorySnapshot.model_construct(summary="earlier", items=tuple(items), version=1)
+    try:
+        return projector.project(snapshot, instructions="be brief", budget=budget)
+    except BudgetError as exc:
+        return str(exc)
+
+
+@settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    items=histories(),
+    budget=st.integers(200, 12_000),
+    threshold=st.sampled_from([0, 100, 500]),
+)
+def test_the_same_prompt_as_the_plain_fill_on_a_fresh_history(
+    items: list[Item], budget: int, threshold: int
+) -> None:
+    ours = ContextProjector(COUNTER, mask_threshold=threshold)
+    plain = PlainFill(COUNTER, mask_threshold=threshold)
+    assert project(ours, items, budget) == project(plain, items, budget)
+
+
+@settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@given(items=histories(), budget=st.integers(300, 8_000), step=st.integers(1, 5))
+def test_the_same_prompts_as_the_plain_fill_as_a_history_grows(
+    items: list[Item], budget: int, step: int
+) -> None:
+    ours, plain = ContextProjector(COUNTER), PlainFill(COUNTER)
+    for end in range(1, len(items) + 1, step):
+        assert project(ours, items[:end], budget) == project(plain, items[:end], budget)
+    # an older prefix after a newer one (two sessions' views of one history) still agrees
+    half = items[: len(items) // 2]
+    assert project(ours, half, budget) == project(plain, half, budget)
+
+
+@pytest.mark.parametrize("budget", [2_000, 20_000, 60_000])
+def test_many_bulky_outputs_stay_masked_oldest_first(budget: int) -> None:
+    items: list[Item] = [Message(role="user", content="go")]
+    for n in range(300):  # several blocks of masks
+        items.append(FunctionCall(call_id=f"c{n}", name="read", arguments="{}"))
+        items.append(FunctionCallOutput(call_id=f"c{n}", output="word " * (600 + 7 * (n % 50))))
+    items = [item.model_copy(update={"seq": n}) for n, item in enumerate(items, 1)]
+    ours = project(ContextProjector(COUNTER), items, budget)
+    assert isinstance(ours, Projection) and ours.report.masked
+    assert ours == project(PlainFill(COUNTER), items, budget)
