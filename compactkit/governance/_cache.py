@@ -77,6 +77,7 @@ def cache_hysteresis(budget: Budget) -> tuple[int, int]:
         target = min(target, int(CACHE_TARGET * usable))
     return trigger, min(target, trigger - 1)
 
+
 Instructions = str | Sequence[Message] | None
 Plain = Callable[..., Projection]
 """The projector's own (not cache-aware) projection: ``(snapshot, *, instructions, tools,
@@ -224,9 +225,9 @@ class StablePrefix:
             step = plain(snapshot, instructions=instructions, tools=tools, budget=low)
         except BudgetError:
             return full  # the parts never dropped need more than the refill share
-        items = snapshot.items
-        if items and _ends_with(full.items, items[-1]) and not _ends_with(step.items, items[-1]):
-            return full  # the lower fill would drop the newest group: keep the full plan
+        newest = len(snapshot.items) - _tail_start(snapshot.items)
+        if newest and step.items[-newest:] != full.items[-newest:]:
+            return full  # the lower fill would drop or mask the newest group: keep the full plan
         # The projection is judged against the real budget; only its fill was lower.
         return replace(step, budget=budget)
 

@@ -78,11 +78,13 @@ class Governors:
         if not isinstance(model, str) or not model:
             raise ConfigError(f"model must be the model name sent to the provider, got {model!r}")
         if projector is None:
-            usable = (
-                budget if budget is not None else budget_for(model, registry=registry).usable_input
-            )
+            found = budget_for(model, registry=registry)
+            usable = budget if budget is not None else found.usable_input
             projector = ContextProjector(
-                counter_for(model, registry=registry), budget=usable, summary_role=summary_role
+                counter_for(model, registry=registry),
+                budget=usable,
+                summary_role=summary_role,
+                cache_aware=found.profile.prompt_cache is not None,  # keep the prefix cacheable
             )
         compacting = None
         if mode == "compact":
