@@ -14,12 +14,14 @@ from compactkit.integrations._mirror import Mirror
 from compactkit.items import Item
 
 
-def turn(n: int, calls: int, reuse_ids: bool) -> list[BaseMessage]:
+def turn(n: int, calls: int, reuse_ids: bool, size: int = 0) -> list[BaseMessage]:
     ids = [f"call_{k}" if reuse_ids else f"call_{n}_{k}" for k in range(calls)]
     out: list[BaseMessage] = [HumanMessage(f"question {n}", id=f"h{n}")]
     tool_calls = [{"name": "read", "args": {"n": n}, "id": i, "type": "tool_call"} for i in ids]
     out.append(AIMessage("", tool_calls=tool_calls, id=f"a{n}"))  # type: ignore[arg-type]
-    out += [ToolMessage(f"result {n} {i}", tool_call_id=i, id=f"t{n}_{i}") for i in ids]
+    out += [
+        ToolMessage(f"result {n} {i}" + " data" * size, tool_call_id=i, id=f"t{n}_{i}") for i in ids
+    ]
     out.append(AIMessage(f"answer {n}", id=f"b{n}"))
     return out
 
@@ -85,3 +87,69 @@ def test_the_mirror_always_matches_a_fresh_conversion(
     # And back: the very messages of the state, the summary aside.
     rest = [m for m in messages if not isinstance(to_items(m, [].append), str)]
     assert to_messages(list(mirror.memory.snapshot().items)) == rest
+
+
+# -- property: every prompt the middleware sends fits and keeps its tool pairs ----------------
+
+BUDGETS = st.integers(150, 2_500)
+
+
+@st.composite
+def long_histories(draw: st.DrawFn) -> list[BaseMessage]:
+    out: list[BaseMessage] = []
+    for n in range(draw(st.integers(1, 8))):
+        size = draw(st.sampled_from([0, 0, 50, 600]))  # now and then a bulky tool output
+        out += turn(n, draw(st.integers(0, 2)), reuse_ids=draw(st.booleans()), size=size)
+    if draw(st.booleans()):
+        out = out[:-1]  # end on the tool results: the next call must see them
+    return out
+
+
+@settings(deadline=None, max_examples=40)
+@given(long_histories(), BUDGETS)
+def test_every_prompt_fits_keeps_pairs_and_the_newest_item(
+    messages: list[BaseMessage], budget: int
+) -> None:
+    from langchain.agents.middleware.types import ModelRequest, ModelResponse
+    from langchain_core.messages import SystemMessage
+
+    from compactkit import BudgetError, Message, counter_for
+    from compactkit.integrations.langchain import CompactkitMiddleware
+
+    middleware = CompactkitMiddleware("gpt-4o-mini", budget=budget)
+    system = SystemMessage("be brief")
+    sent: list[list[BaseMessage]] = []
+
+    def handler(request: ModelRequest) -> ModelResponse:
+        sent.append(list(request.messages))
+        return ModelResponse(result=[AIMessage("ok")])
+
+    request = ModelRequest(
+        model=None,  # type: ignore[arg-type]
+        messages=messages,  # type: ignore[arg-type]
+        system_message=system,
+        tool_choice=None,
+        tools=[],
+        response_format=None,
+        state={"messages": messages},  # type: ignore[typeddict-item]
+        runtime=None,  # type: ignore[arg-type]
+    )
+    try:
+        middleware.wrap_model_call(request, handler)
+    except BudgetError:
+        return  # what may never be dropped does not fit: refused, never sent over budget
+    prompt = sent[0]
+    items: list[Item] = [Message(role="system", content="be brief")]
+    for message in prompt:
+        items.extend(e for e in to_items(message, [].append) if not isinstance(e, str))
+    assert counter_for("gpt-4o-mini").count(items).tokens <= budget
+    open_calls: set[str] = set()
+    for message in prompt:  # every result right after its call, every call answered
+        if isinstance(message, ToolMessage):
+            assert message.tool_call_id in open_calls
+            open_calls.discard(message.tool_call_id)
+        else:
+            assert not open_calls
+            open_calls = {c["id"] for c in getattr(message, "tool_calls", [])}
+    assert not open_calls
+    assert prompt[-1] is messages[-1]  # the newest message is always sent
