@@ -218,3 +218,55 @@ def test_round_trip_is_lossless_for_any_history(messages: list[ModelMessage]) ->
         calls = {i.call_id for i in group.slice(items) if isinstance(i, FunctionCall)}
         outputs = {i.call_id for i in group.slice(items) if isinstance(i, FunctionCallOutput)}
         assert outputs <= calls  # a return never sits in a group without its call
+
+
+@st.composite
+def bulky_histories(draw: Any) -> list[ModelMessage]:
+    out = draw(histories())
+    size = draw(st.sampled_from([0, 50, 600]))
+    grown: list[ModelMessage] = []
+    for message in out:  # make some tool returns bulky
+        if isinstance(message, ModelRequest) and size:
+            parts = [
+                ToolReturnPart(
+                    p.tool_name, f"{p.content} " + "data " * size, tool_call_id=p.tool_call_id
+                )
+                if isinstance(p, ToolReturnPart)
+                else p
+                for p in message.parts
+            ]
+            message = ModelRequest(parts=parts)
+        grown.append(message)
+    if not grown or not isinstance(grown[-1], ModelRequest):
+        grown.append(ModelRequest(parts=[UserPromptPart("next?")]))
+    return grown
+
+
+@settings(deadline=None, max_examples=40)
+@given(bulky_histories(), st.integers(150, 2_500))
+def test_every_request_fits_keeps_returns_with_calls_and_the_newest_message(
+    messages: list[ModelMessage], budget: int
+) -> None:
+    import asyncio
+
+    from compactkit import BudgetError, counter_for
+    from compactkit.integrations.pydantic_ai import CompactkitHistory
+
+    loop = asyncio.new_event_loop()
+    try:
+        prompt, _, _ = loop.run_until_complete(
+            CompactkitHistory("gpt-4o-mini", budget=budget).govern(messages)
+        )
+    except BudgetError:
+        return  # what may never be dropped does not fit: refused, never sent over budget
+    finally:
+        loop.close()
+    assert counter_for("gpt-4o-mini").count(items_of(prompt)).tokens <= budget
+    calls: set[str] = set()
+    for message in prompt:
+        for part in message.parts:
+            if isinstance(part, ToolCallPart):
+                calls.add(part.tool_call_id)
+            elif isinstance(part, ToolReturnPart):
+                assert part.tool_call_id in calls  # pydantic-ai would drop it and loop
+    assert prompt[-1].parts[-1] is messages[-1].parts[-1]  # the newest part is always sent
