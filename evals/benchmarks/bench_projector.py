@@ -14,6 +14,12 @@ Timed: ``project()`` alone, including counting the items new since the last call
 snapshot (the memory's job) is not timed. Times are the thread's CPU time, so that other processes
 on a busy machine do not distort them; LangChain is timed the same way.
 
+Per-call cost (issue 18, ``_per_call.py``): snapshot + project before every model call of a
+whole session fed to an ``InMemoryMemory``, against one raw tokenization pass of the session, at
+1k, 10k and 50k messages and both budgets (goal: <= 2x, last-1k / first-1k turn <= 1.1), and cold
+projections (a fresh projector on new objects of a history it has counted before) against
+LangChain ``trim_messages``.
+
 Run: ``python evals/benchmarks/bench_projector.py`` (``--tiny`` for CI's smoke run).
 """
 
@@ -26,6 +32,15 @@ import statistics
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from _per_call import (
+    approximate_trimmer,
+    cached_counter_trimmer,
+    cold_projection,
+    langchain_call,
+    session_cost,
+    take,
+)
 
 from compactkit.budget.tokens import TiktokenCounter, get_encoding
 from compactkit.governance.projector import ContextProjector
@@ -207,6 +222,43 @@ def main() -> None:
     if not args.tiny:
         met = all(theirs_t / ours_t >= 20 for _, ours_t, theirs_t in ratios)
         print(f"target >= 20x faster at {compare_at:,} messages -> {'met' if met else 'MISSED'}")
+    per_call(args.tiny)
+
+
+def per_call(tiny: bool) -> None:
+    """The anchor workload's whole-session cost against one raw tokenization pass."""
+    sizes = [300] if tiny else [1_000, 10_000, 50_000]
+    print()
+    print("per-call cost: snapshot + project before every model call (InMemoryMemory)")
+    print(
+        f"{'budget':>8} {'messages':>9} {'calls':>6} {'raw pass s':>10} {'session s':>10} "
+        f"{'x raw':>6} {'first ms':>9} {'last ms':>8} {'last/first':>10}"
+    )
+    met = True
+    for budget in (128_000, 8_000):
+        for size in sizes:
+            cost = session_cost(take(session(), size), budget, INSTRUCTIONS, TOOLS)
+            ratio, growth = cost.total / cost.raw, cost.last / cost.first
+            met &= ratio <= 2 and growth <= 1.1
+            print(
+                f"{budget:>8,} {size:>9,} {cost.calls:>6,} {cost.raw:>10.3f} {cost.total:>10.3f} "
+                f"{ratio:>5.2f}x {cost.first * 1e3:>9.3f} {cost.last * 1e3:>8.3f} {growth:>10.2f}"
+            )
+    if not tiny:
+        print(f"goal <= 2x raw and last/first <= 1.1 everywhere -> {'met' if met else 'MISSED'}")
+    size = 300 if tiny else 10_000
+    items = [item for item, _ in take(session(), size)]
+    messages = to_langchain(items)
+    print()
+    print(f"at {size:,} messages: one call, ms (cold = fresh projector, new objects)")
+    print(f"{'budget':>8} {'compactkit cold':>16} {'trim approx':>12} {'trim cached':>12}")
+    for budget in (128_000, 8_000):
+        cold = cold_projection(items, budget, SUMMARY, INSTRUCTIONS, TOOLS)
+        approx = langchain_call(approximate_trimmer(budget), messages)
+        cached = cached_counter_trimmer(budget)
+        cached(messages)  # its cache filled, as in a running session
+        warm = langchain_call(cached, messages)
+        print(f"{budget:>8,} {cold * 1e3:>16.1f} {approx * 1e3:>12.1f} {warm * 1e3:>12.1f}")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,11 @@ the lowest median of five rounds, so that other work on the machine does not pas
 "fresh session" column times appends to a one-item session in the same rounds, a control that
 shows what the machine alone did to the numbers.
 
+Issue 18/17 additions (``_sql_extras.py``): an SQLMemory append as a ratio of a plain one-row
+``sqlite3`` insert + commit on the same file and settings (goal <= 1.5x); ``InMemoryMemory``
+writes at 5k and 40k stored items (goal: O(1), the same time at both); compactions applied
+while another process appends every 20 ms (applied / attempted, on SQLite and PostgreSQL).
+
 PostgreSQL runs when ``COMPACTKIT_TEST_POSTGRES_URL`` is set (its tables are dropped after).
 Run: ``python evals/benchmarks/bench_sql_append.py`` (``--tiny`` for CI's smoke run).
 """
@@ -28,6 +33,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from _sql_extras import compactions_under_appends, in_memory_writes, plain_insert_ratio
 from sqlalchemy import Column, Engine, Integer, MetaData, String, Table, Text, delete, select
 
 from compactkit.items import Message
@@ -165,6 +171,14 @@ def run(name: str, url: str, prefix: str, plan: Plan) -> bool:
     return met
 
 
+def print_race(name: str, race: tuple[int, int, int]) -> None:
+    attempted, applied, refused = race
+    print(
+        f"{name}: compactions while another process appends every 20 ms: "
+        f"{applied}/{attempted} applied, {refused} refused (ConcurrencyError)"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tiny", action="store_true", help="a few seconds (CI smoke run)")
@@ -173,11 +187,27 @@ def main() -> int:
     met = True
     with tempfile.TemporaryDirectory() as directory:
         met &= run("SQLite (file, WAL)", f"sqlite:///{directory}/bench.db", "compactkit_", plan)
+        ours, theirs = plain_insert_ratio(f"{directory}/plain.db", TEXT, 3 if args.tiny else 10)
+        print(
+            f"\nSQLite append vs a plain sqlite3 insert+commit (same file, WAL, same synchronous):"
+            f" {ours:.3f} ms vs {theirs:.3f} ms = {ours / theirs:.2f}x (goal <= 1.5x)"
+        )
+        race = compactions_under_appends(
+            f"sqlite:///{directory}/race.db", "compactkit_", 15 if args.tiny else 150
+        )
+        print_race("SQLite", race)
+    writes = 60 if args.tiny else 600
+    print(f"\nInMemoryMemory: {writes} writes (input, call, output) to a session of n items")
+    for size in (500, 4_000) if args.tiny else (5_000, 40_000):
+        print(f"{size:>8,} items: {in_memory_writes(size, writes):.3f} s")
     postgres = os.environ.get("COMPACTKIT_TEST_POSTGRES_URL")
     if postgres:
         prefix = f"bench{uuid.uuid4().hex[:8]}_"
         try:
             met &= run("PostgreSQL", postgres, prefix, plan)
+            print_race(
+                "PostgreSQL", compactions_under_appends(postgres, prefix, 15 if args.tiny else 150)
+            )
         finally:
             engine = SQLMemory(postgres, "bench", table_prefix=prefix).engine
             tables(prefix).metadata.drop_all(engine)
