@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -32,6 +33,8 @@ __all__ = [
 ]
 
 Instructions = str | Sequence[Message] | None
+
+_HEAD_START_S = 0.01  # the worker's head start to the step (see in_thread)
 
 
 class GovernorParts(Protocol):
@@ -131,6 +134,9 @@ def in_thread(
     def run() -> None:
         if not future.set_running_or_notify_cancel():
             return
+        # Let the step that started us return first: a CPU-bound thread that takes the GIL at
+        # once holds the step up for the interpreter's switch interval (5 ms) or more.
+        time.sleep(_HEAD_START_S)
         try:
             future.set_result(compressor.compress(snapshot))
         except BaseException as exc:  # reported at the next step, never lost in the thread
