@@ -312,6 +312,7 @@ def langchain_strategies() -> dict[str, Callable[[ChatOpenAI], list[Any]]]:
 def pydantic_ai_run(workload: Workload, capabilities: list[Any]) -> Tally:
     script = Script(workload)
     tally = Tally()
+    SUMMARIZER[0] = 0
     budget = budget_for(LOOP_MODEL).usable_input
     counter = counter_for(LOOP_MODEL)
     seen: list[tuple[list[ModelMessage], AgentInfo]] = []
@@ -366,6 +367,7 @@ def pydantic_ai_run(workload: Workload, capabilities: list[Any]) -> Tally:
         tally.over += tokens > budget
         tally.splits += _parts_split(messages)
         tally.max_tokens = max(tally.max_tokens, tokens)
+    tally.summarizer_calls = SUMMARIZER[0]
     if seen and not tally.failed:
         text = repr(seen[-1][0])
         tally.paths, tally.checksums = facts(text, script)
@@ -398,7 +400,30 @@ def pydantic_ai_strategies() -> dict[str, Callable[[], list[Any]]]:
         "CompactkitCapability (compact)": lambda: [
             CompactkitCapability(LOOP_MODEL, mode="compact")
         ],
+        "CompactkitCapability (compact, LLM summary)": lambda: [
+            CompactkitCapability(
+                LOOP_MODEL,
+                mode="compact",
+                compressor=SummaryCompressor(
+                    CountingLLM(), target_tokens=budget_for(LOOP_MODEL).target_tokens
+                ),
+            )
+        ],
     }
+
+
+class CountingLLM:
+    """The best-case summarizer as a compactkit ``LLM``; counts its calls into ``SUMMARIZER``."""
+
+    def complete(self, messages: Any) -> str:
+        SUMMARIZER[0] += 1
+        return best_case_summary("\n".join(str(m["content"]) for m in messages))
+
+    async def acomplete(self, messages: Any) -> str:
+        return self.complete(messages)
+
+
+SUMMARIZER = [0]
 
 
 # -- 2. per-call overhead -----------------------------------------------------------------------
