@@ -157,28 +157,29 @@ class _Digest:
 
     def user(self, text: str) -> None:
         """The goal (first substantive message), the constraints (sentences that state a rule,
-        items of a list), and later requests (under the goal)."""
+        items of a list), and what else a later message says, under the goal as ``Later: …``
+        (a request, a correction: the user's words, sentence by sentence)."""
         if facts.TRIVIAL.match(text):
             return
         paragraphs = facts.paragraphs(re.sub(r"```.*?```", " ", text, flags=re.DOTALL))
         if not paragraphs:
             return
-        ruled = False
+        said: list[str] = []  # the sentences that state no rule
         for paragraph in paragraphs:
             item = facts.list_item(paragraph)
             if item is not None:  # a list in a user message is a list of requirements: keep each
                 self.add("constraints", facts.clip(item, 400))
-                ruled = True
                 continue
-            for sentence in facts.sentences(paragraph):
+            for sentence in facts.sentences(paragraph) or [paragraph]:
                 if facts.CONSTRAINT.search(sentence) and not facts.errors_in(sentence):
                     self.add("constraints", facts.clip(sentence, 400))
-                    ruled = True
+                else:
+                    said.append(sentence)
         if self.with_goal:
             self.add("goal", facts.clip(paragraphs[0], _GOAL_CHARS))
             self.with_goal = False
-        elif not ruled:  # a later request that states no rule: what the user wants next
-            self.add("goal", "Later: " + facts.clip(paragraphs[0], _REQUEST_CHARS))
+        elif said:
+            self.add("goal", "Later: " + facts.clip(" ".join(said), _REQUEST_CHARS))
 
     # -- calls ----------------------------------------------------------------------------------
 
@@ -212,7 +213,11 @@ class _Digest:
                 f"{facts.code(op.path, 160)} — {what}",
             )
             if op.modified and facts.CONFIG_FILE.search(op.path):
-                self.config_values(op.path, args)
+                if command is None:
+                    self.config_values(op.path, args)
+                else:  # the same settings, written through the shell
+                    for old, new in files.shell_edits(command):
+                        self.config_change(op.path, old, new)
         if ok and command:
             self.succeeded.add(command)
         self.errors += [(e, command or name) for e in facts.errors_in(text)]
@@ -254,8 +259,12 @@ class _Digest:
             ),
             "",
         )
-        before = dict(facts.config_values(str(old), path))
-        for key, value in facts.config_values(str(new), path):
+        self.config_change(path, str(old), str(new))
+
+    def config_change(self, path: str, old: str, new: str) -> None:
+        """Settings ``new`` gives in a config file (``old``: the text it replaced)."""
+        before = dict(facts.config_values(old, path))
+        for key, value in facts.config_values(new, path):
             if key in before and before[key] != value:
                 self.add("values", f"`{key}` = {_value(before[key])} (superseded)")
             self.add("values", f"`{key}` = {_value(value)} (current)")

@@ -37,6 +37,8 @@ _ERROR_LINE = re.compile(
       | \d+:\d+\s+error\s+.+                               # eslint
       | (?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt):\ ?.*  # an exception line
       | Exception\ in\ thread\ .+                           # Java
+      | [A-Z][a-z]+(?:\ [A-Z][a-z]+)?\ Error:\ .+            # DuckDB, Postgres-style "Binder Error:"
+      | HTTP(?:/[\d.]+)?\ [45]\d\d\b.+                       # HTTP status errors
       | (?:Error|ERROR|fatal|FATAL|npm\ ERR!|error\ TS\d+):?\ .+  # Error: …, fatal: …
       | make(?:\[\d+\])?:\ \*\*\*\ .+                        # make
       | panic:\ .+                                         # Go
@@ -132,6 +134,10 @@ _PREFIXED = re.compile(
     r"\b(?:req|run|msg|resp|job|build|deploy|order|user|usr|cus|evt|txn|sess|trace|span|inc)"
     r"[_-](?=[A-Za-z0-9]*\d)[A-Za-z0-9]{4,}\b"
 )
+# Random-looking ids: snap_XFahxzMuJksC (a prefix and 8+ mixed-case or digit characters), and
+# carrier-style codes: JJD503141950010498, 1Z999AA10123456784.
+_RANDOM_ID = re.compile(r"\b[a-z]{2,10}_(?=[A-Za-z0-9]*(?:\d|[A-Z]))[A-Za-z0-9]{8,40}\b")
+_CODE_ID = re.compile(r"\b(?=[A-Z0-9]*\d)[A-Z0-9]{0,3}[A-Z]{1,5}\d{8,24}\b")
 _VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+\.\d+(?:[-+][\w.]+)?(?![\w.])")
 _GIT_COMMIT = re.compile(r"^\[([\w./-]+)(?: \(root-commit\))? ([0-9a-f]{7,40})\] (.+)$", re.M)
 _NOT_TICKETS = {"UTF", "ISO", "SHA", "HTTP", "CP", "TLS", "SSL", "MD", "AES", "GPT", "X"}
@@ -167,6 +173,13 @@ def identifiers_in(text: str, *, prose: bool, limit: int = 8) -> list[tuple[str,
             found.setdefault(f"{prefix}-{number}", "ticket")
     for match in _PREFIXED.finditer(text):
         found.setdefault(match.group(0), "id")
+    for match in _RANDOM_ID.finditer(text):
+        ident = match.group(0)
+        if not any(ident in known for known in found):
+            found.setdefault(ident, "id")
+    for ident in _CODE_ID.findall(text):
+        if not any(ident in known for known in found):
+            found.setdefault(ident, "id")
     if prose:
         for hashed, named in _ISSUE.findall(text):
             found.setdefault(f"#{hashed or named}", "issue")
@@ -193,7 +206,8 @@ _SET_PHRASE = re.compile(
 # "max_retries should be 6", "the timeout is now 45s", "make pool_size 8"
 _BE_PHRASE = re.compile(
     rf"\b{_NAME}\s+(?:should|must|needs? to|has to|will)\s+be\s+(?:set\s+to\s+)?(?P<new>{_VALUE})"
-    rf"(?!\w|\.\d)|\b{_NAME}\s+is\s+now\s+(?P<now>{_VALUE})(?!\w|\.\d)",
+    rf"(?!\w|\.\d)|\b{_NAME}\s+is\s+now\s+(?P<now>{_VALUE})(?!\w|\.\d)"
+    rf"|\bmake\s+(?:the\s+|it\s+)?{_NAME}(?:\s+[a-z]+)?\s+(?P<make>{_VALUE})(?!\w|\.\d)",
     re.IGNORECASE,
 )
 # `name = value` / `name: value` ending its clause (so "x: 3 requests" is not a setting).
@@ -222,22 +236,26 @@ def values_in_prose(text: str) -> list[tuple[str, str, str | None]]:
     """``(name, new value, old value or None)`` stated in prose: "set `retries` to 5", "change
     timeout from 10 to 30", "MAX_WORKERS = 8", "`pool_size: 4`". Fenced code is skipped."""
     text = re.sub(r"```.*?```", " ", text, flags=re.DOTALL)
-    found: list[tuple[str, str, str | None]] = []
+    found: list[tuple[int, tuple[str, str, str | None]]] = []  # by position: the last is newest
     for match in _SET_PHRASE.finditer(text):
         name = match.group(1)
         if name.lower() not in _STOP_NAMES:
-            found.append((name, match.group("new").strip("`"), _strip(match.group("old"))))
+            value = (name, match.group("new").strip("`"), _strip(match.group("old")))
+            found.append((match.start(), value))
     for match in _BE_PHRASE.finditer(text):
-        name = match.group(1) or match.group(3)
-        value = match.group("new") or match.group("now")
-        if name and value and _plain_name(name.strip("`")):
-            found.append((name.strip("`"), value.strip("`"), None))
-    for line in text.splitlines():
-        for name, value in _ASSIGNMENT.findall(line):
+        name = match.group(1) or match.group(3) or match.group(5)
+        new = match.group("new") or match.group("now") or match.group("make")
+        if name and new and name.strip("`").lower() not in _STOP_NAMES:
+            found.append((match.start(), (name.strip("`"), new.strip("`"), None)))
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        for match in _ASSIGNMENT.finditer(line):
+            name, new = match.group(1), match.group(2)
             quoted = f"`{name}`" in line
             if (quoted or _plain_name(name)) and not name.startswith(("http", "https")):
-                found.append((name, value.strip("`"), None))
-    return found
+                found.append((offset + match.start(), (name, new.strip("`"), None)))
+        offset += len(line)
+    return [value for _, value in sorted(found, key=lambda pair: pair[0])]
 
 
 def _strip(value: str | None) -> str | None:

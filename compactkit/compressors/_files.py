@@ -400,3 +400,41 @@ def observation_body(text: str) -> str:
     ``<returncode>N</returncode>`` becomes ``[exit code: N]`` so the outcome stays readable."""
     text = re.sub(r"<returncode>\s*(-?\d+)\s*</returncode>", r"[exit code: \1]", text)
     return _WRAPPER.sub("", text).strip("\n")
+
+
+_REPLACE_CALL = re.compile(
+    r"""\.replace\(\s*(['"])(.*?)(?<!\\)\1\s*,\s*(['"])(.*?)(?<!\\)\3""", re.S
+)
+_SED_SUB = re.compile(r"""(?:^|\s)['"]?s([/|#,])(.+?)\1(.*?)\1""")
+
+
+def shell_edits(command: str) -> list[tuple[str, str]]:
+    """``(old text, new text)`` pairs a shell command writes: a heredoc's body (new text only),
+    ``sed``/``perl`` ``s/old/new/``, a script's ``.replace('old', 'new')``, a diff's ``-``/``+``
+    lines. Used to read settings changed in config files through the shell."""
+    edits: list[tuple[str, str]] = []
+    for match in _HEREDOC.finditer(command):
+        body = match.group(4)
+        minus = [
+            ln[1:] for ln in body.splitlines() if ln.startswith("-") and not ln.startswith("---")
+        ]
+        plus = [
+            ln[1:] for ln in body.splitlines() if ln.startswith("+") and not ln.startswith("+++")
+        ]
+        script = re.search(r"^\s*(?:import|from)\s|\.replace\(|\bopen\(", body, re.M)
+        if minus or plus:
+            edits.append(("\n".join(minus), "\n".join(plus)))
+        elif not script:  # a file's whole new text, not a program that edits one
+            edits.append(("", body))
+        for call in _REPLACE_CALL.finditer(body):
+            edits.append((_unescape(call.group(2)), _unescape(call.group(4))))
+    if not edits:
+        for call in _REPLACE_CALL.finditer(command):
+            edits.append((_unescape(call.group(2)), _unescape(call.group(4))))
+        for sub in _SED_SUB.finditer(command):
+            edits.append((sub.group(2).replace("\\", ""), sub.group(3).replace("\\", "")))
+    return edits
+
+
+def _unescape(text: str) -> str:
+    return text.replace("\\n", "\n").replace("\\'", "'").replace('\\"', '"')

@@ -62,7 +62,7 @@ _CLIP: dict[str, tuple[int, int] | None] = {
     "next_steps": (120, 60),
     EXTRA: (160, 80),
     "goal": None,
-    LATER: (160, 80),
+    LATER: None,  # the user's words: kept whole or dropped whole, never cut mid-sentence
     "constraints": None,
     "values": None,
     SUPERSEDED: None,
