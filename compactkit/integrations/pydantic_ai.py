@@ -236,8 +236,32 @@ class CompactkitCapability(AbstractCapability[Any]):
     may serve many conversations (a mirror per ``conversation_id``).
     """
 
-    def __init__(self, model: str, **options: Any) -> None:
-        self.history = CompactkitHistory(model, **options)
+    def __init__(
+        self,
+        model: str,
+        *,
+        mode: Mode = "project",
+        budget: int | None = None,
+        compressor: MemoryCompressor | None = None,
+        policy: CompactPolicy | None = None,
+        projector: ContextProjector | None = None,
+        summary_role: SummaryRole = "user",
+        registry: ProfileRegistry | None = None,
+        on_event: EventHandler | None = None,
+        before_compaction: Callable[[CompactionRequest], bool] | None = None,
+    ) -> None:
+        self.history = CompactkitHistory(
+            model,
+            mode=mode,
+            budget=budget,
+            compressor=compressor,
+            policy=policy,
+            projector=projector,
+            summary_role=summary_role,
+            registry=registry,
+            on_event=on_event,
+            before_compaction=before_compaction,
+        )
         self._projections: OrderedDict[int, tuple[ModelRequestContext, Projection]] = OrderedDict()
 
     async def before_model_request(
