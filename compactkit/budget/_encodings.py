@@ -133,6 +133,12 @@ class TextCounts:
             self._remember(text, tokens)
         return tokens
 
+    def clear(self) -> None:
+        """Forget every count (benchmarks measure a cold process with it)."""
+        with self._lock:
+            self._counts.clear()
+            self._chars = 0
+
     def _remember(self, text: str, tokens: int) -> None:
         size = len(text)
         if size > self._limit:
