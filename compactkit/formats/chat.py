@@ -5,7 +5,8 @@ Mapping:
 * ``system``/``developer``/``user`` messages -> ``Message``;
 * an ``assistant`` message -> a ``Message`` (when it has content or no ``tool_calls``) followed by
   one ``FunctionCall`` per entry of ``tool_calls``. Going back, function calls are folded into the
-  assistant message right before them (or a ``content: null`` assistant message);
+  assistant message right before them (or a ``content: null`` assistant message); text that
+  Responses allows between a call and its output is written after the outputs;
 * a ``tool`` message -> ``FunctionCallOutput`` (``tool_call_id`` -> ``call_id``, ``name`` kept);
 * content parts: ``text`` -> ``TextPart``, ``image_url`` -> ``ImagePart``; any other part, or a
   part with keys compactkit does not model, -> ``RawPart`` carried through untouched;
