@@ -25,7 +25,7 @@ from compactkit.budget.profiles import ProfileRegistry
 from compactkit.compressors.base import MemoryCompressor
 from compactkit.errors import ConfigError
 from compactkit.governance.policy import CompactPolicy
-from compactkit.governance.projector import ContextProjector, ProjectionReport
+from compactkit.governance.projector import ContextProjector, Projection, ProjectionReport
 from compactkit.integrations._wire import (
     MessageFormat,
     Original,
@@ -167,6 +167,7 @@ class MessageCompactor:
         self._tool_cache: tuple[tuple[int, ...], list[Any], list[Tool]] | None = None
         self._instruction_cache: tuple[Any, list[Message]] | None = None
         self._lock = threading.Lock()
+        self._last_projection: Projection | None = None
         self._reset()
 
     @property
@@ -221,6 +222,18 @@ class MessageCompactor:
             self._memory, instructions=prepared.instructions, tools=prepared.tools, usage=usage
         )
         return self._finish(messages, prepared, step)
+
+    def observe_usage(self, prompt_tokens: int) -> None:
+        """Report the provider's ``prompt_tokens`` for the latest call's prompt: it calibrates
+        the count (``Governor.observe_usage``) and feeds the policy's usage trigger.
+
+        Raises:
+            ConfigError: no call was governed yet, or ``prompt_tokens`` is not a count.
+        """
+        projection = self._last_projection
+        if projection is None:
+            raise ConfigError("observe_usage() reports on the latest call: govern a call first")
+        self.governor.observe_usage(prompt_tokens, projection)
 
     def reset(self) -> None:
         """Forget the conversation (the next call reads its list from the start)."""
@@ -392,6 +405,7 @@ class MessageCompactor:
         else:
             history = messages if isinstance(messages, list) else list(messages)
         projection = step.projection
+        self._last_projection = projection
         return CompactedMessages(
             send=send,
             history=history,

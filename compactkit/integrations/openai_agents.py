@@ -25,7 +25,7 @@ from compactkit.integrations._extras import require
 
 require("agents", extra="openai-agents", integration="compactkit.integrations.openai_agents")
 
-from agents import Agent, FunctionTool  # noqa: E402
+from agents import Agent, FunctionTool, ModelResponse, RunContextWrapper, RunHooks  # noqa: E402
 from agents.memory import Session, SessionSettings  # noqa: E402
 from agents.run_config import CallModelData, ModelInputData  # noqa: E402
 
@@ -152,6 +152,17 @@ class CompactkitInputFilter:
         self.last = turn
         return ModelInputData(input=turn.send, instructions=model_data.instructions)
 
+    def hooks(self) -> RunHooks[Any]:
+        """``RunHooks`` that report each response's ``input_tokens`` back to this filter: the
+        provider's count calibrates compactkit's (Responses requests are counted with the
+        published Chat rules) and feeds the usage trigger. Pass as ``Runner.run(..., hooks=)``."""
+        return _UsageHooks(self)
+
+    def observe_usage(self, prompt_tokens: int) -> None:
+        """Report the provider's prompt tokens for the latest call this filter governed."""
+        if self.last is not None:
+            self._compactor.observe_usage(prompt_tokens)
+
     def _agent_tools(self, agent: Agent[Any]) -> list[Tool]:
         tools = list(getattr(agent, "tools", None) or ())
         key = tuple(id(tool) for tool in tools)
@@ -165,6 +176,18 @@ class CompactkitInputFilter:
         ]
         self._tools = (key, tools, converted)
         return converted
+
+
+class _UsageHooks(RunHooks[Any]):
+    def __init__(self, owner: CompactkitInputFilter) -> None:
+        self._owner = owner
+
+    async def on_llm_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
+    ) -> None:
+        tokens = getattr(response.usage, "input_tokens", 0)
+        if isinstance(tokens, int) and tokens > 0:
+            self._owner.observe_usage(tokens)
 
 
 class CompactkitSession:

@@ -153,3 +153,55 @@ def test_every_request_of_a_long_tool_loop_fits_the_budget() -> None:
     assert MemorySnapshot.from_items(responses_to_items(api.requests[-1]["input"])).summary
     stored = asyncio.run(store.get_items())
     assert sum(item.get("type") == "function_call_output" for item in stored) == 15
+
+
+def test_reported_usage_calibrates_the_count_through_the_hooks() -> None:
+    """A provider that counts 30% more than compactkit: the hooks feed its numbers back, the
+    governor calibrates, and the requests it reported on stay within the real budget."""
+    counter = CompactkitSession(SQLiteSession("c"), model=MODEL).governor.counter
+
+    class Overcounting(FakeResponsesAPI):
+        def __init__(self, reads: int) -> None:
+            super().__init__(reads)
+            self.reported: list[int] = []
+
+        def __call__(self, request: httpx2.Request) -> httpx2.Response:
+            response = super().__call__(request)
+            body = self.requests[-1]
+            items = [Message(role="system", content=body["instructions"])]
+            counted = counter.count([*items, *responses_to_items(body["input"])]).tokens
+            data = json.loads(response.content)
+            data["usage"]["input_tokens"] = int(counted * 1.3)
+            data["usage"]["total_tokens"] = int(counted * 1.3) + 5
+            self.reported.append(int(counted * 1.3))
+            return httpx2.Response(200, json=data)
+
+    api = Overcounting(reads=15)
+    client = AsyncOpenAI(
+        api_key="sk-test",
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(api)),
+    )
+    session = CompactkitSession(SQLiteSession("calibrated"), model=MODEL)
+    governed = session.input_filter()
+    agent = Agent(
+        name="fixer",
+        instructions="Fix the failing tests.",
+        model=OpenAIResponsesModel(model="gpt-4.1", openai_client=client),
+        tools=[read_file],
+    )
+    asyncio.run(
+        Runner.run(
+            agent,
+            "fix the tests",
+            session=session,
+            run_config=RunConfig(call_model_input_filter=governed),
+            hooks=governed.hooks(),
+            max_turns=30,
+        )
+    )
+    assert governed.governor.calibration > 1.2  # learned from the reported usage
+    budget = governed.governor.projector.budget
+    assert budget is not None
+    # Once calibrated (a few calls in), what the provider counts fits the budget too.
+    assert max(api.reported[5:]) <= budget
