@@ -7,7 +7,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from compactkit.budget.tokens import TokenCounter
@@ -48,6 +48,7 @@ class _CompactOptions:
     tools: Sequence[Tool]
     summarizer_model: str | None
     base_url: str | None
+    keep_last_groups: int | None = None
 
 
 def _summary_compressor(options: _CompactOptions, **sizing: Any) -> MemoryCompressor:
@@ -87,19 +88,41 @@ def _ladder(options: _CompactOptions) -> MemoryCompressor:
     summary = None
     if options.summarizer_model:
         summary = _summary_compressor(options, target_tokens=options.target)
-    return LadderCompressor(
+    ladder = LadderCompressor(
         options.target, summary=summary, counter=options.counter, tools=options.tools
     )
+    if options.keep_last_groups is None:
+        return ladder
+    return replace(ladder, keep_last_groups=options.keep_last_groups)
+
+
+def _mask(options: _CompactOptions) -> MemoryCompressor:
+    mask = MaskingCompressor(
+        target_tokens=options.target, counter=options.counter, tools=options.tools
+    )
+    if options.keep_last_groups is None:
+        return mask
+    return replace(mask, keep_last_groups=options.keep_last_groups)
 
 
 _COMPRESSORS: dict[str, Callable[[_CompactOptions], MemoryCompressor]] = {
     "window": lambda o: WindowedCompressor(max_tokens=o.target, counter=o.counter, tools=o.tools),
-    "mask": lambda o: MaskingCompressor(target_tokens=o.target, counter=o.counter, tools=o.tools),
+    "mask": _mask,
     "digest": lambda o: DigestCompressor(target_tokens=o.target, counter=o.counter, tools=o.tools),
     "summary": lambda o: _summary_compressor(o, target_tokens=o.target),
     "ladder": _ladder,
 }
 """``--compressor`` name -> factory; add an entry to offer another compressor."""
+
+
+def _count(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {number}")
+    return number
 
 
 def _register_compact(subparsers: Any) -> None:
@@ -120,6 +143,13 @@ def _register_compact(subparsers: Any) -> None:
         type=_positive_tokens,
         default=None,
         help="the token count to get under (default: the model profile's compaction target)",
+    )
+    parser.add_argument(
+        "--keep-last-groups",
+        type=_count,
+        default=None,
+        metavar="N",
+        help="mask and ladder: tool outputs in the newest N turns are never masked (default 10)",
     )
     parser.add_argument(
         "--summarizer-model", default=None, help="the LLM that writes summaries (summary, ladder)"
@@ -155,6 +185,7 @@ def _compact(args: argparse.Namespace) -> int:
         tools=tuple(transcript.tools),
         summarizer_model=args.summarizer_model,
         base_url=args.base_url,
+        keep_last_groups=args.keep_last_groups,
     )
     compressor = _COMPRESSORS[args.compressor](options)
     snapshot = MemorySnapshot.from_items(transcript.items)
