@@ -202,8 +202,13 @@ class CompactkitSession:
         session_settings: The SDK's ``SessionSettings`` (``limit``: the latest N items, cut
             only where no call is separated from its output).
         governor: A ready ``Governor``; the options below must not be given with it.
-        registry, compaction, policy, compressor, summary_role, on_event: As for
-            ``CompactkitInputFilter``.
+        registry: Where to look the model up.
+        compaction: ``False``: only project (drop old turns, mask bulky outputs), never
+            summarise.
+        policy: When to compact and down to what (default: the model's budget policy).
+        compressor: What compacts (default: the ``LadderCompressor``, no LLM).
+        summary_role: The role of the summary message.
+        on_event: Called with every event.
 
     With an SDK session the summary is held in the process (a new process compacts the full
     history again on its first read; the default ladder does so without an LLM); with a
