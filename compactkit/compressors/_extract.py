@@ -31,6 +31,7 @@ _ID_VALUE = re.compile(r"^[\w.:/@#+-]{3,64}$")
 _SIMPLE_VALUE = re.compile(
     r"^-?[\w.+-]+(?: ?(?:%|ms|s|sec|seconds|minutes|min|h|hours|KB|MB|GB))?$"
 )
+_VALUE_NAME = re.compile(r"^`([^`]+)` = ")
 _GOAL_CHARS = 600
 _REQUEST_CHARS = 300
 
@@ -53,10 +54,16 @@ def digest_items(
     return SummaryDocument.of(**digest.entries)
 
 
-def values_in(items: Sequence[Item]) -> SummaryDocument:
-    """Only the values ``items`` set (``name = value``, in prose and config edits), so that a
-    summary can mark a value superseded when the verbatim tail sets a newer one."""
-    return SummaryDocument.of(values=digest_items(items, with_goal=False).entries("values"))
+def values_in(items: Sequence[Item], known: SummaryDocument) -> SummaryDocument:
+    """The values ``items`` set anew (``name = value``, in prose and config edits) for names
+    ``known`` already holds, so that a summary can mark a value superseded when the verbatim
+    tail sets a newer one."""
+    names = {m.group(1) for e in known.entries("values") if (m := _VALUE_NAME.match(e))}
+    if not names:
+        return SummaryDocument()
+    found = digest_items(items, with_goal=False).entries("values")
+    mine = [e for e in found if (m := _VALUE_NAME.match(e)) and m.group(1) in names]
+    return SummaryDocument.of(values=mine)
 
 
 class _Digest:

@@ -204,7 +204,7 @@ class DigestCompressor:
             return result(self.name, snapshot, None, counter, self.tools, tokens_before=before)
         needs(first_kept)
         # A value the verbatim tail sets anew is superseded in the summary, never "current".
-        merged = needs.doc.merge(values_in(kept[layout.lead :]))
+        merged = needs.doc.merge(values_in(kept[layout.lead :], needs.doc))
         if target is not None and (explicit_keep or not self.mask_tail):
             rest = sum(counter.count_item(i) for i in kept) + counter.count_overhead(self.tools)
             cap = max(1, min(cap, target - rest - counter.count_item(summary_message(""))))
