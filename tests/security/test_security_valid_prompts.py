@@ -155,3 +155,12 @@ def test_chat_repair_is_complete(case: str) -> None:
     assert left == [] and again == repaired
     ids = [c["id"] for m in repaired for c in m.get("tool_calls") or []]
     assert len(ids) == len(set(ids))  # no duplicate tool-call id survives
+
+
+@pytest.mark.parametrize("case", ["text between calls and replies", "duplicate call ids"])
+def test_projecting_a_broken_chat_history_gives_a_valid_prompt(case: str) -> None:
+    items = chat_to_items(BROKEN_CHAT[case])
+    projection = ContextProjector(COUNTER, budget=4000).project(MemorySnapshot.of(items))
+    assert_valid_everywhere(projection.items)
+    sent_ids = [c["id"] for m in items_to_chat(projection.items) for c in m.get("tool_calls") or []]
+    assert len(sent_ids) == len(set(sent_ids))
