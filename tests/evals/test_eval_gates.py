@@ -18,15 +18,22 @@ GATES = {
         {
             "constraint": 1.0,
             "artifact_modified": 1.0,
-            "error": 0.82,
-            "identifier": 0.62,
+            "error": 0.97,
+            "identifier": 1.0,
+            "update": 1.0,
             "tool_state": 1.0,
             "ratio": 12.0,
         },
-        {"hallucinated": 0, "stale_as_current": 4},
+        {"hallucinated": 0, "stale_as_current": 0},
     ),
     "handwritten": (
-        {"constraint": 1.0, "artifact_modified": 1.0, "error": 0.85, "identifier": 0.9},
+        {
+            "constraint": 1.0,
+            "artifact_modified": 1.0,
+            "error": 0.85,
+            "identifier": 1.0,
+            "update": 1.0,
+        },
         {"hallucinated": 0, "stale_as_current": 0},
     ),
 }
