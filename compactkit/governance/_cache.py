@@ -268,7 +268,10 @@ class PrefixTracker:
                     length = _common(items, seen)
                     if length <= best_length:
                         continue
-                    shared = sum(count(item) for item in items[:length])
+                    if length <= len(seen) - length:
+                        shared = sum(count(item) for item in items[:length])
+                    else:  # count the shorter side: the previous prompt minus its changed end
+                        shared = seen_tokens - sum(count(item) for item in seen[length:])
                 if best is None or length > best_length:
                     best, best_tokens, best_length = position, shared, length
                     if length == len(seen):
@@ -305,13 +308,17 @@ def _extends(items: Sequence[Item], seen: Sequence[Item]) -> bool:
 
 
 def _common(items: Sequence[Item], seen: Sequence[Item]) -> int:
-    """The length of the common prefix of ``items`` and ``seen``."""
-    length = 0
-    for a, b in zip(items, seen, strict=False):
-        if a is not b and a != b:
-            break
-        length += 1
-    return length
+    """The length of the common prefix of ``items`` and ``seen`` (a binary search over C-speed
+    prefix comparisons: O(n log n) pointer checks instead of a Python loop over the items)."""
+    a, b = tuple(items), tuple(seen)
+    low, high = 0, min(len(a), len(b))  # a[:low] == b[:low]; the answer is at most high
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[low:middle] == b[low:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def _same(a: Instructions, b: Instructions) -> bool:
