@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -124,11 +125,43 @@ def token_thresholds(policy: CompactPolicy) -> list[int]:
     return values
 
 
+class _Workers:
+    """Daemon threads that run compressions, reused from one job to the next.
+
+    Starting a thread costs a step up to several milliseconds on a busy machine, so a thread is
+    started only when none is idle; daemon threads never keep the process from exiting (a hung
+    summarizer included).
+    """
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+
+    def submit(self, task: Callable[[], None]) -> None:
+        with self._lock:
+            start = self._idle == 0
+            if not start:
+                self._idle -= 1
+        self._queue.put(task)
+        if start:
+            threading.Thread(target=self._serve, name="compactkit-background", daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            task = self._queue.get()
+            task()
+            with self._lock:
+                self._idle += 1
+
+
+_WORKERS = _Workers()
+
+
 def in_thread(
     compressor: MemoryCompressor, snapshot: MemorySnapshot
 ) -> concurrent.futures.Future[CompactResult]:
-    """Run ``compressor.compress(snapshot)`` in a daemon thread (a hung summarizer never keeps
-    the process from exiting)."""
+    """Run ``compressor.compress(snapshot)`` on a background daemon thread."""
     future: concurrent.futures.Future[CompactResult] = concurrent.futures.Future()
 
     def run() -> None:
@@ -142,7 +175,7 @@ def in_thread(
         except BaseException as exc:  # reported at the next step, never lost in the thread
             future.set_exception(exc)
 
-    threading.Thread(target=run, name="compactkit-background", daemon=True).start()
+    _WORKERS.submit(run)
     return future
 
 
