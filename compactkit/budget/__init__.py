@@ -5,7 +5,7 @@ reserves and budget policies (``profiles`` and the bundled, cited ``profiles.tom
 only ``items`` and ``errors``.
 """
 
-from compactkit.budget.profile import PromptCaching
+from compactkit.budget.profile import Counting, MessageRules, PromptCaching, ToolSchemaRules
 from compactkit.budget.profiles import (
     DEFAULT_RESERVED_OUTPUT,
     PROFILES_ENV,
@@ -32,13 +32,16 @@ __all__ = [
     "PROFILES_ENV",
     "Budget",
     "BudgetPolicy",
+    "Counting",
     "EstimateCounter",
+    "MessageRules",
     "ModelProfile",
     "ProfileRegistry",
     "PromptCaching",
     "TiktokenCounter",
     "TokenCount",
     "TokenCounter",
+    "ToolSchemaRules",
     "budget_for",
     "counter_for",
     "default_registry",

@@ -39,6 +39,7 @@ __all__ = [
 ]
 
 Role: TypeAlias = Literal["system", "developer", "user", "assistant"]
+"""Who says a ``Message``."""
 
 
 class _Frozen(BaseModel):
@@ -78,6 +79,7 @@ class RawPart(_Frozen):
 
 
 ContentPart: TypeAlias = Annotated[TextPart | ImagePart | RawPart, Field(discriminator="type")]
+"""One part of a message's content: text, an image, or a provider part kept as is."""
 
 
 class _Item(_Frozen):
@@ -191,6 +193,7 @@ class Tool(_Frozen):
 Item: TypeAlias = Annotated[
     Message | FunctionCall | FunctionCallOutput | Reasoning, Field(discriminator="type")
 ]
+"""One entry of a conversation: a message, a tool call, its output, or a reasoning item."""
 
 ITEMS_ADAPTER: TypeAdapter[list[Item]] = TypeAdapter(list[Item])
 """The one serialiser for item lists (``validate_python``/``dump_python``/``…_json``)."""

@@ -10,7 +10,7 @@ from compactkit.errors import SessionNotFoundError
 from compactkit.sessions.file import FileSessionStore
 from compactkit.sessions.in_memory import InMemorySessionStore
 from compactkit.sessions.session import AgentSession, new_session, resume_session
-from compactkit.sessions.state import SESSION_SCHEMA_VERSION, SessionState
+from compactkit.sessions.state import SESSION_SCHEMA_VERSION, SessionState, StateSource
 from compactkit.sessions.store import SessionStore
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "SessionNotFoundError",
     "SessionState",
     "SessionStore",
+    "StateSource",
     "new_session",
     "resume_session",
 ]
