@@ -327,7 +327,8 @@ class MessageCompactor:
         try:
             memory.add_output_items(items)
         except ConfigError:
-            # A provider that reuses call ids: the memory refuses the write, restore takes it.
+            # A write the memory refuses (a call answered twice): restore takes the list as it
+            # is, and the projector repairs the prompt (the history keeps every message).
             snapshot = memory.snapshot()
             memory.restore(
                 MemorySnapshot(summary=snapshot.summary, items=(*snapshot.items, *items))
