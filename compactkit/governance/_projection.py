@@ -18,7 +18,7 @@ from compactkit.compressors.masking import mask_output
 from compactkit.formats.validate import validate_items
 from compactkit.governance._incremental import extends
 from compactkit.governance._select import Sums
-from compactkit.items import FunctionCall, FunctionCallOutput, Item
+from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
 from compactkit.items.groups import Group, group_items
 from compactkit.items.snapshot import is_summary_message, leading_instructions
 
@@ -322,5 +322,20 @@ class Pieces:
 def _valid_alone(items: list[Item]) -> bool:
     """Whether ``items`` pass the prompt validator by themselves (calls still waiting for
     their outputs aside: the projector keeps pending calls on purpose)."""
+    calls: set[str] = set()
+    answered: set[str] = set()
+    for item in items:  # the usual group, decided without the validator's general machinery
+        if isinstance(item, FunctionCall):
+            if item.call_id in calls:
+                break
+            calls.add(item.call_id)
+        elif isinstance(item, FunctionCallOutput):
+            if item.call_id not in calls or item.call_id in answered:
+                break
+            answered.add(item.call_id)
+        elif not isinstance(item, Message):
+            break  # reasoning: its placement rules are the validator's
+    else:
+        return True  # unique calls, each output after its call, once: what the rules ask
     _, problems = validate_items(items, format="responses", mode="repair")
     return all(problem.kind == "missing_output" for problem in problems)
