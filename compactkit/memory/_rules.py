@@ -7,6 +7,7 @@ refused, how ``seq`` is assigned, and what ``apply`` keeps, replaces and archive
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -157,8 +158,8 @@ def _checked(item: _ItemT) -> _ItemT:
     except (PydanticSerializationError, ValueError, RecursionError) as exc:
         raise ConfigError(
             f"{describe(item)} cannot be stored: {str(exc)[:120]}; text must be valid Unicode "
-            "(no lone surrogates: clean it with text.encode('utf-8', 'replace').decode()) and "
-            "content not nested too deeply"
+            "(no lone surrogates: clean it with text.encode('utf-8', 'replace').decode()), "
+            "numbers finite, and content not nested too deeply"
         ) from None
     if item.seq is not None:
         return cast(_ItemT, item.model_copy(update={"seq": None}))  # the memory assigns seqs
@@ -166,14 +167,13 @@ def _checked(item: _ItemT) -> _ItemT:
 
 
 def _check_storable(item: Item) -> None:
-    """Raise when ``item`` cannot be serialised (a lone surrogate, content nested too deeply).
-
-    Plain text items are checked by encoding their strings (cheap on the append path); items
-    with provider fields or raw parts are serialised once.
-    """
-    if isinstance(item, Reasoning) or getattr(item, "extra", None):
-        item.model_dump_json()
+    """Raise ``ValueError`` when ``item`` would not come back from a store as it went in: a lone
+    surrogate (not valid Unicode), NaN or infinity in provider data (JSON writes ``null``), or
+    data nested too deeply to serialise. Cheap on the append path: strings are only encoded."""
+    if isinstance(item, Reasoning):
+        _check_data(item.payload)
         return
+    _check_data(item.extra)
     texts: list[str | None] = []
     if isinstance(item, FunctionCall):
         texts += [item.call_id, item.name, item.arguments]
@@ -188,11 +188,26 @@ def _check_storable(item: Item) -> None:
             elif isinstance(part, ImagePart):
                 texts.append(part.url)
             else:
-                item.model_dump_json()
-                return
+                _check_data(part.data)
     for text in texts:
         if text is not None:
             text.encode("utf-8")  # UnicodeEncodeError (a ValueError) on a lone surrogate
+
+
+def _check_data(value: object, depth: int = 0) -> None:
+    if depth > 200:
+        raise ValueError("provider data nested more than 200 levels deep")
+    if isinstance(value, str):
+        value.encode("utf-8")
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{value!r} in provider data is not a JSON number (it loads back as null)")
+    elif isinstance(value, Mapping):
+        for key, entry in value.items():
+            _check_data(key, depth + 1)
+            _check_data(entry, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for entry in value:
+            _check_data(entry, depth + 1)
 
 
 @dataclass

@@ -119,3 +119,13 @@ def test_session_metadata_that_is_not_unicode_is_refused_before_saving(tmp_path:
     session.metadata["\udfff"] = 1
     with pytest.raises(ConfigError, match="valid Unicode"):
         FileSessionStore(tmp_path).save(session)
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), [float("-inf")]])
+def test_a_non_finite_provider_field_is_refused_not_changed_by_a_store(value: Any) -> None:
+    # Was a silent change: {"id": inf} in a chat message's unmodelled fields was stored, and a
+    # session store wrote it as null, so it loaded back as None.
+    memory = InMemoryMemory()
+    with pytest.raises(ConfigError, match="not a JSON number"):
+        memory.add_output_items([{"role": "user", "content": "user", "id": value}])
+    assert memory.snapshot().items == ()
