@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compactkit.budget.tokens import TokenCounter
 from compactkit.cli._common import (
@@ -24,6 +24,7 @@ from compactkit.cli._common import (
     _positive_tokens,
     _read,
 )
+from compactkit.cli._progress import Progress, _add_quiet_arg
 from compactkit.compressors import (
     DigestCompressor,
     LadderCompressor,
@@ -38,6 +39,9 @@ from compactkit.formats.transcript import (
 )
 from compactkit.items import Item, Tool
 
+if TYPE_CHECKING:  # the summary package imports openai: loaded only when a summary is asked for
+    from compactkit.compressors.summary import SummaryCompressor
+
 
 @dataclass(frozen=True)
 class _CompactOptions:
@@ -49,6 +53,8 @@ class _CompactOptions:
     summarizer_model: str | None
     base_url: str | None
     keep_last_groups: int | None = None
+    on_progress: Callable[[int, int], None] | None = None
+    """Called with (summarizer chunks done, total) before each summarizer request."""
 
 
 def _summary_compressor(options: _CompactOptions, **sizing: Any) -> MemoryCompressor:
@@ -75,13 +81,39 @@ def _summary_compressor(options: _CompactOptions, **sizing: Any) -> MemoryCompre
         window = budget_for(options.summarizer_model).usable_input
     except ConfigError:
         window = 32_000
-    return SummaryCompressor(
+    if options.on_progress is None:
+        return SummaryCompressor(
+            llm,
+            summarizer_window_tokens=window,
+            counter=options.counter,
+            tools=options.tools,
+            **sizing,
+        )
+    return _reporting_summary(options.on_progress)(
         llm,
         summarizer_window_tokens=window,
         counter=options.counter,
         tools=options.tools,
         **sizing,
     )
+
+
+def _reporting_summary(on_progress: Callable[[int, int], None]) -> type[SummaryCompressor]:
+    """``SummaryCompressor`` reporting (chunks done, total) before each request.
+
+    SummaryCompressor has no progress hook yet: this overrides the one method every request
+    goes through, ``_request(fold, chunk, number, total)`` (sync and async drivers alike).
+    Swap it for ``SummaryCompressor(on_progress=...)`` once the compressor takes one.
+    """
+
+    from compactkit.compressors.summary import SummaryCompressor
+
+    class _Reporting(SummaryCompressor):
+        def _request(self, fold: Any, chunk: Any, number: int, total: int) -> Any:
+            on_progress(number - 1, total)
+            return super()._request(fold, chunk, number, total)
+
+    return _Reporting
 
 
 def _ladder(options: _CompactOptions) -> MemoryCompressor:
@@ -158,6 +190,7 @@ def _register_compact(subparsers: Any) -> None:
         "--base-url", default=None, help="the summarizer's OpenAI-compatible API root"
     )
     parser.add_argument("--out", default=None, help="write the compacted messages to this file")
+    _add_quiet_arg(parser)
     parser.add_argument(
         "--json",
         action="store_true",
@@ -179,17 +212,23 @@ def _compact(args: argparse.Namespace) -> int:
 
     transcript = _read(args)
     target = args.target if args.target is not None else budget_for(args.model).target_tokens
-    options = _CompactOptions(
-        target=target,
-        counter=counter_for(args.model),
-        tools=tuple(transcript.tools),
-        summarizer_model=args.summarizer_model,
-        base_url=args.base_url,
-        keep_last_groups=args.keep_last_groups,
-    )
-    compressor = _COMPRESSORS[args.compressor](options)
-    snapshot = MemorySnapshot.from_items(transcript.items)
-    result = compressor.compress(snapshot)
+    with Progress("summarizing", quiet=args.quiet) as progress:
+
+        def on_progress(done: int, total: int) -> None:
+            progress.update(done, total, f"chunk {done + 1} of {total}")
+
+        options = _CompactOptions(
+            target=target,
+            counter=counter_for(args.model),
+            tools=tuple(transcript.tools),
+            summarizer_model=args.summarizer_model,
+            base_url=args.base_url,
+            keep_last_groups=args.keep_last_groups,
+            on_progress=on_progress if progress.shown else None,
+        )
+        compressor = _COMPRESSORS[args.compressor](options)
+        snapshot = MemorySnapshot.from_items(transcript.items)
+        result = compressor.compress(snapshot)
 
     marked = [item for item in transcript.items if is_summary_message(item)]
     role = marked[0].role if marked and isinstance(marked[0], Message) else DEFAULT_SUMMARY_ROLE

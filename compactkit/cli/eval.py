@@ -114,7 +114,10 @@ def _register_eval(subparsers: Any) -> None:
         help="OpenAI-compatible API root for the summarizer and judge (key: OPENAI_API_KEY)",
     )
     run.add_argument(
+        "--quiet",
+        "-q",
         "--no-progress",
+        dest="no_progress",
         action="store_true",
         help="no progress bar (default: shown when stderr is a terminal)",
     )

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from compactkit.cli._common import EXIT_OK, _emit_json
+from compactkit.cli._progress import Progress, _add_quiet_arg
 from compactkit.errors import ConfigError
 
 
@@ -25,6 +26,7 @@ def _register_inspect(subparsers: Any) -> None:
         "--prefix", default="compactkit_", help="table name prefix (default: compactkit_)"
     )
     parser.add_argument("--json", action="store_true", help="print a JSON object")
+    _add_quiet_arg(parser)
     parser.set_defaults(handler=_inspect)
 
 
@@ -69,22 +71,32 @@ def _inspect(args: argparse.Namespace) -> int:
             f"no session {args.session_id!r} in {shown} (table prefix {args.prefix!r}); "
             f"list them with: compactkit inspect URL --list"
         )
-    snapshot = memory.snapshot()
-    report = {
-        "session_id": info.session_id,
-        "version": snapshot.version,
-        "created_at": info.model_dump(mode="json")["created_at"],
-        "updated_at": info.model_dump(mode="json")["updated_at"],
-        "saved_state": info.saved_state,
-        "summary": snapshot.summary,
-        "active": dump_items(snapshot.items),
-        "archived": dump_items(memory.archived()),
-        "compactions": [r.model_dump(mode="json") for r in memory.compactions()],
-    }
+    # A large session takes a while to read and lay out: say which step runs (stderr only).
+    with Progress(f"session {info.session_id}", quiet=args.quiet) as progress:
+        steps = 3 if args.json else 4
+        progress.update(0, steps, f"reading {info.active_items:,} active items")
+        snapshot = memory.snapshot()
+        progress.update(1, steps, f"reading {info.archived_items:,} archived items")
+        archived = dump_items(memory.archived())
+        progress.update(2, steps, f"reading {info.compactions:,} compactions")
+        report = {
+            "session_id": info.session_id,
+            "version": snapshot.version,
+            "created_at": info.model_dump(mode="json")["created_at"],
+            "updated_at": info.model_dump(mode="json")["updated_at"],
+            "saved_state": info.saved_state,
+            "summary": snapshot.summary,
+            "active": dump_items(snapshot.items),
+            "archived": archived,
+            "compactions": [r.model_dump(mode="json") for r in memory.compactions()],
+        }
+        if not args.json:
+            progress.update(3, steps, "laying out the timeline")
+            lines = _session_lines(report)
     if args.json:
         _emit_json(report)
     else:
-        _print_session(report)
+        sys.stdout.writelines(lines)
     return EXIT_OK
 
 
@@ -108,7 +120,7 @@ def _print_session_table(rows: list[dict[str, Any]]) -> None:
         sys.stdout.write(line.rstrip() + "\n")
 
 
-def _print_session(report: dict[str, Any]) -> None:
+def _session_lines(report: dict[str, Any]) -> list[str]:
     """The session as a timeline: every stored item oldest first, each compaction shown where
     the span it folded ends, then the summary the model sees now."""
     from compactkit.items import FunctionCall, item_text, load_items
@@ -120,15 +132,15 @@ def _print_session(report: dict[str, Any]) -> None:
     for c in compactions:
         after.setdefault(c["last_seq"] if c["last_seq"] is not None else -1, []).append(c)
 
-    out = sys.stdout
-    out.write(
+    out: list[str] = []
+    out.append(
         f"session {report['session_id']}  version {report['version']}  "
         f"created {report['created_at'][:19]}  updated {report['updated_at'][:19]}\n"
         f"{len(report['active'])} active, {len(archived)} archived, "
         f"{len(compactions)} compactions\n\ntimeline (oldest first; ~ marks archived items):\n"
     )
     for c in after.pop(-1, []):
-        out.write(_compaction_line(c))
+        out.append(_compaction_line(c))
     width = len(str(items[-1].seq)) if items else 1
     for item in items:
         who = getattr(item, "role", None) or item.type.replace("function_call_output", "tool")
@@ -139,14 +151,15 @@ def _print_session(report: dict[str, Any]) -> None:
         mark = "~" if item.seq in archived else " "
         pin = " (pinned)" if item.pinned else ""
         text = f"{text[:96]}…" if len(text) > 97 else text
-        out.write(f" {mark}#{item.seq:<{width}} {who:<9}{pin} {text}\n")
+        out.append(f" {mark}#{item.seq:<{width}} {who:<9}{pin} {text}\n")
         for c in after.pop(item.seq or 0, []):
-            out.write(_compaction_line(c))
+            out.append(_compaction_line(c))
     for rest in after.values():  # spans whose items were purged since
-        out.writelines(_compaction_line(c) for c in rest)
+        out.extend(_compaction_line(c) for c in rest)
     summary = report["summary"]
-    out.write(f"\nsummary the model sees now ({len(summary)} chars):\n")
-    out.writelines(f"  {row}\n" for row in (summary.splitlines() or ["(none)"]))
+    out.append(f"\nsummary the model sees now ({len(summary)} chars):\n")
+    out.extend(f"  {row}\n" for row in (summary.splitlines() or ["(none)"]))
+    return out
 
 
 def _compaction_line(c: dict[str, Any]) -> str:
