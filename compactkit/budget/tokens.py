@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol, runtime_checkable
@@ -123,7 +123,11 @@ class _BaseCounter(ABC):
         entry = self._cache.get(id(item))
         if entry is not None and entry[0] is item:
             return entry[1], entry[2]
-        tokens, reason = self._price(item), self._approximation(item)
+        try:
+            tokens, reason = self._price(item), self._approximation(item)
+        except (AttributeError, TypeError):
+            _check_item(item)  # a dict, a string, an SDK object: say how to convert it
+            raise
         if len(self._cache) >= self._cache_limit:
             del self._cache[next(iter(self._cache))]
         self._cache[id(item)] = (item, tokens, reason)
@@ -137,6 +141,11 @@ class _BaseCounter(ABC):
         Only Chat Completions billing rules are published; a request in another ``format`` is
         counted with them and labelled approximate.
         """
+        if isinstance(items, (str, bytes, Mapping, *_ITEM_TYPES)):
+            raise ConfigError(
+                f"count takes a list of items, got one {type(items).__name__}; wrap it in a "
+                "list (count_text counts a plain string)"
+            )
         total = 0
         approximated: set[str] = set()
         priced = self._priced
@@ -222,7 +231,11 @@ class TiktokenCounter(_BaseCounter):
 
     def count_text(self, text: str) -> int:
         """Tokens of ``text`` (special-token strings are counted as plain text, as billed)."""
-        return self._encode(text)
+        try:
+            return self._encode(text)
+        except TypeError:
+            _check_text(text)
+            raise
 
     def count_overhead(self, tools: Sequence[Tool] = ()) -> int:
         """Reply priming plus the tool schemas."""
@@ -232,6 +245,7 @@ class TiktokenCounter(_BaseCounter):
         """The cookbook's tool-schema formula (exact for flat schemas; nested ones estimated)."""
         if not tools:
             return 0
+        _check_tools(tools)
         rules = self.tool_rules
         total = 0
         for tool in tools:
@@ -357,10 +371,12 @@ class EstimateCounter(_BaseCounter):
 
     def count_text(self, text: str) -> int:
         """Estimated tokens of ``text`` (rounded up)."""
+        _check_text(text)
         return math.ceil(len(text) / self.chars_per_token)
 
     def count_overhead(self, tools: Sequence[Tool] = ()) -> int:
         """Reply priming plus the serialised tool schemas."""
+        _check_tools(tools)
         schemas = [t.model_dump(mode="json", exclude_none=True) for t in tools]
         return 3 + (self.count_text(json.dumps(schemas)) if tools else 0)
 
@@ -414,6 +430,44 @@ def _counter_for_profile(profile: ModelProfile) -> TokenCounter:
 
 
 _NESTED_KEYS = ("properties", "items", "anyOf", "oneOf", "allOf", "$ref")
+_ITEM_TYPES = (Message, FunctionCall, FunctionCallOutput, Reasoning)
+
+
+def _check_item(item: object) -> None:
+    """Raise ``ConfigError`` saying how to convert ``item`` unless it is a compactkit item."""
+    if isinstance(item, _ITEM_TYPES):
+        return
+    kind = type(item).__name__
+    raise ConfigError(
+        f"counters count compactkit items, got {kind}: {_shown(item)}; convert provider "
+        "messages first (chat_to_items, responses_to_items, anthropic_to_items, or "
+        "load_transcript for any of the three)"
+    )
+
+
+def _check_text(text: object) -> None:
+    if not isinstance(text, str):
+        raise ConfigError(
+            f"count_text takes a string, got {type(text).__name__}: {_shown(text)}; "
+            "count items with count(items)"
+        )
+
+
+def _check_tools(tools: Sequence[object]) -> None:
+    if isinstance(tools, (str, bytes, Mapping, Tool)):
+        raise ConfigError(f"tools must be a list of Tools, got one {type(tools).__name__}")
+    for tool in tools:
+        if not isinstance(tool, Tool):
+            raise ConfigError(
+                f"tools must be compactkit Tools, got {type(tool).__name__}: {_shown(tool)}; "
+                "convert provider schemas with tools_from_chat, tools_from_responses or "
+                "tools_from_anthropic"
+            )
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:77]}..."
 
 
 def image_tokens(part: ImagePart) -> int:
