@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors._args import check_sizes
@@ -44,14 +42,13 @@ from compactkit.compressors._plan import (
     default_counter,
     newest_groups_keeper,
     request_tokens,
-    result,
     split_by_need,
     summary_cap,
 )
 from compactkit.compressors.base import MemoryCompressor
-from compactkit.compressors.digest import FactsNeed, digest_items, masker
-from compactkit.compressors.report import FactReport
+from compactkit.compressors.digest import FactsNeed, masker
 from compactkit.compressors.sections import SummaryDocument
+from compactkit.compressors.summary import _outcome
 from compactkit.compressors.summary._answer import (
     _ERROR_TEXT,
     _EXACT,
@@ -62,24 +59,21 @@ from compactkit.compressors.summary._answer import (
     _body,
     _verbatim_constraints,
 )
+from compactkit.compressors.summary._chunks import _Chunk, _Fold, _Plan, cut_chunks
 from compactkit.compressors.summary._resilience import (
-    CallStats,
     CircuitBreaker,
     Guard,
     RetryPolicy,
 )
-from compactkit.compressors.summary._serialise import _describe, _original
 from compactkit.compressors.summary.llm import LLM, ChatMessage
 from compactkit.compressors.summary.prompt import _PROMPTS, PROMPT_VERSION, summary_prompt
-from compactkit.errors import CircuitOpenError, ConfigError, SummarizationError
+from compactkit.errors import ConfigError, SummarizationError
 from compactkit.items import (
-    FunctionCall,
     FunctionCallOutput,
     Item,
     Message,
     Tool,
 )
-from compactkit.items.groups import group_items
 from compactkit.items.snapshot import (
     CompactResult,
     MemorySnapshot,
@@ -101,52 +95,6 @@ _TEMPLATE_SLACK = 64  # the user template's own text, and per-message overhead
 
 _MIN_CHUNK_TOKENS = 512
 _MAX_UPDATE_TOKENS = 4000
-
-# -- plan (pure) --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Chunk:
-    """One summarizer request's share of the folded span."""
-
-    items: tuple[Item, ...]
-    text: str
-    facts: SummaryDocument
-    tokens_seen: int
-    """Tokens of the chunk's items as the summarizer sees them (after cutting huge outputs)."""
-
-
-@dataclass(frozen=True)
-class _Plan:
-    kept: list[Item]
-    folded: list[Item]
-    folded_groups: int
-    previous: SummaryDocument
-    chunks: list[_Chunk]
-    tokens_before: int
-    replaced_tokens: int
-    """Tokens of what the new summary replaces: the old summary message plus the folded items."""
-    folded_tokens: int
-    summary_room: int | None = None
-    """The room ``split_by_need`` gave the summary (``None``: the cap rule without a target)."""
-    masked: int = 0
-    """Tool outputs in the kept tail masked to make room for the summary."""
-
-
-@dataclass
-class _Fold:
-    """The running state of one compaction: the summary so far and what the calls cost."""
-
-    summary: SummaryDocument
-    calls: CallStats = field(default_factory=CallStats)
-    input_tokens: int = 0
-    facts_given: int = 0
-    facts_readded: int = 0
-    trimmed: int = 0
-    answers: int = 0
-    rejected_constraints: int = 0
-    """Constraint entries of answers that are not verbatim user text (dropped)."""
-    untrimmed: SummaryDocument | None = None
 
 
 class SummaryCompressor:
@@ -287,7 +235,7 @@ class SummaryCompressor:
         (a ``LadderCompressor`` passes the outputs its masking step replaced)."""
         plan = self._plan(snapshot, originals)
         if not plan.folded:
-            return self._unchanged(snapshot, plan)
+            return _outcome.unchanged(self, snapshot, plan)
         fold = _Fold(plan.previous)
         guard = Guard(self.retry, self.breaker)
         try:
@@ -297,8 +245,8 @@ class SummaryCompressor:
                 self._absorb(fold, chunk, answer)
             after = self._finish(snapshot, plan, fold)
         except SummarizationError as exc:
-            return self._failed(snapshot, plan, fold, exc, originals)
-        return self._done(snapshot, plan, fold, after)
+            return _outcome.failed(self, snapshot, plan, fold, exc, originals)
+        return _outcome.done(self, snapshot, plan, fold, after)
 
     async def acompress(self, snapshot: MemorySnapshot) -> CompactResult:
         """``compress`` without blocking the event loop on the summarizer."""
@@ -310,7 +258,7 @@ class SummaryCompressor:
         """The async twin of ``compress_with_originals``."""
         plan = self._plan(snapshot, originals)
         if not plan.folded:
-            return self._unchanged(snapshot, plan)
+            return _outcome.unchanged(self, snapshot, plan)
         fold = _Fold(plan.previous)
         guard = Guard(self.retry, self.breaker)
         try:
@@ -320,8 +268,8 @@ class SummaryCompressor:
                 self._absorb(fold, chunk, answer)
             after = self._finish(snapshot, plan, fold)
         except SummarizationError as exc:
-            return self._failed(snapshot, plan, fold, exc, originals)
-        return self._done(snapshot, plan, fold, after)
+            return _outcome.failed(self, snapshot, plan, fold, exc, originals)
+        return _outcome.done(self, snapshot, plan, fold, after)
 
     def _sender(self, fold: _Fold, messages: list[ChatMessage]) -> Callable[[], str]:
         tokens = self._count_request(messages)
@@ -393,7 +341,14 @@ class SummaryCompressor:
             previous = previous.trim_to(self._running_cap, counter)
             summary_tokens = self._running_cap
         room = self._chunk_room(max(self._running_cap, summary_tokens))
-        chunks = self._chunks(folded, room, originals, with_goal=not previous.entries("goal"))
+        chunks = cut_chunks(
+            folded,
+            room,
+            originals,
+            with_goal=not previous.entries("goal"),
+            counter=self.counter,
+            max_item_tokens=self.max_item_tokens,
+        )
         return _Plan(
             kept=kept,
             folded=folded,
@@ -417,74 +372,6 @@ class SummaryCompressor:
             summary_cap=self.cap,
             tools=self.tools,
         )
-
-    def _chunks(
-        self,
-        folded: Sequence[Item],
-        room: int,
-        originals: Mapping[str, FunctionCallOutput],
-        *,
-        with_goal: bool,
-    ) -> list[_Chunk]:
-        """Cut the folded span into chunks whose text and facts fit ``room`` tokens each.
-
-        Whole groups stay together when they fit; a group too large for one chunk is split
-        between items (the summarizer's input need not keep calls and outputs together).
-        """
-        counter = self.counter
-        item_cap = max(64, min(self.max_item_tokens, room // 2))
-        names = {i.call_id: i.name for i in folded if isinstance(i, FunctionCall)}
-        # One digest per group (a call with its output); a chunk's facts are its groups'
-        # digests merged, so the span is read once.
-        units: list[list[tuple[Item, str, int, SummaryDocument]]] = []
-        for group in group_items(folded):
-            members = group.slice(folded)
-            facts = digest_items(members, originals=originals, with_goal=with_goal)
-            with_goal = with_goal and not facts.entries("goal")
-            unit = []
-            for position, item in enumerate(members):
-                line, tokens = _describe(_original(item, originals), names, item_cap, counter)
-                unit.append((item, line, tokens, facts if position == 0 else SummaryDocument()))
-            units.append(unit)
-        chunks: list[_Chunk] = []
-        current: list[tuple[Item, str, int, SummaryDocument]] = []
-        used = 0
-
-        def facts_tokens(facts: SummaryDocument) -> int:
-            return counter.count_text(_body(facts)) if not facts.is_empty else 0
-
-        def close() -> None:
-            nonlocal current, used
-            if not current:
-                return
-            facts = SummaryDocument()
-            for entry in current:
-                facts = facts.merge(entry[3])
-            chunks.append(
-                _Chunk(
-                    items=tuple(entry[0] for entry in current),
-                    text="\n".join(entry[1] for entry in current),
-                    facts=facts,
-                    tokens_seen=sum(entry[2] for entry in current),
-                )
-            )
-            current, used = [], 0
-
-        for unit in units:
-            sizes = [tokens + facts_tokens(facts) for _, _, tokens, facts in unit]
-            if used + sum(sizes) > room:
-                close()
-            if sum(sizes) <= room:
-                current.extend(unit)
-                used += sum(sizes)
-                continue
-            for entry, size in zip(unit, sizes, strict=True):  # larger than a chunk: split it
-                if used + size > room:
-                    close()
-                current.append(entry)
-                used += size
-        close()
-        return chunks
 
     # -- request and apply ----------------------------------------------------------------------
 
@@ -595,130 +482,3 @@ class SummaryCompressor:
         return snapshot.model_copy(update={"items": tuple(plan.kept), "summary": text})
 
     # -- results --------------------------------------------------------------------------------
-
-    def _details(self, plan: _Plan, fold: _Fold | None) -> dict[str, Any]:
-        seen = sum(c.tokens_seen for c in plan.chunks)
-        details: dict[str, Any] = {
-            "prompt_version": self.prompt_version,
-            "summarizer": getattr(self.llm, "model", type(self.llm).__name__),
-            "folded_items": len(plan.folded),
-            "folded_groups": plan.folded_groups,
-            "folded_tokens": plan.folded_tokens,
-            "chunks": len(plan.chunks),
-            "items_seen": sum(len(c.items) for c in plan.chunks),
-            "tokens_seen": seen,
-            "summary_cap_tokens": self.cap,
-            "summarizer_window_tokens": self.summarizer_window_tokens,
-        }
-        if fold is not None:
-            details.update(
-                summarizer_calls=fold.calls.requests,
-                summarizer_input_tokens=fold.input_tokens,
-                retry_wait_seconds=round(fold.calls.waited, 3),
-                answers=fold.answers,
-                facts_given=fold.facts_given,
-                facts_readded=fold.facts_readded,
-                trimmed_entries=fold.trimmed,
-                rejected_constraints=fold.rejected_constraints,
-            )
-            if fold.untrimmed is not None:
-                details["facts"] = FactReport.compare(
-                    fold.untrimmed,
-                    fold.summary,
-                    summary_tokens=self.counter.count_text(fold.summary.render()),
-                    summary_cap_tokens=plan.summary_room or self._running_cap,
-                    masked_outputs=plan.masked,
-                    rejected_constraints=fold.rejected_constraints,
-                ).model_dump()
-        details["breaker"] = self.breaker.state
-        if self.target_tokens is not None:
-            details["target_tokens"] = self.target_tokens
-        return details
-
-    def _unchanged(self, snapshot: MemorySnapshot, plan: _Plan) -> CompactResult:
-        details = self._details(plan, None)
-        if self.target_tokens is not None:
-            details["target_met"] = plan.tokens_before <= self.target_tokens
-        return result(
-            self.name,
-            snapshot,
-            None,
-            self.counter,
-            self.tools,
-            tokens_before=plan.tokens_before,
-            details=details,
-        )
-
-    def _done(
-        self, snapshot: MemorySnapshot, plan: _Plan, fold: _Fold, after: MemorySnapshot
-    ) -> CompactResult:
-        details = self._details(plan, fold)
-        details["summary_tokens"] = self.counter.count_text(after.summary)
-        done = result(
-            self.name,
-            snapshot,
-            after,
-            self.counter,
-            self.tools,
-            tokens_before=plan.tokens_before,
-            details=details,
-        )
-        if self.target_tokens is not None:
-            done.stats.details["target_met"] = (done.stats.tokens_after or 0) <= self.target_tokens
-        return done
-
-    def _failed(
-        self,
-        snapshot: MemorySnapshot,
-        plan: _Plan,
-        fold: _Fold,
-        exc: SummarizationError,
-        originals: Mapping[str, FunctionCallOutput],
-    ) -> CompactResult:
-        details = self._details(plan, fold)
-        details["circuit_open"] = isinstance(exc, CircuitOpenError)
-        error = f"summarizer failed: {exc}"
-        logger.warning("compaction kept the history unchanged: %s", error)
-        if self.fallback is not None:
-            backup = _run_fallback(self.fallback, snapshot, originals)
-            if backup.changed:
-                stats = backup.stats.model_copy(
-                    update={
-                        "compressor": f"{self.name}>{backup.stats.compressor}",
-                        "details": {**backup.stats.details, "summary": details},
-                    }
-                )
-                return backup.model_copy(
-                    update={
-                        "outcome": "fallback",
-                        "error": f"{error}; fell back to {backup.stats.compressor}",
-                        "cause": exc,
-                        "stats": stats,
-                    }
-                )
-            error += f"; the fallback {backup.stats.compressor} changed nothing"
-            if backup.error:
-                error += f" ({backup.error})"
-        return result(
-            self.name,
-            snapshot,
-            None,
-            self.counter,
-            self.tools,
-            tokens_before=plan.tokens_before,
-            details=details,
-            error=error,
-            cause=exc,
-        )
-
-
-def _run_fallback(
-    fallback: MemoryCompressor,
-    snapshot: MemorySnapshot,
-    originals: Mapping[str, FunctionCallOutput],
-) -> CompactResult:
-    with_originals = getattr(fallback, "compress_with_originals", None)
-    if originals and callable(with_originals):
-        backup: CompactResult = with_originals(snapshot, originals)
-        return backup
-    return fallback.compress(snapshot)
