@@ -103,6 +103,11 @@ class ProfileRegistry:
         default: ModelProfile | None = None,
         default_policy: BudgetPolicy | None = None,
     ) -> None:
+        if isinstance(profiles, (str, bytes, os.PathLike)):
+            raise ConfigError(
+                f"ProfileRegistry takes ModelProfiles, got the path {os.fsdecode(profiles)!r}; "
+                "read a TOML file with ProfileRegistry.from_toml(path)"
+            )
         self._profiles: dict[str, ModelProfile] = {}
         self._policies: dict[str, tuple[str, BudgetPolicy]] = {}
         self.default = default
@@ -116,6 +121,15 @@ class ProfileRegistry:
     def bundled(cls) -> ProfileRegistry:
         """A new registry holding the profiles compactkit ships (no environment overrides)."""
         return cls(_bundled_profiles())
+
+    @classmethod
+    def from_toml(cls, path: str | os.PathLike[str]) -> ProfileRegistry:
+        """A new registry: the shipped profiles plus the TOML file at ``path`` (docs/models.md).
+
+        Raises:
+            ConfigError: The file is unreadable, not TOML, or holds an invalid value (named).
+        """
+        return cls.bundled().load_toml(path)
 
     @property
     def profiles(self) -> tuple[ModelProfile, ...]:
@@ -175,8 +189,10 @@ class ProfileRegistry:
         clone._policies = dict(self._policies)
         return clone
 
-    def load_toml(self, path: str | os.PathLike[str]) -> None:
+    def load_toml(self, path: str | os.PathLike[str]) -> ProfileRegistry:
         """Add or override profiles and policies from a TOML file (format: docs/models.md).
+
+        Returns this registry, so ``ProfileRegistry.bundled().load_toml(path)`` is the registry.
 
         A ``[[profile]]`` whose name is already registered changes only the fields it gives; a new
         one needs ``name``, ``context_window``, ``max_output`` and an ``encoding`` or
@@ -200,6 +216,7 @@ class ProfileRegistry:
             staged._policies,
             staged.default,
         )
+        return self
 
     def _find(self, model: str) -> ModelProfile | None:
         if not isinstance(model, str) or not model.strip():
@@ -329,4 +346,18 @@ def budget_for(
     Raises:
         ConfigError: The model is unknown, or the policy does not fit its profile.
     """
-    return (registry or default_registry()).budget_for(model, policy=policy)
+    return _registry(registry).budget_for(model, policy=policy)
+
+
+def _registry(registry: object) -> ProfileRegistry:
+    """``registry``, or the default one for ``None``; anything else is a ``ConfigError``."""
+    if registry is None:
+        return default_registry()
+    if isinstance(registry, ProfileRegistry):
+        return registry
+    fix = (
+        "ProfileRegistry.from_toml(path) reads a TOML file"
+        if isinstance(registry, (str, os.PathLike))
+        else "build one with ProfileRegistry.bundled() or ProfileRegistry.from_toml(path)"
+    )
+    raise ConfigError(f"registry must be a ProfileRegistry, got {type(registry).__name__}; {fix}")

@@ -32,7 +32,7 @@ from compactkit.budget.profiles import (
     ModelProfile,
     ProfileRegistry,
     ToolSchemaRules,
-    default_registry,
+    _registry,
 )
 from compactkit.errors import ConfigError
 from compactkit.items import (
@@ -408,7 +408,7 @@ def counter_for(model: str, *, registry: ProfileRegistry | None = None) -> Token
         ConfigError: the model has no profile and the registry has no default.
         EncodingUnavailableError: the profile's encoding is not installed.
     """
-    return _counter_for_profile((registry or default_registry()).get(model))
+    return _counter_for_profile(_registry(registry).get(model))
 
 
 @lru_cache(maxsize=64)
