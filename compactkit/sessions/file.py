@@ -31,6 +31,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from compactkit.errors import ConfigError, SessionNotFoundError, StorageError
+from compactkit.sessions._checks import require_session
 from compactkit.sessions.session import AgentSession, SessionState
 
 __all__ = ["FileSessionStore"]
@@ -117,7 +118,9 @@ class FileSessionStore:
         Raises:
             StorageError: the existing file is corrupt or from a newer compactkit (it is left
                 untouched), or the file cannot be written.
+            ConfigError: ``session`` is not an ``AgentSession`` (a memory, an id).
         """
+        session = require_session(session, "FileSessionStore")
         path = self.path(session.session_id)
         try:
             self.load(session.session_id)

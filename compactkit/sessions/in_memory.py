@@ -6,6 +6,7 @@ import builtins
 import threading
 
 from compactkit.errors import SessionNotFoundError
+from compactkit.sessions._checks import require_session
 from compactkit.sessions.session import AgentSession, SessionState
 
 __all__ = ["InMemorySessionStore"]
@@ -24,7 +25,7 @@ class InMemorySessionStore:
 
     def save(self, session: AgentSession) -> None:
         """Save ``session.state()``, replacing any earlier state of that session."""
-        data = session.state().to_json()
+        data = require_session(session, "InMemorySessionStore").state().to_json()
         with self._lock:
             self._states[session.session_id] = data
 
