@@ -113,10 +113,20 @@ def _add_transcript_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _positive_tokens(value: str) -> int:
+    """A token count as people write it: ``8000``, ``8_000``, ``8,000``, ``8k``, ``1.5k``."""
+    text = value.strip().replace("_", "").replace(",", "")
+    scale = 1
+    if text[-1:] in ("k", "K"):
+        text, scale = text[:-1], 1000
     try:
-        tokens = int(value)
+        number = float(text) * scale if scale != 1 else int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of tokens, got {value!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected a number of tokens (8000, 8_000 or 8k), got {value!r}"
+        ) from None
+    if number != int(number):
+        raise argparse.ArgumentTypeError(f"expected a whole number of tokens, got {value!r}")
+    tokens = int(number)
     if tokens <= 0:
         raise argparse.ArgumentTypeError(f"the budget must be positive, got {tokens}")
     return tokens

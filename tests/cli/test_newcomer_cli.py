@@ -1,0 +1,36 @@
+"""Token counts on the command line as people write them (``--budget 8k``, ``--target 8_000``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from compactkit.cli import main
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "compactkit/data/examples/coding_session.json"
+
+
+def _budget(capsys: pytest.CaptureFixture[str], value: str) -> int:
+    code = main(["project", str(EXAMPLE), "--model", "gpt-4o", "--budget", value, "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0, out
+    return int(out["budget"])
+
+
+@pytest.mark.parametrize("value", ["8000", "8_000", "8,000", "8k", "8K", " 8k "])
+def test_budget_spellings_mean_the_same(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _budget(capsys, value) == 8000
+
+
+def test_fractional_thousands(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _budget(capsys, "7.5k") == 7500
+
+
+@pytest.mark.parametrize("value", ["8.5", "lots", "k", "-8k", "0"])
+def test_not_a_token_count_is_exit_2(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["project", str(EXAMPLE), "--model", "gpt-4o", "--budget", value])
+    assert exited.value.code == 2
+    assert "argument --budget" in capsys.readouterr().err
