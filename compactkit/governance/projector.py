@@ -25,7 +25,7 @@ import difflib
 import math
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import KW_ONLY, dataclass, field, fields, replace
+from dataclasses import KW_ONLY, dataclass, field, fields
 from typing import Any, Literal, TypeAlias
 
 from compactkit.budget.profiles import ProfileRegistry, budget_for
@@ -219,7 +219,13 @@ class ContextProjector:
                 snapshot, instructions=instructions, tools=tools, budget=budget
             )
         shared = self._prefixes.observe(self.counter, projection.items, tools, projection.tokens)
-        return replace(projection, report=replace(projection.report, cached_prefix_tokens=shared))
+        report = projection.report
+        return Projection(  # built directly: dataclasses.replace costs more than a turn's fill
+            items=projection.items,
+            tokens=projection.tokens,
+            budget=projection.budget,
+            report=ProjectionReport(**{**vars(report), "cached_prefix_tokens": shared}),
+        )
 
     def _project(
         self,
