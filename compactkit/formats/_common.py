@@ -269,42 +269,45 @@ def check_mode(mode: Any) -> None:
         raise ConfigError(f"mode must be 'raise' or 'repair', got {shown(mode)}")
 
 
-def adjacent_order(items: list[Item]) -> list[Item]:
+def adjacent_order(items: list[Item], *, turns: bool = False) -> list[Item]:
     """``items`` reordered so that calls waiting for outputs are never separated from them.
 
     Responses lets anything sit between a call and its output; Chat Completions wants the tool
     messages right after the assistant message holding the calls, Anthropic wants the results in
     the very next user turn. So while calls wait for their outputs, a message (or an output of
     another call) waits until they are all in, and a new call or reasoning joins the waiting
-    calls. Nothing is dropped; a history without such interleaving comes back unchanged.
+    calls. With ``turns`` (Anthropic, where an assistant turn holds text and calls together),
+    assistant text stays with the calls instead of waiting. Nothing is dropped; a history
+    without such interleaving comes back unchanged.
     """
     out: list[Item] = []
     pending: set[str] = set()
     deferred: list[Item] = []
-    join_at = 0  # where a call made while others wait goes: right after the waiting calls
+    join_at = 0  # where the response's items go once some of its outputs are in
+    answered = False  # some output of the waiting calls is already in ``out``
     for item in items:
-        if isinstance(item, FunctionCall):
-            if pending:
-                out.insert(join_at, item)
-                join_at += 1
-            else:
-                out.append(item)
-                join_at = len(out)
-            pending.add(item.call_id)
-        elif isinstance(item, Reasoning) and pending:
-            out.insert(join_at, item)
-            join_at += 1
-        elif isinstance(item, FunctionCallOutput) and item.call_id in pending:
+        if isinstance(item, FunctionCallOutput) and item.call_id in pending:
             out.append(item)
+            answered = True
             pending.discard(item.call_id)
             if not pending:
                 out.extend(deferred)
                 deferred.clear()
-        elif pending:
+                answered = False
+            continue
+        with_calls = isinstance(item, (FunctionCall, Reasoning)) or (
+            turns and isinstance(item, Message) and item.role == "assistant"
+        )
+        if pending and not with_calls:
             deferred.append(item)
+            continue
+        if pending and answered:
+            out.insert(join_at, item)
+            join_at += 1
         else:
             out.append(item)
-            if isinstance(item, Reasoning):
-                join_at = len(out)
+            join_at = len(out)
+        if isinstance(item, FunctionCall):
+            pending.add(item.call_id)
     out.extend(deferred)
     return out

@@ -138,7 +138,7 @@ def items_to_anthropic(
             break
         lead += 1
     system = _system_from_items(items[:lead], losses)
-    items = items[:lead] + adjacent_order(items[lead:])  # results in the very next user turn
+    items = items[:lead] + adjacent_order(items[lead:], turns=True)  # results next user turn
     call_names = {i.call_id: i.name for i in items if isinstance(i, FunctionCall)}
     dropped_calls: set[str] = set()
     turns: list[tuple[str, list[_Entry]]] = []
