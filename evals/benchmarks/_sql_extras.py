@@ -87,9 +87,12 @@ def _append_paced(url: str, prefix: str, session_id: str, count: int, interval: 
         time.sleep(interval)
 
 
-def compactions_under_appends(url: str, prefix: str, appends: int) -> tuple[int, int, int]:
-    """One process appends every 20 ms while this one compacts in a loop (keep the last 3):
-    ``(attempted, applied, refused with ConcurrencyError)``."""
+def compactions_under_appends(
+    url: str, prefix: str, appends: int, summarizing: float = 0.05
+) -> tuple[int, int, int]:
+    """One process appends every 20 ms while this one compacts in a loop (keep the last 3,
+    with ``summarizing`` seconds of work between reading the snapshot and applying, as a
+    summarizer takes): ``(attempted, applied, refused with ConcurrencyError)``."""
     session = uuid.uuid4().hex
     memory = SQLMemory(url, session, table_prefix=prefix)
     memory.add_user_input("start")
@@ -101,6 +104,7 @@ def compactions_under_appends(url: str, prefix: str, appends: int) -> tuple[int,
         result = keep_last(memory.snapshot(), 3)
         if not result.changed:
             continue
+        time.sleep(summarizing)
         attempted += 1
         try:
             applied += memory.apply(result)

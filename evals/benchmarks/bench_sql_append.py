@@ -174,7 +174,8 @@ def run(name: str, url: str, prefix: str, plan: Plan) -> bool:
 def print_race(name: str, race: tuple[int, int, int]) -> None:
     attempted, applied, refused = race
     print(
-        f"{name}: compactions while another process appends every 20 ms: "
+        f"{name}: compactions (50 ms of summarizing each) while another process appends "
+        f"every 20 ms: "
         f"{applied}/{attempted} applied, {refused} refused (ConcurrencyError)"
     )
 
