@@ -42,6 +42,8 @@ class Piece(Protocol):
     """What ``Sums`` reads of a measured group (``_projection.Piece``)."""
 
     @property
+    def index(self) -> int: ...
+    @property
     def group(self) -> Group: ...
     @property
     def items(self) -> list[Item]: ...
@@ -55,7 +57,7 @@ class Piece(Protocol):
     def clean(self) -> bool: ...
 
 
-__all__ = ["Sums", "unmasked", "window_start"]
+__all__ = ["Sums", "may_be_invalid", "unmasked", "window_start"]
 
 _BLOCK = 64
 
@@ -210,3 +212,20 @@ def _last_fitting(sums: Sums, saving: Callable[[int], int], low: int, end: int, 
             return k + 1
         k -= 1
     return low
+
+
+def may_be_invalid(
+    sums: Sums, start: int, n_closed: int, ahead: Sequence[Piece], tail: Piece | None
+) -> bool:
+    """Whether a prompt of the window from group ``start`` (plus the groups ``ahead`` of it
+    and the open ``tail``) needs the whole-prompt validator: it holds a group that fails it
+    alone or repeats an id of an earlier group (rare; each closed group is checked once)."""
+    unclean = sums.unclean
+    first = bisect_left(unclean, start)
+    if first < len(unclean) and unclean[first] < n_closed:
+        return True
+    marked = set(unclean)
+    if any(piece.index < n_closed and piece.index in marked for piece in ahead):
+        return True
+    last = tail or next((piece for piece in ahead if piece.index >= n_closed), None)
+    return last is not None and (not last.clean or not sums.fresh_ids(last))

@@ -35,7 +35,8 @@ from compactkit.formats.validate import validate_items
 from compactkit.governance._cache import DEFAULT_REFILL, PrefixTracker, StablePrefix
 from compactkit.governance._incremental import MessageCache, OverheadCache
 from compactkit.governance._projection import Mask, Masker, Piece, Pieces, View, ViewCache
-from compactkit.governance._select import Sums, unmasked, window_start
+from compactkit.governance._render import complement, greedy, render_window
+from compactkit.governance._select import may_be_invalid, unmasked, window_start
 from compactkit.items import Item, Message, Tool
 from compactkit.items.snapshot import (
     DEFAULT_SUMMARY_ROLE,
@@ -284,15 +285,15 @@ class ContextProjector:
         self._check(problems)
         # ... then outputs whole again, newest first, wherever the rest of the budget allows:
         # the oldest stay masked, and so does an output too large to fit whole at any age.
-        masked_tail, room = _greedy(reversed(tail.masks) if in_window and tail else (), room)
+        masked_tail, room = greedy(reversed(tail.masks) if in_window and tail else (), room)
         low, high = sums.first_mask[min(start, n_closed)], sums.first_mask[n_closed]
         whole, room = unmasked(sums, low, high, room)
         whole.sort()
         masked_ahead: list[Mask] = []
         for piece in reversed(ahead):
-            kept_masked, room = _greedy(reversed(piece.masks), room)
+            kept_masked, room = greedy(reversed(piece.masks), room)
             masked_ahead = kept_masked + masked_ahead
-        masked_ranges = _complement(low, high, whole)  # closed masks in the window, masked
+        masked_ranges = complement(low, high, whole)  # closed masks in the window, masked
         masked_tail.reverse()
         n_masked = len(masked_ahead) + len(masked_tail) + sum(b - a for a, b in masked_ranges)
         saved = sum(mask.saving for mask in [*masked_ahead, *masked_tail]) + sum(
@@ -322,14 +323,15 @@ class ContextProjector:
             own = [(piece, [swap.get(id(item), item) for item in piece.items]) for piece, _ in own]
             if tail is not None and in_window:
                 own.append((tail, [swap.get(id(item), item) for item in tail.items]))
-            sent += _render_window(out, snapshot.items, sums, first, whole, own)
+            sent += render_window(out, snapshot.items, sums, first, whole, own)
         notes = self._notes(view, problems, ahead, start, n_masked, saved, required)
         masked_ids = [
             *(mask.original.call_id for mask in masked_ahead),
             *(call_id for a, b in masked_ranges for call_id in sums.mask_ids[a:b]),
             *(mask.original.call_id for mask in masked_tail),
         ]
-        if self._may_be_invalid(sums, start, n_closed, ahead, tail if in_window else None):
+        last = tail if in_window else None
+        if self.validate is not None and may_be_invalid(sums, start, n_closed, ahead, last):
             out, dropped = self._send_valid(out, notes)
         else:  # every group passes the validator alone and no id repeats: so does the whole
             dropped = []
@@ -352,31 +354,6 @@ class ContextProjector:
             masked_call_ids=tuple(masked_ids),
         )
         return Projection(tuple(out), limit - room, limit, report)
-
-    def _may_be_invalid(
-        self,
-        sums: Sums,
-        start: int,
-        n_closed: int,
-        ahead: Sequence[Piece],
-        tail: Piece | None,
-    ) -> bool:
-        """Whether the prompt needs the whole-prompt validator: it holds a group that fails
-        it alone or repeats an id of an earlier group (rare; checked per group once)."""
-        if self.validate is None:
-            return False
-        unclean = sums.unclean
-        first = bisect_left(unclean, start)
-        if first < len(unclean) and unclean[first] < n_closed:
-            return True
-        marked = set(unclean)
-        for piece in ahead:
-            if piece.index < n_closed and piece.index in marked:
-                return True
-        last = tail or next((piece for piece in ahead if piece.index >= n_closed), None)
-        return last is not None and (not last.clean or not sums.fresh_ids(last))
-
-    # -- helpers ---------------------------------------------------------------------------
 
     def _instructions(self, instructions: str | Sequence[Message] | None) -> list[Message]:
         if instructions is None:
@@ -497,31 +474,6 @@ def _index(piece: Piece) -> int:
     return piece.index
 
 
-def _greedy(masks: Iterable[Mask], room: int) -> tuple[list[Mask], int]:
-    """Send each mask's output whole while ``room`` allows, in the given order; the masks that
-    stay masked (in that order) and the room left."""
-    kept: list[Mask] = []
-    for mask in masks:
-        if mask.saving <= room:
-            room -= mask.saving
-        else:
-            kept.append(mask)
-    return kept, room
-
-
-def _complement(low: int, high: int, ranges: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The runs of ``[low, high)`` outside ``ranges`` (disjoint, ascending), ascending."""
-    out: list[tuple[int, int]] = []
-    at = low
-    for begin, end in ranges:
-        if at < begin:
-            out.append((at, begin))
-        at = end
-    if at < high:
-        out.append((at, high))
-    return out
-
-
 def _tokens(value: object, name: str, *, minimum: int = 1) -> int:
     """``value`` as a token count, or a ``ConfigError`` naming ``name`` (NaN and infinity pass
     every ``x <= 0`` check, so they are refused by type, not by comparison)."""
@@ -548,53 +500,3 @@ def _tools(tools: object) -> tuple[Tool, ...]:
                 "tools_from_anthropic (compactkit.formats), or build Tool(name=..., parameters=...)"
             )
     return checked
-
-
-def _render_window(
-    out: list[Item],
-    items: Sequence[Item],
-    sums: Sums,
-    first: int,
-    whole: Sequence[tuple[int, int]],
-    own: Sequence[tuple[Piece, list[Item]]],
-) -> int:
-    """Append the window (snapshot items ``first`` to the end) to ``out``; how many snapshot
-    items it sends.
-
-    Closed groups go as slices of their masked rendering (``sums.rendered``), the spans of
-    outputs sent whole as slices of the items, and the groups in ``own`` (repaired ones, the
-    open last group) as their own items: one slice per run, not one step per item.
-    """
-    positions = sums.positions
-    spans: list[tuple[int, int, Sequence[Item] | None]] = [
-        (piece.group.start, piece.group.stop, sent) for piece, sent in own
-    ]
-    repaired = [(piece.group.start, piece.group.stop) for piece, _ in own if piece.problem]
-    for a, b in whole:
-        if not repaired:
-            spans.append((positions[a], positions[b - 1] + 1, None))
-            continue
-        spans += [  # one output at a time, outside the repaired groups (rare)
-            (positions[k], positions[k] + 1, None)
-            for k in range(a, b)
-            if not any(begin <= positions[k] < end for begin, end in repaired)
-        ]
-    spans.sort(key=_span_start)
-    closed_end = next((p.group.start for p, _ in own if p.group.stop == len(items)), len(items))
-    rendered, base, at = sums.rendered, sums.base, first
-    sent = len(items) - first
-    for begin, end, replacement in spans:
-        out.extend(rendered[at - base : begin - base])
-        if replacement is None:
-            out.extend(items[begin:end])
-        else:
-            out.extend(replacement)
-            sent -= (end - begin) - len(replacement)
-        at = end
-    if at < closed_end:
-        out.extend(rendered[at - base : closed_end - base])
-    return sent
-
-
-def _span_start(span: tuple[int, int, Sequence[Item] | None]) -> int:
-    return span[0]
