@@ -175,7 +175,7 @@ class ProfileRegistry:
     def policy_for(self, model: str) -> BudgetPolicy:
         """The budget policy for ``model``: the best matching pattern's, else the default."""
         self._find(model)  # the same argument check as get()
-        key = _best(model, (name for name, _ in self._policies.values()))
+        key = _best_named(model, [name for name, _ in self._policies.values()])
         return self._policies[key][1] if key is not None else self.default_policy
 
     def budget_for(self, model: str, *, policy: BudgetPolicy | None = None) -> Budget:
@@ -223,7 +223,7 @@ class ProfileRegistry:
             raise ConfigError(
                 f"model must be a model name such as 'gpt-4o' (a non-empty str), got {model!r:.60}"
             )
-        key = _best(model, (profile.name for profile in self._profiles.values()))
+        key = _best_named(model, [profile.name for profile in self._profiles.values()])
         return self._profiles[key] if key is not None else None
 
     def _apply(self, data: dict[str, Any], where: str) -> None:
@@ -259,6 +259,16 @@ class ProfileRegistry:
                     " shipped profile or of a [[profile]] in this file"
                 )
             self.default = found
+
+
+def _best_named(model: str, names: list[str]) -> str | None:
+    """``_best``, then for ``provider:model`` (LangChain's and pydantic-ai's spelling, such as
+    ``openai:gpt-4o``) the part after the colon; only as a fallback, since a colon is also part
+    of some model names (Ollama's ``qwen3:32b``)."""
+    key = _best(model, names)
+    if key is None and ":" in model:
+        key = _best(model.split(":", 1)[1], names)
+    return key
 
 
 def _best(model: str, names: Iterable[str]) -> str | None:

@@ -32,6 +32,24 @@ Mode: TypeAlias = Literal["project", "compact"]
 _TRIGGER, _TARGET = 0.8, 0.5  # of an explicit budget=, as the profiles' defaults are
 
 
+def model_name(model: object) -> str:
+    """The model name sent to the provider: ``model`` itself, or the name a framework's model
+    object carries (LangChain's ``ChatOpenAI.model_name``, ``ChatAnthropic.model``, pydantic-ai's
+    ``Model.model_name``), so the object an agent is built with can be passed as it is."""
+    if isinstance(model, str) and model:
+        return model
+    if not isinstance(model, str):
+        for attribute in ("model_name", "model", "model_id"):
+            name = getattr(model, attribute, None)
+            if isinstance(name, str) and name:
+                return name
+    shown = f"{type(model).__name__} object" if not isinstance(model, str) else repr(model)
+    raise ConfigError(
+        f"model must be the model name sent to the provider (such as 'gpt-4o-mini') or a chat "
+        f"model object that carries one, got {shown}"
+    )
+
+
 @dataclass(frozen=True)
 class Governors:
     """The projecting governor (every model call) and the compacting one (``mode="compact"``)."""
@@ -45,7 +63,7 @@ class Governors:
     @classmethod
     def build(
         cls,
-        model: str,
+        model: object,
         *,
         format: str,
         mode: Mode,
@@ -75,8 +93,7 @@ class Governors:
                 "budget= sizes the default projector; with projector= given, build it with "
                 "ContextProjector.for_model(model, budget=...) instead"
             )
-        if not isinstance(model, str) or not model:
-            raise ConfigError(f"model must be the model name sent to the provider, got {model!r}")
+        model = model_name(model)
         if projector is None:
             found = budget_for(model, registry=registry)
             usable = budget if budget is not None else found.usable_input

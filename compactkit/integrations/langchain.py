@@ -59,7 +59,8 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     results; optionally compacting the state.
 
     Args:
-        model: The model name as sent to the provider (it picks the counter and budget).
+        model: The model name as sent to the provider (it picks the counter and budget), or
+            the chat model itself (``ChatOpenAI(...)``: its model name is used).
         mode: ``"project"`` (default) changes only what the model sees; ``"compact"`` also
             compacts the state when the policy fires.
         budget: The usable input budget in tokens (default: the model profile's). With
@@ -83,7 +84,7 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def __init__(
         self,
-        model: str,
+        model: str | BaseChatModel,
         *,
         mode: Mode = "project",
         budget: int | None = None,

@@ -43,7 +43,7 @@ from pydantic_ai.messages import (  # noqa: E402
     ModelRequest,
     ModelResponse,
 )
-from pydantic_ai.models import ModelRequestContext, ModelRequestParameters  # noqa: E402
+from pydantic_ai.models import Model, ModelRequestContext, ModelRequestParameters  # noqa: E402
 from pydantic_ai.tools import RunContext  # noqa: E402
 
 from compactkit.budget.profiles import ProfileRegistry  # noqa: E402
@@ -65,7 +65,8 @@ class CompactkitHistory:
     """compactkit's governance of a pydantic-ai history, as a step any hook can call.
 
     Args:
-        model: The model name as sent to the provider (it picks the counter and budget).
+        model: The model name as sent to the provider (it picks the counter and budget), or
+            the pydantic-ai ``Model`` itself (its ``model_name`` is used).
         mode: ``"project"`` (default) returns only the prompt; ``"compact"`` also compacts
             the history it is given when the policy fires.
         budget: The usable input budget in tokens (default: the model profile's). With
@@ -86,7 +87,7 @@ class CompactkitHistory:
 
     def __init__(
         self,
-        model: str,
+        model: str | Model,
         *,
         mode: Mode = "project",
         budget: int | None = None,
@@ -238,7 +239,7 @@ class CompactkitCapability(AbstractCapability[Any]):
 
     def __init__(
         self,
-        model: str,
+        model: str | Model,
         *,
         mode: Mode = "project",
         budget: int | None = None,
