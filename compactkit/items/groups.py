@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from compactkit.items.model import FunctionCall, FunctionCallOutput, Item, Message
+from compactkit.errors import ConfigError
+from compactkit.items.model import FunctionCall, FunctionCallOutput, Item, Message, Reasoning
 
 __all__ = ["Group", "group_items"]
 
@@ -85,6 +86,12 @@ def group_items(items: Sequence[Item], start: int = 0) -> list[Group]:
                 if isinstance(item, FunctionCall):
                     calls.append(item.call_id)
                     pending[item.call_id] = None
+                elif not isinstance(item, (Message, Reasoning)):
+                    raise ConfigError(
+                        f"group_items takes items, got {type(item).__name__} at index {i}; "
+                        "convert provider messages first (chat_to_items, responses_to_items, "
+                        "anthropic_to_items)"
+                    )
             i += 1
         groups.append(Group(group_start, i, "assistant", tuple(calls), tuple(pending)))
     return groups

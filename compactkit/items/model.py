@@ -18,7 +18,9 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from compactkit.errors import FormatError
 
 __all__ = [
     "ITEMS_ADAPTER",
@@ -200,8 +202,38 @@ ITEMS_ADAPTER: TypeAdapter[list[Item]] = TypeAdapter(list[Item])
 
 
 def load_items(data: Iterable[Any]) -> list[Item]:
-    """Validate JSON-like dicts (or items) into items."""
-    return ITEMS_ADAPTER.validate_python(list(data))
+    """Validate JSON-like dicts (or items) into items.
+
+    Raises:
+        FormatError: a value is not an item (naming which and why; a provider message, such as
+            a Chat Completions dict, names the converter to use instead).
+    """
+    if isinstance(data, (str, bytes, bytearray)):
+        raise FormatError(
+            "load_items takes a list of item dicts, got a string; parse it first (json.loads), "
+            "or validate JSON text with ITEMS_ADAPTER.validate_json"
+        )
+    values = list(data)
+    try:
+        return ITEMS_ADAPTER.validate_python(values)
+    except ValidationError as exc:
+        raise FormatError(_not_items(values, exc)) from exc
+
+
+def _not_items(values: list[Any], exc: ValidationError) -> str:
+    """What is wrong with the first value ``load_items`` could not read, and how to fix it."""
+    first = exc.errors()[0]
+    loc = first.get("loc", ())
+    index = loc[0] if loc and isinstance(loc[0], int) else 0
+    value = values[index] if index < len(values) else None
+    if isinstance(value, dict) and "type" not in value and "role" in value:
+        return (
+            f"item {index} has no 'type': it looks like a provider message "
+            f"(role {value['role']!r}); convert Chat Completions messages with chat_to_items "
+            "(Responses input: responses_to_items, Anthropic: anthropic_to_items)"
+        )
+    where = ".".join(str(part) for part in loc[1:])
+    return f"item {index} is not an item: {first.get('msg')}" + (f" ({where})" if where else "")
 
 
 def dump_items(items: Sequence[Item]) -> list[dict[str, Any]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from compactkit.errors import FormatError
 from compactkit.items import (
     ITEMS_ADAPTER,
     FunctionCall,
@@ -47,7 +48,7 @@ def test_items_are_immutable() -> None:
 
 
 def test_unknown_item_type_is_rejected_with_the_field() -> None:
-    with pytest.raises(ValidationError, match="type"):
+    with pytest.raises(FormatError, match=r"item 0 is not an item.*telepathy"):
         load_items([{"type": "telepathy", "content": "?"}])
 
 
