@@ -34,7 +34,11 @@ class WireCache:
         self._marks: list[tuple[int, int]] = []  # (items before the mark, messages before it)
 
     def convert(self, api: str, prompt: Sequence[Item]) -> list[Any]:
-        """``prompt`` in ``api``'s wire format (lossy: what the API cannot express is dropped)."""
+        """``prompt`` in ``api``'s wire format (lossy: what the API cannot express is dropped).
+
+        The list returned is reused by the next call (do not keep it across calls; the
+        messages in it are never changed).
+        """
         items = tuple(prompt)
         convert: Convert = items_to_chat if api == "chat" else items_to_responses
         with self._lock:
@@ -44,10 +48,15 @@ class WireCache:
                 if index <= len(items) and items[:index] == self._items[:index]:
                     start, sent, marks = index, count, list(self._marks)
             rest = convert(items[start:], lossy=True)
-            out = [*self._out[:sent], *rest] if start else rest
+            if start:  # in place: O(what changed); the previous request was sent already
+                out = self._out
+                del out[sent:]
+                out.extend(rest)
+            else:
+                out = rest
             marks.extend(_marks(items, start, sent, rest, convert))
             self._api, self._items, self._out, self._marks = api, items, out, marks[-4:]
-            return list(out)
+            return out
 
 
 def _marks(

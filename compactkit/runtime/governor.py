@@ -50,6 +50,7 @@ __all__ = ["GovernedStep", "Governor"]
 
 Instructions = str | Sequence[Message] | None
 
+_MEMORY_METHODS = ("snapshot", "apply", "add_user_input", "add_output_items", "add_tool_output")
 _SMOOTHING = 0.3  # weight of the newest usage ratio in the calibration average
 _RATIO_BOUNDS = (0.25, 4.0)  # a ratio outside this is a reporting glitch, not a counter error
 
@@ -397,7 +398,9 @@ class Governor:
         usage: int | None,
         force: bool,
     ) -> _Plan:
-        if not isinstance(memory, AgentMemory):
+        # Not isinstance(memory, AgentMemory): a runtime Protocol check reads every member,
+        # and the `items` property renders the whole history, an O(history) cost per step.
+        if not all(callable(getattr(type(memory), name, None)) for name in _MEMORY_METHODS):
             raise ConfigError(
                 f"step() takes the session's memory (an AgentMemory), got {type(memory).__name__}"
             )

@@ -59,4 +59,4 @@ def test_every_step_converts_like_the_full_conversion(
             prompt = history[: max(1, cut)]
             if data.draw(st.booleans()):  # a compaction: a new head, the rest re-sent
                 prompt = [Message(role="user", content="summary"), *prompt[len(prompt) // 2 :]]
-            assert wire.convert(api, prompt) == convert(prompt, lossy=True)
+            assert list(wire.convert(api, prompt)) == convert(prompt, lossy=True)
