@@ -136,8 +136,8 @@ class StablePrefix:
         """
         tools = tuple(tools)
         with self._lock:
-            position, plan = self._find(snapshot, instructions, tools)
-        extended = self._extend(plan, snapshot, budget) if plan is not None else None
+            position, plan, same = self._find(snapshot, instructions, tools)
+        extended = self._extend(plan, snapshot, budget) if plan is not None and same else None
         if extended is not None:
             prompt, tail_start = extended
         else:
@@ -157,7 +157,9 @@ class StablePrefix:
 
     def _find(
         self, snapshot: MemorySnapshot, instructions: Instructions, tools: tuple[Tool, ...]
-    ) -> tuple[int | None, _Plan | None]:
+    ) -> tuple[int | None, _Plan | None, bool]:
+        """The session's last plan (the one whose items ``snapshot`` extends), and whether the
+        rest of the request (summary, instructions, tools) is the same."""
         items = snapshot.items
         for position, plan in enumerate(self._plans):
             if not _extends(items, plan.items):
@@ -167,8 +169,8 @@ class StablePrefix:
                 and _same(plan.instructions, instructions)
                 and _same_tools(plan.tools, tools)
             )
-            return position, plan if same else None
-        return None, None
+            return position, plan, same
+        return None, None, False
 
     def _extend(
         self, plan: _Plan, snapshot: MemorySnapshot, budget: int
@@ -245,7 +247,9 @@ class PrefixTracker:
         self._size = size
         # (counter, tools, prompt items, tokens of the items alone)
         self._entries: list[tuple[TokenCounter, tuple[Tool, ...], tuple[Item, ...], int]] = []
-        self._overheads: dict[tuple[int, tuple[int, ...]], tuple[tuple[Tool, ...], int, int]] = {}
+        self._overheads: dict[
+            tuple[int, tuple[int, ...]], tuple[TokenCounter, tuple[Tool, ...], int, int]
+        ] = {}
         self._lock = threading.Lock()
 
     def observe(
@@ -288,13 +292,13 @@ class PrefixTracker:
         """``(request overhead, tool schema tokens)``: the overhead includes reply priming."""
         key = (id(counter), tuple(id(tool) for tool in tools))
         entry = self._overheads.get(key)
-        if entry is None or not _same_tools(entry[0], tools):
+        if entry is None or entry[0] is not counter or not _same_tools(entry[1], tools):
             total = counter.count_overhead(tools)
             schema = total - counter.count_overhead(())
             if len(self._overheads) >= 64:
                 self._overheads.clear()
-            entry = self._overheads[key] = (tools, total, schema)
-        return entry[1], entry[2]
+            entry = self._overheads[key] = (counter, tools, total, schema)
+        return entry[2], entry[3]
 
 
 def _extends(items: Sequence[Item], seen: Sequence[Item]) -> bool:
