@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from compactkit.budget.tokens import TokenCounter
 from compactkit.cli._common import (
@@ -39,9 +39,6 @@ from compactkit.formats.transcript import (
 )
 from compactkit.items import Item, Tool
 
-if TYPE_CHECKING:  # the summary package imports openai: loaded only when a summary is asked for
-    from compactkit.compressors.summary import SummaryCompressor
-
 
 @dataclass(frozen=True)
 class _CompactOptions:
@@ -54,7 +51,7 @@ class _CompactOptions:
     base_url: str | None
     keep_last_groups: int | None = None
     on_progress: Callable[[int, int], None] | None = None
-    """Called with (summarizer chunks done, total) before each summarizer request."""
+    """``SummaryCompressor(on_progress=...)``: (chunks done, total) as the summarizer works."""
 
 
 def _summary_compressor(options: _CompactOptions, **sizing: Any) -> MemoryCompressor:
@@ -81,39 +78,14 @@ def _summary_compressor(options: _CompactOptions, **sizing: Any) -> MemoryCompre
         window = budget_for(options.summarizer_model).usable_input
     except ConfigError:
         window = 32_000
-    if options.on_progress is None:
-        return SummaryCompressor(
-            llm,
-            summarizer_window_tokens=window,
-            counter=options.counter,
-            tools=options.tools,
-            **sizing,
-        )
-    return _reporting_summary(options.on_progress)(
+    return SummaryCompressor(
         llm,
         summarizer_window_tokens=window,
         counter=options.counter,
         tools=options.tools,
+        on_progress=options.on_progress,
         **sizing,
     )
-
-
-def _reporting_summary(on_progress: Callable[[int, int], None]) -> type[SummaryCompressor]:
-    """``SummaryCompressor`` reporting (chunks done, total) before each request.
-
-    SummaryCompressor has no progress hook yet: this overrides the one method every request
-    goes through, ``_request(fold, chunk, number, total)`` (sync and async drivers alike).
-    Swap it for ``SummaryCompressor(on_progress=...)`` once the compressor takes one.
-    """
-
-    from compactkit.compressors.summary import SummaryCompressor
-
-    class _Reporting(SummaryCompressor):
-        def _request(self, fold: Any, chunk: Any, number: int, total: int) -> Any:
-            on_progress(number - 1, total)
-            return super()._request(fold, chunk, number, total)
-
-    return _Reporting
 
 
 def _ladder(options: _CompactOptions) -> MemoryCompressor:
@@ -215,7 +187,8 @@ def _compact(args: argparse.Namespace) -> int:
     with Progress("summarizing", quiet=args.quiet) as progress:
 
         def on_progress(done: int, total: int) -> None:
-            progress.update(done, total, f"chunk {done + 1} of {total}")
+            what = f"chunk {done + 1} of {total}" if done < total else f"{total} chunks read"
+            progress.update(done, total, what)
 
         options = _CompactOptions(
             target=target,

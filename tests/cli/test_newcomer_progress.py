@@ -132,6 +132,7 @@ def test_summary_compaction_shows_its_chunks_on_a_terminal(
     assert "summarizing" in captured.err
     assert f"chunk 1 of {chunks}" in captured.err
     assert f"chunk {chunks} of {chunks}" in captured.err
+    assert f"chunk {chunks + 1} of" not in captured.err
 
 
 def test_quiet_turns_the_progress_off(

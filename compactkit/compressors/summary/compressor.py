@@ -131,6 +131,8 @@ class SummaryCompressor:
         breaker: Stops calling a failing summarizer; default a new ``CircuitBreaker()`` (5
             failed requests open it for 60 s). Share one between compressors that call the same
             endpoint.
+        on_progress: Called with (chunks done, total chunks) before each summarizer request
+            and when the last answer is merged (a progress bar over a long fold).
 
     Raises:
         ConfigError: a size that is not positive, an unknown prompt version, or a summarizer
@@ -155,6 +157,7 @@ class SummaryCompressor:
         fallback: MemoryCompressor | None = None,
         retry: RetryPolicy | None = None,
         breaker: CircuitBreaker | None = None,
+        on_progress: Callable[[int, int], None] | None = None,
     ) -> None:
         for label, value, minimum in (
             ("keep_last_groups", keep_last_groups, 0),
@@ -186,6 +189,7 @@ class SummaryCompressor:
         self.fallback = fallback
         self.retry = retry or RetryPolicy()
         self.breaker = breaker or CircuitBreaker()
+        self.on_progress = on_progress
         # One answer (an update) needs no more than 4,000 tokens; the summary so far may take
         # up to a third of the summarizer's window (the rest is the prompt, a chunk, the answer).
         system = summary_prompt(prompt_version, cap_tokens=min(self.cap, _MAX_UPDATE_TOKENS))
@@ -240,9 +244,11 @@ class SummaryCompressor:
         guard = Guard(self.retry, self.breaker)
         try:
             for number, chunk in enumerate(plan.chunks, 1):
+                self._progress(number - 1, len(plan.chunks))
                 messages = self._request(fold, chunk, number, len(plan.chunks))
                 answer = guard.call(self._sender(fold, messages), fold.calls)
                 self._absorb(fold, chunk, answer)
+            self._progress(len(plan.chunks), len(plan.chunks))
             after = self._finish(snapshot, plan, fold)
         except SummarizationError as exc:
             return _outcome.failed(self, snapshot, plan, fold, exc, originals)
@@ -263,13 +269,19 @@ class SummaryCompressor:
         guard = Guard(self.retry, self.breaker)
         try:
             for number, chunk in enumerate(plan.chunks, 1):
+                self._progress(number - 1, len(plan.chunks))
                 messages = self._request(fold, chunk, number, len(plan.chunks))
                 answer = await guard.acall(self._async_sender(fold, messages), fold.calls)
                 self._absorb(fold, chunk, answer)
+            self._progress(len(plan.chunks), len(plan.chunks))
             after = self._finish(snapshot, plan, fold)
         except SummarizationError as exc:
             return _outcome.failed(self, snapshot, plan, fold, exc, originals)
         return _outcome.done(self, snapshot, plan, fold, after)
+
+    def _progress(self, done: int, total: int) -> None:
+        if self.on_progress is not None:
+            self.on_progress(done, total)
 
     def _sender(self, fold: _Fold, messages: list[ChatMessage]) -> Callable[[], str]:
         tokens = self._count_request(messages)
