@@ -19,7 +19,9 @@ def _register_inspect(subparsers: Any) -> None:
         "archived items and compaction history (newest first) — or list the sessions. "
         "Read-only: never creates or migrates tables.",
     )
-    parser.add_argument("url", help="database URL (sqlite:///agent.db, postgresql://...)")
+    parser.add_argument(
+        "url", help="database URL (sqlite:///agent.db, postgresql://...) or a SQLite file's path"
+    )
     parser.add_argument("session_id", nargs="?", help="the session to show")
     parser.add_argument("--list", action="store_true", help="list the sessions instead")
     parser.add_argument(
@@ -44,10 +46,16 @@ def _inspect(args: argparse.Namespace) -> int:
 
     if args.list == (args.session_id is not None):
         raise ConfigError("give either a SESSION_ID or --list")
+    given = args.url
+    if "://" not in given and Path(given).is_file():  # a SQLite file named by its path
+        given = f"sqlite:///{Path(given).resolve()}"
     try:
-        url = make_url(args.url)
+        url = make_url(given)
     except ArgumentError as exc:
-        raise ConfigError(f"not a database URL: {args.url!r}") from exc
+        raise ConfigError(
+            f"not a database URL: {args.url!r}; write a SQLite file as sqlite:///{args.url} "
+            "(or name an existing file), PostgreSQL as postgresql://user:password@host/db"
+        ) from exc
     shown = url.render_as_string(hide_password=True)
     database = url.database or ":memory:"
     if (

@@ -34,3 +34,19 @@ def test_not_a_token_count_is_exit_2(value: str, capsys: pytest.CaptureFixture[s
         main(["project", str(EXAMPLE), "--model", "gpt-4o", "--budget", value])
     assert exited.value.code == 2
     assert "argument --budget" in capsys.readouterr().err
+
+
+def test_inspect_takes_a_sqlite_file_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from compactkit.sql.memory import SQLMemory
+
+    database = tmp_path / "agent.db"
+    SQLMemory(f"sqlite:///{database}", "s1").add_user_input("hi")
+    assert main(["inspect", str(database), "--list", "--json"]) == 0
+    assert [s["session_id"] for s in json.loads(capsys.readouterr().out)["sessions"]] == ["s1"]
+
+
+def test_inspect_of_a_missing_file_shows_the_url_form(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", "missing.db", "--list"]) == 2
+    assert "sqlite:///missing.db" in capsys.readouterr().err
