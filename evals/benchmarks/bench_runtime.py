@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import gc
 import json
 import statistics
 import sys
@@ -362,6 +363,7 @@ def main() -> None:
         history = prefill(size)
         row = {}
         for kind in LOOPS:
+            gc.collect()
             loop = kind(BIG_MODEL, history)
             own_cost(loop, 1)  # warm-up: imports, caches, first-turn setup
             row[kind.name] = statistics.median(own_cost(loop, measure_turns, 1)) * 1e6
@@ -370,6 +372,7 @@ def main() -> None:
 
     half = session_steps // 2 // STEPS_PER_TURN
     for kind in LOOPS:
+        gc.collect()  # the garbage of the previous loop is not charged to this one
         loop = kind(MODEL, [])
         costs = own_cost(loop, 2 * half)
         first, last = statistics.mean(costs[:half]), statistics.mean(costs[half:])
