@@ -19,37 +19,32 @@ left dangling in the next prompt. Two runs of one session at once are refused wi
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import threading
 import time
-from collections.abc import Iterator, Sequence
-from typing import Any, Protocol, TypeAlias
+from collections.abc import Sequence
+from typing import Any, TypeAlias
 
 from compactkit.errors import (
-    ConcurrencyError,
     ConfigError,
     ContextOverflowError,
     MaxStepsError,
     ModelError,
 )
-from compactkit.items import ContentPart, FunctionCall, FunctionCallOutput, Item, Message, Tool
+from compactkit.items import ContentPart, FunctionCall, FunctionCallOutput, Item, Message
 from compactkit.items.snapshot import CompactResult
 from compactkit.memory import AgentMemory
-from compactkit.runtime._model import Api, ModelCaller, ModelReply
+from compactkit.runtime._model import ModelReply
+from compactkit.runtime._run import AgentLike, RunState, exclusive
 from compactkit.runtime._wire import WireCache
 from compactkit.runtime.events import (
-    Event,
-    EventHandler,
     ModelCallEvent,
     OverflowEvent,
     PendingCallEvent,
     ToolCallEvent,
-    emit,
 )
-from compactkit.runtime.governor import GovernedStep, Governor
-from compactkit.runtime.result import RunResult, StepRecord, Usage
-from compactkit.runtime.tools import FunctionTool, ToolOutcome, arun_call, run_call
-from compactkit.sessions import AgentSession, SessionStore
+from compactkit.runtime.governor import GovernedStep
+from compactkit.runtime.result import RunResult, StepRecord
+from compactkit.runtime.tools import ToolOutcome, arun_call, run_call
+from compactkit.sessions import AgentSession
 
 __all__ = ["RunnableSession"]
 
@@ -62,95 +57,19 @@ INTERRUPTED = (
 )
 
 
-class _AgentLike(Protocol):
-    """What a session needs of its agent (``compactkit.runtime.agent.Agent`` has it)."""
-
-    model: str
-    api: Api
-    instructions: str | tuple[Message, ...] | None
-    tools: dict[str, FunctionTool]
-    schemas: tuple[Tool, ...]
-    governor: Governor
-    caller: ModelCaller
-    max_steps: int
-    store: SessionStore | None
-    tool_timeout: float | None
-    on_event: EventHandler | None
-
-
-_running_lock = threading.Lock()
-_running: set[str] = set()
-
-
-@contextlib.contextmanager
-def _exclusive(session_id: str) -> Iterator[None]:
-    with _running_lock:
-        if session_id in _running:
-            raise ConcurrencyError(
-                f"session {session_id!r} is already running: two runs of one session would "
-                "interleave its memory; wait for the other run to finish, or use another session"
-            )
-        _running.add(session_id)
-    try:
-        yield
-    finally:
-        with _running_lock:
-            _running.discard(session_id)
-
-
-class _Run:
-    """What one run accumulates, and where its events go."""
-
-    def __init__(self, session: RunnableSession) -> None:
-        self.session = session
-        agent = session.agent
-        self.handler = agent.on_event
-        # The governor already logged its events and called its own handler.
-        self.forward = agent.on_event is not None and agent.on_event is not agent.governor.on_event
-        self.events: list[Event] = []
-        self.steps: list[StepRecord] = []
-        self.compactions: list[CompactResult] = []
-        self.usage = Usage()
-
-    def emit(self, event: Event) -> None:
-        self.events.append(emit(event, self.handler))
-
-    def governed(self, step: GovernedStep, pending: list[CompactResult]) -> None:
-        self.events.extend(step.events)
-        if self.forward:
-            assert self.handler is not None
-            for event in step.events:
-                self.handler(event)
-        if step.compaction is not None:
-            self.compactions.append(step.compaction)
-            pending.append(step.compaction)
-
-    def result(self, output: str) -> RunResult:
-        return RunResult(
-            session_id=self.session.session_id,
-            output=output,
-            steps=tuple(self.steps),
-            usage=self.usage,
-            compactions=tuple(self.compactions),
-            events=tuple(self.events),
-        )
-
-
 class RunnableSession(AgentSession):
     """A session of an ``Agent``: its memory, counters and metadata, and ``run``/``arun``.
 
     Make one with ``agent.new_session()`` or ``agent.resume(session_id)``.
     """
 
-    def __init__(
-        self, agent: _AgentLike, memory: AgentMemory | None = None, **options: Any
-    ) -> None:
+    def __init__(self, agent: AgentLike, memory: AgentMemory | None = None, **options: Any) -> None:
         super().__init__(memory, **options)
         self._agent = agent
         self._wire = WireCache()  # this conversation's last prompt, for incremental conversion
 
     @classmethod
-    def bind(cls, agent: _AgentLike, session: AgentSession) -> RunnableSession:
+    def bind(cls, agent: AgentLike, session: AgentSession) -> RunnableSession:
         """``session`` (same id, memory and counters) bound to ``agent``."""
         return cls(
             agent,
@@ -163,7 +82,7 @@ class RunnableSession(AgentSession):
         )
 
     @property
-    def agent(self) -> _AgentLike:
+    def agent(self) -> AgentLike:
         """The agent this session runs with."""
         return self._agent
 
@@ -193,8 +112,8 @@ class RunnableSession(AgentSession):
         """
         limit = self._limit(max_steps)
         agent = self._agent
-        with _exclusive(self.session_id):
-            run = _Run(self)
+        with exclusive(self.session_id):
+            run = RunState(self, self._agent)
             self._settle(
                 run,
                 [
@@ -233,8 +152,8 @@ class RunnableSession(AgentSession):
         order), sync tools and storage in worker threads, never on the event loop."""
         limit = self._limit(max_steps)
         agent = self._agent
-        with _exclusive(self.session_id):
-            run = _Run(self)
+        with exclusive(self.session_id):
+            run = RunState(self, self._agent)
             pending = await asyncio.to_thread(self._pending)
             reruns = await asyncio.gather(
                 *(_maybe(arun_call(c, agent.tools, agent.tool_timeout), r) for c, r in pending)
@@ -312,7 +231,7 @@ class RunnableSession(AgentSession):
             for call in reversed(pending)
         ]
 
-    def _settle(self, run: _Run, reruns: Sequence[ToolOutcome | None]) -> None:
+    def _settle(self, run: RunState, reruns: Sequence[ToolOutcome | None]) -> None:
         pending = self._pending()
         for (call, rerun), outcome in zip(pending, reruns, strict=True):
             if outcome is None:
@@ -326,7 +245,7 @@ class RunnableSession(AgentSession):
 
     def _call(
         self,
-        run: _Run,
+        run: RunState,
         governed: GovernedStep,
         number: int,
         started: float,
@@ -340,7 +259,7 @@ class RunnableSession(AgentSession):
 
     async def _acall(
         self,
-        run: _Run,
+        run: RunState,
         governed: GovernedStep,
         number: int,
         started: float,
@@ -356,7 +275,7 @@ class RunnableSession(AgentSession):
 
     def _failed(
         self,
-        run: _Run,
+        run: RunState,
         governed: GovernedStep,
         exc: ModelError,
         number: int,
@@ -389,13 +308,13 @@ class RunnableSession(AgentSession):
         return exc
 
     def _overflowed(
-        self, run: _Run, governed: GovernedStep, exc: ContextOverflowError, number: int
+        self, run: RunState, governed: GovernedStep, exc: ContextOverflowError, number: int
     ) -> None:
         run.emit(OverflowEvent(number, str(exc), governed.projection.tokens, exc.reported_tokens))
         self._agent.governor.observe_overflow(governed.projection, exc.reported_tokens)
 
     def _recover(
-        self, run: _Run, governed: GovernedStep, exc: ContextOverflowError, number: int
+        self, run: RunState, governed: GovernedStep, exc: ContextOverflowError, number: int
     ) -> GovernedStep:
         self._overflowed(run, governed, exc, number)
         agent = self._agent
@@ -404,7 +323,7 @@ class RunnableSession(AgentSession):
         )
 
     async def _arecover(
-        self, run: _Run, governed: GovernedStep, exc: ContextOverflowError, number: int
+        self, run: RunState, governed: GovernedStep, exc: ContextOverflowError, number: int
     ) -> GovernedStep:
         self._overflowed(run, governed, exc, number)
         agent = self._agent
@@ -413,7 +332,7 @@ class RunnableSession(AgentSession):
         )
 
     def _record_reply(
-        self, run: _Run, governed: GovernedStep, reply: ModelReply, number: int, started: float
+        self, run: RunState, governed: GovernedStep, reply: ModelReply, number: int, started: float
     ) -> tuple[FunctionCall, ...]:
         """Store the reply (renaming call ids the memory already holds) and report the call."""
         agent = self._agent
@@ -448,7 +367,7 @@ class RunnableSession(AgentSession):
 
     def _record_outputs(
         self,
-        run: _Run,
+        run: RunState,
         reply: ModelReply,
         calls: Sequence[FunctionCall],
         outcomes: Sequence[ToolOutcome],
@@ -484,7 +403,7 @@ class RunnableSession(AgentSession):
             )
         )
 
-    def _max_steps(self, run: _Run, limit: int) -> MaxStepsError:
+    def _max_steps(self, run: RunState, limit: int) -> MaxStepsError:
         return MaxStepsError(
             f"session {self.session_id!r} made {limit} model calls without a final answer "
             f"(max_steps={limit}); every call has its output, so session.run(None) continues "

@@ -1,0 +1,93 @@
+"""What one run of a session shares: its agent's parts, its exclusivity, its accumulators."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from typing import Protocol
+
+from compactkit.errors import ConcurrencyError
+from compactkit.items import Message, Tool
+from compactkit.items.snapshot import CompactResult
+from compactkit.runtime._model import Api, ModelCaller
+from compactkit.runtime.events import Event, EventHandler, emit
+from compactkit.runtime.governor import GovernedStep, Governor
+from compactkit.runtime.result import RunResult, StepRecord, Usage
+from compactkit.runtime.tools import FunctionTool
+from compactkit.sessions import AgentSession, SessionStore
+
+__all__ = ["AgentLike", "RunState", "exclusive"]
+
+
+class AgentLike(Protocol):
+    """What a session needs of its agent (``compactkit.runtime.agent.Agent`` has it)."""
+
+    model: str
+    api: Api
+    instructions: str | tuple[Message, ...] | None
+    tools: dict[str, FunctionTool]
+    schemas: tuple[Tool, ...]
+    governor: Governor
+    caller: ModelCaller
+    max_steps: int
+    store: SessionStore | None
+    tool_timeout: float | None
+    on_event: EventHandler | None
+
+
+_running_lock = threading.Lock()
+_running: set[str] = set()
+
+
+@contextlib.contextmanager
+def exclusive(session_id: str) -> Iterator[None]:
+    with _running_lock:
+        if session_id in _running:
+            raise ConcurrencyError(
+                f"session {session_id!r} is already running: two runs of one session would "
+                "interleave its memory; wait for the other run to finish, or use another session"
+            )
+        _running.add(session_id)
+    try:
+        yield
+    finally:
+        with _running_lock:
+            _running.discard(session_id)
+
+
+class RunState:
+    """What one run accumulates, and where its events go."""
+
+    def __init__(self, session: AgentSession, agent: AgentLike) -> None:
+        self.session = session
+        self.handler = agent.on_event
+        # The governor already logged its events and called its own handler.
+        self.forward = agent.on_event is not None and agent.on_event is not agent.governor.on_event
+        self.events: list[Event] = []
+        self.steps: list[StepRecord] = []
+        self.compactions: list[CompactResult] = []
+        self.usage = Usage()
+
+    def emit(self, event: Event) -> None:
+        self.events.append(emit(event, self.handler))
+
+    def governed(self, step: GovernedStep, pending: list[CompactResult]) -> None:
+        self.events.extend(step.events)
+        if self.forward:
+            assert self.handler is not None
+            for event in step.events:
+                self.handler(event)
+        if step.compaction is not None:
+            self.compactions.append(step.compaction)
+            pending.append(step.compaction)
+
+    def result(self, output: str) -> RunResult:
+        return RunResult(
+            session_id=self.session.session_id,
+            output=output,
+            steps=tuple(self.steps),
+            usage=self.usage,
+            compactions=tuple(self.compactions),
+            events=tuple(self.events),
+        )
