@@ -50,6 +50,11 @@ _ERROR_LINE = re.compile(
 )
 _PYTEST_E = re.compile(r"^E\s{2,}(?=\S)")  # pytest's "E   AssertionError: …" detail lines
 _TRACEBACK = "Traceback (most recent call last):"
+# What CI logs put before each line: a timestamp (GitHub Actions' raw logs), or the job and step
+# names (`gh run view --log`: tab-separated, or two spaces where the tabs were expanded).
+_CI_PREFIX = re.compile(
+    r"^(?:\d{4}-\d\d-\d\dT[\d:.]+Z\s+|[^\t]+\t[^\t]+\t|\S[^\t]*?\ {2}\S[^\t]*?\ {2}(?=\S))"
+)
 _EXIT = re.compile(
     r"(?:exit code|exit status|exited with(?: code| status)?|returncode|return code|exit_code)"
     r"[\s:=]+(-?\d+)",
@@ -80,6 +85,8 @@ def errors_in(text: str, limit: int = 10) -> list[str]:
                     found.append(clip(stripped, 240))
             continue
         stripped = _PYTEST_E.sub("", stripped)
+        if not _ERROR_LINE.match(stripped):  # a CI log's line: "job  step  <line>", timestamps
+            stripped = _PYTEST_E.sub("", _CI_PREFIX.sub("", stripped, count=1))
         if (
             len(stripped) <= 400
             and _ERROR_LINE.match(stripped)

@@ -30,7 +30,8 @@ GATES = {
         {
             "constraint": 1.0,
             "artifact_modified": 1.0,
-            "error": 0.85,
+            "error": 1.0,
+            "ratio": 7.0,
             "identifier": 1.0,
             "update": 1.0,
         },
