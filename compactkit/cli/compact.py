@@ -182,6 +182,11 @@ def _compact(args: argparse.Namespace) -> int:
         is_summary_message,
     )
 
+    if args.keep_last_groups is not None and args.compressor not in ("mask", "ladder"):
+        raise ConfigError(  # silently ignoring it would look like it had no effect
+            f"--keep-last-groups applies to --compressor mask and ladder, not "
+            f"{args.compressor}; drop it or pick one of those"
+        )
     transcript = _read(args)
     target = args.target if args.target is not None else budget_for(args.model).target_tokens
     with Progress("summarizing", quiet=args.quiet) as progress:

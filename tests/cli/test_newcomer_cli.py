@@ -50,3 +50,12 @@ def test_inspect_takes_a_sqlite_file_path(
 def test_inspect_of_a_missing_file_shows_the_url_form(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["inspect", "missing.db", "--list"]) == 2
     assert "sqlite:///missing.db" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("compressor", ["window", "digest"])
+def test_keep_last_groups_where_it_does_nothing_is_exit_2(
+    compressor: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["compact", str(EXAMPLE), "--model", "gpt-4o", "--compressor", compressor]
+    assert main([*argv, "--target", "5000", "--keep-last-groups", "3"]) == 2
+    assert "--keep-last-groups applies to --compressor mask and ladder" in capsys.readouterr().err
