@@ -9,6 +9,7 @@ is not one, so the default case checks that nothing is shown there.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -193,4 +194,22 @@ def test_inspect_shows_its_steps_on_a_terminal_unless_quiet(
 
     monkeypatch.delenv("TTY_COMPATIBLE")
     assert main(["inspect", session_url, "big", *json_flag]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_without_rich_the_progress_is_one_line_rewritten(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from compactkit.cli._progress import Progress
+
+    monkeypatch.setitem(sys.modules, "rich.console", None)  # import fails: rich not installed
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")
+    with Progress("summarizing") as progress:
+        progress.update(1, 3, "chunk 2 of 3")
+    err = capsys.readouterr().err
+    assert "\rsummarizing 1/3 chunk 2 of 3" in err
+    assert err.endswith("\r\x1b[K")  # erased at the end
+    monkeypatch.setenv("TTY_COMPATIBLE", "0")
+    with Progress("summarizing") as progress:
+        progress.update(1, 3)
     assert capsys.readouterr().err == ""
