@@ -18,6 +18,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL
 
 from compactkit.errors import SessionNotFoundError
+from compactkit.sessions._checks import require_session
 from compactkit.sessions.session import AgentSession, SessionState
 from compactkit.sql._engine import connect, read_transaction, write_transaction
 from compactkit.sql._schema import tables, validate_session_id
@@ -65,8 +66,10 @@ class SQLSessionStore:
         """Save ``session.state()`` in one statement, replacing its earlier saved state.
 
         Raises:
+            ConfigError: ``session`` is not an ``AgentSession`` (a memory or an id, say).
             StorageError: the database failed; the earlier state is unchanged.
         """
+        session = require_session(session, "SQLSessionStore")
         validate_session_id(session.session_id)
         state = session.state().to_json().decode()
         now = datetime.now(timezone.utc)

@@ -17,8 +17,12 @@ from compactkit import (
 )
 
 
-@pytest.fixture(params=["file", "memory"])
+@pytest.fixture(params=["file", "memory", "sqlite"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> SessionStore:
+    if request.param == "sqlite":
+        from compactkit import SQLSessionStore
+
+        return SQLSessionStore(f"sqlite:///{tmp_path / 'agent.db'}")
     return FileSessionStore(tmp_path) if request.param == "file" else InMemorySessionStore()
 
 
