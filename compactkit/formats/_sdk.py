@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from compactkit.errors import FormatError
 from compactkit.formats._common import WireFormat
 
 __all__ = ["is_anthropic_block", "is_sdk_object", "sdk_format", "sdk_inputs", "to_plain"]
@@ -23,6 +24,13 @@ _MODULES: tuple[tuple[str, WireFormat], ...] = (
     ("openai.types.responses.", "responses"),
     ("anthropic.types.", "anthropic"),
 )
+
+# Response objects users pass by mistake, and the part of them that holds the items.
+_WRAPPERS: dict[tuple[WireFormat, str], str] = {
+    ("chat", "ChatCompletion"): "response.choices[0].message",
+    ("chat", "Choice"): "choice.message (response.choices[0].message)",
+    ("responses", "Response"): "response.output (its list of output items)",
+}
 
 
 def sdk_format(value: object) -> WireFormat | None:
@@ -64,6 +72,12 @@ def to_plain(value: Any) -> Any:
                 return {**value, "content": [to_plain(part) for part in content]}
         return value
     assert isinstance(value, BaseModel)
+    wrapper = _WRAPPERS.get((format, type(value).__name__))
+    if wrapper is not None:  # the response around the items, not an item: say what to pass
+        raise FormatError(
+            f"got the whole {type(value).__name__}, which is not a conversation item; pass "
+            f"{wrapper}"
+        )
     if format == "chat" and type(value).__name__ == "ChatCompletionMessage":
         return _chat_message(value)
     data = value.model_dump(mode="json", exclude_none=True)
