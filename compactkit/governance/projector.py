@@ -355,6 +355,11 @@ class ContextProjector:
         )
         return Projection(tuple(out), limit - room, limit, report)
 
+    def check_instructions(self, instructions: object) -> None:
+        """Raise ``ConfigError`` unless ``instructions`` is what ``project`` takes: ``None``, a
+        string, or a list of ``Message`` (the leading system/developer messages)."""
+        self._instructions(instructions)  # type: ignore[arg-type]
+
     def _instructions(self, instructions: str | Sequence[Message] | None) -> list[Message]:
         if instructions is None:
             return []
@@ -485,6 +490,11 @@ def _tokens(value: object, name: str, *, minimum: int = 1) -> int:
     if value < minimum:
         raise ConfigError(f"{name} must be >= {minimum} tokens, got {value!r}")
     return int(value)
+
+
+def checked_tools(tools: object) -> tuple[Tool, ...]:
+    """``tools`` as ``Tool``s, or a ``ConfigError`` saying how to convert provider tool dicts."""
+    return _tools(tools)
 
 
 def _tools(tools: object) -> tuple[Tool, ...]:

@@ -31,7 +31,7 @@ from compactkit.compressors import LadderCompressor, MemoryCompressor
 from compactkit.errors import ConcurrencyError, ConfigError
 from compactkit.governance._cache import cache_hysteresis
 from compactkit.governance.policy import CompactPolicy, PolicyState, tokens_over, usage_over
-from compactkit.governance.projector import ContextProjector, Projection
+from compactkit.governance.projector import ContextProjector, Projection, checked_tools
 from compactkit.items import Item, Message, Tool
 from compactkit.items.snapshot import CompactResult, MemorySnapshot, SummaryRole
 from compactkit.memory.base import AgentMemory
@@ -405,6 +405,9 @@ class Governor:
             raise ConfigError(
                 f"step() takes the session's memory (an AgentMemory), got {type(memory).__name__}"
             )
+        # Arguments are checked here, before the policy counts them, so a wrong one is named.
+        tools = checked_tools(tools)
+        self.projector.check_instructions(instructions)
         track = self._track(memory)
         if usage is not None:
             track.last_usage = usage
