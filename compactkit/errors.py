@@ -23,6 +23,9 @@ cause stays attached.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 __all__ = [
     "BudgetError",
     "CircuitOpenError",
@@ -46,6 +49,16 @@ class CompactkitError(Exception):
 
 class ConfigError(CompactkitError, ValueError):
     """Misuse: a bad argument, configuration value or input. Fix the call; do not retry."""
+
+    @classmethod
+    def unknown_options(cls, owner: str, given: Iterable[str], known: Iterable[str]) -> ConfigError:
+        """The error for keyword options ``owner`` does not take, naming the closest known one."""
+        known = sorted(known)
+        problems = []
+        for name in given:
+            close = difflib.get_close_matches(name, known, n=1)
+            problems.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        return cls(f"{owner} has no option {', '.join(problems)}; its options: {', '.join(known)}")
 
 
 class FormatError(ConfigError):

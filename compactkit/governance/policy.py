@@ -296,6 +296,7 @@ class CompactPolicy:
         trigger: TriggerLike | int | float | None = None,
         target: int | float | None = None,
         registry: ProfileRegistry | None = None,
+        **unknown: object,
     ) -> CompactPolicy:
         """The model's defaults from its ``BudgetPolicy``: fire over its trigger tokens, aim for
         its target tokens, with its usable input budget. ``trigger``/``target`` override them
@@ -307,6 +308,10 @@ class CompactPolicy:
         """
         from compactkit.budget.profiles import budget_for
 
+        if unknown:
+            raise ConfigError.unknown_options(
+                "CompactPolicy.for_model", unknown, ["trigger", "target", "registry"]
+            )
         budget = budget_for(model, registry=registry)
         return cls(
             tokens_over(budget.trigger_tokens) if trigger is None else _as_trigger(trigger),

@@ -21,7 +21,6 @@ and the fill stops at the first group that does not fit.
 
 from __future__ import annotations
 
-import difflib
 import math
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
@@ -174,11 +173,9 @@ class ContextProjector:
                 (the message names the closest one).
         """
         known = [f.name for f in fields(cls) if f.init]
-        for name in options:
-            if name not in known:
-                close = difflib.get_close_matches(name, known, n=1)
-                hint = f"; did you mean {close[0]!r}?" if close else f"; options: {known}"
-                raise ConfigError(f"ContextProjector has no option {name!r}{hint}")
+        unknown = [name for name in options if name not in known]
+        if unknown:
+            raise ConfigError.unknown_options("ContextProjector.for_model", unknown, known)
         if "budget" not in options or "cache_aware" not in options:
             found = budget_for(model, registry=registry)
             options.setdefault("budget", found.usable_input)

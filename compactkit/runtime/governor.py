@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import inspect
 import threading
 import weakref
 from collections import OrderedDict
@@ -192,6 +193,7 @@ class Governor:
         on_event: EventHandler | None = None,
         before_compaction: Callable[[CompactionRequest], bool] | None = None,
         background: BackgroundCompaction | None = None,
+        **unknown: object,
     ) -> Governor:
         """The model's defaults, from its profile: its counter and usable input budget, a policy
         firing over its trigger tokens (local count or provider-reported usage) and aiming for
@@ -213,6 +215,11 @@ class Governor:
         Raises:
             ConfigError: the model is unknown, or the options contradict each other.
         """
+        if unknown:
+            known = inspect.signature(cls.for_model).parameters
+            raise ConfigError.unknown_options(
+                "Governor.for_model", unknown, [n for n in known if n not in ("model", "unknown")]
+            )
         if not isinstance(model, str) or not model:
             raise ConfigError(f"model must be a model name, got {model!r}")
         if not compaction and (policy is not None or compressor is not None):

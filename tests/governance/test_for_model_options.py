@@ -71,3 +71,12 @@ def test_a_number_is_a_trigger(trigger: int | float) -> None:
 def test_a_bool_is_not_a_trigger() -> None:
     with pytest.raises(ConfigError, match="trigger"):
         CompactPolicy.for_model("gpt-4o", trigger=True)
+
+
+def test_every_for_model_names_the_close_match_of_a_misspelt_option() -> None:
+    from compactkit import Governor
+
+    with pytest.raises(ConfigError, match="did you mean 'target'"):
+        CompactPolicy.for_model("gpt-4o", traget=8_000)
+    with pytest.raises(ConfigError, match="did you mean 'compressor'"):
+        Governor.for_model("gpt-4o", compresor=None)

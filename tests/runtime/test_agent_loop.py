@@ -9,9 +9,9 @@ import threading
 from typing import Any
 
 import pytest
-from conftest import make_agent, run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from runtime_support import make_agent, run
 
 from compactkit import (
     Agent,

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_agent, run
+from runtime_support import make_agent, run
 
 from compactkit import (
     Agent,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import make_agent, run
+from runtime_support import make_agent, run
 
 from compactkit import FunctionCall, FunctionCallOutput
 from compactkit.budget.tokens import TiktokenCounter

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conftest import NO_WAIT
+from runtime_support import NO_WAIT
 
 from compactkit import Agent, ModelCallEvent
 from compactkit.runtime.events import Event, ProjectionEvent
