@@ -53,7 +53,7 @@ from compactkit.items import (
     TextPart,
     Tool,
 )
-from compactkit.items.snapshot import SummaryRole, unseal_summary
+from compactkit.items.snapshot import DEFAULT_SUMMARY_ROLE, SummaryRole, unseal_summary
 from compactkit.items.snapshot import summary_message as render_summary
 
 __all__ = [
@@ -80,7 +80,7 @@ _ROLES_AI = {"assistant": "assistant", "ai": "assistant"}
 _DETAILS = ("auto", "low", "high")
 
 
-def summary_message(text: str, role: SummaryRole = "user") -> BaseMessage:
+def summary_message(text: str, role: SummaryRole = DEFAULT_SUMMARY_ROLE) -> BaseMessage:
     """The message carrying compactkit's summary ``text`` in a LangChain history.
 
     Its content is the summary as compactkit renders it for a model (framed as context and
@@ -177,7 +177,10 @@ Memo = dict[int, tuple[Item, Item, int, BaseMessage]]
 
 
 def to_messages(
-    items: Sequence[Item], *, summary_role: SummaryRole = "user", memo: Memo | None = None
+    items: Sequence[Item],
+    *,
+    summary_role: SummaryRole = DEFAULT_SUMMARY_ROLE,
+    memo: Memo | None = None,
 ) -> list[BaseMessage]:
     """LangChain messages for ``items``: the original objects where the items are unchanged.
 

@@ -61,7 +61,12 @@ from compactkit.items import (
     Tool,
 )
 from compactkit.items import TextPart as Text
-from compactkit.items.snapshot import SUMMARY_NAME, SummaryRole, unseal_summary
+from compactkit.items.snapshot import (
+    DEFAULT_SUMMARY_ROLE,
+    SUMMARY_NAME,
+    SummaryRole,
+    unseal_summary,
+)
 from compactkit.items.snapshot import summary_message as render_summary
 
 __all__ = ["SUMMARY_KEY", "is_summary", "summary_request", "to_items", "to_messages", "to_tools"]
@@ -76,7 +81,7 @@ SUMMARY_KEY = "compactkit_summary"
 _ERRORS = ("failed", "retried")
 
 
-def summary_request(text: str, role: SummaryRole = "user") -> ModelRequest:
+def summary_request(text: str, role: SummaryRole = DEFAULT_SUMMARY_ROLE) -> ModelRequest:
     """The request carrying compactkit's summary ``text`` in a pydantic-ai history: its part is
     the summary as compactkit renders it for a model (framed as context, sealed)."""
     sealed = render_summary(text, role).text
@@ -202,7 +207,9 @@ def _response_items(message: ModelResponse, warn: Warn) -> list[Item]:
     return [*items, *calls]
 
 
-def to_messages(items: Sequence[Item], *, summary_role: SummaryRole = "user") -> list[ModelMessage]:
+def to_messages(
+    items: Sequence[Item], *, summary_role: SummaryRole = DEFAULT_SUMMARY_ROLE
+) -> list[ModelMessage]:
     """pydantic-ai messages for ``items``: the original objects where the items are unchanged."""
     out: list[ModelMessage] = []
     index, count = 0, len(items)

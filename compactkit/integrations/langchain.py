@@ -47,7 +47,7 @@ from compactkit.integrations import _langchain_convert as convert  # noqa: E402
 from compactkit.integrations._governed import Governors, Mode  # noqa: E402
 from compactkit.integrations._mirror import Converted, Mirror, Mirrors, require_newest  # noqa: E402
 from compactkit.items import Message, Tool  # noqa: E402
-from compactkit.items.snapshot import MemorySnapshot, SummaryRole  # noqa: E402
+from compactkit.items.snapshot import DEFAULT_SUMMARY_ROLE, MemorySnapshot, SummaryRole  # noqa: E402
 from compactkit.runtime.events import CompactionRequest, EventHandler  # noqa: E402
 from compactkit.runtime.governor import GovernedStep  # noqa: E402
 
@@ -91,7 +91,7 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         compressor: MemoryCompressor | None = None,
         policy: CompactPolicy | None = None,
         projector: ContextProjector | None = None,
-        summary_role: SummaryRole = "user",
+        summary_role: SummaryRole = DEFAULT_SUMMARY_ROLE,
         registry: ProfileRegistry | None = None,
         on_event: EventHandler | None = None,
         before_compaction: Callable[[CompactionRequest], bool] | None = None,

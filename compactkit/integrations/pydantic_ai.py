@@ -54,7 +54,7 @@ from compactkit.integrations import _pydantic_ai_convert as convert  # noqa: E40
 from compactkit.integrations._governed import Governors, Mode  # noqa: E402
 from compactkit.integrations._mirror import Mirror, Mirrors, require_newest  # noqa: E402
 from compactkit.items import Message, Tool  # noqa: E402
-from compactkit.items.snapshot import SummaryRole  # noqa: E402
+from compactkit.items.snapshot import DEFAULT_SUMMARY_ROLE, SummaryRole  # noqa: E402
 from compactkit.runtime.events import CompactionRequest, EventHandler  # noqa: E402
 from compactkit.runtime.governor import GovernedStep  # noqa: E402
 
@@ -94,7 +94,7 @@ class CompactkitHistory:
         compressor: MemoryCompressor | None = None,
         policy: CompactPolicy | None = None,
         projector: ContextProjector | None = None,
-        summary_role: SummaryRole = "user",
+        summary_role: SummaryRole = DEFAULT_SUMMARY_ROLE,
         registry: ProfileRegistry | None = None,
         on_event: EventHandler | None = None,
         before_compaction: Callable[[CompactionRequest], bool] | None = None,
@@ -246,7 +246,7 @@ class CompactkitCapability(AbstractCapability[Any]):
         compressor: MemoryCompressor | None = None,
         policy: CompactPolicy | None = None,
         projector: ContextProjector | None = None,
-        summary_role: SummaryRole = "user",
+        summary_role: SummaryRole = DEFAULT_SUMMARY_ROLE,
         registry: ProfileRegistry | None = None,
         on_event: EventHandler | None = None,
         before_compaction: Callable[[CompactionRequest], bool] | None = None,
