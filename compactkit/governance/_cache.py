@@ -37,7 +37,7 @@ from compactkit.budget.tokens import TokenCounter
 from compactkit.errors import BudgetError, ConfigError
 from compactkit.items import FunctionCallOutput, Item, Message, Tool
 from compactkit.items.groups import group_items
-from compactkit.items.snapshot import MemorySnapshot
+from compactkit.items.snapshot import MemorySnapshot, extends_in_store
 
 Projection: TypeAlias = Any
 """A ``governance.projector.Projection`` (not imported: the projector imports this module)."""
@@ -302,9 +302,10 @@ class PrefixTracker:
 
 
 def _extends(items: Sequence[Item], seen: Sequence[Item]) -> bool:
-    """Whether ``items`` starts with exactly ``seen`` (C-speed, identity short-circuits)."""
+    """Whether ``items`` starts with exactly ``seen`` (C-speed, identity short-circuits; O(1)
+    for two reads of one in-memory store grown by appends)."""
     n = len(seen)
-    if n == 0:
+    if n == 0 or extends_in_store(items, seen):
         return True
     if len(items) < n or (items[n - 1] is not seen[n - 1] and items[n - 1] != seen[n - 1]):
         return False

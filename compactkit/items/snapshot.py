@@ -12,6 +12,7 @@ import hmac
 import os
 import re
 import secrets
+import threading
 from collections.abc import Sequence
 from typing import Any, Final, Literal, TypeAlias
 
@@ -209,6 +210,55 @@ class MemorySnapshot(BaseModel):
             summary_message(self.summary, summary_role),
             *self.items[lead:],
         ]
+
+
+_READS_KEPT: Final = 8
+_reads: dict[int, tuple[tuple[Item, ...], object, int]] = {}  # id -> (items, store, generation)
+_reads_lock = threading.Lock()
+
+
+def store_items(items: list[Item], store: object, generation: int) -> tuple[Item, ...]:
+    """``tuple(items)``, remembered as read from the append-only ``store`` at ``generation``.
+
+    A store moves to a new generation whenever it changes other than by appending (a
+    compaction, a pin, a restore, a clear), so two reads of one generation are prefixes of each
+    other: the projector tells "the same history, longer" in O(1) (``extends_in_store``)
+    instead of comparing every item. The last few reads of the process are remembered (their
+    tuples kept alive, so that an id is never mistaken for a reused one) until the store calls
+    ``forget_store``.
+    """
+    read = tuple(items)
+    with _reads_lock:
+        _reads[id(read)] = (read, store, generation)
+        while len(_reads) > _READS_KEPT:
+            del _reads[next(iter(_reads))]
+    return read
+
+
+def forget_store(store: object) -> None:
+    """Drop the remembered reads of ``store`` (it changed other than by appending, or is gone),
+    so that they keep no items alive."""
+    with _reads_lock:
+        for key in [key for key, read in _reads.items() if read[1] is store]:
+            del _reads[key]
+
+
+def extends_in_store(items: Sequence[Item], seen: Sequence[Item]) -> bool:
+    """Whether ``items`` and ``seen`` are reads of one store generation (``store_items``),
+    ``items`` the longer: then ``items`` starts with ``seen``. O(1).
+
+    ``False`` means "not known this way" (compare the items), never "does not extend".
+    """
+    new, old = _reads.get(id(items)), _reads.get(id(seen))
+    return (
+        new is not None
+        and old is not None
+        and new[0] is items
+        and old[0] is seen
+        and new[1] is old[1]
+        and new[2] == old[2]
+        and len(items) >= len(seen)
+    )
 
 
 def require_snapshot(value: object, caller: str) -> MemorySnapshot:

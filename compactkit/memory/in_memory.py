@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Sequence
 
 from compactkit.compressors.base import MemoryCompressor
@@ -12,6 +13,8 @@ from compactkit.items.snapshot import (
     CompactResult,
     MemorySnapshot,
     SummaryRole,
+    forget_store,
+    store_items,
 )
 from compactkit.memory._rules import (
     CallIndex,
@@ -62,6 +65,11 @@ class InMemoryMemory(BaseMemory):
         self._next_seq = 1
         self._version = 0
         self._window_version = 0  # bumped by every write that is not an append
+        # Reads of one window version differ only by appends, which lets the projector skip
+        # comparing their items (see ``store_items``); stale reads are forgotten.
+        self._store = object()
+        weakref.finalize(self, forget_store, self._store)
+        self._read: tuple[int, tuple[Item, ...]] = (0, ())  # the last snapshot's items, by version
         self._lineage = Lineage()
 
     def _append(self, items: Sequence[Item]) -> None:
@@ -83,9 +91,13 @@ class InMemoryMemory(BaseMemory):
         """The summary and active items, with ``version``."""
         with self._lock:
             self._lineage.note(self._version, self._window_version, self._next_seq)
+            version, items = self._read
+            if version != self._version or len(items) != len(self._active):
+                items = store_items(self._active, self._store, self._window_version)
+                self._read = (self._version, items)
             # Stored items were validated on the way in: no O(history) revalidation per read.
             return MemorySnapshot.model_construct(
-                summary=self._summary, items=tuple(self._active), version=self._version
+                summary=self._summary, items=items, version=self._version
             )
 
     def history(self) -> list[Item]:
@@ -123,6 +135,7 @@ class InMemoryMemory(BaseMemory):
             self._next_seq = plan.next_seq
             self._version += 1
             self._window_version += 1
+            forget_store(self._store)
         return True
 
     def restore(self, snapshot: MemorySnapshot, *, history: Sequence[Item] = ()) -> None:
@@ -140,6 +153,7 @@ class InMemoryMemory(BaseMemory):
             self._next_seq = plan.next_seq
             self._version = max(self._version, snapshot.version or 0) + 1
             self._window_version += 1
+            forget_store(self._store)
             self._lineage.forget()
 
     def clear(self) -> None:
@@ -151,6 +165,7 @@ class InMemoryMemory(BaseMemory):
             self._calls = CallIndex()
             self._version += 1
             self._window_version += 1
+            forget_store(self._store)
 
     def pin(self, seq: int) -> None:
         """Pin the active item ``seq`` (no-op when already pinned).
@@ -182,6 +197,7 @@ class InMemoryMemory(BaseMemory):
             self._history[seq] = original.model_copy(update={"pinned": pinned})
             self._version += 1
             self._window_version += 1
+            forget_store(self._store)
 
 
 def _seq(item: Item) -> int:
