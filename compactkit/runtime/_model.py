@@ -21,7 +21,11 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from compactkit.compressors.summary import RetryPolicy
-from compactkit.compressors.summary.llm import _parse_retry_after
+from compactkit.compressors.summary.llm import (
+    _parse_retry_after,
+    api_error_field,
+    status_is_transient,
+)
 from compactkit.errors import ConfigError, ContextOverflowError, FormatError, ModelError
 from compactkit.formats import (
     chat_to_items,
@@ -44,7 +48,6 @@ __all__ = ["Api", "Client", "ModelCaller", "ModelReply"]
 Api: TypeAlias = Literal["chat", "responses"]
 Client: TypeAlias = "openai.OpenAI | openai.AsyncOpenAI"
 
-_TRANSIENT_STATUS = frozenset({408, 409, 429})
 _OVERFLOW = re.compile(
     r"context[_ ]length|context window|maximum context|too many tokens|prompt is too long|"
     r"input is too long|reduce the length",
@@ -389,8 +392,8 @@ def _map_error(exc: openai.OpenAIError, model: str) -> ModelError:
         return ModelError(f"cannot reach the server for {model!r}: {exc}", transient=True)
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
-        message = _api_message(exc)
-        code = _api_code(exc)
+        message = api_error_field(exc, "message") or ""
+        code = api_error_field(exc, "code")
         if status in (400, 413, 422) and (
             code == "context_length_exceeded" or _OVERFLOW.search(message)
         ):
@@ -401,33 +404,11 @@ def _map_error(exc: openai.OpenAIError, model: str) -> ModelError:
                 status=status,
                 reported_tokens=reported,
             )
-        headers = exc.response.headers
-        transient = status in _TRANSIENT_STATUS or status >= 500
-        should_retry = headers.get("x-should-retry")
-        if should_retry in ("true", "false"):  # the server's explicit word wins
-            transient = should_retry == "true"
+        transient = status_is_transient(exc)
         return ModelError(
             f"{model!r} answered HTTP {status}: {message}",
             transient=transient,
             status=status,
-            retry_after=_parse_retry_after(headers) if transient else None,
+            retry_after=_parse_retry_after(exc.response.headers) if transient else None,
         )
     return ModelError(f"request to {model!r} failed: {exc}")
-
-
-def _api_message(exc: openai.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return str(error["message"])
-    return exc.message
-
-
-def _api_code(exc: openai.APIStatusError) -> str | None:
-    body = exc.body
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict) and isinstance(error.get("code"), str):
-            return str(error["code"])
-    return getattr(exc, "code", None)

@@ -240,16 +240,12 @@ def _map_error(exc: Exception, model: str) -> SummarizationError:
         return SummarizationError(f"cannot reach the server for {model!r}: {exc}", transient=True)
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
-        headers = exc.response.headers
-        transient = status in _TRANSIENT_STATUS or status >= 500
-        should_retry = headers.get("x-should-retry")
-        if should_retry in ("true", "false"):  # the server's explicit word wins
-            transient = should_retry == "true"
+        transient = status_is_transient(exc)
         hint = _STATUS_HINTS.get(status, "")
         return SummarizationError(
-            f"{model!r} answered HTTP {status}: {_api_message(exc)}{hint}",
+            f"{model!r} answered HTTP {status}: {api_error_field(exc, 'message')}{hint}",
             transient=transient,
-            retry_after=_parse_retry_after(headers) if transient else None,
+            retry_after=_parse_retry_after(exc.response.headers) if transient else None,
         )
     if isinstance(exc, ValueError):  # the SDK could not decode the body (not JSON)
         return SummarizationError(f"malformed response from {model!r}: {exc}")
@@ -263,13 +259,25 @@ _STATUS_HINTS = {
 }
 
 
-def _api_message(exc: openai.APIStatusError) -> str:
+def status_is_transient(exc: openai.APIStatusError) -> bool:
+    """Whether retrying an HTTP error may help: 408/409/429 and 5xx, unless the server's
+    ``x-should-retry`` header says otherwise (shared by the summarizer and the agent loop)."""
+    transient = exc.status_code in _TRANSIENT_STATUS or exc.status_code >= 500
+    should_retry = exc.response.headers.get("x-should-retry")
+    if should_retry in ("true", "false"):  # the server's explicit word wins
+        transient = should_retry == "true"
+    return transient
+
+
+def api_error_field(exc: openai.APIStatusError, key: str) -> str | None:
+    """``error.<key>`` of an OpenAI-style error body (``message``, ``code``); for ``message``
+    the SDK's own message when the body has none."""
     body = exc.body
     if isinstance(body, dict):
         error = body.get("error", body)
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return str(error["message"])
-    return exc.message
+        if isinstance(error, dict) and isinstance(error.get(key), str):
+            return str(error[key])
+    return exc.message if key == "message" else getattr(exc, key, None)
 
 
 def _parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
