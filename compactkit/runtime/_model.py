@@ -180,14 +180,7 @@ class ModelCaller:
                 error.attempts = attempts
                 raise error from exc
 
-        retrying = Retrying(
-            stop=stop_after_attempt(self.retry.attempts),
-            wait=self._wait,
-            retry=retry_if_exception(self._retryable),
-            before_sleep=self._before_sleep(step, on_event),
-            sleep=self.retry.sleep,
-            reraise=True,
-        )
+        retrying = Retrying(sleep=self.retry.sleep, **self._retrying(step, on_event))
         response = retrying(attempt)
         return self._reply(response, step, attempts)
 
@@ -226,18 +219,21 @@ class ModelCaller:
                 error.attempts = attempts
                 raise error from exc
 
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.retry.attempts),
-            wait=self._wait,
-            retry=retry_if_exception(self._retryable),
-            before_sleep=self._before_sleep(step, on_event),
-            sleep=self.retry.async_sleep,
-            reraise=True,
-        )
+        retrying = AsyncRetrying(sleep=self.retry.async_sleep, **self._retrying(step, on_event))
         response: Any = await retrying(attempt)
         return self._reply(response, step, attempts)
 
     # -- helpers -------------------------------------------------------------------------------
+
+    def _retrying(self, step: int, on_event: EventHandler | None) -> dict[str, Any]:
+        """What the sync and async retry loops share: when to stop, wait and retry."""
+        return {
+            "stop": stop_after_attempt(self.retry.attempts),
+            "wait": self._wait,
+            "retry": retry_if_exception(self._retryable),
+            "before_sleep": self._before_sleep(step, on_event),
+            "reraise": True,
+        }
 
     def _request(
         self, prompt: Sequence[Item], tools: Sequence[Tool], wire: WireCache | None
