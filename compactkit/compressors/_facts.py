@@ -85,13 +85,14 @@ def errors_in(text: str, limit: int = 10) -> list[str]:
                     found.append(clip(stripped, 240))
             continue
         stripped = _PYTEST_E.sub("", stripped)
-        if not _ERROR_LINE.match(stripped):  # a CI log's line: "job  step  <line>", timestamps
+        if len(stripped) > 400:  # long lines are never error lines
+            continue
+        if not _ERROR_LINE.match(stripped):
+            # a CI log's line: "job  step  <line>", or a timestamp before it
             stripped = _PYTEST_E.sub("", _CI_PREFIX.sub("", stripped, count=1))
-        if (
-            len(stripped) <= 400
-            and _ERROR_LINE.match(stripped)
-            and clip(stripped, 240) not in found
-        ):
+            if not _ERROR_LINE.match(stripped):
+                continue
+        if clip(stripped, 240) not in found:
             found.append(clip(stripped, 240))
     return found[:limit] if len(found) <= limit else found[: limit - 1] + found[-1:]
 
