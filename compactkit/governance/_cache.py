@@ -37,7 +37,8 @@ from compactkit.budget.tokens import TokenCounter
 from compactkit.errors import BudgetError, ConfigError
 from compactkit.items import FunctionCallOutput, Item, Message, Tool
 from compactkit.items.groups import group_items
-from compactkit.items.snapshot import MemorySnapshot, extends_in_store
+from compactkit.items.snapshot import MemorySnapshot
+from compactkit.items.view import same_history
 
 Projection: TypeAlias = Any
 """A ``governance.projector.Projection`` (not imported: the projector imports this module)."""
@@ -98,7 +99,7 @@ def check_refill(refill: float) -> float:
 class _Plan:
     """The last prompt of one session and what it was built from."""
 
-    items: tuple[Item, ...]  # the snapshot's items
+    items: Sequence[Item]  # the snapshot's items
     summary: str
     instructions: Instructions
     tools: tuple[Tool, ...]
@@ -303,9 +304,9 @@ class PrefixTracker:
 
 def _extends(items: Sequence[Item], seen: Sequence[Item]) -> bool:
     """Whether ``items`` starts with exactly ``seen`` (C-speed, identity short-circuits; O(1)
-    for two reads of one in-memory store grown by appends)."""
+    for two views of one memory's items grown by appends)."""
     n = len(seen)
-    if n == 0 or extends_in_store(items, seen):
+    if n == 0 or same_history(items, seen):
         return True
     if len(items) < n or (items[n - 1] is not seen[n - 1] and items[n - 1] != seen[n - 1]):
         return False

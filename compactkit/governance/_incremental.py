@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 from compactkit.budget.tokens import TokenCounter
 from compactkit.items import Item, Message, Role, Tool
-from compactkit.items.snapshot import extends_in_store, summary_message
+from compactkit.items.snapshot import summary_message
+from compactkit.items.view import same_history
 
 __all__ = ["ItemsTally", "MessageCache", "OverheadCache", "extends"]
 
@@ -20,13 +21,13 @@ __all__ = ["ItemsTally", "MessageCache", "OverheadCache", "extends"]
 def extends(items: Sequence[Item], seen: Sequence[Item]) -> bool:
     """Whether ``items`` starts with exactly the items of ``seen``.
 
-    Two reads of one in-memory store with only appends between them are known to extend each
+    Two views of one memory's items (``ItemsView``) with only appends between them extend each
     other without looking at the items. Otherwise the comparison runs in C and short-circuits on
     identity (a pointer comparison per item, about 4 ns); it stays exact when an old item
     was replaced in place (a later pin, an in-place mask), which a spot check would miss.
     """
     n = len(seen)
-    if n == 0 or extends_in_store(items, seen):  # one memory's reads, grown by appends: O(1)
+    if n == 0 or same_history(items, seen):  # one memory's reads, grown by appends: O(1)
         return True
     if len(items) < n or items[n - 1] is not seen[n - 1] or items[0] is not seen[0]:
         return False
@@ -68,10 +69,10 @@ class ItemsTally:
 
     def __init__(self, size: int = 16) -> None:
         self._size = size
-        self._entries: list[tuple[TokenCounter, tuple[Item, ...], int]] = []
+        self._entries: list[tuple[TokenCounter, Sequence[Item], int]] = []
         self._lock = threading.Lock()
 
-    def __call__(self, counter: TokenCounter, items: tuple[Item, ...]) -> int:
+    def __call__(self, counter: TokenCounter, items: Sequence[Item]) -> int:
         """The summed item tokens of ``items``."""
         count = counter.count_item
         with self._lock:

@@ -10,6 +10,7 @@ tokens, the outputs that could be masked, and what breaks the tool-call rules.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -34,7 +35,7 @@ class View:
     still grow).
     """
 
-    items: tuple[Item, ...]
+    items: Sequence[Item]
     lead: int
     closed: list[Group]
     n_closed: int
@@ -77,7 +78,7 @@ class _Index:
     """The structure of one growing history, extended in place (callers hold the cache lock)."""
 
     def __init__(self) -> None:
-        self.items: tuple[Item, ...] = ()
+        self.items: Sequence[Item] = ()
         self.lead = 0
         self.closed: list[Group] = []
         self.pinned: list[int] = []
@@ -88,7 +89,7 @@ class _Index:
         self.sums = Sums()
         self.view = self._view()
 
-    def update(self, items: tuple[Item, ...]) -> View:
+    def update(self, items: Sequence[Item]) -> View:
         """Index the items appended since the last call (``items`` extends ``self.items``)."""
         if len(items) == len(self.items):
             self.items = items
@@ -111,7 +112,7 @@ class _Index:
         self.view = self._view()
         return self.view
 
-    def _close(self, group: Group, items: tuple[Item, ...]) -> None:
+    def _close(self, group: Group, items: Sequence[Item]) -> None:
         index = len(self.closed)
         self.closed.append(group)
         if _has_pin(items, group):
@@ -139,7 +140,7 @@ class _Index:
         )
 
 
-def _has_pin(items: tuple[Item, ...], group: Group) -> bool:
+def _has_pin(items: Sequence[Item], group: Group) -> bool:
     return any(items[i].pinned for i in range(group.start, group.stop))
 
 
@@ -151,7 +152,7 @@ class ViewCache:
         self._indexes: list[_Index] = []
         self._lock = threading.Lock()
 
-    def view(self, items: tuple[Item, ...]) -> View:
+    def view(self, items: Sequence[Item]) -> View:
         """The structure of ``items``, reusing what is known about a history it extends."""
         with self._lock:
             for position, index in enumerate(self._indexes):

@@ -39,6 +39,7 @@ from compactkit.items.snapshot import (
     summary_message,
     unseal_summary,
 )
+from compactkit.items.view import ItemsView
 
 __all__ = [
     "DEFAULT_SUMMARY_ROLE",
@@ -54,6 +55,7 @@ __all__ = [
     "Group",
     "ImagePart",
     "Item",
+    "ItemsView",
     "MemorySnapshot",
     "Message",
     "Outcome",

@@ -12,11 +12,17 @@ import hmac
 import os
 import re
 import secrets
-import threading
 from collections.abc import Sequence
 from typing import Any, Final, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_serializer,
+    field_validator,
+)
 
 from compactkit.errors import ConfigError
 from compactkit.items.model import (
@@ -27,6 +33,7 @@ from compactkit.items.model import (
     Reasoning,
     TextPart,
 )
+from compactkit.items.view import ItemsView
 
 __all__ = [
     "DEFAULT_SUMMARY_ROLE",
@@ -155,13 +162,24 @@ class MemorySnapshot(BaseModel):
 
     summary: str = ""
     """The running summary of everything folded so far; empty when nothing was folded."""
-    items: tuple[Item, ...] = ()
-    """The active items, oldest first."""
+    items: Sequence[Item] = ()
+    """The active items, oldest first: a tuple, or (read from a memory) an ``ItemsView``, a
+    read-only view of the memory's items that behaves like the tuple it stands for, built in
+    O(1) instead of copying the history on every read."""
     version: int | None = None
     """The memory's version when the snapshot was read (``None`` when not read from a memory).
 
     ``AgentMemory.apply`` refuses a result built on an older version (``ConcurrencyError``).
     """
+
+    @field_validator("items", mode="after")
+    @classmethod
+    def _frozen_items(cls, items: Sequence[Item]) -> Sequence[Item]:
+        return items if isinstance(items, (tuple, ItemsView)) else tuple(items)
+
+    @field_serializer("items", mode="wrap")
+    def _dump_items(self, items: Sequence[Item], handler: SerializerFunctionWrapHandler) -> Any:
+        return handler(tuple(items) if isinstance(items, ItemsView) else items)
 
     @classmethod
     def of(cls, items: Sequence[Item], summary: str = "") -> MemorySnapshot:
@@ -210,55 +228,6 @@ class MemorySnapshot(BaseModel):
             summary_message(self.summary, summary_role),
             *self.items[lead:],
         ]
-
-
-_READS_KEPT: Final = 8
-_reads: dict[int, tuple[tuple[Item, ...], object, int]] = {}  # id -> (items, store, generation)
-_reads_lock = threading.Lock()
-
-
-def store_items(items: list[Item], store: object, generation: int) -> tuple[Item, ...]:
-    """``tuple(items)``, remembered as read from the append-only ``store`` at ``generation``.
-
-    A store moves to a new generation whenever it changes other than by appending (a
-    compaction, a pin, a restore, a clear), so two reads of one generation are prefixes of each
-    other: the projector tells "the same history, longer" in O(1) (``extends_in_store``)
-    instead of comparing every item. The last few reads of the process are remembered (their
-    tuples kept alive, so that an id is never mistaken for a reused one) until the store calls
-    ``forget_store``.
-    """
-    read = tuple(items)
-    with _reads_lock:
-        _reads[id(read)] = (read, store, generation)
-        while len(_reads) > _READS_KEPT:
-            del _reads[next(iter(_reads))]
-    return read
-
-
-def forget_store(store: object) -> None:
-    """Drop the remembered reads of ``store`` (it changed other than by appending, or is gone),
-    so that they keep no items alive."""
-    with _reads_lock:
-        for key in [key for key, read in _reads.items() if read[1] is store]:
-            del _reads[key]
-
-
-def extends_in_store(items: Sequence[Item], seen: Sequence[Item]) -> bool:
-    """Whether ``items`` and ``seen`` are reads of one store generation (``store_items``),
-    ``items`` the longer: then ``items`` starts with ``seen``. O(1).
-
-    ``False`` means "not known this way" (compare the items), never "does not extend".
-    """
-    new, old = _reads.get(id(items)), _reads.get(id(seen))
-    return (
-        new is not None
-        and old is not None
-        and new[0] is items
-        and old[0] is seen
-        and new[1] is old[1]
-        and new[2] == old[2]
-        and len(items) >= len(seen)
-    )
 
 
 def require_snapshot(value: object, caller: str) -> MemorySnapshot:

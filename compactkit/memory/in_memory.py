@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import weakref
 from collections.abc import Sequence
 
 from compactkit.compressors.base import MemoryCompressor
@@ -13,9 +12,8 @@ from compactkit.items.snapshot import (
     CompactResult,
     MemorySnapshot,
     SummaryRole,
-    forget_store,
-    store_items,
 )
+from compactkit.items.view import ItemsView
 from compactkit.memory._rules import (
     CallIndex,
     Lineage,
@@ -59,17 +57,14 @@ class InMemoryMemory(BaseMemory):
         )
         self._lock = threading.RLock()
         self._summary = ""
+        # Only ever appended to: every other write puts a new list in its place, so the
+        # snapshots handed out (views of this list, see ``ItemsView``) never change.
         self._active: list[Item] = []
         self._history: dict[int, Item] = {}  # seq -> the item as first stored
         self._calls = CallIndex()
         self._next_seq = 1
         self._version = 0
         self._window_version = 0  # bumped by every write that is not an append
-        # Reads of one window version differ only by appends, which lets the projector skip
-        # comparing their items (see ``store_items``); stale reads are forgotten.
-        self._store = object()
-        weakref.finalize(self, forget_store, self._store)
-        self._read: tuple[int, tuple[Item, ...]] = (0, ())  # the last snapshot's items, by version
         self._lineage = Lineage()
 
     def _append(self, items: Sequence[Item]) -> None:
@@ -91,13 +86,12 @@ class InMemoryMemory(BaseMemory):
         """The summary and active items, with ``version``."""
         with self._lock:
             self._lineage.note(self._version, self._window_version, self._next_seq)
-            version, items = self._read
-            if version != self._version or len(items) != len(self._active):
-                items = store_items(self._active, self._store, self._window_version)
-                self._read = (self._version, items)
-            # Stored items were validated on the way in: no O(history) revalidation per read.
+            # O(1): a view of the append-only list, not a copy; stored items were validated on
+            # the way in, so there is no O(history) revalidation per read either.
             return MemorySnapshot.model_construct(
-                summary=self._summary, items=items, version=self._version
+                summary=self._summary,
+                items=ItemsView(self._active, len(self._active)),
+                version=self._version,
             )
 
     def history(self) -> list[Item]:
@@ -135,7 +129,6 @@ class InMemoryMemory(BaseMemory):
             self._next_seq = plan.next_seq
             self._version += 1
             self._window_version += 1
-            forget_store(self._store)
         return True
 
     def restore(self, snapshot: MemorySnapshot, *, history: Sequence[Item] = ()) -> None:
@@ -153,7 +146,6 @@ class InMemoryMemory(BaseMemory):
             self._next_seq = plan.next_seq
             self._version = max(self._version, snapshot.version or 0) + 1
             self._window_version += 1
-            forget_store(self._store)
             self._lineage.forget()
 
     def clear(self) -> None:
@@ -165,7 +157,6 @@ class InMemoryMemory(BaseMemory):
             self._calls = CallIndex()
             self._version += 1
             self._window_version += 1
-            forget_store(self._store)
 
     def pin(self, seq: int) -> None:
         """Pin the active item ``seq`` (no-op when already pinned).
@@ -192,12 +183,13 @@ class InMemoryMemory(BaseMemory):
             item = self._active[index]
             if item.pinned == pinned:
                 return
-            self._active[index] = item.model_copy(update={"pinned": pinned})
+            active = list(self._active)  # a new list: snapshots already read keep the old one
+            active[index] = item.model_copy(update={"pinned": pinned})
+            self._active = active
             original = self._history[seq]
             self._history[seq] = original.model_copy(update={"pinned": pinned})
             self._version += 1
             self._window_version += 1
-            forget_store(self._store)
 
 
 def _seq(item: Item) -> int:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from compactkit.budget._encodings import text_counts
 from compactkit.budget.tokens import TiktokenCounter, get_encoding
 from compactkit.governance.projector import ContextProjector
 from compactkit.items import FunctionCall, Item, Message, Tool
@@ -55,7 +56,12 @@ def session_cost(
     instructions: str,
     tools: list[Tool],
 ) -> SessionCost:
-    """Feed ``items`` to a memory, projecting before each model call; the costs."""
+    """Feed ``items`` to a memory, projecting before each model call; the costs.
+
+    The process-wide text counts are cleared first: the session starts cold, as in a new
+    process, not warm from the texts an earlier run of the same seeded session counted.
+    """
+    text_counts("o200k_base").clear()
     memory = InMemoryMemory()
     projector = ContextProjector(TiktokenCounter("o200k_base"), budget=budget)
     turns: list[float] = []
