@@ -314,11 +314,19 @@ def _extends(items: Sequence[Item], seen: Sequence[Item]) -> bool:
 
 
 def _common(items: Sequence[Item], seen: Sequence[Item]) -> int:
-    """The length of the common prefix of ``items`` and ``seen`` (a binary search over C-speed
-    prefix comparisons: O(n log n) pointer checks instead of a Python loop over the items)."""
+    """The length of the common prefix of ``items`` and ``seen``: C-speed comparisons of
+    slices growing from the start (so a short common prefix, a sliding window's, costs little),
+    then a binary search inside the first slice that differs. O(prefix) pointer checks."""
     a, b = tuple(items), tuple(seen)
-    low, high = 0, min(len(a), len(b))  # a[:low] == b[:low]; the answer is at most high
-    while low < high:
+    low, limit, step = 0, min(len(a), len(b)), 8  # a[:low] == b[:low]
+    while low < limit:
+        high = min(limit, low + step)
+        if a[low:high] != b[low:high]:
+            break
+        low, step = high, step * 2
+    else:
+        return low
+    while low < high:  # the answer is in [low, high)
         middle = (low + high + 1) // 2
         if a[low:middle] == b[low:middle]:
             low = middle

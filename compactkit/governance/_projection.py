@@ -141,7 +141,7 @@ class _Index:
 
 
 def _has_pin(items: Sequence[Item], group: Group) -> bool:
-    return any(items[i].pinned for i in range(group.start, group.stop))
+    return any(item.pinned for item in items[group.start : group.stop])
 
 
 class ViewCache:
@@ -296,8 +296,7 @@ class Pieces:
         masks: list[Mask] = []
         total = 0
         count = self._count
-        for position in range(group.start, group.stop):
-            item = items[position]
+        for item in items[group.start : group.stop]:  # a slice: one call on an ItemsView
             if isinstance(item, FunctionCall):
                 if item.call_id in unanswered:
                     continue

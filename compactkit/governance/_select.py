@@ -11,14 +11,14 @@ turn costs O(log history + what changed), not O(window):
   rules describe: newest first, masked, until a group does not fit);
 * outputs are sent whole again newest first wherever the rest of the budget allows: a run of
   outputs that all fit is one search, and an output that does not fit skips to the next one
-  small enough (block minima make that skip cheap).
+  small enough (one descent of a tree of minima over the savings).
 """
 
 from __future__ import annotations
 
 import threading
 from bisect import bisect_left
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -57,9 +57,69 @@ class Piece(Protocol):
     def clean(self) -> bool: ...
 
 
-__all__ = ["Sums", "may_be_invalid", "unmasked", "window_start"]
+__all__ = ["MinTree", "Sums", "may_be_invalid", "unmasked", "window_start"]
 
-_BLOCK = 64
+
+class MinTree:
+    """Minima of an append-only list of ints over aligned power-of-two blocks.
+
+    ``levels[0]`` is the list; ``levels[j][i]`` is the minimum of ``levels[0]`` over
+    ``[i << j, (i + 1) << j)`` (the last block of a level may be partial). Appending is
+    O(log n); ``last_at_most`` is O(log n).
+    """
+
+    def __init__(self) -> None:
+        self.levels: list[list[int]] = [[]]
+
+    def __len__(self) -> int:
+        return len(self.levels[0])
+
+    def append(self, value: int) -> None:
+        """Add ``value`` at the end."""
+        levels = self.levels
+        levels[0].append(value)
+        index, j = len(levels[0]) - 1, 0
+        while len(levels[j]) > 1:  # up to the root, one block per level
+            index >>= 1
+            if j + 1 == len(levels):  # level j just grew to two blocks: a root over both
+                levels.append([min(levels[j][0], levels[j][1])])
+            else:
+                level = levels[j + 1]
+                if index == len(level):
+                    level.append(value)
+                elif value < level[index]:
+                    level[index] = value
+            j += 1
+
+    def last_at_most(self, low: int, end: int, bound: int) -> int:
+        """The largest ``k`` in ``[low, end)`` whose value is ``<= bound``; ``low - 1`` if none."""
+        levels = self.levels
+        j, lo, hi = 0, low, end
+        left: list[tuple[int, int]] = []
+        while lo < hi:  # climb, taking the boundary blocks: right ones newest first
+            if hi & 1:
+                hi -= 1
+                if levels[j][hi] <= bound:
+                    return self._descend(j, hi, bound)
+            if lo & 1:
+                left.append((j, lo))
+                lo += 1
+            lo >>= 1
+            hi >>= 1
+            j += 1
+        for j, index in reversed(left):  # then the left ones, newest first
+            if levels[j][index] <= bound:
+                return self._descend(j, index, bound)
+        return low - 1
+
+    def _descend(self, j: int, index: int, bound: int) -> int:
+        levels = self.levels
+        while j:  # the right child when it holds a value <= bound, else the left one
+            j -= 1
+            right = 2 * index + 1
+            level = levels[j]
+            index = right if right < len(level) and level[right] <= bound else right - 1
+        return index
 
 
 @dataclass
@@ -82,8 +142,8 @@ class Sums:
     base: int = 0
     saved: list[int] = field(default_factory=lambda: [0])
     """``saved[k]``: savings of masks ``< k``."""
-    block_min: list[int] = field(default_factory=list)
-    """The smallest saving of each block of 64 masks."""
+    savings: MinTree = field(default_factory=MinTree)
+    """Each mask's saving, with minima over blocks (to find the newest mask that fits)."""
     problems: list[int] = field(default_factory=list)
     """Closed groups that break a tool-call rule (a repair changes their items), ascending."""
     unclean: list[int] = field(default_factory=list)
@@ -109,12 +169,9 @@ class Sums:
         if piece.masks:
             swap = {id(mask.original): mask.placeholder for mask in piece.masks}
             self.rendered.extend(swap.get(id(item), item) for item in span)
-            where = {id(items[k]): k for k in range(group.start, group.stop)}
+            where = {id(item): k for k, item in enumerate(span, group.start)}
             for mask in piece.masks:
-                if len(self.masks) % _BLOCK == 0:
-                    self.block_min.append(mask.saving)
-                elif mask.saving < self.block_min[-1]:
-                    self.block_min[-1] = mask.saving
+                self.savings.append(mask.saving)
                 self.masks.append(mask)
                 self.positions.append(where[id(mask.original)])
                 self.mask_ids.append(mask.original.call_id)
@@ -157,9 +214,14 @@ def window_start(
     end = sums.tokens[n_closed] + (tail or 0)
     tokens = sums.tokens
 
+    counted = sorted(required)  # the tokens of required groups >= counted[k]: after[k]
+    after = [0] * (len(counted) + 1)
+    for k in range(len(counted) - 1, -1, -1):
+        after[k] = after[k + 1] + required[counted[k]]
+
     def cost(start: int) -> int:  # tokens of groups [start, end) not counted already
         size = end - tokens[start] if start <= n_closed else 0
-        return size - sum(t for index, t in required.items() if index >= start)
+        return size - after[bisect_left(counted, start)]
 
     low, high = 0, n_groups
     while low < high:
@@ -177,7 +239,7 @@ def unmasked(sums: Sums, low: int, high: int, room: int) -> tuple[list[tuple[int
     Returns the ranges sent whole (newest first) and the room left. Greedy, as the rules say: a
     mask that does not fit stays masked and an older, smaller one may still be sent whole.
     """
-    saved, savings_at = sums.saved, _saving(sums)
+    saved, savings = sums.saved, sums.savings
     ranges: list[tuple[int, int]] = []
     top = high
     while top > low and room > 0:
@@ -188,30 +250,9 @@ def unmasked(sums: Sums, low: int, high: int, room: int) -> tuple[list[tuple[int
             top = first
         if top <= low:
             break
-        top = _last_fitting(sums, savings_at, low, top - 1, room)  # top - 1 does not fit
+        # top - 1 does not fit: the newest older mask that does
+        top = savings.last_at_most(low, top - 1, room) + 1
     return ranges, room
-
-
-def _saving(sums: Sums) -> Callable[[int], int]:
-    saved = sums.saved
-    return lambda k: saved[k + 1] - saved[k]
-
-
-def _last_fitting(sums: Sums, saving: Callable[[int], int], low: int, end: int, room: int) -> int:
-    """One past the newest mask in ``[low, end)`` saving at most ``room`` (``low`` if none)."""
-    k = end - 1
-    while k >= low:
-        if (
-            k % _BLOCK == _BLOCK - 1
-            and k - _BLOCK + 1 >= low
-            and sums.block_min[k // _BLOCK] > room
-        ):
-            k -= _BLOCK  # no mask of this whole block fits
-            continue
-        if saving(k) <= room:
-            return k + 1
-        k -= 1
-    return low
 
 
 def may_be_invalid(

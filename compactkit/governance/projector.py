@@ -322,11 +322,11 @@ class ContextProjector:
                 own.append((tail, [swap.get(id(item), item) for item in tail.items]))
             sent += render_window(out, snapshot.items, sums, first, whole, own)
         notes = self._notes(view, problems, ahead, start, n_masked, saved, required)
-        masked_ids = [
-            *(mask.original.call_id for mask in masked_ahead),
-            *(call_id for a, b in masked_ranges for call_id in sums.mask_ids[a:b]),
-            *(mask.original.call_id for mask in masked_tail),
-        ]
+        mask_ids = sums.mask_ids
+        masked_ids = [mask.original.call_id for mask in masked_ahead]
+        for a, b in masked_ranges:  # slices: no Python step per masked output
+            masked_ids += mask_ids[a:b]
+        masked_ids += [mask.original.call_id for mask in masked_tail]
         last = tail if in_window else None
         if self.validate is not None and may_be_invalid(sums, start, n_closed, ahead, last):
             out, dropped = self._send_valid(out, notes)

@@ -55,16 +55,18 @@ def group_items(items: Sequence[Item], start: int = 0) -> list[Group]:
     Linear in the number of items.
     """
     groups: list[Group] = []
-    i = start
-    n = len(items)
+    # One slice, then plain indexing: ``items`` may be an ``ItemsView`` (a memory's snapshot),
+    # whose items cost a Python call each to index.
+    rest, offset = items[start:], start
+    i, n = 0, len(rest)
     while i < n:
-        item = items[i]
+        item = rest[i]
         if isinstance(item, Message) and item.role != "assistant":
-            groups.append(Group(i, i + 1, item.role))
+            groups.append(Group(offset + i, offset + i + 1, item.role))
             i += 1
             continue
         if isinstance(item, FunctionCallOutput):
-            groups.append(Group(i, i + 1, "orphan"))
+            groups.append(Group(offset + i, offset + i + 1, "orphan"))
             i += 1
             continue
         group_start = i
@@ -72,7 +74,7 @@ def group_items(items: Sequence[Item], start: int = 0) -> list[Group]:
         pending: dict[str, None] = {}
         seen_output = False
         while i < n:
-            item = items[i]
+            item = rest[i]
             if isinstance(item, Message) and item.role != "assistant":
                 break
             if isinstance(item, FunctionCallOutput):
@@ -88,10 +90,13 @@ def group_items(items: Sequence[Item], start: int = 0) -> list[Group]:
                     pending[item.call_id] = None
                 elif not isinstance(item, (Message, Reasoning)):
                     raise ConfigError(
-                        f"group_items takes items, got {type(item).__name__} at index {i}; "
+                        f"group_items takes items, got {type(item).__name__} at index "
+                        f"{offset + i}; "
                         "convert provider messages first (chat_to_items, responses_to_items, "
                         "anthropic_to_items)"
                     )
             i += 1
-        groups.append(Group(group_start, i, "assistant", tuple(calls), tuple(pending)))
+        groups.append(
+            Group(offset + group_start, offset + i, "assistant", tuple(calls), tuple(pending))
+        )
     return groups

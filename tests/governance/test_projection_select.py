@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from compactkit.budget.tokens import TiktokenCounter
 from compactkit.errors import BudgetError
 from compactkit.governance._projection import Mask, Piece, Pieces
+from compactkit.governance._select import MinTree
 from compactkit.governance.projector import ContextProjector, Projection, ProjectionReport
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, Tool
 from compactkit.items.snapshot import MemorySnapshot, require_snapshot
@@ -177,3 +178,23 @@ def test_many_bulky_outputs_stay_masked_oldest_first(budget: int) -> None:
     ours = project(ContextProjector(COUNTER), items, budget)
     assert isinstance(ours, Projection) and ours.report.masked
     assert ours == project(PlainFill(COUNTER), items, budget)
+
+
+@settings(deadline=None, max_examples=200)
+@given(
+    values=st.lists(st.integers(0, 60), max_size=80),
+    queries=st.lists(st.tuples(st.integers(0, 80), st.integers(0, 80), st.integers(-1, 70))),
+)
+def test_the_savings_tree_finds_the_newest_mask_that_fits(
+    values: list[int], queries: list[tuple[int, int, int]]
+) -> None:
+    """``MinTree.last_at_most`` (how ``unmasked`` skips outputs too large to send whole) is the
+    newest position in the range holding a value within the bound, as it grows."""
+    tree = MinTree()
+    for value in values:
+        tree.append(value)
+    n = len(values)
+    for a, b, bound in queries:
+        low, end = min(a, b, n), min(max(a, b), n)
+        fitting = [k for k in range(low, end) if values[k] <= bound]
+        assert tree.last_at_most(low, end, bound) == (fitting[-1] if fitting else low - 1)
