@@ -81,7 +81,9 @@ def test_a_snapshot_of_a_view_serialises_and_compares_like_one_of_a_tuple() -> N
     memory.add_output_items([Message(role="assistant", content="hi")])
     snapshot = memory.snapshot()
     assert isinstance(snapshot.items, ItemsView)
-    plain = MemorySnapshot(summary=snapshot.summary, items=tuple(snapshot.items), version=snapshot.version)
+    plain = MemorySnapshot(
+        summary=snapshot.summary, items=tuple(snapshot.items), version=snapshot.version
+    )
 
     assert snapshot.model_dump() == plain.model_dump()
     assert json.loads(snapshot.model_dump_json()) == json.loads(plain.model_dump_json())
