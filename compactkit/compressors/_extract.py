@@ -95,12 +95,8 @@ class _Digest:
                 self.message(item, following)
             elif isinstance(item, FunctionCall):
                 output = self.outputs.get(item.call_id)
-                self.call(
-                    item.name, item.parsed_arguments(), None if output is None else output.text
-                )
-                if files.command_of(item.name, item.parsed_arguments()) is None and files.file_ops(
-                    item.name, item.parsed_arguments()
-                ):
+                args = item.parsed_arguments()
+                if self.call(item.name, args, None if output is None else output.text):
                     self.file_calls.add(item.call_id)
             elif (
                 isinstance(item, FunctionCallOutput)
@@ -197,11 +193,13 @@ class _Digest:
         for name, args in actions:
             self.call(name, args, observation)
 
-    def call(self, name: str, args: dict[str, object], out_text: str | None) -> None:
+    def call(self, name: str, args: dict[str, object], out_text: str | None) -> bool:
+        """Digest one call and its output; whether it is a file tool's call (not a shell's)."""
         command = files.command_of(name, args)
         text = out_text or ""
-        outcome, ok = facts.outcome_of(text) if text else ("no output", None)
-        failed = facts.last_error(text) if text else None
+        found = facts.error_lines(text) if text else []  # read once: errors, outcome, failure
+        outcome, ok = facts.outcome_of(text, found) if text else ("no output", None)
+        failed = facts.last_error(text, found) if text else None
         if command is not None:
             self.add("commands", f"{facts.code(command, 200)} → {outcome}")
             ops = files.shell_file_ops(command)
@@ -227,12 +225,13 @@ class _Digest:
                         self.config_change(op.path, old, new)
         if ok and command:
             self.succeeded.add(command)
-        self.errors += [(e, command or name) for e in facts.errors_in(text)]
+        self.errors += [(e, command or name) for e in facts.limited(found)]
         plain = " ".join(
             str(v) for k, v in args.items() if k not in _CONTENT_KEYS and isinstance(v, str)
         )
         self.identifiers(plain, prose=True, limit=4)
         self.argument_ids(args)
+        return command is None and bool(ops)
 
     def argument_ids(self, args: Mapping[str, object], depth: int = 0) -> None:
         """Identifiers named by their argument: ``reservation_id="8JX2WO"`` → `` `8JX2WO` ``."""

@@ -70,6 +70,17 @@ def errors_in(text: str, limit: int = 10) -> list[str]:
     compilers and type checkers their ``error:`` lines; shells their ``Error:``/``fatal:``
     lines and "command not found"-style failures.
     """
+    return limited(error_lines(text), limit)
+
+
+def limited(found: list[str], limit: int = 10) -> list[str]:
+    """``errors_in``'s cut of ``error_lines``: the first ``limit - 1`` and the last."""
+    return found[:limit] if len(found) <= limit else found[: limit - 1] + found[-1:]
+
+
+def error_lines(text: str) -> list[str]:
+    """Every error string in ``text`` (``errors_in`` without its limit), so that a caller
+    needing the errors, the last error and the outcome of one output reads it once."""
     found: list[str] = []
     lines = text.splitlines()
     in_traceback = False
@@ -94,19 +105,21 @@ def errors_in(text: str, limit: int = 10) -> list[str]:
                 continue
         if clip(stripped, 240) not in found:
             found.append(clip(stripped, 240))
-    return found[:limit] if len(found) <= limit else found[: limit - 1] + found[-1:]
+    return found
 
 
-def last_error(text: str) -> str | None:
-    """The last error string of ``text`` (see ``errors_in``), clipped to 160 characters."""
-    errors = errors_in(text, limit=50)
+def last_error(text: str, found: list[str] | None = None) -> str | None:
+    """The last error string of ``text`` (see ``errors_in``), clipped to 160 characters
+    (``found``: its ``error_lines``, when the caller has them)."""
+    errors = error_lines(text) if found is None else found
     return clip(errors[-1], 160) if errors else None
 
 
-def outcome_of(text: str) -> tuple[str, bool | None]:
+def outcome_of(text: str, found: list[str] | None = None) -> tuple[str, bool | None]:
     """A one-line outcome of a command's output, and whether it succeeded (``None``: unknown).
 
-    From the exit code, a pytest summary line and the last error line, whichever are present.
+    From the exit code, a pytest summary line and the last error line, whichever are present
+    (``found``: the output's ``error_lines``, when the caller has them).
     """
     parts: list[str] = []
     ok: bool | None = None
@@ -121,7 +134,7 @@ def outcome_of(text: str) -> tuple[str, bool | None]:
         parts.append(code(summary, 80))
         if ok is None:
             ok = not re.search(r"\b(?:failed|error|errors)\b", summary)
-    error = last_error(text)
+    error = last_error(text, found)
     if error and (ok is not True or not summary):
         parts.append(code(error, 160))
         ok = False if ok is None else ok

@@ -45,6 +45,11 @@ def request_tokens(
     return sum(count(i) for i in snapshot.render_items()) + counter.count_overhead(tools)
 
 
+def summary_tokens(summary: str, counter: TokenCounter) -> int:
+    """Tokens the summary message of ``summary`` adds to a request (0 without a summary)."""
+    return counter.count_item(summary_message(summary)) if summary else 0
+
+
 @dataclass(frozen=True)
 class Layout:
     """A snapshot's items split into instructions and groups, with what is protected."""
@@ -85,6 +90,12 @@ class Layout:
                 reason = "pinned items"
             protected.append(reason)
         return cls(items, lead, groups, tuple(protected))
+
+    def with_items(self, items: Sequence[Item]) -> Layout:
+        """This layout for ``items``, a copy of ``self.items`` where only unprotected tool
+        outputs were replaced in place (masked: same call ids, same fields), so the groups and
+        what is protected are the same."""
+        return Layout(tuple(items), self.lead, self.groups, self.protected)
 
     def tokens(self, group: Group, counter: TokenCounter) -> int:
         """Tokens of one group's items."""
@@ -131,6 +142,19 @@ class Layout:
         return fixed
 
 
+@dataclass(frozen=True)
+class Measured:
+    """A snapshot with what a ladder already measured of it under its counter and tools (the
+    whole request's tokens, the layout), so that its steps do not measure it again: every
+    step's work then grows with what it changes, not with the whole history each time."""
+
+    snapshot: MemorySnapshot
+    tokens: int
+    """``request_tokens(snapshot, counter, tools)``."""
+    layout: Layout
+    """``Layout.of(snapshot.items)``."""
+
+
 def irreducible(
     snapshot: MemorySnapshot, counter: TokenCounter, tools: Sequence[Tool] = ()
 ) -> list[tuple[str, int]]:
@@ -167,6 +191,7 @@ def result(
     tools: Sequence[Tool] = (),
     *,
     tokens_before: int | None = None,
+    tokens_after: int | None = None,
     details: dict[str, Any] | None = None,
     error: str | None = None,
     cause: BaseException | None = None,
@@ -174,7 +199,8 @@ def result(
     """The ``CompactResult`` of turning ``before`` into ``after``.
 
     ``after=None`` (or a snapshot equal to ``before``) gives ``unchanged``, or ``failed`` when
-    ``error`` is set; the input snapshot itself is returned then.
+    ``error`` is set; the input snapshot itself is returned then. ``tokens_before`` and
+    ``tokens_after``, when given, are the request tokens the caller already counted.
     """
     tokens_before = (
         request_tokens(before, counter, tools) if tokens_before is None else tokens_before
@@ -207,7 +233,9 @@ def result(
         stats=CompactStats(
             compressor=name,
             tokens_before=tokens_before,
-            tokens_after=request_tokens(after, counter, tools),
+            tokens_after=(
+                request_tokens(after, counter, tools) if tokens_after is None else tokens_after
+            ),
             items_before=len(before.items),
             items_after=len(after.items),
             details=details,

@@ -51,12 +51,14 @@ from compactkit.compressors._extract import digest_items, values_in
 from compactkit.compressors._plan import (
     Keep,
     Layout,
+    Measured,
     default_counter,
     newest_groups_keeper,
     request_tokens,
     result,
     split_by_need,
     summary_cap,
+    summary_tokens,
 )
 from compactkit.compressors.masking import mask_output
 from compactkit.compressors.report import FactReport
@@ -172,9 +174,17 @@ class DigestCompressor:
         """``compress``, reading ``originals[call_id]`` instead of a masked output's placeholder
         (a ``LadderCompressor`` passes the outputs its masking step replaced)."""
         snapshot = snapshot_arg(self, snapshot)
+        before = request_tokens(snapshot, self.counter, self.tools)
+        measured = Measured(snapshot, before, Layout.of(snapshot.items))
+        return self._compress_measured(measured, originals)
+
+    def _compress_measured(
+        self, measured: Measured, originals: Mapping[str, FunctionCallOutput]
+    ) -> CompactResult:
+        """``compress_with_originals`` for a snapshot already measured under this compressor's
+        counter and tools (a ``LadderCompressor`` passes what it counted)."""
+        snapshot, layout, before = measured.snapshot, measured.layout, measured.tokens
         counter, target = self.counter, self.target_tokens
-        layout = Layout.of(snapshot.items)
-        before = request_tokens(snapshot, counter, self.tools)
         explicit_keep = self.keep_last_groups is not None or self.keep_tokens is not None
         if target is not None and before <= target and not explicit_keep:
             # Already within the target (as the LLM summary decides): nothing to fold.
@@ -210,14 +220,17 @@ class DigestCompressor:
             cap = max(1, min(cap, target - rest - counter.count_item(summary_message(""))))
         trimmed = merged.trim_to(cap, counter)
         after = snapshot.model_copy(update={"items": tuple(kept), "summary": trimmed.render()})
-        after_tokens = request_tokens(after, counter, self.tools)
+        # The request is the kept items, the summary message and the overhead: the kept part is
+        # counted once, each trim recounts only the summary.
+        kept_tokens = sum(counter.count_item(i) for i in kept) + counter.count_overhead(self.tools)
+        after_tokens = kept_tokens + summary_tokens(after.summary, counter)
         for _attempt in range(4):  # exact: re-trim by what the whole request is still over
             if target is None or after_tokens <= target or trimmed.is_empty:
                 break
             cap = max(1, counter.count_text(trimmed.render()) - (after_tokens - target))
             trimmed = merged.trim_to(cap, counter)
             after = after.model_copy(update={"summary": trimmed.render()})
-            after_tokens = request_tokens(after, counter, self.tools)
+            after_tokens = kept_tokens + summary_tokens(after.summary, counter)
         report = FactReport.compare(
             merged,
             trimmed,
@@ -249,7 +262,14 @@ class DigestCompressor:
                 details=details,
             )
         return result(
-            self.name, snapshot, after, counter, self.tools, tokens_before=before, details=details
+            self.name,
+            snapshot,
+            after,
+            counter,
+            self.tools,
+            tokens_before=before,
+            tokens_after=after_tokens,
+            details=details,
         )
 
     def _keeper(self, layout: Layout) -> Keep:

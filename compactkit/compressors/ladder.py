@@ -27,6 +27,8 @@ from typing import Any
 from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors._args import check_sizes, snapshot_arg
 from compactkit.compressors._plan import (
+    Layout,
+    Measured,
     default_counter,
     irreducible,
     request_tokens,
@@ -118,16 +120,28 @@ class LadderCompressor:
             )
         originals = {i.call_id: i for i in snapshot.items if isinstance(i, FunctionCallOutput)}
         current, tokens = snapshot, before
+        # The default steps count with this ladder's counter and tools: each is handed what was
+        # measured already (the tokens, the layout) instead of measuring the history again.
+        measured: Measured | None = (
+            Measured(snapshot, before, Layout.of(snapshot.items)) if self.steps is None else None
+        )
         used: list[str] = []
         failures: list[tuple[str, str, BaseException | None]] = []
         for step in self.rungs():
             label = str(getattr(step, "name", type(step).__name__))
             try:
-                with_originals = getattr(step, "compress_with_originals", None)
-                if callable(with_originals):
-                    outcome: CompactResult = with_originals(current, originals)
+                outcome: CompactResult
+                if measured is not None and isinstance(step, MaskingCompressor):
+                    outcome, masked = step._compress_measured(measured)
+                elif measured is not None and isinstance(step, DigestCompressor):
+                    outcome, masked = step._compress_measured(measured, originals), None
                 else:
-                    outcome = step.compress(current)
+                    masked = None
+                    with_originals = getattr(step, "compress_with_originals", None)
+                    if callable(with_originals):
+                        outcome = with_originals(current, originals)
+                    else:
+                        outcome = step.compress(current)
             except Exception as exc:  # a step breaking its contract must not lose the input
                 failures.append((label, f"{type(exc).__name__}: {exc}", exc))
                 details["steps"].append({"step": label, "outcome": "failed", "error": str(exc)})
@@ -138,7 +152,14 @@ class LadderCompressor:
                 record["error"] = outcome.error
             elif outcome.changed:
                 current = outcome.snapshot
-                tokens = request_tokens(current, counter, self.tools)
+                counted = outcome.stats.tokens_after
+                if masked is not None:
+                    tokens = masked.tokens
+                elif measured is not None and isinstance(step, DigestCompressor) and counted:
+                    tokens = counted  # the digest counted it with this ladder's counter and tools
+                else:
+                    tokens = request_tokens(current, counter, self.tools)
+                measured = masked
                 used.append(label)
             record["tokens_after"] = tokens
             details["steps"].append(record)
@@ -174,6 +195,7 @@ class LadderCompressor:
             counter,
             self.tools,
             tokens_before=before,
+            tokens_after=tokens,
             details=details,
         )
         if failures:

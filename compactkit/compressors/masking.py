@@ -20,7 +20,13 @@ from dataclasses import dataclass, field
 from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors._args import check_sizes, snapshot_arg
 from compactkit.compressors._facts import last_error
-from compactkit.compressors._plan import Layout, default_counter, request_tokens, result
+from compactkit.compressors._plan import (
+    Layout,
+    Measured,
+    default_counter,
+    request_tokens,
+    result,
+)
 from compactkit.errors import ConfigError
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Tool
 from compactkit.items.snapshot import CompactResult, MemorySnapshot
@@ -102,12 +108,18 @@ class MaskingCompressor:
     def compress(self, snapshot: MemorySnapshot) -> CompactResult:
         """Mask old bulky outputs; never raises for run time."""
         snapshot = snapshot_arg(self, snapshot)
+        before = request_tokens(snapshot, self.counter, self.tools)
+        return self._compress_measured(Measured(snapshot, before, Layout.of(snapshot.items)))[0]
+
+    def _compress_measured(self, measured: Measured) -> tuple[CompactResult, Measured | None]:
+        """``compress`` for a snapshot already measured under this compressor's counter and
+        tools (a ``LadderCompressor`` passes what it counted), with the result measured too
+        (``None`` when unchanged): only the outputs it masks are counted."""
+        snapshot, layout, before = measured.snapshot, measured.layout, measured.tokens
         counter = self.counter
-        layout = Layout.of(snapshot.items)
-        before = request_tokens(snapshot, counter, self.tools)
         newest_unmasked = layout.cut(lambda position, _group: position < self.keep_last_groups)
-        tool_names = {i.call_id: i.name for i in snapshot.items if isinstance(i, FunctionCall)}
-        items = list(snapshot.items)
+        items = list(layout.items)
+        tool_names: dict[str, str] | None = None  # built on the first output to mask
         total = before
         masked: list[str] = []
         for index, group in enumerate(layout.groups[:newest_unmasked]):
@@ -122,6 +134,10 @@ class MaskingCompressor:
                 tokens = counter.count_item(item)
                 if tokens <= self.min_tokens:
                     continue
+                if tool_names is None:
+                    tool_names = {
+                        i.call_id: i.name for i in layout.items if isinstance(i, FunctionCall)
+                    }
                 placeholder = mask_output(item, tool=tool_names.get(item.call_id), tokens=tokens)
                 saving = tokens - counter.count_item(placeholder)
                 if saving <= 0:
@@ -133,7 +149,28 @@ class MaskingCompressor:
         if self.target_tokens is not None:
             details["target_tokens"] = self.target_tokens
             details["target_met"] = total <= self.target_tokens
-        after = snapshot.model_copy(update={"items": tuple(items)}) if masked else None
-        return result(
-            self.name, snapshot, after, counter, self.tools, tokens_before=before, details=details
+        if not masked:
+            done = result(
+                self.name,
+                snapshot,
+                None,
+                counter,
+                self.tools,
+                tokens_before=before,
+                details=details,
+            )
+            return done, None
+        after = snapshot.model_copy(update={"items": tuple(items)})
+        # Exact: a request's tokens are the sum of its items' (plus the fixed overhead), and
+        # each placeholder changed the sum by its saving.
+        done = result(
+            self.name,
+            snapshot,
+            after,
+            counter,
+            self.tools,
+            tokens_before=before,
+            tokens_after=total,
+            details=details,
         )
+        return done, Measured(after, total, layout.with_items(after.items))
