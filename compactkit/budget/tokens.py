@@ -25,6 +25,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import islice
+from operator import itemgetter
 from typing import Protocol, runtime_checkable
 
 from compactkit.budget._encodings import get_encoding, text_counts
@@ -117,7 +119,18 @@ class _BaseCounter(ABC):
 
     def count_item(self, item: Item) -> int:
         """Tokens one item adds to a request (cached per item object; items are immutable)."""
+        entry = self._cache.get(id(item))  # the hit inlined: it runs for every item, every turn
+        if entry is not None and entry[0] is item:
+            return entry[1]
         return self._priced(item)[0]
+
+    def count_items(self, items: Iterable[Item]) -> int:
+        """``sum(count_item(item) for item in items)``; a loop in C when every item is cached
+        (a cache entry holds its item, so an id found there is that item's)."""
+        try:
+            return sum(map(_tokens_of, map(self._cache.__getitem__, map(id, items))))
+        except KeyError:
+            return sum(map(self.count_item, items))
 
     def _priced(self, item: Item) -> tuple[int, str | None]:
         entry = self._cache.get(id(item))
@@ -129,7 +142,9 @@ class _BaseCounter(ABC):
             _check_item(item)  # a dict, a string, an SDK object: say how to convert it
             raise
         if len(self._cache) >= self._cache_limit:
-            del self._cache[next(iter(self._cache))]
+            # The oldest eighth at once: deleting one key per insert would rescan the holes
+            # earlier deletions left at the front of the dict, on every insert.
+            self._cache = dict(islice(self._cache.items(), self._cache_limit // 8, None))
         self._cache[id(item)] = (item, tokens, reason)
         return tokens, reason
 
@@ -399,6 +414,9 @@ class EstimateCounter(_BaseCounter):
 
     def _tools_approximation(self, tools: Sequence[Tool]) -> list[str]:
         return ["no local tokenizer for this model: character-based estimate"] if tools else []
+
+
+_tokens_of = itemgetter(1)
 
 
 def counter_for(model: str, *, registry: ProfileRegistry | None = None) -> TokenCounter:

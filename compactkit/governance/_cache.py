@@ -30,11 +30,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from operator import is_
 from typing import Any, TypeAlias
 
 from compactkit.budget.profile import Budget
 from compactkit.budget.tokens import TokenCounter
 from compactkit.errors import BudgetError, ConfigError
+from compactkit.governance._incremental import sum_counts
 from compactkit.items import FunctionCallOutput, Item, Message, Tool
 from compactkit.items.groups import group_items
 from compactkit.items.snapshot import MemorySnapshot
@@ -189,7 +191,7 @@ class StablePrefix:
         if groups and groups[-1].kind == "orphan":
             return None
         count = self._counter.count_item
-        tokens = prompt.tokens + sum(count(item) for item in new)
+        tokens = prompt.tokens + sum(map(count, new))
         if tokens > budget:
             return None
         if not new:
@@ -261,7 +263,6 @@ class PrefixTracker:
         tools = tuple(tools)
         overhead, schema = self._overhead(counter, tools)
         own = max(0, tokens - overhead)  # the items alone
-        count = counter.count_item
         with self._lock:
             best, best_tokens, best_length = None, 0, 0
             for position, (seen_counter, seen_tools, seen, seen_tokens) in enumerate(self._entries):
@@ -274,9 +275,9 @@ class PrefixTracker:
                     if length <= best_length:
                         continue
                     if length <= len(seen) - length:
-                        shared = sum(count(item) for item in items[:length])
+                        shared = sum_counts(counter, items[:length])
                     else:  # count the shorter side: the previous prompt minus its changed end
-                        shared = seen_tokens - sum(count(item) for item in seen[length:])
+                        shared = seen_tokens - sum_counts(counter, seen[length:])
                 if best is None or length > best_length:
                     best, best_tokens, best_length = position, shared, length
                     if length == len(seen):
@@ -291,7 +292,7 @@ class PrefixTracker:
 
     def _overhead(self, counter: TokenCounter, tools: tuple[Tool, ...]) -> tuple[int, int]:
         """``(request overhead, tool schema tokens)``: the overhead includes reply priming."""
-        key = (id(counter), tuple(id(tool) for tool in tools))
+        key = (id(counter), tuple(map(id, tools)))
         entry = self._overheads.get(key)
         if entry is None or entry[0] is not counter or not _same_tools(entry[1], tools):
             total = counter.count_overhead(tools)
@@ -314,24 +315,24 @@ def _extends(items: Sequence[Item], seen: Sequence[Item]) -> bool:
 
 
 def _common(items: Sequence[Item], seen: Sequence[Item]) -> int:
-    """The length of the common prefix of ``items`` and ``seen``: C-speed comparisons of
-    slices growing from the start (so a short common prefix, a sliding window's, costs little),
-    then a binary search inside the first slice that differs. O(prefix) pointer checks."""
+    """The length of the common prefix of ``items`` and ``seen``.
+
+    Identity checks in C over chunks growing from the start (so a short common prefix, a
+    sliding window's, costs little), and an equality check only where two items are different
+    objects: O(prefix) pointer checks and one ``==`` per pair of distinct objects.
+    """
     a, b = tuple(items), tuple(seen)
     low, limit, step = 0, min(len(a), len(b)), 8  # a[:low] == b[:low]
     while low < limit:
         high = min(limit, low + step)
-        if a[low:high] != b[low:high]:
-            break
-        low, step = high, step * 2
-    else:
-        return low
-    while low < high:  # the answer is in [low, high)
-        middle = (low + high + 1) // 2
-        if a[low:middle] == b[low:middle]:
-            low = middle
-        else:
-            high = middle - 1
+        same = list(map(is_, a[low:high], b[low:high]))
+        if all(same):
+            low, step = high, step * 2
+            continue
+        low += same.index(False)
+        if a[low] != b[low]:
+            return low
+        low, step = low + 1, 8  # equal but not identical (a copy): go on from there
     return low
 
 
@@ -344,7 +345,9 @@ def _same(a: Instructions, b: Instructions) -> bool:
 
 
 def _same_tools(a: Sequence[Tool], b: Sequence[Tool]) -> bool:
-    return len(a) == len(b) and all(x is y or x == y for x, y in zip(a, b, strict=True))
+    if len(a) != len(b):
+        return False
+    return all(map(is_, a, b)) or all(x is y or x == y for x, y in zip(a, b, strict=True))
 
 
 def _ends_with(prompt: Sequence[Item], last: Item) -> bool:

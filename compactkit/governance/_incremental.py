@@ -8,14 +8,23 @@ the new tail, once ``extends`` confirms that the old items are still there uncha
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from compactkit.budget.tokens import TokenCounter
 from compactkit.items import Item, Message, Role, Tool
 from compactkit.items.snapshot import summary_message
 from compactkit.items.view import same_history
 
-__all__ = ["ItemsTally", "MessageCache", "OverheadCache", "extends"]
+__all__ = ["ItemsTally", "MessageCache", "OverheadCache", "extends", "sum_counts"]
+
+
+def sum_counts(counter: TokenCounter, items: Iterable[Item]) -> int:
+    """The summed ``count_item`` of ``items``: compactkit's counters sum cached items in C
+    (``count_items``); any other counter item by item."""
+    fast = getattr(counter, "count_items", None)
+    if fast is not None:
+        return int(fast(items))
+    return sum(map(counter.count_item, items))
 
 
 def extends(items: Sequence[Item], seen: Sequence[Item]) -> bool:
@@ -74,15 +83,14 @@ class ItemsTally:
 
     def __call__(self, counter: TokenCounter, items: Sequence[Item]) -> int:
         """The summed item tokens of ``items``."""
-        count = counter.count_item
         with self._lock:
             for position, (seen_counter, seen, total) in enumerate(self._entries):
                 if seen_counter is counter and (seen is items or extends(items, seen)):
-                    total += sum(count(item) for item in items[len(seen) :])
+                    total += sum_counts(counter, items[len(seen) :])
                     del self._entries[position]
                     break
             else:
-                total = sum(count(item) for item in items)
+                total = sum_counts(counter, items)
             self._entries.insert(0, (counter, items, total))
             del self._entries[self._size :]
             return total

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Literal
 
 from compactkit.budget.tokens import TokenCounter
@@ -49,6 +50,9 @@ class View:
     change, so a group is measured once, not once per turn)."""
     sums: Sums
     """Running totals over the measured closed groups, shared like ``measured``."""
+    open: dict[int, Piece]
+    """The last measurement of the open last group, by index, shared like ``measured``: the
+    next turns reuse it while that group is unchanged, and when it closes as it was."""
 
     @property
     def n_groups(self) -> int:
@@ -87,6 +91,7 @@ class _Index:
         self.tail_pinned = False
         self.measured: dict[int, Piece] = {}
         self.sums = Sums()
+        self.open: dict[int, Piece] = {}
         self.view = self._view()
 
     def update(self, items: Sequence[Item]) -> View:
@@ -137,6 +142,7 @@ class _Index:
             last_user,
             self.measured,
             self.sums,
+            self.open,
         )
 
 
@@ -219,8 +225,8 @@ class Masker:
         if entry is not None and entry[0] is output:
             return entry[1]
         placeholder = mask_output(output, tool=tool, tokens=tokens)
-        if len(self._cache) >= self._limit:
-            del self._cache[next(iter(self._cache))]
+        if len(self._cache) >= self._limit:  # the oldest eighth at once (see TokenCounter)
+            self._cache = dict(islice(self._cache.items(), self._limit // 8, None))
         self._cache[id(output)] = (output, placeholder)
         return placeholder
 
@@ -264,11 +270,28 @@ class Pieces:
         if index < view.n_closed:
             piece = view.measured.get(index)
             if piece is None:
-                piece = view.measured[index] = self._measure(index)
+                piece = view.measured[index] = self._reused(index) or self._measure(index)
             return piece
         if self._tail is None:
-            self._tail = self._measure(index)
+            self._tail = self._reused(index)
+            if self._tail is None:
+                self._tail = self._measure(index)
+                view.open.clear()
+                view.open[index] = self._tail
         return self._tail
+
+    def _reused(self, index: int) -> Piece | None:
+        """The open group's last measurement, when it still holds: the same items (views of one
+        history hold the same objects at the same positions) and, for a group now closed, no
+        call still waiting for its output (a closed group's missing outputs are a problem)."""
+        view = self._view
+        piece = view.open.get(index)
+        if piece is None:
+            return None
+        group = view.group(index)
+        if piece.group != group or (group.pending and index < view.n_groups - 1):
+            return None
+        return piece
 
     def _measure(self, index: int) -> Piece:
         view = self._view

@@ -257,7 +257,7 @@ class ContextProjector:
         head = [*self._instructions(instructions), *snapshot.items[: view.lead]]
         if snapshot.summary:
             head.append(self._messages.get(self.summary_role, snapshot.summary, summary=True))
-        fixed = sum(count(item) for item in head) + self._overhead(self.counter, tools)
+        fixed = sum(map(count, head)) + self._overhead(self.counter, tools)
         pieces = Pieces(view, self.counter, self._masker, self.mask_threshold, self.validate)
         sums = pieces.catch_up()
         required = view.required()
