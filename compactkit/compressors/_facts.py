@@ -78,9 +78,42 @@ def limited(found: list[str], limit: int = 10) -> list[str]:
     return found[:limit] if len(found) <= limit else found[: limit - 1] + found[-1:]
 
 
+# At least one of these is in every line ``_ERROR_LINE`` matches (one per alternative, the
+# prefixes the scan strips never add one) and in a traceback's header: a text holding none of
+# them has no error line and is not read line by line. Most tool output (file contents,
+# listings) holds none, and a substring test costs far less than two matches per line.
+_ERROR_HINTS = (
+    "rror",  # error, Error, …Error
+    "ERROR",
+    "FAILED",
+    "ERR!",
+    "Exception",
+    "Exit",
+    "Interrupt",
+    "fatal",
+    "FATAL",
+    "HTTP",
+    "***",
+    "panic: ",
+    "not found",
+    "No such file or directory",
+    "Permission denied",
+    "Segmentation fault",
+    _TRACEBACK,
+)
+_LINT_HINT = re.compile(r":\d+:\d+: [A-Z]")  # flake8, ruff, pylint: path:line:col: CODE
+
+
 def error_lines(text: str) -> list[str]:
     """Every error string in ``text`` (``errors_in`` without its limit), so that a caller
     needing the errors, the last error and the outcome of one output reads it once."""
+    if not any(hint in text for hint in _ERROR_HINTS) and not _LINT_HINT.search(text):
+        return []
+    return _scan_errors(text)
+
+
+def _scan_errors(text: str) -> list[str]:
+    """``error_lines``, line by line."""
     found: list[str] = []
     lines = text.splitlines()
     in_traceback = False

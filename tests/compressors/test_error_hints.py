@@ -1,0 +1,88 @@
+"""The digest and masking skip reading a tool output line by line when it holds none of the
+words every error line has: the error lines found are exactly those of the line-by-line scan."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compactkit.compressors import _facts as facts
+
+# One error line per kind the scan recognises, and text that only looks close to one.
+ERROR_LINES = [
+    "FAILED tests/test_api.py::test_get - assert 1 == 2",
+    "ERROR tests/test_config.py",
+    "error[E0308]: mismatched types",
+    "src/app.py:12: error: Incompatible return value type",
+    "src/app.py:12:5: fatal error: stdio.h missing",
+    "src/app.ts(3,7): error TS2322: Type 'string' is not assignable",
+    "src/app.py:1:1: F401 'os' imported but unused",
+    "12:5  error  'x' is defined but never used",
+    "KeyError: 'user_id'",
+    "SystemExit: 2",
+    "KeyboardInterrupt:",
+    "Exception in thread main java.lang.NullPointerException",
+    "Binder Error: column not found",
+    "HTTP/1.1 503 Service Unavailable",
+    "Error: Cannot find module 'left-pad'",
+    "fatal: not a git repository",
+    "FATAL: role does not exist",
+    "npm ERR! code ENOENT",
+    "make: *** [all] Error 1",
+    "panic: runtime error: index out of range",
+    "bash: pyest: command not found",
+    "cat: x: No such file or directory",
+    "open: Permission denied",
+    "sh: 1: pyest: not found",
+    "Segmentation fault (core dumped)",
+    "E   AssertionError: 3 != 5",
+    "Traceback (most recent call last):",
+    '  File "app.py", line 1, in <module>',
+    "ValueError: bad value",
+]
+NEAR_MISSES = [
+    "line 3: value_3 = compute(3, retries=3)",
+    "# src/m12.py",
+    "errors: 0",
+    "no problems found",
+    "exit code 0",
+    "panic mode off",
+    "HTTP 200 OK",
+    "src/app.py:1:1 ok",
+    "name  value  notes",
+    "2024-05-01T10:00:00.1234567Z collecting ...",
+    "test (3.10)\tRun tests\t",
+    "",
+    "    indented",
+]
+PREFIXES = ["", "test (3.10)  Run tests  ", "2024-05-01T10:00:00.1234567Z ", "E   ", "  "]
+
+line = st.one_of(
+    st.sampled_from(ERROR_LINES),
+    st.sampled_from(NEAR_MISSES),
+    st.builds(lambda p, x: p + x, st.sampled_from(PREFIXES), st.sampled_from(ERROR_LINES)),
+    st.text(st.sampled_from("aeErTFx:*!. \t0123\x85\u2028"), max_size=30),
+)
+
+
+@settings(deadline=None, max_examples=400)
+@given(st.lists(line, max_size=12), st.sampled_from(["\n", "\r\n", "\n\n"]))
+def test_skipping_outputs_without_error_words_finds_the_same_errors(
+    lines: list[str], newline: str
+) -> None:
+    text = newline.join(lines)
+    assert facts.error_lines(text) == facts._scan_errors(text)
+
+
+def test_every_kind_of_error_line_is_found_on_its_own() -> None:
+    for text in ERROR_LINES:
+        if text.startswith(("Traceback", "  File")):
+            continue
+        assert facts.error_lines(text), text
+        assert facts.error_lines(text) == facts._scan_errors(text)
+
+
+def test_file_contents_without_error_words_have_no_errors() -> None:
+    output = "# src/m1.py\n" + "".join(f"line {n}: value_{n} = compute({n})\n" for n in range(10))
+    assert facts.error_lines(output) == [] == facts._scan_errors(output)
+    assert facts.last_error(output) is None
