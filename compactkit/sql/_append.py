@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from sqlalchemy import Engine
@@ -25,7 +25,7 @@ from sqlalchemy import Engine
 from compactkit.items import FunctionCall, FunctionCallOutput, Item
 from compactkit.memory._rules import CallIndex, assign_seqs
 from compactkit.sql._engine import RawCursor
-from compactkit.sql._rows import _ACTIVE, _call_key, _now, _payloads, _seq
+from compactkit.sql._rows import _ACTIVE, _call_key, _now, _payloads
 from compactkit.sql._schema import Tables
 
 __all__ = ["AppendSQL", "Appended"]
@@ -66,10 +66,11 @@ class AppendSQL:
         self._calls = f"SELECT kind, call_id FROM {i} WHERE session_id = ? AND call_id IN "
         self._insert = f"INSERT INTO {i} ({_COLUMNS}) VALUES ({', '.join('?' * 12)})"
         when = t.sessions.c.created_at.type.dialect_impl(dialect)
-        self._bind_time: Callable[[Any], Any] = when.bind_processor(dialect) or _same
+        self._bind_time: Callable[[Any], Any] = _fast_twin(when.bind_processor(dialect))
         self._read_time: Callable[[Any], Any] = when.result_processor(dialect, None) or _same
         pinned = t.items.c.pinned.type.dialect_impl(dialect)
         self._bind_bool: Callable[[Any], Any] = pinned.bind_processor(dialect) or _same
+        self._last_created: tuple[Any, datetime] | None = None
 
     def append(
         self,
@@ -84,50 +85,61 @@ class AppendSQL:
         Raises:
             ConfigError: the call-index check refused the batch (roll back: nothing stored).
         """
+        count = len(items)
         now = self._bind_time(_now())
-        found = cursor.execute(self._bump, (len(items), now, session_id)).fetchone()
+        found = cursor.execute(self._bump, (count, now, session_id)).fetchone()
         if found is None:  # the session's first write
             cursor.execute(self._create, (session_id, now, now))
-            found = cursor.execute(self._bump, (len(items), now, session_id)).fetchone()
+            found = cursor.execute(self._bump, (count, now, session_id)).fetchone()
         version, window_version, next_seq, created_at = found
-        self._index(cursor, session_id, items).check(items, accept_unknown=accept_unknown)
-        stored, end = assign_seqs(items, next_seq - len(items))
+        calls = [item for item in items if isinstance(item, (FunctionCall, FunctionCallOutput))]
+        if calls:  # only calls and outputs have anything to check
+            self._index(cursor, session_id, calls).check(items, accept_unknown=accept_unknown)
+        stored, end = assign_seqs(items, next_seq - count)
         assert end == next_seq
-        pin = self._bind_bool
-        cursor.executemany(
-            self._insert,
-            [
-                (
-                    session_id,
-                    _seq(item),
-                    item.type,
-                    _call_key(item.call_id)
-                    if isinstance(item, (FunctionCall, FunctionCallOutput))
-                    else None,
-                    payload,
-                    None,
-                    pin(item.pinned),
-                    _ACTIVE,
-                    _seq(item),
-                    None,
-                    None,
-                    now,
-                )
-                for item, payload in zip(stored, _payloads(stored), strict=True)
-            ],
-        )
-        return Appended(stored, version, window_version, next_seq, self._read_time(created_at))
+        rows = [
+            self._row(session_id, item, payload, now)
+            for item, payload in zip(stored, _payloads(stored), strict=True)
+        ]
+        if count == 1:  # the usual append; executemany prepares more
+            cursor.execute(self._insert, rows[0])
+        else:
+            cursor.executemany(self._insert, rows)
+        return Appended(stored, version, window_version, next_seq, self._created(created_at))
 
-    def _index(self, cursor: RawCursor, session_id: str, items: Sequence[Item]) -> CallIndex:
-        """The stored calls and outputs sharing a call id with ``items`` (index lookups)."""
-        keys = {
-            _call_key(item.call_id): item.call_id
-            for item in items
-            if isinstance(item, (FunctionCall, FunctionCallOutput))
-        }
+    def _row(self, session_id: str, item: Item, payload: str, now: Any) -> tuple[Any, ...]:
+        call_id = item.call_id if isinstance(item, (FunctionCall, FunctionCallOutput)) else None
+        return (
+            session_id,
+            item.seq,
+            item.type,
+            None if call_id is None else _call_key(call_id),
+            payload,
+            None,
+            self._bind_bool(item.pinned),
+            _ACTIVE,
+            item.seq,
+            None,
+            None,
+            now,
+        )
+
+    def _created(self, stored: Any) -> datetime:
+        """The session's ``created_at`` as read; the last one is kept, since a session's
+        never changes and parsing the text costs a tenth of the append's Python."""
+        last = self._last_created
+        if last is not None and last[0] == stored:
+            return last[1]
+        parsed: datetime = self._read_time(stored)
+        self._last_created = (stored, parsed)
+        return parsed
+
+    def _index(
+        self, cursor: RawCursor, session_id: str, calls: Sequence[FunctionCall | FunctionCallOutput]
+    ) -> CallIndex:
+        """The stored calls and outputs sharing a call id with ``calls`` (index lookups)."""
+        keys = {_call_key(item.call_id): item.call_id for item in calls}
         index = CallIndex()
-        if not keys:
-            return index
         marks = ", ".join("?" * len(keys))
         rows = cursor.execute(f"{self._calls}({marks})", (session_id, *keys)).fetchall()
         for kind, key in rows:
@@ -137,3 +149,24 @@ class AppendSQL:
 
 def _same(value: Any) -> Any:
     return value
+
+
+def _sqlite_time(value: datetime) -> str:
+    # SQLAlchemy's SQLite DATETIME text, "YYYY-MM-DD HH:MM:SS.ffffff", in one C call (its own
+    # formatting costs a tenth of an append's Python).
+    return value.isoformat(" ", "microseconds")[:26]
+
+
+def _fast_twin(bind: Callable[[Any], Any] | None) -> Callable[[Any], Any]:
+    """``bind`` (a dialect's datetime conversion), or a faster function known to give the
+    same text for the aware UTC datetimes appends store."""
+    if bind is None:
+        return _same
+    probes = [
+        _now(),
+        datetime(2031, 1, 2, 3, 4, 5, tzinfo=timezone.utc),
+        _now().replace(microsecond=0),
+    ]
+    if all(_sqlite_time(probe) == bind(probe) for probe in probes):
+        return _sqlite_time
+    return bind

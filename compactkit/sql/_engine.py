@@ -24,21 +24,22 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event, make_url
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.pool import Pool, PoolProxiedConnection, QueuePool, StaticPool
 
 from compactkit.errors import ConfigError, StorageError
 from compactkit.sql._schema import Tables, migrate, verify
 
 __all__ = [
     "RawCursor",
+    "RawWriter",
     "connect",
-    "raw_write",
+    "raw_writer",
     "read_transaction",
     "single_statement",
     "storage_errors",
@@ -126,6 +127,8 @@ def _engine(url: str | URL) -> Engine:
 def _dispose_after_fork() -> None:
     for engine in list(_engines.values()):
         engine.dispose(close=False)  # the parent's connections stay the parent's
+    for held in list(_held.values()):
+        held.forget()
 
 
 if hasattr(os, "register_at_fork"):  # POSIX; Windows has no fork
@@ -167,49 +170,159 @@ class RawCursor:
         self._cursor.executemany(sql if self._qmark else sql.replace("?", "%s"), rows)
 
 
-def raw_write(engine: Engine, failure: str, work: Callable[[RawCursor], _T]) -> _T:
-    """``work(cursor)`` in a write transaction on the driver's own connection (the append hot
-    path); its result.
+class RawWriter:
+    """Runs ``work(cursor)`` in a write transaction on the driver's own connection (the append
+    hot path) and returns its result.
 
     The same transaction as ``write_transaction`` (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL:
     ``work``'s first ``UPDATE`` of the session row locks it), committed when ``work`` returns
     and rolled back on any exception, without SQLAlchemy's per-statement work: an append is a
-    few fixed statements, and building them each time cost more than the commit. A plain
-    function, not a context manager, because every microsecond here is paid per agent step.
+    few fixed statements, and building them each time cost more than the commit. A plain call,
+    not a context manager, because every microsecond here is paid per agent step.
+
+    This one checks a connection out of the engine's pool for each write (PostgreSQL, and
+    SQLite engines whose pool is not a ``QueuePool``: in-memory databases, ``NullPool``).
     """
-    lock = _one_at_a_time.get(engine)
-    if lock is not None:
-        with lock:
-            return _raw_write(engine, failure, work)
-    return _raw_write(engine, failure, work)
 
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._sqlite = engine.dialect.name == "sqlite"
+        self._errors: type[Exception] = engine.dialect.loaded_dbapi.Error
 
-def _raw_write(engine: Engine, failure: str, work: Callable[[RawCursor], _T]) -> _T:
-    try:
-        raw = engine.raw_connection()
-    except SQLAlchemyError as exc:
-        raise StorageError(f"{failure}: {_reason(exc)}") from exc
-    try:
-        dbapi: Any = raw.driver_connection
-        sqlite = engine.dialect.name == "sqlite"
+    def __call__(self, failure: str, work: Callable[[RawCursor], _T]) -> _T:
+        lock = _one_at_a_time.get(self._engine)
+        if lock is not None:
+            with lock:
+                return self._write(failure, work)
+        return self._write(failure, work)
+
+    def _write(self, failure: str, work: Callable[[RawCursor], _T]) -> _T:
         try:
-            if sqlite:
+            raw = self._engine.raw_connection()
+        except SQLAlchemyError as exc:
+            raise StorageError(f"{failure}: {_reason(exc)}") from exc
+        try:
+            dbapi: Any = raw.driver_connection
+            if self._sqlite:
                 _prepare_sqlite(dbapi, raw.info)
-                dbapi.execute("BEGIN IMMEDIATE")
-            cursor = dbapi.cursor()
+            return _transaction(dbapi, self._sqlite, self._errors, failure, work)
+        finally:
+            raw.close()
+
+
+class _HeldWriter(RawWriter):
+    """The writer of an SQLite file: one connection per engine and process, held out of the
+    pool and shared by the process's threads in turn.
+
+    A pool checkout and return cost a sixth of a whole append, and SQLite takes one writer at
+    a time anyway, so the threads of a process queue on a lock here rather than in SQLite's
+    busy handler (which sleeps in steps of milliseconds); the connection's page cache also
+    stays warm, since no other connection of this process writes between two appends.
+    Writes of other processes, and this process's other transactions (compactions, reads),
+    still meet it at SQLite's locks as before. ``engine.dispose()`` makes the next append
+    close it and take a new one; a forked child never uses (or closes) its parent's.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(engine)
+        self._held = _held_connection(engine)
+
+    def __call__(self, failure: str, work: Callable[[RawCursor], _T]) -> _T:
+        held = self._held
+        with held.lock:
+            dbapi = held.connection(self._engine, failure)
             try:
-                done = work(RawCursor(cursor, qmark=sqlite))
-            finally:
-                cursor.close()
-            dbapi.commit()
-            return done
-        except BaseException as exc:
-            dbapi.rollback()
-            if isinstance(exc, engine.dialect.loaded_dbapi.Error):
-                raise StorageError(f"{failure}: {_reason(exc)}") from exc
-            raise
-    finally:
-        raw.close()
+                return _transaction(dbapi, True, self._errors, failure, work)
+            except BaseException:
+                if dbapi.in_transaction:  # the rollback failed: never reuse the connection
+                    held.close()
+                raise
+
+
+class _Held:
+    """An SQLite connection held out of its engine's pool, with the lock its users queue on."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self._pool: Pool | None = None
+        self._raw: PoolProxiedConnection | None = None
+        self._dbapi: Any = None
+
+    def connection(self, engine: Engine, failure: str) -> Any:
+        """The driver connection (call under ``lock``); a new one after ``engine.dispose()``."""
+        if self._raw is not None and self._pool is engine.pool:
+            return self._dbapi
+        self.close()
+        try:
+            raw = engine.raw_connection()
+            dbapi = raw.driver_connection
+            raw.detach()  # the pool forgets it: it is ours to keep, and to close
+        except SQLAlchemyError as exc:
+            raise StorageError(f"{failure}: {_reason(exc)}") from exc
+        _prepare_sqlite(dbapi, raw.info)
+        self._pool, self._raw, self._dbapi = engine.pool, raw, dbapi
+        return dbapi
+
+    def close(self) -> None:
+        """Close the connection (call under ``lock``); the next write opens another."""
+        raw, self._raw, self._dbapi, self._pool = self._raw, None, None, None
+        if raw is not None:
+            with suppress(Exception):  # closing a connection that already failed
+                raw.close()
+
+    def forget(self) -> None:
+        """In a forked child: drop the parent's connection without closing it (SQLite
+        connections must never cross a fork) and start with a lock nobody holds."""
+        if self._raw is not None:
+            _inherited.append(self._raw)
+        self._raw, self._dbapi, self._pool = None, None, None
+        self.lock = threading.Lock()
+
+
+_held: weakref.WeakKeyDictionary[Engine, _Held] = weakref.WeakKeyDictionary()
+_inherited: list[PoolProxiedConnection] = []  # a forked child's copies of its parent's, unused
+
+
+def _held_connection(engine: Engine) -> _Held:
+    with _lock:
+        found = _held.get(engine)
+        if found is None:
+            found = _held[engine] = _Held()
+        return found
+
+
+def raw_writer(engine: Engine) -> RawWriter:
+    """The append path's writer for ``engine``: on an SQLite file with a connection pool, one
+    connection held for the process's appends; otherwise a pool checkout per write."""
+    url = engine.url
+    memory = (url.database or ":memory:") == ":memory:" or url.query.get("mode") == "memory"
+    if engine.dialect.name == "sqlite" and isinstance(engine.pool, QueuePool) and not memory:
+        return _HeldWriter(engine)
+    return RawWriter(engine)
+
+
+def _transaction(
+    dbapi: Any,
+    sqlite: bool,
+    errors: type[Exception],
+    failure: str,
+    work: Callable[[RawCursor], _T],
+) -> _T:
+    try:
+        if sqlite:
+            dbapi.execute("BEGIN IMMEDIATE")
+        cursor = dbapi.cursor()
+        try:
+            done = work(RawCursor(cursor, qmark=sqlite))
+        finally:
+            cursor.close()
+        dbapi.commit()
+        return done
+    except BaseException as exc:
+        dbapi.rollback()
+        if isinstance(exc, errors):
+            raise StorageError(f"{failure}: {_reason(exc)}") from exc
+        raise
 
 
 @contextmanager

@@ -22,7 +22,7 @@ from compactkit.errors import StorageError
 from compactkit.items import ITEMS_ADAPTER, FunctionCall, FunctionCallOutput, Item
 from compactkit.memory._rules import CallIndex, Lineage
 from compactkit.sql._append import AppendSQL
-from compactkit.sql._engine import read_transaction, single_statement
+from compactkit.sql._engine import RawWriter, raw_writer, read_transaction, single_statement
 from compactkit.sql._rows import (
     _ACTIVE,
     _ARCHIVED,
@@ -49,6 +49,8 @@ class SQLSession:
     _window: _Window | None
     _lineage: Lineage
     _appends: AppendSQL
+    _raw_write: RawWriter
+    _write_failure: str
     accept_unknown_call_ids: bool
 
     def _open(self, t: Tables, engine: Engine, session_id: str) -> None:
@@ -59,6 +61,8 @@ class SQLSession:
         self._window = None
         self._lineage = Lineage()
         self._appends = AppendSQL(t, engine)
+        self._raw_write = raw_writer(engine)
+        self._write_failure = f"cannot write session {session_id!r}"
 
     def _lock_row(self, conn: Connection) -> _Row:
         """Lock the session's row for this transaction, creating it if missing, and read it."""

@@ -11,7 +11,7 @@ from sqlalchemy import delete, insert, select, update
 from compactkit.items import Item
 from compactkit.items.snapshot import MemorySnapshot
 from compactkit.memory._rules import not_active_error, plan_restore, require_seq
-from compactkit.sql._engine import raw_write, write_transaction
+from compactkit.sql._engine import write_transaction
 from compactkit.sql._reads import SQLSession
 from compactkit.sql._rows import (
     _ACTIVE,
@@ -32,9 +32,8 @@ class Writes(SQLSession):
 
     def _append(self, items: Sequence[Item]) -> None:
         appends, session_id, accept = self._appends, self._session_id, self.accept_unknown_call_ids
-        done = raw_write(
-            self._engine,
-            f"cannot write session {session_id!r}",
+        done = self._raw_write(
+            self._write_failure,
             lambda cursor: appends.append(cursor, session_id, items, accept_unknown=accept),
         )
         with self._lock:  # extend the cache only if it held exactly the version we appended to
