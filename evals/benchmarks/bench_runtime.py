@@ -108,6 +108,7 @@ class Compactkit:
 
         client.chat.completions.create = self.timer.wrap(create)  # type: ignore[method-assign]
         self.compacted = 0
+        self.compaction_turns: list[int] = []  # the turns in which a compaction was applied
         self.agent = Agent(
             model, client, tools=[self.timer.wrap(read)], max_steps=100, on_event=self._count
         )
@@ -142,7 +143,10 @@ class Compactkit:
             self.compacted += 1
 
     def turn(self, n: int) -> None:
+        before = self.compacted
         self.session.run(f"turn {n}: read the next modules")
+        if self.compacted != before:
+            self.compaction_turns.append(n)
 
 
 def _fill_memory(session: RunnableSession, history: list[tuple[str, str]]) -> None:
@@ -386,6 +390,21 @@ def main() -> None:
         }
         if isinstance(loop, Compactkit):
             entry["compactions"] = loop.compacted
+            # Where the session's cost goes: the turns that compacted (ms per turn), by half.
+            turn_ms = {n: round(costs[n] * STEPS_PER_TURN * 1e3, 1) for n in loop.compaction_turns}
+            entry["compaction_turn_ms"] = {
+                "first_half": [ms for n, ms in turn_ms.items() if n < half],
+                "last_half": [ms for n, ms in turn_ms.items() if n >= half],
+            }
+            entry["other_turn_ms_median"] = [
+                round(
+                    statistics.median(c for n, c in enumerate(part, start) if n not in turn_ms)
+                    * STEPS_PER_TURN
+                    * 1e3,
+                    2,
+                )
+                for start, part in ((0, costs[:half]), (half, costs[half:]))
+            ]
         if isinstance(loop, LangChain):
             entry["compactions"] = loop.state["summaries"]
         results["session"][kind.name] = entry
@@ -410,6 +429,13 @@ def main() -> None:
     ck = results["session"]["compactkit"]
     for name, entry in results["session"].items():
         extra = f", {entry['compactions']} compactions" if "compactions" in entry else ""
+        if "compaction_turn_ms" in entry:
+            first_ms, last_ms = entry["compaction_turn_ms"].values()
+            other = entry["other_turn_ms_median"]
+            extra += (
+                f" (turns that compacted, ms: first half {first_ms}, last half {last_ms}; "
+                f"other turns' median {other[0]} / {other[1]} ms)"
+            )
         ratio = "" if name == "compactkit" else f" ({entry['total_s'] / ck['total_s']:.1f}x)"
         print(
             f"  {name:<14} {entry['total_s']:7.2f} s{ratio}, {entry['per_step_us']:,.0f} µs/step, "
