@@ -27,7 +27,7 @@ from compactkit.items.snapshot import is_summary_message, leading_instructions
 __all__ = ["Mask", "Masker", "Piece", "Pieces", "View", "ViewCache"]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: built every turn, and frozen init costs more
 class View:
     """The structure of one items tuple: leading instructions, groups, pins, latest user input.
 

@@ -72,9 +72,14 @@ def render_window(
             if not any(begin <= positions[k] < end for begin, end in repaired)
         ]
     spans.sort(key=_span_start)
-    closed_end = next((p.group.start for p, _ in own if p.group.stop == len(items)), len(items))
+    n = len(items)
+    closed_end = n  # where the closed groups end: before an open last group sent as its own
+    for piece, _ in own:
+        if piece.group.stop == n:
+            closed_end = piece.group.start
+            break
     rendered, base, at = sums.rendered, sums.base, first
-    sent = len(items) - first
+    sent = n - first
     for begin, end, replacement in spans:
         out.extend(rendered[at - base : begin - base])
         if replacement is None:

@@ -208,7 +208,8 @@ def window_start(
     ``tail`` is the tokens of the last group when it is still open (``None`` when there is
     none); ``required`` maps the groups counted already (pinned, latest user input, pending
     calls) to their tokens: they never stop the fill. The tokens of groups ``[s, end)`` shrink
-    as ``s`` grows, so the answer is one binary search.
+    as ``s`` grows, so the answer is a binary search: one ``bisect`` over the running totals per
+    stretch between two required groups (where the tokens already counted are constant).
     """
     n_groups = n_closed + (tail is not None)
     end = sums.tokens[n_closed] + (tail or 0)
@@ -223,14 +224,17 @@ def window_start(
         size = end - tokens[start] if start <= n_closed else 0
         return size - after[bisect_left(counted, start)]
 
-    low, high = 0, n_groups
-    while low < high:
-        middle = (low + high) // 2
-        if cost(middle) <= room:
-            high = middle
-        else:
-            low = middle + 1
-    return low, cost(low)
+    low = 0
+    for k, high in enumerate([*counted, n_groups]):
+        # Starts in [low, high] have the required groups from counted[k] on ahead of them:
+        # cost(s) = end - tokens[s] - after[k], so the first s that fits is one bisect.
+        top = min(high, n_closed)
+        if low <= top:
+            start = bisect_left(tokens, end - after[k] - room, low, top + 1)
+            if start <= top:
+                return start, cost(start)
+        low = high + 1
+    return n_groups, cost(n_groups)  # nothing fits but the required groups
 
 
 def unmasked(sums: Sums, low: int, high: int, room: int) -> tuple[list[tuple[int, int]], int]:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from compactkit.budget.tokens import TiktokenCounter
 from compactkit.errors import BudgetError
 from compactkit.governance._projection import Mask, Piece, Pieces
-from compactkit.governance._select import MinTree
+from compactkit.governance._select import MinTree, Sums, window_start
 from compactkit.governance.projector import ContextProjector, Projection, ProjectionReport
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, Tool
 from compactkit.items.snapshot import MemorySnapshot, require_snapshot
@@ -198,3 +198,31 @@ def test_the_savings_tree_finds_the_newest_mask_that_fits(
         low, end = min(a, b, n), min(max(a, b), n)
         fitting = [k for k in range(low, end) if values[k] <= bound]
         assert tree.last_at_most(low, end, bound) == (fitting[-1] if fitting else low - 1)
+
+
+@settings(deadline=None, max_examples=300)
+@given(
+    sizes=st.lists(st.integers(0, 50), max_size=30),
+    tail=st.none() | st.integers(0, 50),
+    data=st.data(),
+    room=st.integers(0, 400),
+)
+def test_the_window_starts_at_the_oldest_group_from_which_the_rest_fits(
+    sizes: list[int], tail: int | None, data: st.DataObject, room: int
+) -> None:
+    """``window_start`` (bisects between required groups) is the smallest start whose groups
+    to the end, the required ones aside, fit ``room``: the definition, checked start by start."""
+    sums = Sums()
+    for size in sizes:
+        sums.tokens.append(sums.tokens[-1] + size)
+    n_closed = len(sizes)
+    n_groups = n_closed + (tail is not None)
+    every = [*sizes, *([] if tail is None else [tail])]
+    picked = data.draw(st.sets(st.integers(0, max(0, n_groups - 1)), max_size=4))
+    required = {index: every[index] for index in picked if index < n_groups}
+
+    def cost(start: int) -> int:
+        return sum(every[start:]) - sum(t for index, t in required.items() if index >= start)
+
+    expected = next(s for s in range(n_groups + 1) if cost(s) <= room)
+    assert window_start(sums, n_closed, tail, required, room) == (expected, cost(expected))
