@@ -86,3 +86,37 @@ def test_file_contents_without_error_words_have_no_errors() -> None:
     output = "# src/m1.py\n" + "".join(f"line {n}: value_{n} = compute({n})\n" for n in range(10))
     assert facts.error_lines(output) == [] == facts._scan_errors(output)
     assert facts.last_error(output) is None
+
+
+EXIT_PHRASES = [
+    "exit code 2",
+    "Exit Status: 1",
+    "exited with code 0",
+    "returncode=3",
+    "RETURN CODE -1",
+    "exit_code: 4",
+    "EXITED WITH 7",
+    "return 5",
+    "exit",
+]
+
+
+@settings(deadline=None, max_examples=300)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(EXIT_PHRASES),
+            st.sampled_from(NEAR_MISSES),
+            st.text(st.sampled_from("exitcodeEXITreturn _:=-12 \n\u0130\u0131\u017f"), max_size=20),
+        ),
+        max_size=8,
+    )
+)
+def test_skipping_outputs_without_exit_words_finds_the_same_exit_code(parts: list[str]) -> None:
+    text = " ".join(parts)
+    exits = list(facts._EXIT.finditer(text))
+    expected = exits[-1] if exits else None
+    found = facts._last_exit(text)
+    assert (found and (found.span(), found.group(1))) == (
+        expected and (expected.span(), expected.group(1))
+    )
