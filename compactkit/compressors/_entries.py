@@ -14,6 +14,7 @@ Every function here is linear in the entries it reads.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -37,8 +38,13 @@ def key_of(entry: str) -> str | None:
     return match.group(1) if match else None
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def entry_key(entry: str) -> str:
-    """What a keyed entry is merged on: its leading `` `code` `` span, else its head."""
+    """What a keyed entry is merged on: its leading `` `code` `` span, else its head.
+
+    Remembered: every merge into a summary reads the key of each entry already in it (a
+    digest merges several times per compaction), so the same entries would be matched again
+    and again as the summary grows."""
     key = key_of(entry)
     return key if key is not None else fold(entry.partition(" — ")[0])
 

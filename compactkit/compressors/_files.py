@@ -28,6 +28,7 @@ _PATH_KEYS = (
 _LIST_KEYS = ("paths", "files", "file_paths")
 _COMMAND_KEYS = ("command", "cmd", "script", "commands")
 _EDITOR_COMMANDS = {"view", "create", "str_replace", "insert", "undo_edit", "delete", "rename"}
+_ACTIONS = frozenset(_EDITOR_COMMANDS | {"read", "write", "append"})  # what an action argument says
 _READ_TOOL = re.compile(r"read|view|cat|open|show|get_?file|grep|search|find|glob|list|ls", re.I)
 _LISTING_TOOL = re.compile(r"list_?dir|list_?files|^ls$|glob|tree", re.I)
 _WRITE_TOOL = re.compile(
@@ -59,6 +60,15 @@ def looks_like_path(token: str) -> bool:
     return "/" in token or bool(re.search(r"\.[A-Za-z0-9]{1,6}$", token))
 
 
+def _first_str(args: dict[str, object], keys: tuple[str, ...]) -> str | None:
+    """The value of the first of ``keys`` that ``args`` holds as a string."""
+    for key in keys:
+        value = args.get(key)
+        if isinstance(value, str):
+            return value
+    return None
+
+
 def file_ops(name: str, args: dict[str, object]) -> list[FileOp]:
     """The file operations a structured (non-shell) tool call performs."""
     paths = [str(args[k]) for k in _PATH_KEYS if isinstance(args.get(k), str)]
@@ -66,18 +76,13 @@ def file_ops(name: str, args: dict[str, object]) -> list[FileOp]:
         value = args.get(key)
         if isinstance(value, list):
             paths += [str(v) for v in value if isinstance(v, str)]
-    action = next(
-        (
-            str(args[k])
-            for k in ("command", "action", "operation", "mode")
-            if isinstance(args.get(k), str)
-            and str(args[k]) in _EDITOR_COMMANDS | {"read", "write", "append"}
-        ),
-        "",
-    )
-    patch = next(
-        (args[k] for k in ("patch", "diff", "input") if isinstance(args.get(k), str)), None
-    )
+    action = ""
+    for key in ("command", "action", "operation", "mode"):
+        value = args.get(key)
+        if isinstance(value, str) and value in _ACTIONS:
+            action = str(value)
+            break
+    patch = _first_str(args, ("patch", "diff", "input"))
     if isinstance(patch, str) and ("*** " in patch or "+++ " in patch):
         return list(_patch_ops(patch))
     if _LISTING_TOOL.search(name):
@@ -85,30 +90,9 @@ def file_ops(name: str, args: dict[str, object]) -> list[FileOp]:
     paths = [p for p in paths if p.strip() and p not in (".", "..") and not p.endswith("/")]
     if not paths:
         return []
-    old = next(
-        (
-            args[k]
-            for k in ("old_str", "old_string", "old", "search", "find")
-            if isinstance(args.get(k), str)
-        ),
-        None,
-    )
-    new = next(
-        (
-            args[k]
-            for k in ("new_str", "new_string", "new", "replace", "replacement")
-            if isinstance(args.get(k), str)
-        ),
-        None,
-    )
-    content = next(
-        (
-            args[k]
-            for k in ("content", "file_text", "text", "contents", "data")
-            if isinstance(args.get(k), str)
-        ),
-        None,
-    )
+    old = _first_str(args, ("old_str", "old_string", "old", "search", "find"))
+    new = _first_str(args, ("new_str", "new_string", "new", "replace", "replacement"))
+    content = _first_str(args, ("content", "file_text", "text", "contents", "data"))
     modified = bool(
         re.search(r"write|edit|create|replace|insert|delete|remove|undo|rename|append", action)
     ) or (not action and (bool(_WRITE_TOOL.search(name)) or old is not None or content is not None))
