@@ -9,6 +9,7 @@ groups and folds the rest, so the result has the projector's shape and no group 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -43,6 +44,26 @@ def request_tokens(
     snapshot = require_snapshot(snapshot, "compress()")
     count = counter.count_item
     return sum(count(i) for i in snapshot.render_items()) + counter.count_overhead(tools)
+
+
+# Encodings whose split pattern (compactkit.budget._encodings) never lets a piece run past a
+# line break into a line that starts with a character other than whitespace or "/": a text's
+# tokens are then the sum of its chunks' when it is cut before such lines.
+_LINE_ADDITIVE = frozenset({"o200k_base", "cl100k_base"})
+_LINE_START = re.compile(r"(?<=\n)(?=[^\s/])")
+
+
+def text_tokens(text: str, counter: TokenCounter) -> int:
+    """``counter.count_text(text)`` for a long text that changes little between counts (a
+    summary being grown): with a tiktoken counter, counted line by line (exact, see
+    ``_LINE_ADDITIVE``), so that each count only encodes the lines not counted before."""
+    if (
+        type(counter) is not TiktokenCounter
+        or counter.encoding_name not in _LINE_ADDITIVE
+        or "\r" in text
+    ):
+        return counter.count_text(text)
+    return sum(map(counter.count_text, _LINE_START.split(text)))
 
 
 def summary_tokens(summary: str, counter: TokenCounter) -> int:

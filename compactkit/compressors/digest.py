@@ -59,6 +59,7 @@ from compactkit.compressors._plan import (
     split_by_need,
     summary_cap,
     summary_tokens,
+    text_tokens,
 )
 from compactkit.compressors.masking import mask_output
 from compactkit.compressors.report import FactReport
@@ -86,6 +87,7 @@ class FactsNeed:
         self.doc = existing
         self.upto = 0  # groups [0, upto) are digested into self.doc
         self.new = SummaryDocument()
+        self._sized: tuple[SummaryDocument, int] | None = None  # the last doc counted
 
     def folded(self, start: int, stop: int) -> list[Item]:
         layout = self.layout
@@ -108,7 +110,10 @@ class FactsNeed:
             self.new = self.new.merge(part)
             self.doc = self.doc.merge(part)
             self.upto = first_kept
-        return self.counter.count_text(self.doc.render())
+        sized = self._sized
+        if sized is None or sized[0] is not self.doc:  # render and count a summary only once
+            sized = self._sized = (self.doc, text_tokens(self.doc.render(), self.counter))
+        return sized[1]
 
 
 @dataclass(frozen=True)
@@ -214,7 +219,8 @@ class DigestCompressor:
             return result(self.name, snapshot, None, counter, self.tools, tokens_before=before)
         needs(first_kept)
         # A value the verbatim tail sets anew is superseded in the summary, never "current".
-        merged = needs.doc.merge(values_in(kept[layout.lead :], needs.doc))
+        superseded = values_in(kept[layout.lead :], needs.doc)
+        merged = needs.doc if superseded.is_empty else needs.doc.merge(superseded)
         if target is not None and (explicit_keep or not self.mask_tail):
             rest = sum(counter.count_item(i) for i in kept) + counter.count_overhead(self.tools)
             cap = max(1, min(cap, target - rest - counter.count_item(summary_message(""))))
