@@ -29,9 +29,9 @@ class WireCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._api: str | None = None
-        self._items: tuple[Item, ...] = ()
         self._out: list[Any] = []
         self._marks: list[tuple[int, int]] = []  # (items before the mark, messages before it)
+        self._prefix: tuple[Item, ...] = ()  # the last prompt's items before its last mark
 
     def convert(self, api: str, prompt: Sequence[Item]) -> list[Any]:
         """``prompt`` in ``api``'s wire format (lossy: what the API cannot express is dropped).
@@ -45,7 +45,7 @@ class WireCache:
             start, sent, marks = 0, 0, []
             if api == self._api and self._marks:
                 index, count = self._marks[-1]
-                if index <= len(items) and items[:index] == self._items[:index]:
+                if index <= len(items) and items[:index] == self._prefix:
                     start, sent, marks = index, count, list(self._marks)
             rest = convert(items[start:], lossy=True)
             if start:  # in place: O(what changed); the previous request was sent already
@@ -55,7 +55,10 @@ class WireCache:
             else:
                 out = rest
             marks.extend(_marks(items, start, sent, rest, convert))
-            self._api, self._items, self._out, self._marks = api, items, out, marks[-4:]
+            last = marks[-1][0] if marks else 0
+            if start != last or len(self._prefix) != last:  # else items[:last] is the prefix
+                self._prefix = items[:last]
+            self._api, self._out, self._marks = api, out, marks[-4:]
             return out
 
 
