@@ -176,7 +176,11 @@ def outcome_of(text: str, found: list[str] | None = None) -> tuple[str, bool | N
         code_value = int(exit_match.group(1))
         ok = code_value == 0
         parts.append(f"exit {code_value}")
-    summary = next((m.group(1) for m in map(_PYTEST_SUMMARY.match, text.splitlines()) if m), None)
+    summary = None
+    if "=" in text and " in " in text:  # in every pytest summary line: skip the rest unread
+        summary = next(
+            (m.group(1) for m in map(_PYTEST_SUMMARY.match, text.splitlines()) if m), None
+        )
     if summary:
         parts.append(code(summary, 80))
         if ok is None:
@@ -186,7 +190,8 @@ def outcome_of(text: str, found: list[str] | None = None) -> tuple[str, bool | N
         parts.append(code(error, 160))
         ok = False if ok is None else ok
     if not parts:
-        first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+        rest = text.lstrip()  # from the first non-blank line on (line breaks are whitespace)
+        first = rest.splitlines()[0].strip() if rest else ""
         parts.append(f"output: {code(first, 100)}" if first else "no output")
     return "; ".join(parts), ok
 

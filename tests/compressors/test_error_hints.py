@@ -120,3 +120,58 @@ def test_skipping_outputs_without_exit_words_finds_the_same_exit_code(parts: lis
     assert (found and (found.span(), found.group(1))) == (
         expected and (expected.span(), expected.group(1))
     )
+
+
+def _outcome_reference(text: str) -> tuple[str, bool | None]:
+    """``outcome_of`` as first written: every line read, every pattern tried."""
+    import re
+
+    parts: list[str] = []
+    ok: bool | None = None
+    exits = list(facts._EXIT.finditer(text))
+    if exits:
+        ok = int(exits[-1].group(1)) == 0
+        parts.append(f"exit {int(exits[-1].group(1))}")
+    summary = next(
+        (m.group(1) for m in map(facts._PYTEST_SUMMARY.match, text.splitlines()) if m), None
+    )
+    if summary:
+        parts.append(facts.code(summary, 80))
+        if ok is None:
+            ok = not re.search(r"\b(?:failed|error|errors)\b", summary)
+    errors = facts._scan_errors(text)
+    error = facts.clip(errors[-1], 160) if errors else None
+    if error and (ok is not True or not summary):
+        parts.append(facts.code(error, 160))
+        ok = False if ok is None else ok
+    if not parts:
+        first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+        parts.append(f"output: {facts.code(first, 100)}" if first else "no output")
+    return "; ".join(parts), ok
+
+
+OUTCOME_LINES = [
+    *EXIT_PHRASES,
+    "===== 3 passed, 1 failed in 0.52s =====",
+    "== 2 passed in 1.0s",
+    "= x in 2s",
+    *ERROR_LINES[:6],
+    *NEAR_MISSES,
+]
+
+
+@settings(deadline=None, max_examples=400)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(OUTCOME_LINES),
+            st.text(st.sampled_from("= in\t\n\r\x0b\x1c\u2028 ab3.s"), max_size=12),
+        ),
+        max_size=8,
+    ),
+    st.sampled_from(["\n", "\r\n", "\u2028", "\n\n  "]),
+)
+def test_the_outcome_of_an_output_is_the_same_read_faster(lines: list[str], sep: str) -> None:
+    text = sep.join(lines)
+    assert facts.outcome_of(text) == _outcome_reference(text)
+    assert facts.outcome_of(text, facts.error_lines(text)) == _outcome_reference(text)
