@@ -1,11 +1,13 @@
-"""The append hot path of ``SQLMemory``: three fixed statements on the driver's connection.
+"""The append hot path of ``SQLMemory``: a few fixed statements on the driver's connection.
 
 An append is the one write an agent makes on every step, so it skips SQLAlchemy's statement
 building (which cost more than the commit itself) and keeps its guarantees:
 
-1. ``UPDATE sessions SET version = version + 1, next_seq = next_seq + n ... RETURNING`` — the
-   write lock (SQLite's ``BEGIN IMMEDIATE`` is already held; on PostgreSQL the row lock queues
-   other writers) and the counters, in one round trip. A missing row is inserted first.
+1. ``UPDATE sessions SET version = version + 1, next_seq = next_seq + n ...`` — the write lock
+   (SQLite's ``BEGIN IMMEDIATE`` is already held; on PostgreSQL the row lock queues other
+   writers) — and the counters after it: ``RETURNING`` on PostgreSQL (one round trip), a
+   ``SELECT`` of the row on SQLite (in the process, and cheaper there than ``RETURNING``).
+   A missing row (the session's first write) is inserted, then bumped.
 2. Only when the batch holds calls or tool outputs: the stored rows sharing their call ids
    (the call-index check, an index lookup).
 3. ``INSERT`` of the item rows, numbered from the ``next_seq`` read in step 1.
@@ -23,8 +25,8 @@ from typing import Any
 from sqlalchemy import Engine
 
 from compactkit.items import FunctionCall, FunctionCallOutput, Item
-from compactkit.memory._rules import CallIndex, assign_seqs
-from compactkit.sql._engine import RawCursor
+from compactkit.memory._rules import CallIndex
+from compactkit.sql._engine import Cursor
 from compactkit.sql._rows import _ACTIVE, _call_key, _now, _payloads
 from compactkit.sql._schema import Tables
 
@@ -56,10 +58,17 @@ class AppendSQL:
     def __init__(self, t: Tables, engine: Engine) -> None:
         s, i = t.sessions.name, t.items.name
         dialect = engine.dialect
+        counters = "version, window_version, next_seq, created_at"
         self._bump = (
             f"UPDATE {s} SET version = version + 1, next_seq = next_seq + ?, updated_at = ? "
-            "WHERE id = ? RETURNING version, window_version, next_seq, created_at"
+            "WHERE id = ?"
         )
+        # PostgreSQL: RETURNING saves a round trip. SQLite: a SELECT of the row just updated
+        # costs a third of what RETURNING does (it buffers its rows in a temporary table).
+        self._returning = dialect.name == "postgresql"
+        if self._returning:
+            self._bump += f" RETURNING {counters}"
+        self._counters = f"SELECT {counters} FROM {s} WHERE id = ?"
         self._create = (
             f"INSERT INTO {s} (id, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
         )
@@ -69,12 +78,13 @@ class AppendSQL:
         self._bind_time: Callable[[Any], Any] = _fast_twin(when.bind_processor(dialect))
         self._read_time: Callable[[Any], Any] = when.result_processor(dialect, None) or _same
         pinned = t.items.c.pinned.type.dialect_impl(dialect)
-        self._bind_bool: Callable[[Any], Any] = pinned.bind_processor(dialect) or _same
+        bind_bool = pinned.bind_processor(dialect) or _same
+        self._pins = (bind_bool(False), bind_bool(True))  # the column's value, by pinned
         self._last_created: tuple[Any, datetime] | None = None
 
     def append(
         self,
-        cursor: RawCursor,
+        cursor: Cursor,
         session_id: str,
         items: Sequence[Item],
         *,
@@ -87,16 +97,16 @@ class AppendSQL:
         """
         count = len(items)
         now = self._bind_time(_now())
-        found = cursor.execute(self._bump, (count, now, session_id)).fetchone()
+        found = self._bumped(cursor, (count, now, session_id))
         if found is None:  # the session's first write
             cursor.execute(self._create, (session_id, now, now))
-            found = cursor.execute(self._bump, (count, now, session_id)).fetchone()
+            found = self._bumped(cursor, (count, now, session_id))
         version, window_version, next_seq, created_at = found
         calls = [item for item in items if isinstance(item, (FunctionCall, FunctionCallOutput))]
         if calls:  # only calls and outputs have anything to check
             self._index(cursor, session_id, calls).check(items, accept_unknown=accept_unknown)
-        stored, end = assign_seqs(items, next_seq - count)
-        assert end == next_seq
+        first = next_seq - count
+        stored = [_numbered(item, first + k) for k, item in enumerate(items)]
         rows = [
             self._row(session_id, item, payload, now)
             for item, payload in zip(stored, _payloads(stored), strict=True)
@@ -107,6 +117,13 @@ class AppendSQL:
             cursor.executemany(self._insert, rows)
         return Appended(stored, version, window_version, next_seq, self._created(created_at))
 
+    def _bumped(self, cursor: Cursor, params: tuple[int, Any, str]) -> Any:
+        """Bump the session's counters; the row after (``None`` when there is no row)."""
+        if self._returning:
+            return cursor.execute(self._bump, params).fetchone()
+        cursor.execute(self._bump, params)
+        return cursor.execute(self._counters, params[2:]).fetchone()
+
     def _row(self, session_id: str, item: Item, payload: str, now: Any) -> tuple[Any, ...]:
         call_id = item.call_id if isinstance(item, (FunctionCall, FunctionCallOutput)) else None
         return (
@@ -116,7 +133,7 @@ class AppendSQL:
             None if call_id is None else _call_key(call_id),
             payload,
             None,
-            self._bind_bool(item.pinned),
+            self._pins[item.pinned],
             _ACTIVE,
             item.seq,
             None,
@@ -135,7 +152,7 @@ class AppendSQL:
         return parsed
 
     def _index(
-        self, cursor: RawCursor, session_id: str, calls: Sequence[FunctionCall | FunctionCallOutput]
+        self, cursor: Cursor, session_id: str, calls: Sequence[FunctionCall | FunctionCallOutput]
     ) -> CallIndex:
         """The stored calls and outputs sharing a call id with ``calls`` (index lookups)."""
         keys = {_call_key(item.call_id): item.call_id for item in calls}
@@ -145,6 +162,22 @@ class AppendSQL:
         for kind, key in rows:
             (index.calls if kind == "function_call" else index.answered).add(keys[key])
         return index
+
+
+def _numbered(item: Item, seq: int) -> Item:
+    """``item.model_copy(update={"seq": seq})`` without its generic machinery (which cost a
+    third of an append's Python): item models are frozen, forbid extras and have no private
+    attributes, so a copy is their field dict and the set of fields given."""
+    if item.__pydantic_extra__ is not None or item.__pydantic_private__ is not None:
+        return item.model_copy(update={"seq": seq})  # pragma: no cover - no item type has them
+    copied = object.__new__(type(item))
+    fields = item.__dict__.copy()
+    fields["seq"] = seq
+    object.__setattr__(copied, "__dict__", fields)
+    object.__setattr__(copied, "__pydantic_fields_set__", item.__pydantic_fields_set__ | {"seq"})
+    object.__setattr__(copied, "__pydantic_extra__", None)
+    object.__setattr__(copied, "__pydantic_private__", None)
+    return copied
 
 
 def _same(value: Any) -> Any:
