@@ -19,6 +19,7 @@ from typing import Any, Protocol, TypeVar
 
 from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors._entries import add_details, key_of, runs, split_details
+from compactkit.compressors._plan import text_tokens
 
 
 class _Document(Protocol):
@@ -270,7 +271,7 @@ def fit(
     when it fits already. When even the title does not fit, every entry is dropped.
     ``headings`` maps section keys to their rendered headings; ``label`` is the quoted-data
     line and the sections whose entries make it appear."""
-    if counter.count_text(doc.render()) <= cap_tokens:
+    if text_tokens(doc.render(), counter) <= cap_tokens:  # mostly counted while it grew
         return doc
     state = _State(doc, counter, headings, label)
     steps = _steps(state)

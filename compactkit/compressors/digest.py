@@ -240,7 +240,7 @@ class DigestCompressor:
         report = FactReport.compare(
             merged,
             trimmed,
-            summary_tokens=counter.count_text(after.summary),
+            summary_tokens=text_tokens(after.summary, counter),
             summary_cap_tokens=cap,
             masked_outputs=len(masked),
         )

@@ -195,6 +195,7 @@ class SummaryDocument:
     omitted: Mapping[str, int] = field(default_factory=dict)
     """Entries trimming dropped, per section key (or unknown heading), over every compaction;
     rendered in the trimming note (``…; not listed: 12 files read, 3 commands._``)."""
+    _rendered: str | None = field(default=None, init=False, compare=False, repr=False)
 
     # -- building and reading --------------------------------------------------------------
 
@@ -295,7 +296,9 @@ class SummaryDocument:
         """The summary as Markdown: the title, a trimming note when entries were trimmed (with
         how many per section are not listed), a line labelling `code` spans as quoted data when
         any section quotes tool output, then each section under its heading (see
-        ``SECTIONS``), unknown sections last."""
+        ``SECTIONS``), unknown sections last. (Remembered: a document never changes.)"""
+        if self._rendered is not None:
+            return self._rendered
         lines = [SUMMARY_TITLE]
         if self.trimmed:
             noun = "entry was" if self.trimmed == 1 else "entries were"
@@ -326,7 +329,9 @@ class SummaryDocument:
                 first, *rest = entry.split("\n")
                 lines.append(f"- {first}")
                 lines.extend(f"  {line}" for line in rest)
-        return "\n".join(lines) + "\n"
+        text = "\n".join(lines) + "\n"
+        object.__setattr__(self, "_rendered", text)
+        return text
 
     # -- combining --------------------------------------------------------------------------
 
