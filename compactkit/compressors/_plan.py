@@ -336,6 +336,8 @@ class Split:
     """The tokens the summary would take untrimmed (the digest's estimate)."""
     masked: Mapping[int, FunctionCallOutput]
     """Kept tool outputs replaced by placeholders to make room, by item index."""
+    kept_tokens: int | None = None
+    """Tokens of the items kept (the fixed ones and the tail, placeholders counted)."""
 
 
 def split_by_need(
@@ -408,4 +410,7 @@ def split_by_need(
             if room >= wanted:
                 break
     cap = min(room, ceiling) if hard_cap else room
-    return Split(first_kept=first, cap=max(1, cap), need=needed, masked=masked)
+    kept_tokens = fixed + tail - (room - (avail - tail))  # what masking saved is not sent
+    return Split(
+        first_kept=first, cap=max(1, cap), need=needed, masked=masked, kept_tokens=kept_tokens
+    )

@@ -211,9 +211,11 @@ class DigestCompressor:
                 tools=self.tools,
             )
             first_kept, cap, masked = split.first_kept, split.cap, split.masked
+            counted = split.kept_tokens
         else:
             first_kept = layout.cut(self._keeper(layout))
             cap = self.cap
+            counted = None
         kept, folded = layout.split(first_kept, masked)
         if not folded:
             return result(self.name, snapshot, None, counter, self.tools, tokens_before=before)
@@ -228,7 +230,9 @@ class DigestCompressor:
         after = snapshot.model_copy(update={"items": tuple(kept), "summary": trimmed.render()})
         # The request is the kept items, the summary message and the overhead: the kept part is
         # counted once, each trim recounts only the summary.
-        kept_tokens = sum(counter.count_item(i) for i in kept) + counter.count_overhead(self.tools)
+        if counted is None:
+            counted = sum(counter.count_item(i) for i in kept)
+        kept_tokens = counted + counter.count_overhead(self.tools)
         after_tokens = kept_tokens + summary_tokens(after.summary, counter)
         for _attempt in range(4):  # exact: re-trim by what the whole request is still over
             if target is None or after_tokens <= target or trimmed.is_empty:
@@ -291,13 +295,15 @@ class DigestCompressor:
 
 
 def masker(items: Sequence[Item]) -> Callable[[FunctionCallOutput, int], FunctionCallOutput]:
-    names = {i.call_id: i.name for i in items if isinstance(i, FunctionCall)}
-
     """Placeholders for bulky kept outputs (``split_by_need``'s ``mask``), naming their tool."""
+    names: dict[str, str] | None = None  # read from the items on the first output masked
 
     def mask(output: FunctionCallOutput, tokens: int) -> FunctionCallOutput:
+        nonlocal names
         if tokens <= _MASK_MIN_TOKENS:
             return output
+        if names is None:
+            names = {i.call_id: i.name for i in items if isinstance(i, FunctionCall)}
         return mask_output(output, tool=names.get(output.call_id), tokens=tokens)
 
     return mask
