@@ -40,7 +40,7 @@ from compactkit.governance._incremental import sum_counts
 from compactkit.items import FunctionCallOutput, Item, Message, Tool
 from compactkit.items.groups import group_items
 from compactkit.items.snapshot import MemorySnapshot
-from compactkit.items.view import same_history
+from compactkit.items.view import ItemsView, same_history
 
 Projection: TypeAlias = Any
 """A ``governance.projector.Projection`` (not imported: the projector imports this module)."""
@@ -107,6 +107,9 @@ class _Plan:
     tools: tuple[Tool, ...]
     prompt: Projection
     tail_start: int  # where the snapshot's last group starts
+    sent: list[Item] | None = None
+    """The list ``prompt.items`` is a view of (``None`` for a fresh plan's tuple): an extended
+    prompt is this list with the new items appended, so extending costs O(new items)."""
 
 
 class StablePrefix:
@@ -141,12 +144,13 @@ class StablePrefix:
         with self._lock:
             position, plan, same = self._find(snapshot, instructions, tools)
         extended = self._extend(plan, snapshot, budget) if plan is not None and same else None
+        sent: list[Item] | None = None
         if extended is not None:
-            prompt, tail_start = extended
+            prompt, tail_start, sent = extended
         else:
             prompt = self._replan(plain, snapshot, instructions, tools, budget)
             tail_start = _tail_start(snapshot.items)
-        new = _Plan(snapshot.items, snapshot.summary, instructions, tools, prompt, tail_start)
+        new = _Plan(snapshot.items, snapshot.summary, instructions, tools, prompt, tail_start, sent)
         with self._lock:
             if (
                 position is not None
@@ -177,7 +181,7 @@ class StablePrefix:
 
     def _extend(
         self, plan: _Plan, snapshot: MemorySnapshot, budget: int
-    ) -> tuple[Projection, int] | None:
+    ) -> tuple[Projection, int, list[Item] | None] | None:
         """The previous prompt plus the appended items, when that is a valid prompt that fits."""
         old, items = plan.items, snapshot.items
         prompt = plan.prompt
@@ -195,21 +199,27 @@ class StablePrefix:
         if tokens > budget:
             return None
         if not new:
-            return replace(prompt, budget=budget), plan.tail_start
+            return replace(prompt, budget=budget), plan.tail_start, plan.sent
         report = prompt.report
         notes = tuple(note for note in report.notes if "pending call" not in note)
         last = groups[-1] if groups else None
         if last is not None and last.pending:
             ids = ", ".join(repr(call_id) for call_id in last.pending)
             notes += (f"pending call(s) {ids} kept without output; send their outputs first",)
+        with self._lock:  # the prompt's list grows in place unless another prompt grew it
+            sent = plan.sent
+            if sent is None or len(sent) != len(prompt.items):
+                sent = list(prompt.items)
+            sent.extend(new)
+            items = ItemsView(sent, len(sent))
         extended = replace(
             prompt,
-            items=(*prompt.items, *new),
+            items=items,
             tokens=tokens,
             budget=budget,
             report=replace(report, kept=report.kept + len(new), notes=notes),
         )
-        return extended, groups[-1].start if groups else plan.tail_start
+        return extended, groups[-1].start if groups else plan.tail_start, sent
 
     def _replan(
         self,
@@ -249,14 +259,14 @@ class PrefixTracker:
     def __init__(self, size: int = 16) -> None:
         self._size = size
         # (counter, tools, prompt items, tokens of the items alone)
-        self._entries: list[tuple[TokenCounter, tuple[Tool, ...], tuple[Item, ...], int]] = []
+        self._entries: list[tuple[TokenCounter, tuple[Tool, ...], Sequence[Item], int]] = []
         self._overheads: dict[
             tuple[int, tuple[int, ...]], tuple[TokenCounter, tuple[Tool, ...], int, int]
         ] = {}
         self._lock = threading.Lock()
 
     def observe(
-        self, counter: TokenCounter, items: tuple[Item, ...], tools: Sequence[Tool], tokens: int
+        self, counter: TokenCounter, items: Sequence[Item], tools: Sequence[Tool], tokens: int
     ) -> int:
         """Remember this prompt (``tokens`` long in all); return its tokens shared with the
         previous prompt of its session (0 for a session's first prompt)."""

@@ -79,8 +79,11 @@ class ProjectionReport:
 class Projection:
     """The prompt for this turn."""
 
-    items: tuple[Item, ...]
-    """What to send, in order: instructions, the summary message, pinned items, the window."""
+    items: Sequence[Item]
+    """What to send, in order: instructions, the summary message, pinned items, the window.
+
+    A tuple, or in cache-aware mode an ``ItemsView`` (it behaves like the tuple) of a list that
+    grows while each prompt extends the previous one, so extending costs O(new items)."""
     tokens: int
     """Tokens of the whole request (items, tool schemas, reply priming), by the counter."""
     budget: int

@@ -16,7 +16,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from compactkit.formats import items_to_chat, items_to_responses
-from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
+from compactkit.items import FunctionCall, FunctionCallOutput, Item, ItemsView, Message
+from compactkit.items.view import same_history
 
 __all__ = ["WireCache"]
 
@@ -32,6 +33,7 @@ class WireCache:
         self._out: list[Any] = []
         self._marks: list[tuple[int, int]] = []  # (items before the mark, messages before it)
         self._prefix: tuple[Item, ...] = ()  # the last prompt's items before its last mark
+        self._seen: Sequence[Item] = ()  # the last prompt
 
     def convert(self, api: str, prompt: Sequence[Item]) -> list[Any]:
         """``prompt`` in ``api``'s wire format (lossy: what the API cannot express is dropped).
@@ -39,13 +41,16 @@ class WireCache:
         The list returned is reused by the next call (do not keep it across calls; the
         messages in it are never changed).
         """
-        items = tuple(prompt)
+        items = prompt if isinstance(prompt, (tuple, ItemsView)) else tuple(prompt)
         convert: Convert = items_to_chat if api == "chat" else items_to_responses
         with self._lock:
             start, sent, marks = 0, 0, []
             if api == self._api and self._marks:
                 index, count = self._marks[-1]
-                if index <= len(items) and items[:index] == self._prefix:
+                # A cache-aware prompt that grew the last one in place starts with it: O(1).
+                if index <= len(items) and (
+                    same_history(items, self._seen) or items[:index] == self._prefix
+                ):
                     start, sent, marks = index, count, list(self._marks)
             rest = convert(items[start:], lossy=True)
             if start:  # in place: O(what changed); the previous request was sent already
@@ -57,13 +62,13 @@ class WireCache:
             marks.extend(_marks(items, start, sent, rest, convert))
             last = marks[-1][0] if marks else 0
             if start != last or len(self._prefix) != last:  # else items[:last] is the prefix
-                self._prefix = items[:last]
-            self._api, self._out, self._marks = api, out, marks[-4:]
+                self._prefix = tuple(items[:last])
+            self._api, self._out, self._marks, self._seen = api, out, marks[-4:], items
             return out
 
 
 def _marks(
-    items: tuple[Item, ...], start: int, sent: int, rest: list[Any], convert: Convert
+    items: Sequence[Item], start: int, sent: int, rest: list[Any], convert: Convert
 ) -> list[tuple[int, int]]:
     """Clean restart points after ``start``: the last one only, as (items, messages) before it.
 
@@ -74,8 +79,7 @@ def _marks(
     """
     pending: set[str] = set()
     last: int | None = None
-    for index in range(start, len(items)):
-        item = items[index]
+    for index, item in enumerate(items[start:], start):  # a slice: plain tuple indexing
         if isinstance(item, FunctionCall):
             pending.add(item.call_id)
         elif isinstance(item, FunctionCallOutput):

@@ -71,7 +71,7 @@ class GovernedStep:
     """The measurement the policy decided on (``None`` when compaction is off)."""
 
     @property
-    def items(self) -> tuple[Item, ...]:
+    def items(self) -> Sequence[Item]:
         """The prompt items to send (``projection.items``)."""
         return self.projection.items
 
