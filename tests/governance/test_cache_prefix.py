@@ -68,6 +68,7 @@ def test_each_prompt_extends_the_last_until_the_extension_does_not_fit(
     items: list[Item] = []
     previous: Projection | None = None
     reached = False
+    handed_out: list[tuple[Projection, tuple[Item, ...]]] = []
     for batch in batches:
         items += batch
         snapshot = MemorySnapshot.of(items)
@@ -104,6 +105,10 @@ def test_each_prompt_extends_the_last_until_the_extension_does_not_fit(
                     assert prompt.items == whole.items
         previous = prompt
         reached = sends_newest(prompt, items)  # else the next one cannot simply extend it
+        handed_out.append((prompt, tuple(prompt.items)))
+    # Extending grows one list in place: every prompt handed out still holds what it held.
+    for prompt, frozen in handed_out:
+        assert tuple(prompt.items) == frozen and len(prompt.items) == len(frozen)
 
 
 def test_plain_projection_slides_while_cache_aware_holds_still() -> None:
