@@ -17,10 +17,10 @@ A failed check rolls the transaction back: nothing is stored and the version is 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Engine
 
@@ -32,15 +32,17 @@ from compactkit.sql._schema import Tables
 
 __all__ = ["AppendSQL", "Appended"]
 
+_CALLS = (FunctionCall, FunctionCallOutput)  # the items the call-index check is about
+
 _COLUMNS = (
     "session_id, seq, kind, call_id, payload, replacement, pinned, status, position, "
     "archived_by, created_by, created_at"
 )
 
 
-@dataclass(frozen=True)
-class Appended:
-    """What an append stored, and the session counters before and after it."""
+class Appended(NamedTuple):
+    """What an append stored, and the session counters after it (a named tuple: a frozen
+    dataclass took a tenth of the append's Python to build)."""
 
     items: list[Item]
     version: int
@@ -75,7 +77,7 @@ class AppendSQL:
         self._calls = f"SELECT kind, call_id FROM {i} WHERE session_id = ? AND call_id IN "
         self._insert = f"INSERT INTO {i} ({_COLUMNS}) VALUES ({', '.join('?' * 12)})"
         when = t.sessions.c.created_at.type.dialect_impl(dialect)
-        self._bind_time: Callable[[Any], Any] = _fast_twin(when.bind_processor(dialect))
+        self._stamp = _stamper(when.bind_processor(dialect))
         self._read_time: Callable[[Any], Any] = when.result_processor(dialect, None) or _same
         pinned = t.items.c.pinned.type.dialect_impl(dialect)
         bind_bool = pinned.bind_processor(dialect) or _same
@@ -96,15 +98,18 @@ class AppendSQL:
             ConfigError: the call-index check refused the batch (roll back: nothing stored).
         """
         count = len(items)
-        now = self._bind_time(_now())
+        now = self._stamp()
         found = self._bumped(cursor, (count, now, session_id))
         if found is None:  # the session's first write
             cursor.execute(self._create, (session_id, now, now))
             found = self._bumped(cursor, (count, now, session_id))
         version, window_version, next_seq, created_at = found
-        calls = [item for item in items if isinstance(item, (FunctionCall, FunctionCallOutput))]
-        if calls:  # only calls and outputs have anything to check
-            self._index(cursor, session_id, calls).check(items, accept_unknown=accept_unknown)
+        if (  # only calls and outputs have anything to check
+            isinstance(items[0], _CALLS)
+            if count == 1
+            else any(isinstance(i, _CALLS) for i in items)
+        ):
+            self._index(cursor, session_id, items).check(items, accept_unknown=accept_unknown)
         first = next_seq - count
         stored = [_numbered(item, first + k) for k, item in enumerate(items)]
         rows = [
@@ -125,7 +130,7 @@ class AppendSQL:
         return cursor.execute(self._counters, params[2:]).fetchone()
 
     def _row(self, session_id: str, item: Item, payload: str, now: Any) -> tuple[Any, ...]:
-        call_id = item.call_id if isinstance(item, (FunctionCall, FunctionCallOutput)) else None
+        call_id = item.call_id if isinstance(item, _CALLS) else None
         return (
             session_id,
             item.seq,
@@ -151,11 +156,9 @@ class AppendSQL:
         self._last_created = (stored, parsed)
         return parsed
 
-    def _index(
-        self, cursor: Cursor, session_id: str, calls: Sequence[FunctionCall | FunctionCallOutput]
-    ) -> CallIndex:
-        """The stored calls and outputs sharing a call id with ``calls`` (index lookups)."""
-        keys = {_call_key(item.call_id): item.call_id for item in calls}
+    def _index(self, cursor: Cursor, session_id: str, items: Sequence[Item]) -> CallIndex:
+        """The stored calls and outputs sharing a call id with ``items`` (index lookups)."""
+        keys = {_call_key(i.call_id): i.call_id for i in items if isinstance(i, _CALLS)}
         index = CallIndex()
         marks = ", ".join("?" * len(keys))
         rows = cursor.execute(f"{self._calls}({marks})", (session_id, *keys)).fetchall()
@@ -184,22 +187,31 @@ def _same(value: Any) -> Any:
     return value
 
 
-def _sqlite_time(value: datetime) -> str:
-    # SQLAlchemy's SQLite DATETIME text, "YYYY-MM-DD HH:MM:SS.ffffff", in one C call (its own
-    # formatting costs a tenth of an append's Python).
-    return value.isoformat(" ", "microseconds")[:26]
+_Stamp = tuple[int, str]  # a second since the epoch, and its text up to the microseconds
+_stamp: _Stamp = (-1, "")
 
 
-def _fast_twin(bind: Callable[[Any], Any] | None) -> Callable[[Any], Any]:
-    """``bind`` (a dialect's datetime conversion), or a faster function known to give the
-    same text for the aware UTC datetimes appends store."""
+def _sqlite_now() -> str:
+    """Now as SQLAlchemy's SQLite DATETIME text, ``YYYY-MM-DD HH:MM:SS.ffffff`` (UTC).
+
+    The date and time are formatted once a second: ``datetime.now().isoformat()`` (or
+    SQLAlchemy's own formatting) took a sixth of an append's Python.
+    """
+    global _stamp
+    second, micro = divmod(time.time_ns() // 1000, 1_000_000)
+    stamp = _stamp  # one read: another thread may replace it meanwhile
+    if stamp[0] != second:
+        stamp = _stamp = (second, time.strftime("%Y-%m-%d %H:%M:%S.", time.gmtime(second)))
+    return f"{stamp[1]}{micro:06d}"
+
+
+def _stamper(bind: Callable[[Any], Any] | None) -> Callable[[], Any]:
+    """A function giving the current time as ``bind`` (the dialect's datetime conversion, if
+    any) would turn ``_now()`` into: ``_sqlite_now`` where it spells the same text."""
     if bind is None:
-        return _same
-    probes = [
-        _now(),
-        datetime(2031, 1, 2, 3, 4, 5, tzinfo=timezone.utc),
-        _now().replace(microsecond=0),
-    ]
-    if all(_sqlite_time(probe) == bind(probe) for probe in probes):
-        return _sqlite_time
-    return bind
+        return _now
+    probe = datetime(2031, 1, 2, 3, 4, 5, 60_007, tzinfo=timezone.utc)
+    spelled = time.strftime("%Y-%m-%d %H:%M:%S.", time.gmtime(int(probe.timestamp())))
+    if f"{spelled}{probe.microsecond:06d}" == bind(probe):
+        return _sqlite_now
+    return lambda: bind(_now())  # pragma: no cover - SQLAlchemy's SQLite text is the one above

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-import json.encoder
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import cached_property
@@ -14,7 +13,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import Connection
 from sqlalchemy.dialects import postgresql, sqlite
 
-from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
+from compactkit.items import Item
 from compactkit.items.snapshot import CompactResult, MemorySnapshot
 from compactkit.sql._schema import Tables
 
@@ -98,46 +97,12 @@ def _seq(item: Item) -> int:
 
 
 _NOT_IN_PAYLOAD: set[str] = {"seq", "pinned"}  # columns of their own
-_quote: Callable[[str], str] = json.encoder.encode_basestring  # a JSON string, non-ASCII kept
 
 
 def _payloads(items: Sequence[Item]) -> list[str]:
     """The stored JSON of each item: its ``dump_items`` form (``None`` fields omitted) without
-    seq and pin (columns of their own)."""
-    return [_payload(item) for item in items]
-
-
-def _payload(item: Item) -> str:
-    # Text-only messages, calls and outputs (most appends) are spelled here: pydantic's
-    # serializer cost a fifth of an append's Python. Anything else goes through pydantic.
-    # Both give the same JSON value (tests/sql/test_payloads.py), which is all reads rely on.
-    if type(item) is Message and item.extra is None and type(item.content) is str:
-        head = f'{{"type":"message","role":{_quote(item.role)},"content":{_quote(item.content)}'
-        return _tail(head, item.id, item.name)
-    if type(item) is FunctionCall and item.extra is None:
-        head = (
-            f'{{"type":"function_call","call_id":{_quote(item.call_id)},'
-            f'"name":{_quote(item.name)},"arguments":{_quote(item.arguments)}'
-        )
-        return _tail(head, item.id, None)
-    if type(item) is FunctionCallOutput and item.extra is None and type(item.output) is str:
-        head = (
-            f'{{"type":"function_call_output","call_id":{_quote(item.call_id)},'
-            f'"output":{_quote(item.output)}'
-        )
-        if item.is_error is not None:
-            head += ',"is_error":true' if item.is_error else ',"is_error":false'
-        return _tail(head, item.id, item.name)
-    return item.model_dump_json(exclude_none=True, exclude=_NOT_IN_PAYLOAD)
-
-
-def _tail(head: str, id: str | None, name: str | None) -> str:
-    """``head`` with the optional ``id`` and ``name`` fields, closed."""
-    if id is not None:
-        head += f',"id":{_quote(id)}'
-    if name is not None:
-        head += f',"name":{_quote(name)}'
-    return head + "}"
+    seq and pin (columns of their own), by pydantic's serializer in one call per item."""
+    return [item.model_dump_json(exclude_none=True, exclude=_NOT_IN_PAYLOAD) for item in items]
 
 
 def _positions(previous: Sequence[int | None], next_seq: int) -> list[int]:

@@ -88,7 +88,7 @@ class Statements:
         )
 
     def _record(self, conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
-        if not statement.startswith(("BEGIN", "PRAGMA")):
+        if not statement.startswith(("BEGIN", "PRAGMA", "COMMIT")):
             self.seen.append((" ".join(statement.split()), params))
 
     def take(self) -> list[tuple[str, Any]]:
