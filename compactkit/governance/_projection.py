@@ -177,6 +177,12 @@ class ViewCache:
             del self._indexes[self._size :]
             return view
 
+    def forget(self, items: Sequence[Item]) -> None:
+        """Drop the index of the history ``items`` extends (a compaction replaced it), with its
+        measured groups: they are freed now, not once other histories have pushed it out."""
+        with self._lock:
+            self._indexes = [index for index in self._indexes if not extends(items, index.items)]
+
 
 @dataclass(frozen=True)
 class Mask:
@@ -255,13 +261,22 @@ class Pieces:
 
     def catch_up(self) -> Sums:
         """The view's running totals, after summing the closed groups not summed yet (each
-        closed group once in the life of its history)."""
+        closed group once in the life of its history).
+
+        A group summed here is not kept as a ``Piece``: the totals hold what selecting and
+        rendering need, and only the few groups a projection asks for by index (the required
+        ones, repaired ones) are kept, measured again if need be. Keeping one per group
+        would keep several objects per group alive for the life of the history, which the
+        garbage collector then walks on every full collection."""
         view = self._view
         sums = view.sums
         if sums.closed < view.n_closed:
+            measured = view.measured
             with sums.lock:
                 while sums.closed < view.n_closed:
-                    sums.add(self.get(sums.closed), view.items)
+                    index = sums.closed
+                    piece = measured.get(index) or self._reused(index) or self._measure(index)
+                    sums.add(piece, view.items)
         return sums
 
     def get(self, index: int) -> Piece:

@@ -228,6 +228,13 @@ class ContextProjector:
             report=ProjectionReport(**{**vars(report), "cached_prefix_tokens": shared}),
         )
 
+    def forget(self, snapshot: MemorySnapshot) -> None:
+        """Drop what this projector remembers of ``snapshot``'s history (its group structure
+        and measurements), once a compaction has replaced that history: later prompts of the
+        session start from the compacted one, and the old structure would only hold memory.
+        Projecting it again afterwards is correct, it only indexes the history anew."""
+        self._views.forget(require_snapshot(snapshot, "forget()").items)
+
     def _project(
         self,
         snapshot: MemorySnapshot,

@@ -176,7 +176,10 @@ class Governor:
         self._lock = threading.Lock()
         self._tracks: weakref.WeakKeyDictionary[Any, _Track] = weakref.WeakKeyDictionary()
         self._strong_tracks: dict[int, tuple[object, _Track]] = {}
-        self._owners: OrderedDict[int, tuple[Projection, _Track]] = OrderedDict()
+        # id(projection) -> (a weak reference to it, its memory's track): a strong one would
+        # keep the last 256 prompts alive, so that every step's prompt outlived the young
+        # generations and the garbage collector's full collections came sooner.
+        self._owners: OrderedDict[int, tuple[weakref.ref[Projection], _Track]] = OrderedDict()
         self._ladder: tuple[tuple[int, ...], int, LadderCompressor] | None = None
 
     @classmethod
@@ -282,7 +285,7 @@ class Governor:
             raise ConfigError(f"prompt_tokens must be >= 0, got {prompt_tokens!r}")
         with self._lock:
             owner = self._owners.get(id(projection))
-            track = owner[1] if owner is not None and owner[0] is projection else None
+            track = owner[1] if owner is not None and owner[0]() is projection else None
             if track is not None:
                 track.last_usage = prompt_tokens
             if projection.tokens > 0 and prompt_tokens > 0:
@@ -300,7 +303,7 @@ class Governor:
         """
         with self._lock:
             owner = self._owners.get(id(projection))
-            track = owner[1] if owner is not None and owner[0] is projection else None
+            track = owner[1] if owner is not None and owner[0]() is projection else None
             current = max(1.0, self._calibration, track.ratio if track else 1.0)
             if reported_tokens and projection.tokens > 0:
                 ratio = max(current, reported_tokens / projection.tokens * 1.02)
@@ -471,6 +474,7 @@ class Governor:
                 except ConcurrencyError as exc:
                     error = f"not applied, the memory changed while compacting: {exc}"
             if applied:
+                self.projector.forget(snapshot)  # the compacted history is not projected again
                 snapshot = memory.snapshot()
                 track.since = 0
                 track.last_usage = None  # it described the prompt before the compaction
@@ -505,7 +509,7 @@ class Governor:
             )
         )
         with self._lock:
-            self._owners[id(projection)] = (projection, track)
+            self._owners[id(projection)] = (weakref.ref(projection), track)
             while len(self._owners) > 256:
                 self._owners.popitem(last=False)
         return GovernedStep(projection, result, tuple(events), plan.state)

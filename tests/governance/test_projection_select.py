@@ -226,3 +226,18 @@ def test_the_window_starts_at_the_oldest_group_from_which_the_rest_fits(
 
     expected = next(s for s in range(n_groups + 1) if cost(s) <= room)
     assert window_start(sums, n_closed, tail, required, room) == (expected, cost(expected))
+
+
+@settings(deadline=None, max_examples=40, suppress_health_check=[HealthCheck.too_slow])
+@given(items=histories(), budget=st.integers(300, 8_000), step=st.integers(1, 5))
+def test_a_forgotten_history_projects_the_same_prompts_again(
+    items: list[Item], budget: int, step: int
+) -> None:
+    # forget() (a governor calls it after a compaction) drops the history's structure and
+    # measurements; projecting that history again indexes it anew, to the same prompts.
+    ours, plain = ContextProjector(COUNTER), PlainFill(COUNTER)
+    for end in range(1, len(items) + 1, step):
+        snapshot = MemorySnapshot.model_construct(summary="", items=tuple(items[:end]), version=1)
+        if end % 2:
+            ours.forget(snapshot)
+        assert project(ours, items[:end], budget) == project(plain, items[:end], budget)

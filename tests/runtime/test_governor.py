@@ -348,3 +348,16 @@ def test_every_step_fits_and_nothing_is_lost(rounds: list[int], size: int) -> No
         assert step.projection.tokens <= step.projection.budget
         no_orphans(step)
         assert len(memory.history()) == written
+
+
+def test_a_usage_observed_for_a_prompt_feeds_its_own_memorys_next_step() -> None:
+    # The governor remembers which memory a prompt came from without keeping the prompt alive.
+    governor = Governor.for_model(MODEL)
+    memory, other = InMemoryMemory(), InMemoryMemory()
+    for each in (memory, other):
+        each.add_user_input("hello")
+    step = governor.step(memory)
+    governor.step(other)
+    governor.observe_usage(10_000_000, step.projection)  # far over the trigger
+    assert governor.step(other).compaction is None
+    assert governor.step(memory).compaction is not None
