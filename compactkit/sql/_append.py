@@ -27,7 +27,7 @@ from sqlalchemy import Engine
 from compactkit.items import FunctionCall, FunctionCallOutput, Item
 from compactkit.memory._rules import CallIndex
 from compactkit.sql._engine import Cursor
-from compactkit.sql._rows import _ACTIVE, _call_key, _now, _payloads
+from compactkit.sql._rows import _ACTIVE, _call_key, _now, _payload
 from compactkit.sql._schema import Tables
 
 __all__ = ["AppendSQL", "Appended"]
@@ -112,14 +112,10 @@ class AppendSQL:
             self._index(cursor, session_id, items).check(items, accept_unknown=accept_unknown)
         first = next_seq - count
         stored = [_numbered(item, first + k) for k, item in enumerate(items)]
-        rows = [
-            self._row(session_id, item, payload, now)
-            for item, payload in zip(stored, _payloads(stored), strict=True)
-        ]
         if count == 1:  # the usual append; executemany prepares more
-            cursor.execute(self._insert, rows[0])
+            cursor.execute(self._insert, self._row(session_id, stored[0], now))
         else:
-            cursor.executemany(self._insert, rows)
+            cursor.executemany(self._insert, [self._row(session_id, i, now) for i in stored])
         return Appended(stored, version, window_version, next_seq, self._created(created_at))
 
     def _bumped(self, cursor: Cursor, params: tuple[int, Any, str]) -> Any:
@@ -129,14 +125,14 @@ class AppendSQL:
         cursor.execute(self._bump, params)
         return cursor.execute(self._counters, params[2:]).fetchone()
 
-    def _row(self, session_id: str, item: Item, payload: str, now: Any) -> tuple[Any, ...]:
+    def _row(self, session_id: str, item: Item, now: Any) -> tuple[Any, ...]:
         call_id = item.call_id if isinstance(item, _CALLS) else None
         return (
             session_id,
             item.seq,
             item.type,
             None if call_id is None else _call_key(call_id),
-            payload,
+            _payload(item),
             None,
             self._pins[item.pinned],
             _ACTIVE,

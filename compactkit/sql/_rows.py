@@ -100,9 +100,14 @@ _NOT_IN_PAYLOAD: set[str] = {"seq", "pinned"}  # columns of their own
 
 
 def _payloads(items: Sequence[Item]) -> list[str]:
-    """The stored JSON of each item: its ``dump_items`` form (``None`` fields omitted) without
-    seq and pin (columns of their own), by pydantic's serializer in one call per item."""
-    return [item.model_dump_json(exclude_none=True, exclude=_NOT_IN_PAYLOAD) for item in items]
+    """The stored JSON of each item (``_payload``)."""
+    return [_payload(item) for item in items]
+
+
+def _payload(item: Item) -> str:
+    """The stored JSON of ``item``: its ``dump_items`` form (``None`` fields omitted) without
+    seq and pin (columns of their own), by pydantic's serializer in one call."""
+    return item.model_dump_json(exclude_none=True, exclude=_NOT_IN_PAYLOAD)
 
 
 def _positions(previous: Sequence[int | None], next_seq: int) -> list[int]:
