@@ -189,10 +189,13 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as directory:
         met &= run("SQLite (file, WAL)", f"sqlite:///{directory}/bench.db", "compactkit_", plan)
         ours, theirs = plain_insert_ratio(f"{directory}/plain.db", TEXT, 3 if args.tiny else 10)
+        ratio = ours / theirs
         print(
-            f"\nSQLite append vs a plain sqlite3 insert+commit (same file, WAL, same synchronous):"
-            f" {ours:.3f} ms vs {theirs:.3f} ms = {ours / theirs:.2f}x (goal <= 1.5x)"
+            f"\nSQLite append vs a plain sqlite3 insert+commit (same file, WAL, same synchronous,"
+            f" one committed transaction each): {ours:.3f} ms vs {theirs:.3f} ms = {ratio:.2f}x"
+            f" (goal <= 1.5x): " + ("met" if ratio <= 1.5 else "MISSED")
         )
+        met &= ratio <= 1.5
         race = compactions_under_appends(
             f"sqlite:///{directory}/race.db", "compactkit_", 15 if args.tiny else 150
         )
