@@ -4,8 +4,9 @@ Converting a whole prompt every step costs O(prompt) (several µs an item), and 
 prompt is mostly the previous one plus what the last step appended. ``WireCache`` keeps the last
 conversion and the positions in it where a conversion may restart cleanly ("marks": a
 user/system/developer message with no tool call waiting for its output, where nothing before
-can change how what follows converts). When the new prompt starts with the same items up to the
-last such mark, only the rest is converted; otherwise (after a compaction, say) all of it.
+can change how what follows converts; in chat also the end of a prompt that ends with a tool
+message and no call waiting). When the new prompt starts with the same items up to the last
+such mark, only the rest is converted; otherwise (after a compaction, say) all of it.
 The result is exactly what ``items_to_chat`` / ``items_to_responses`` return for the prompt.
 """
 
@@ -32,8 +33,7 @@ class WireCache:
         self._api: str | None = None
         self._out: list[Any] = []
         self._marks: list[tuple[int, int]] = []  # (items before the mark, messages before it)
-        self._prefix: tuple[Item, ...] = ()  # the last prompt's items before its last mark
-        self._seen: Sequence[Item] = ()  # the last prompt
+        self._seen: Sequence[Item] = ()  # the last prompt (a tuple or an ItemsView: immutable)
 
     def convert(self, api: str, prompt: Sequence[Item]) -> list[Any]:
         """``prompt`` in ``api``'s wire format (lossy: what the API cannot express is dropped).
@@ -49,7 +49,7 @@ class WireCache:
                 index, count = self._marks[-1]
                 # A cache-aware prompt that grew the last one in place starts with it: O(1).
                 if index <= len(items) and (
-                    same_history(items, self._seen) or items[:index] == self._prefix
+                    same_history(items, self._seen) or items[:index] == self._seen[:index]
                 ):
                     start, sent, marks = index, count, list(self._marks)
             rest = convert(items[start:], lossy=True)
@@ -60,9 +60,6 @@ class WireCache:
             else:
                 out = rest
             marks.extend(_marks(items, start, sent, rest, convert))
-            last = marks[-1][0] if marks else 0
-            if start != last or len(self._prefix) != last:  # else items[:last] is the prefix
-                self._prefix = tuple(items[:last])
             self._api, self._out, self._marks, self._seen = api, out, marks[-4:], items
             return out
 
@@ -86,10 +83,22 @@ def _marks(
             pending.discard(item.call_id)
         elif isinstance(item, Message) and item.role != "assistant" and not pending:
             last = index
-    if last is None or last == start:
-        return []
-    tail = convert(items[last:], lossy=True)
-    head_messages = sent + len(rest) - len(tail)
-    if rest[len(rest) - len(tail) :] != tail:  # the split is not clean: do not trust it
-        return []
-    return [(last, head_messages)]
+    marks: list[tuple[int, int]] = []
+    if last is not None and last != start:
+        tail = convert(items[last:], lossy=True)
+        head_messages = sent + len(rest) - len(tail)
+        if rest[len(rest) - len(tail) :] == tail:  # else the split is not clean: no mark
+            marks.append((last, head_messages))
+    if (
+        convert is items_to_chat
+        and not pending
+        and len(items) > start
+        and isinstance(items[-1], FunctionCallOutput)
+        and rest
+        and rest[-1].get("role") == "tool"
+    ):
+        # Chat restarts cleanly after a tool message with no call waiting: no assistant message
+        # is open for a later call to join, and no item waits for outputs (so each step of a
+        # tool loop converts only what it appended, not the turn so far).
+        marks.append((len(items), sent + len(rest)))
+    return marks
