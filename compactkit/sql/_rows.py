@@ -29,9 +29,10 @@ class _Row(NamedTuple):
     created_at: datetime  # tells a purged-and-recreated session from the one cached
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class _Window:
-    """The cached active window of one version of the session.
+    """The cached active window of one version of the session (never changed once built:
+    not a frozen dataclass only because building one of those took a tenth of an append).
 
     Windows that only appends separate share their lists: extending the longest of them
     appends in place (so an append costs O(1), not a copy of the window); extending an older
@@ -72,7 +73,11 @@ class _Window:
         shared_items.extend(items)
         shared_positions.extend(positions)
         return _Window(
-            row, shared_items, shared_positions, len(shared_items), self.replaced | replaced
+            row,
+            shared_items,
+            shared_positions,
+            len(shared_items),
+            self.replaced | replaced if replaced else self.replaced,
         )
 
 

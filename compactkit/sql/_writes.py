@@ -4,7 +4,6 @@ purge and pins."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 
 from sqlalchemy import delete, insert, select, update
 
@@ -37,16 +36,19 @@ class Writes(SQLSession):
         )
         with self._lock:  # extend the cache only if it held exactly the version we appended to
             window = self._window
-            if window is not None and _counters(window.row) == (
-                done.version - 1,
-                done.window_version,
-                done.next_seq - len(items),
-                done.created_at,
+            if window is None:
+                return
+            row = window.row  # the summary changes only with the window version: these say
+            if (  # which state the cache holds
+                row.version == done.version - 1
+                and row.window_version == done.window_version
+                and row.next_seq == done.next_seq - len(items)
+                and row.created_at == done.created_at
             ):
-                after = window.row._replace(version=done.version, next_seq=done.next_seq)
-                self._window = window.extended(
-                    after, done.items, [_seq(item) for item in done.items]
+                after = _Row(
+                    done.version, row.window_version, done.next_seq, row.summary, row.created_at
                 )
+                self._window = window.extended(after, done.items, [_seq(i) for i in done.items])
 
     def restore(self, snapshot: MemorySnapshot, *, history: Sequence[Item] = ()) -> None:
         """Replace the whole state with ``snapshot`` (and ``history``) in one transaction.
@@ -184,8 +186,3 @@ class Writes(SQLSession):
                     for item in window.snapshot.items
                 ]
                 self._window = _window(after, items, window.positions, window.replaced)
-
-
-def _counters(row: _Row) -> tuple[int, int, int, datetime]:
-    # The summary changes only with the window version, so these say which state it is.
-    return row.version, row.window_version, row.next_seq, row.created_at
