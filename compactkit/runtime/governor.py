@@ -179,7 +179,9 @@ class Governor:
         # id(projection) -> (a weak reference to it, its memory's track): a strong one would
         # keep the last 256 prompts alive, so that every step's prompt outlived the young
         # generations and the garbage collector's full collections came sooner.
-        self._owners: OrderedDict[int, tuple[weakref.ref[Projection], _Track]] = OrderedDict()
+        # Two maps, not one of pairs: a pair per step would be one more long-lived object.
+        self._owners: OrderedDict[int, weakref.ref[Projection]] = OrderedDict()
+        self._owner_tracks: dict[int, _Track] = {}
         self._ladder: tuple[tuple[int, ...], int, LadderCompressor] | None = None
 
     @classmethod
@@ -284,8 +286,7 @@ class Governor:
         if prompt_tokens < 0:
             raise ConfigError(f"prompt_tokens must be >= 0, got {prompt_tokens!r}")
         with self._lock:
-            owner = self._owners.get(id(projection))
-            track = owner[1] if owner is not None and owner[0]() is projection else None
+            track = self._owner_of(projection)
             if track is not None:
                 track.last_usage = prompt_tokens
             if projection.tokens > 0 and prompt_tokens > 0:
@@ -302,8 +303,7 @@ class Governor:
         it did not say), so the next, forced step compacts and projects to a smaller prompt.
         """
         with self._lock:
-            owner = self._owners.get(id(projection))
-            track = owner[1] if owner is not None and owner[0]() is projection else None
+            track = self._owner_of(projection)
             current = max(1.0, self._calibration, track.ratio if track else 1.0)
             if reported_tokens and projection.tokens > 0:
                 ratio = max(current, reported_tokens / projection.tokens * 1.02)
@@ -395,6 +395,12 @@ class Governor:
                 if entry is None or entry[0] is not memory:
                     entry = self._strong_tracks[id(memory)] = (memory, _Track())
                 return entry[1]
+
+    def _owner_of(self, projection: Projection) -> _Track | None:
+        """The track of the memory ``projection`` was made for (callers hold the lock)."""
+        key = id(projection)
+        owner = self._owners.get(key)
+        return self._owner_tracks[key] if owner is not None and owner() is projection else None
 
     def _factor(self, track: _Track) -> float:
         # The smoothed ratio covers memories not observed yet; a memory's own latest ratio is
@@ -509,9 +515,10 @@ class Governor:
             )
         )
         with self._lock:
-            self._owners[id(projection)] = (weakref.ref(projection), track)
+            self._owners[id(projection)] = weakref.ref(projection)
+            self._owner_tracks[id(projection)] = track
             while len(self._owners) > 256:
-                self._owners.popitem(last=False)
+                del self._owner_tracks[self._owners.popitem(last=False)[0]]
         return GovernedStep(projection, result, tuple(events), plan.state)
 
     def _compressor_for(
