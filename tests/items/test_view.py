@@ -34,14 +34,15 @@ def test_a_view_is_the_tuple_it_stands_for() -> None:
 
     assert len(view) == 4
     assert tuple(view) == expected and list(view) == list(expected)
-    assert view == expected and expected == view and not view != expected
+    assert view == expected and expected == view
+    assert not view != expected  # noqa: SIM202 - the != operator is what is tested
     assert hash(view) == hash(expected)
     assert view[0] is source[0] and view[-1] is source[3]
     assert list(reversed(view)) == list(reversed(expected))
     assert source[2] in view and source[4] not in view
     assert view.index(source[1]) == 1 and view.count(source[1]) == 1
-    assert view + (source[5],) == (*expected, source[5])
-    assert (source[5],) + view == (source[5], *expected)
+    assert view + (source[5],) == (*expected, source[5])  # noqa: RUF005 - tests +
+    assert (source[5],) + view == (source[5], *expected)  # noqa: RUF005 - tests +
     assert repr(view) == repr(expected)
     assert view != list(expected)  # like a tuple: never equal to a list
     with pytest.raises(IndexError):
