@@ -71,9 +71,6 @@ class MinTree:
     def __init__(self) -> None:
         self.levels: list[list[int]] = [[]]
 
-    def __len__(self) -> int:
-        return len(self.levels[0])
-
     def append(self, value: int) -> None:
         """Add ``value`` at the end."""
         levels = self.levels

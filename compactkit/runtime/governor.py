@@ -515,8 +515,12 @@ class Governor:
             )
         )
         with self._lock:
-            self._owners[id(projection)] = weakref.ref(projection)
-            self._owner_tracks[id(projection)] = track
+            key = id(projection)
+            # An id is reused once its projection is freed: move it to the newest end, so that
+            # the eviction below never drops the entry of a prompt still being answered.
+            self._owners.pop(key, None)
+            self._owners[key] = weakref.ref(projection)
+            self._owner_tracks[key] = track
             while len(self._owners) > 256:
                 del self._owner_tracks[self._owners.popitem(last=False)[0]]
         return GovernedStep(projection, result, tuple(events), plan.state)
