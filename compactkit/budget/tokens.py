@@ -132,6 +132,13 @@ class _BaseCounter(ABC):
         except KeyError:
             return sum(map(self.count_item, items))
 
+    def item_counts(self, items: Iterable[Item]) -> list[int]:
+        """``[count_item(item) for item in items]``; a loop in C when every item is cached."""
+        try:
+            return list(map(_tokens_of, map(self._cache.__getitem__, map(id, items))))
+        except KeyError:
+            return list(map(self.count_item, items))
+
     def _priced(self, item: Item) -> tuple[int, str | None]:
         entry = self._cache.get(id(item))
         if entry is not None and entry[0] is item:

@@ -30,13 +30,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from itertools import accumulate
 from operator import is_
 from typing import Any, TypeAlias
 
 from compactkit.budget.profile import Budget
 from compactkit.budget.tokens import TokenCounter
 from compactkit.errors import BudgetError, ConfigError
-from compactkit.governance._incremental import sum_counts
+from compactkit.governance._incremental import item_counts
 from compactkit.items import FunctionCallOutput, Item, Message, Tool
 from compactkit.items.groups import group_items
 from compactkit.items.snapshot import MemorySnapshot
@@ -247,19 +248,37 @@ class StablePrefix:
         return replace(step, budget=budget)
 
 
+@dataclass(slots=True)
+class _Seen:
+    """A remembered prompt of one session."""
+
+    counter: TokenCounter
+    tools: tuple[Tool, ...]
+    items: Sequence[Item]
+    tokens: int
+    """Tokens of the items alone."""
+    prefix: list[int]
+    """``prefix[i]``: tokens of ``items[:i]``, for the ``i`` measured so far (built lazily, as
+    far as a later prompt shared it)."""
+
+
 class PrefixTracker:
     """Measures the cacheable prefix of each prompt against the previous one of its session.
 
     The previous prompt of the session is the remembered prompt (one per session, the last
     ``size`` sessions) sharing the longest byte-identical prefix with this one: tool schemas
-    first (providers put them before the messages), then the items in order. A prompt extending
-    the previous one costs O(new items); a changed one O(length of the shared prefix).
+    first (providers put them before the messages), then the items in order.
+
+    A prompt extending the previous one costs O(new items). A changed one costs a comparison in
+    C up to where it changed (a few ns per item) plus counting the items by which the shared
+    prefix grew since it was last measured: a prompt inherits the running totals of the prefix
+    it shares, so a change point that stays put or moves forward (a sliding window, one more
+    old output masked) is counted once, not once per turn.
     """
 
     def __init__(self, size: int = 16) -> None:
         self._size = size
-        # (counter, tools, prompt items, tokens of the items alone)
-        self._entries: list[tuple[TokenCounter, tuple[Tool, ...], Sequence[Item], int]] = []
+        self._entries: list[_Seen] = []
         self._overheads: dict[
             tuple[int, tuple[int, ...]], tuple[TokenCounter, tuple[Tool, ...], int, int]
         ] = {}
@@ -274,31 +293,30 @@ class PrefixTracker:
         overhead, schema = self._overhead(counter, tools)
         own = max(0, tokens - overhead)  # the items alone
         with self._lock:
-            best, best_tokens, best_length = None, 0, 0
-            for position, (seen_counter, seen_tools, seen, seen_tokens) in enumerate(self._entries):
-                if seen_counter is not counter or not _same_tools(seen_tools, tools):
+            entries = self._entries
+            best, best_length = -1, -1
+            for position, seen in enumerate(entries):
+                if seen.counter is not counter or not _same_tools(seen.tools, tools):
                     continue
-                if _extends(items, seen):
-                    length, shared = len(seen), seen_tokens
-                else:
-                    length = _common(items, seen)
-                    if length <= best_length:
-                        continue
-                    if length <= len(seen) - length:
-                        shared = sum_counts(counter, items[:length])
-                    else:  # count the shorter side: the previous prompt minus its changed end
-                        shared = seen_tokens - sum_counts(counter, seen[length:])
-                if best is None or length > best_length:
-                    best, best_tokens, best_length = position, shared, length
-                    if length == len(seen):
+                extended = _extends(items, seen.items)
+                length = len(seen.items) if extended else _common(items, seen.items)
+                if length > best_length:
+                    best, best_length = position, length
+                    if extended:
                         break
-            if best is not None:
-                del self._entries[best]
-            self._entries.insert(0, (counter, tools, items, own))
-            del self._entries[self._size :]
-            if best is None:
-                return 0
-            return schema + best_tokens
+            if best < 0:
+                prefix, shared = [0], 0
+            else:
+                seen = entries.pop(best)
+                prefix = seen.prefix  # its owner is replaced: the totals move to this prompt
+                if best_length == len(seen.items):
+                    shared = seen.tokens
+                else:
+                    shared = _measured(counter, seen.items, prefix, best_length)
+                shared += schema
+            entries.insert(0, _Seen(counter, tools, items, own, prefix))
+            del entries[self._size :]
+            return shared
 
     def _overhead(self, counter: TokenCounter, tools: tuple[Tool, ...]) -> tuple[int, int]:
         """``(request overhead, tool schema tokens)``: the overhead includes reply priming."""
@@ -311,6 +329,19 @@ class PrefixTracker:
                 self._overheads.clear()
             entry = self._overheads[key] = (counter, tools, total, schema)
         return entry[2], entry[3]
+
+
+def _measured(counter: TokenCounter, items: Sequence[Item], prefix: list[int], length: int) -> int:
+    """Tokens of ``items[:length]``, with ``prefix`` (running totals over ``items``) cut or
+    grown to end there: what a prompt sharing those items inherits."""
+    if length < len(prefix):
+        del prefix[length + 1 :]
+    else:
+        added = item_counts(counter, items[len(prefix) - 1 : length])
+        totals = accumulate(added, initial=prefix[-1])
+        next(totals)  # the total so far: already the last entry
+        prefix.extend(totals)
+    return prefix[length]
 
 
 def _extends(items: Sequence[Item], seen: Sequence[Item]) -> bool:
@@ -327,19 +358,20 @@ def _extends(items: Sequence[Item], seen: Sequence[Item]) -> bool:
 def _common(items: Sequence[Item], seen: Sequence[Item]) -> int:
     """The length of the common prefix of ``items`` and ``seen``.
 
-    Identity checks in C over chunks growing from the start (so a short common prefix, a
-    sliding window's, costs little), and an equality check only where two items are different
-    objects: O(prefix) pointer checks and one ``==`` per pair of distinct objects.
+    Tuple comparisons in C (identity first, ``==`` only for two distinct objects) over chunks
+    growing from the start, so a short common prefix (a sliding window's) costs little; in the
+    chunk that differs, the first pair of distinct objects is found by identity in C, and only
+    that pair is compared with ``==``: O(prefix) at a few ns per item.
     """
-    a, b = tuple(items), tuple(seen)
+    a = items if isinstance(items, tuple) else tuple(items)
+    b = seen if isinstance(seen, tuple) else tuple(seen)
     low, limit, step = 0, min(len(a), len(b)), 8  # a[:low] == b[:low]
     while low < limit:
         high = min(limit, low + step)
-        same = list(map(is_, a[low:high], b[low:high]))
-        if all(same):
+        if a[low:high] == b[low:high]:
             low, step = high, step * 2
             continue
-        low += same.index(False)
+        low += list(map(is_, a[low:high], b[low:high])).index(False)
         if a[low] != b[low]:
             return low
         low, step = low + 1, 8  # equal but not identical (a copy): go on from there

@@ -15,7 +15,7 @@ from compactkit.items import Item, Message, Role, Tool
 from compactkit.items.snapshot import summary_message
 from compactkit.items.view import same_history
 
-__all__ = ["ItemsTally", "MessageCache", "OverheadCache", "extends", "sum_counts"]
+__all__ = ["ItemsTally", "MessageCache", "OverheadCache", "extends", "item_counts", "sum_counts"]
 
 
 def sum_counts(counter: TokenCounter, items: Iterable[Item]) -> int:
@@ -25,6 +25,14 @@ def sum_counts(counter: TokenCounter, items: Iterable[Item]) -> int:
     if fast is not None:
         return int(fast(items))
     return sum(map(counter.count_item, items))
+
+
+def item_counts(counter: TokenCounter, items: Iterable[Item]) -> list[int]:
+    """Each item's ``count_item``, in order (in C for compactkit's counters, as ``sum_counts``)."""
+    fast = getattr(counter, "item_counts", None)
+    if fast is not None:
+        return list(fast(items))
+    return list(map(counter.count_item, items))
 
 
 def extends(items: Sequence[Item], seen: Sequence[Item]) -> bool:

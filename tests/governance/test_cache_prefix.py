@@ -161,3 +161,54 @@ def test_for_model_is_cache_aware_where_the_provider_caches() -> None:
         ContextProjector(COUNTER, cache_refill=1.5)
     with pytest.raises(ConfigError, match="cache_aware"):
         ContextProjector(COUNTER, cache_aware="yes")  # type: ignore[arg-type]
+
+
+@st.composite
+def prompt_sequences(draw: st.DrawFn) -> list[list[Item]]:
+    """Prompts of one session as a projector changes them: appends, one more output masked
+    (or sent whole again), the window sliding, an equal copy of an item in place."""
+    pool: list[Item] = [Message(role="user", content=words(n, f"p{n}")) for n in range(1, 40)]
+    prompt: list[Item] = [Message(role="system", content="You are a coding agent.")]
+    prompt += draw(st.lists(st.sampled_from(pool), max_size=30))
+    prompts = [list(prompt)]
+    for _ in range(draw(st.integers(1, 12))):
+        change = draw(st.sampled_from(["append", "swap", "slide", "copy"]))
+        if change == "append" or len(prompt) < 3:
+            prompt += draw(st.lists(st.sampled_from(pool), min_size=1, max_size=5))
+        else:
+            at = draw(st.integers(1, len(prompt) - 1))
+            if change == "swap":
+                prompt[at] = draw(st.sampled_from(pool))
+            elif change == "slide":
+                del prompt[1 : at + 1]
+            else:
+                prompt[at] = prompt[at].model_copy()
+        prompts.append(list(prompt))
+    return prompts
+
+
+@settings(deadline=None, max_examples=200)
+@given(prompt_sequences(), st.booleans())
+def test_the_cached_prefix_is_the_tokens_shared_with_the_previous_prompt(
+    prompts: list[list[Item]], with_tools: bool
+) -> None:
+    """Every projection's cached prefix is what a brute-force count gives: the tool schemas
+    and the items a byte-identical prefix of the session's previous prompt."""
+    tools = TOOLS if with_tools else []
+    projector = ContextProjector(COUNTER, budget=1_000_000)
+    schema = COUNTER.count_overhead(tools) - COUNTER.count_overhead(())
+    previous: list[Item] | None = None
+    for items in prompts:
+        prompt = projector.project(
+            MemorySnapshot.model_construct(summary="", items=tuple(items)), tools=tools
+        )
+        assert list(prompt.items) == items  # everything fits: the prompt is the history
+        if previous is None:
+            assert prompt.report.cached_prefix_tokens == 0
+        else:
+            shared = 0
+            while shared < min(len(items), len(previous)) and items[shared] == previous[shared]:
+                shared += 1
+            expected = schema + sum(COUNTER.count_item(item) for item in items[:shared])
+            assert prompt.report.cached_prefix_tokens == expected
+        previous = items
