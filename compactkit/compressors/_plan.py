@@ -57,13 +57,15 @@ def text_tokens(text: str, counter: TokenCounter) -> int:
     """``counter.count_text(text)`` for a long text that changes little between counts (a
     summary being grown): with a tiktoken counter, counted line by line (exact, see
     ``_LINE_ADDITIVE``), so that each count only encodes the lines not counted before."""
-    if (
-        type(counter) is not TiktokenCounter
-        or counter.encoding_name not in _LINE_ADDITIVE
-        or "\r" in text
-    ):
+    if not counts_by_lines(counter) or "\r" in text:
         return counter.count_text(text)
     return sum(map(counter.count_text, _LINE_START.split(text)))
+
+
+def counts_by_lines(counter: TokenCounter) -> bool:
+    """Whether ``counter`` counts a text without ``\r`` as the sum of its pieces cut before
+    every line that starts with a character other than whitespace or "/" (``text_tokens``)."""
+    return type(counter) is TiktokenCounter and counter.encoding_name in _LINE_ADDITIVE
 
 
 def summary_tokens(summary: str, counter: TokenCounter) -> int:

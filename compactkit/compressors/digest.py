@@ -52,6 +52,7 @@ from compactkit.compressors._plan import (
     Keep,
     Layout,
     Measured,
+    counts_by_lines,
     default_counter,
     newest_groups_keeper,
     request_tokens,
@@ -59,7 +60,6 @@ from compactkit.compressors._plan import (
     split_by_need,
     summary_cap,
     summary_tokens,
-    text_tokens,
 )
 from compactkit.compressors.masking import mask_output
 from compactkit.compressors.report import FactReport
@@ -88,6 +88,7 @@ class FactsNeed:
         self.upto = 0  # groups [0, upto) are digested into self.doc
         self.new = SummaryDocument()
         self._sized: tuple[SummaryDocument, int] | None = None  # the last doc counted
+        self.tokens = SummarySizer(counter)
 
     def folded(self, start: int, stop: int) -> list[Item]:
         layout = self.layout
@@ -111,9 +112,58 @@ class FactsNeed:
             self.doc = self.doc.merge(part)
             self.upto = first_kept
         sized = self._sized
-        if sized is None or sized[0] is not self.doc:  # render and count a summary only once
-            sized = self._sized = (self.doc, text_tokens(self.doc.render(), self.counter))
+        if sized is None or sized[0] is not self.doc:  # count a summary only once
+            sized = self._sized = (self.doc, self.tokens(self.doc))
         return sized[1]
+
+
+class SummarySizer:
+    """``text_tokens(doc.render(), counter)`` for documents that share most of their entries
+    (the summary a digest grows, its trimmed copy), without rendering them: with a counter that
+    counts by lines (``counts_by_lines``) a rendered summary is cut before every title, note,
+    heading and entry, so its tokens are those of its head lines, its headings and its entries,
+    each entry counted once (a section's last entry before the next heading carries the blank
+    line between them)."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self.entries: dict[str, int] = {}  # entry -> tokens of its rendered bullet
+
+    def __call__(self, doc: SummaryDocument) -> int:
+        """Tokens of ``doc.render()``."""
+        count = self.counter.count_text
+        if not counts_by_lines(self.counter):
+            return count(doc.render())
+        head, blocks = doc.head_lines(), doc.blocks()
+        pieces = [f"{line}\n" for line in head]
+        if blocks:
+            pieces[-1] += "\n"  # the blank line before the first heading
+        pieces += [f"## {heading}\n" for heading, _entries in blocks]
+        pieces += [f"{bullet(entries[-1])}\n" for _heading, entries in blocks[:-1]]
+        if any("\r" in piece for piece in pieces):
+            return count(doc.render())
+        counted = [entries[:-1] for _heading, entries in blocks[:-1]]
+        counted += [entries for _heading, entries in blocks[-1:]]
+        known = self.entries
+        total = sum(map(count, pieces))
+        for entries in counted:
+            try:
+                total += sum(map(known.__getitem__, entries))
+            except KeyError:
+                for entry in entries:
+                    tokens = known.get(entry)
+                    if tokens is None:
+                        if "\r" in entry:
+                            return count(doc.render())
+                        tokens = known[entry] = count(bullet(entry))
+                    total += tokens
+        return total
+
+
+def bullet(entry: str) -> str:
+    """An entry as ``SummaryDocument.render`` writes it: ``- first line``, the others indented
+    by two spaces."""
+    return "- " + entry.replace("\n", "\n  ") + "\n"
 
 
 @dataclass(frozen=True)
@@ -244,7 +294,7 @@ class DigestCompressor:
         report = FactReport.compare(
             merged,
             trimmed,
-            summary_tokens=text_tokens(after.summary, counter),
+            summary_tokens=needs.tokens(trimmed),
             summary_cap_tokens=cap,
             masked_outputs=len(masked),
         )

@@ -299,6 +299,20 @@ class SummaryDocument:
         ``SECTIONS``), unknown sections last. (Remembered: a document never changes.)"""
         if self._rendered is not None:
             return self._rendered
+        lines = self.head_lines()
+        for heading, entries in self.blocks():
+            lines += ["", f"## {heading}"]
+            for entry in entries:
+                first, *rest = entry.split("\n")
+                lines.append(f"- {first}")
+                lines.extend(f"  {line}" for line in rest)
+        text = "\n".join(lines) + "\n"
+        object.__setattr__(self, "_rendered", text)
+        return text
+
+    def head_lines(self) -> list[str]:
+        """The lines ``render`` writes before the sections: the title, the trimming note, the
+        line labelling `code` spans as quoted data."""
         lines = [SUMMARY_TITLE]
         if self.trimmed:
             noun = "entry was" if self.trimmed == 1 else "entries were"
@@ -317,21 +331,14 @@ class SummaryDocument:
             )
         if self.extra or any(self.sections.get(k) for k in _QUOTING):
             lines.append(QUOTED_NOTE)
-        blocks: list[tuple[str, str, tuple[str, ...]]] = [
-            (spec.key, spec.heading, self.entries(spec.key)) for spec in SECTIONS
-        ]
-        blocks += [(heading, heading, entries) for heading, entries in self.extra.items()]
-        for _name, heading, entries in blocks:
-            if not entries:
-                continue
-            lines += ["", f"## {heading}"]
-            for entry in entries:
-                first, *rest = entry.split("\n")
-                lines.append(f"- {first}")
-                lines.extend(f"  {line}" for line in rest)
-        text = "\n".join(lines) + "\n"
-        object.__setattr__(self, "_rendered", text)
-        return text
+        return lines
+
+    def blocks(self) -> list[tuple[str, tuple[str, ...]]]:
+        """The sections ``render`` writes, in order, as ``(heading, entries)``: the known ones
+        holding entries (see ``SECTIONS``), then the unknown ones."""
+        blocks = [(spec.heading, self.entries(spec.key)) for spec in SECTIONS]
+        blocks += list(self.extra.items())
+        return [(heading, entries) for heading, entries in blocks if entries]
 
     # -- combining --------------------------------------------------------------------------
 

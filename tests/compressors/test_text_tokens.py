@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from compactkit.budget import TiktokenCounter
 from compactkit.compressors._plan import text_tokens
+from compactkit.compressors.digest import SummarySizer
 from compactkit.compressors.sections import SummaryDocument
 
 COUNTERS = [TiktokenCounter("o200k_base"), TiktokenCounter("cl100k_base")]
@@ -69,3 +70,38 @@ def test_other_counters_count_the_whole_text() -> None:
 
     text = "- a\n- b\n" * 10
     assert text_tokens(text, Halves()) == len(text) // 2  # type: ignore[arg-type]
+
+
+ENTRY = st.lists(
+    st.sampled_from([*"\n\r /-#`_", "ab", "42", "\u00a0", "\u2028", "日本", "—"]), max_size=12
+)
+SECTION_KEYS = st.sampled_from(["goal", "files_read", "commands", "values", "state"])
+
+
+@pytest.mark.parametrize("counter", COUNTERS, ids=lambda c: c.encoding_name)
+@settings(deadline=None, max_examples=300)
+@given(
+    sections=st.dictionaries(SECTION_KEYS, st.lists(ENTRY.map("".join), max_size=4)),
+    extra=st.dictionaries(ENTRY.map("".join), st.lists(ENTRY.map("".join), max_size=3), max_size=2),
+    trimmed=st.integers(0, 3),
+    grown=st.lists(ENTRY.map("".join), max_size=3),
+)
+def test_a_summary_sized_without_rendering_counts_the_same(
+    counter: TiktokenCounter,
+    sections: dict[str, list[str]],
+    extra: dict[str, list[str]],
+    trimmed: int,
+    grown: list[str],
+) -> None:
+    """The digest's sizer (entries counted once, across the documents it is asked about) gives
+    the count of the rendered text, for any document, merged or built directly."""
+    sizer = SummarySizer(counter)
+    raw = SummaryDocument(
+        sections={k: tuple(v) for k, v in sections.items()},  # type: ignore[misc]
+        extra={k: tuple(v) for k, v in extra.items()},
+        trimmed=trimmed,
+        omitted={"files_read": trimmed} if trimmed else {},
+    )
+    merged = SummaryDocument().merge(raw)
+    for doc in (raw, merged, merged.merge(SummaryDocument.of(files_read=grown, state=grown))):
+        assert sizer(doc) == counter.count_text(doc.render())
