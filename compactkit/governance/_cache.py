@@ -37,7 +37,7 @@ from typing import Any, TypeAlias
 from compactkit.budget.profile import Budget
 from compactkit.budget.tokens import TokenCounter
 from compactkit.errors import BudgetError, ConfigError
-from compactkit.governance._incremental import item_counts
+from compactkit.governance._incremental import item_counts, sum_counts
 from compactkit.items import FunctionCallOutput, Item, Message, Tool
 from compactkit.items.groups import group_items
 from compactkit.items.snapshot import MemorySnapshot
@@ -282,6 +282,7 @@ class PrefixTracker:
         self._overheads: dict[
             tuple[int, tuple[int, ...]], tuple[TokenCounter, tuple[Tool, ...], int, int]
         ] = {}
+        self._last: tuple[TokenCounter | None, tuple[Tool, ...], int, int] = (None, (), 0, 0)
         self._lock = threading.Lock()
 
     def observe(
@@ -289,7 +290,7 @@ class PrefixTracker:
     ) -> int:
         """Remember this prompt (``tokens`` long in all); return its tokens shared with the
         previous prompt of its session (0 for a session's first prompt)."""
-        tools = tuple(tools)
+        tools = tuple(tools)  # the projector's checked tuple: no copy
         overhead, schema = self._overhead(counter, tools)
         own = max(0, tokens - overhead)  # the items alone
         with self._lock:
@@ -298,7 +299,7 @@ class PrefixTracker:
             for position, seen in enumerate(entries):
                 if seen.counter is not counter or not _same_tools(seen.tools, tools):
                     continue
-                extended = _extends(items, seen.items)
+                extended = _extends(items, seen.items, copies=False)
                 length = len(seen.items) if extended else _common(items, seen.items)
                 if length > best_length:
                     best, best_length = position, length
@@ -312,7 +313,7 @@ class PrefixTracker:
                 if best_length == len(seen.items):
                     shared = seen.tokens
                 else:
-                    shared = _measured(counter, seen.items, prefix, best_length)
+                    shared = _measured(seen, best_length)
                 shared += schema
             entries.insert(0, _Seen(counter, tools, items, own, prefix))
             del entries[self._size :]
@@ -320,6 +321,9 @@ class PrefixTracker:
 
     def _overhead(self, counter: TokenCounter, tools: tuple[Tool, ...]) -> tuple[int, int]:
         """``(request overhead, tool schema tokens)``: the overhead includes reply priming."""
+        last = self._last
+        if last[0] is counter and len(last[1]) == len(tools) and all(map(is_, last[1], tools)):
+            return last[2], last[3]
         key = (id(counter), tuple(map(id, tools)))
         entry = self._overheads.get(key)
         if entry is None or entry[0] is not counter or not _same_tools(entry[1], tools):
@@ -328,29 +332,40 @@ class PrefixTracker:
             if len(self._overheads) >= 64:
                 self._overheads.clear()
             entry = self._overheads[key] = (counter, tools, total, schema)
+        self._last = entry
         return entry[2], entry[3]
 
 
-def _measured(counter: TokenCounter, items: Sequence[Item], prefix: list[int], length: int) -> int:
-    """Tokens of ``items[:length]``, with ``prefix`` (running totals over ``items``) cut or
-    grown to end there: what a prompt sharing those items inherits."""
+def _measured(seen: _Seen, length: int) -> int:
+    """Tokens of ``seen.items[:length]``, with ``seen.prefix`` cut to end there (what a prompt
+    sharing those items inherits). The totals grow to ``length`` when that counts fewer items
+    than the changed end of ``seen`` does; otherwise that end is counted and subtracted from
+    the whole, and the totals stay as far as they were measured."""
+    prefix, items = seen.prefix, seen.items
     if length < len(prefix):
         del prefix[length + 1 :]
-    else:
-        added = item_counts(counter, items[len(prefix) - 1 : length])
-        totals = accumulate(added, initial=prefix[-1])
-        next(totals)  # the total so far: already the last entry
-        prefix.extend(totals)
+        return prefix[length]
+    built = len(prefix) - 1
+    if length - built > len(items) - length:
+        return seen.tokens - sum_counts(seen.counter, items[length:])
+    totals = accumulate(item_counts(seen.counter, items[built:length]), initial=prefix[-1])
+    next(totals)  # the total so far: already the last entry
+    prefix.extend(totals)
     return prefix[length]
 
 
-def _extends(items: Sequence[Item], seen: Sequence[Item]) -> bool:
+def _extends(items: Sequence[Item], seen: Sequence[Item], *, copies: bool = True) -> bool:
     """Whether ``items`` starts with exactly ``seen`` (C-speed, identity short-circuits; O(1)
-    for two views of one memory's items grown by appends)."""
+    for two views of one memory's items grown by appends). With ``copies=False`` a last item
+    of ``seen`` that is an equal copy, not the same object, answers ``False`` at once (for a
+    caller that then finds the common prefix exactly anyway)."""
     n = len(seen)
     if n == 0 or same_history(items, seen):
         return True
-    if len(items) < n or (items[n - 1] is not seen[n - 1] and items[n - 1] != seen[n - 1]):
+    if len(items) < n:
+        return False
+    last = items[n - 1]
+    if last is not seen[n - 1] and (not copies or last != seen[n - 1]):
         return False
     return tuple(items[:n]) == tuple(seen)
 
@@ -371,9 +386,10 @@ def _common(items: Sequence[Item], seen: Sequence[Item]) -> int:
         if a[low:high] == b[low:high]:
             low, step = high, step * 2
             continue
-        low += list(map(is_, a[low:high], b[low:high])).index(False)
-        if a[low] != b[low]:
-            return low
+        same = list(map(is_, a[low:high], b[low:high]))
+        low += same.index(False)
+        if same.count(False) == 1 or a[low] != b[low]:
+            return low  # (the only distinct pair of a chunk that differs is the difference)
         low, step = low + 1, 8  # equal but not identical (a copy): go on from there
     return low
 

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from compactkit.governance._projection import Mask, Piece
 from compactkit.governance._select import Sums
 from compactkit.items import Item
+from compactkit.items.view import sliceable
 
 __all__ = ["complement", "greedy", "render_window"]
 
@@ -79,11 +80,12 @@ def render_window(
             closed_end = piece.group.start
             break
     rendered, base, at = sums.rendered, sums.base, first
+    source = sliceable(items)  # slices below len(items) only
     sent = n - first
     for begin, end, replacement in spans:
         out.extend(rendered[at - base : begin - base])
         if replacement is None:
-            out.extend(items[begin:end])
+            out.extend(source[begin:end])
         else:
             out.extend(replacement)
             sent -= (end - begin) - len(replacement)

@@ -25,6 +25,7 @@ import math
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, fields
+from operator import is_
 from typing import Any, Literal, TypeAlias
 
 from compactkit.budget.profiles import ProfileRegistry, budget_for
@@ -138,6 +139,9 @@ class ContextProjector:
         default_factory=OverheadCache, init=False, repr=False, compare=False
     )
     _masker: Masker = field(default_factory=Masker, init=False, repr=False, compare=False)
+    _tools: _CheckedTools = field(
+        default_factory=lambda: _CheckedTools(), init=False, repr=False, compare=False
+    )
     _messages: MessageCache = field(
         default_factory=MessageCache, init=False, repr=False, compare=False
     )
@@ -211,14 +215,13 @@ class ContextProjector:
                 ``memory.snapshot()``, not the memory or ``memory.items``).
         """
         limit = budget if budget is not None else self.budget
-        projection: Projection
-        if self.cache_aware and limit is not None and limit > 0:
-            snapshot = require_snapshot(snapshot, "project()")
-            projection = self._stable.project(self._project, snapshot, instructions, tools, limit)
-        else:
-            projection = self._project(
-                snapshot, instructions=instructions, tools=tools, budget=budget
+        tools = self._tools(tools)
+        if not self.cache_aware or limit is None or limit <= 0:
+            return self._project(
+                snapshot, instructions=instructions, tools=tools, budget=budget, observe=True
             )
+        snapshot = require_snapshot(snapshot, "project()")
+        projection = self._stable.project(self._project, snapshot, instructions, tools, limit)
         shared = self._prefixes.observe(self.counter, projection.items, tools, projection.tokens)
         report = projection.report
         return Projection(  # built directly: dataclasses.replace costs more than a turn's fill
@@ -242,8 +245,10 @@ class ContextProjector:
         instructions: str | Sequence[Message] | None = None,
         tools: Sequence[Tool] = (),
         budget: int | None = None,
+        observe: bool = False,
     ) -> Projection:
-        """The prompt by the rules alone (``project`` adds cache-aware mode and the prefix).
+        """The prompt by the rules alone (``project`` adds cache-aware mode); ``observe``
+        measures its cached prefix (for a prompt sent as it is).
 
         One way, top to bottom: plan (the head, the groups never dropped, the room left),
         select (where the window starts, which bulky outputs stay masked), render (the items
@@ -251,7 +256,7 @@ class ContextProjector:
         history, so selecting is a few binary searches and rendering copies slices.
         """
         snapshot = require_snapshot(snapshot, "project()")
-        tools = _tools(tools)
+        tools = self._tools(tools)
         if budget is not None:
             budget = _tokens(budget, "budget")
         limit = budget if budget is not None else self.budget
@@ -353,14 +358,18 @@ class ContextProjector:
             masked = [mask for mask in [*masked, *masked_tail] if id(mask.placeholder) not in gone]
             n_masked = len(masked)
             masked_ids = [mask.original.call_id for mask in masked]
+        items, tokens = tuple(out), limit - room
         report = ProjectionReport(
             kept=sent - n_masked,
             masked=n_masked,
             omitted=len(snapshot.items) - sent,
             notes=tuple(notes),
             masked_call_ids=tuple(masked_ids),
+            cached_prefix_tokens=(
+                self._prefixes.observe(self.counter, items, tools, tokens) if observe else 0
+            ),
         )
-        return Projection(tuple(out), limit - room, limit, report)
+        return Projection(items, tokens, limit, report)
 
     def check_instructions(self, instructions: object) -> None:
         """Raise ``ConfigError`` unless ``instructions`` is what ``project`` takes: ``None``, a
@@ -502,6 +511,25 @@ def _tokens(value: object, name: str, *, minimum: int = 1) -> int:
 def checked_tools(tools: object) -> tuple[Tool, ...]:
     """``tools`` as ``Tool``s, or a ``ConfigError`` saying how to convert provider tool dicts."""
     return _tools(tools)
+
+
+class _CheckedTools:
+    """``_tools(tools)``, remembered for the tools of the last call: agents pass the same tool
+    objects every turn, and checking them again costs more than comparing their identities."""
+
+    def __init__(self) -> None:
+        self._seen: tuple[Tool, ...] = ()
+
+    def __call__(self, tools: object) -> tuple[Tool, ...]:
+        seen = self._seen
+        if (
+            isinstance(tools, (list, tuple))
+            and len(tools) == len(seen)
+            and all(map(is_, tools, seen))
+        ):
+            return seen
+        checked = self._seen = _tools(tools)
+        return checked
 
 
 def _tools(tools: object) -> tuple[Tool, ...]:

@@ -19,7 +19,7 @@ from typing import Any, SupportsIndex, overload
 
 from compactkit.items.model import Item
 
-__all__ = ["ItemsView"]  # same_history is for the projector's caches
+__all__ = ["ItemsView"]  # same_history and sliceable are for the projector
 
 
 class ItemsView(Sequence[Item]):
@@ -113,3 +113,10 @@ def same_history(items: Sequence[Item], seen: Sequence[Item]) -> bool:
         and items._source is seen._source
         and items._stop >= seen._stop
     )
+
+
+def sliceable(items: Sequence[Item]) -> Sequence[Item]:
+    """A list or tuple holding ``items`` at the same positions, to slice without the tuple
+    copy a view's slice makes: read only, and only below ``len(items)`` (a view's list may
+    hold more)."""
+    return items._source if isinstance(items, ItemsView) else items

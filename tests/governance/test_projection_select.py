@@ -33,6 +33,7 @@ class PlainFill(ContextProjector):
         instructions: str | Sequence[Message] | None = None,
         tools: Sequence[Tool] = (),
         budget: int | None = None,
+        observe: bool = False,
     ) -> Projection:
         snapshot = require_snapshot(snapshot, "project()")
         limit = budget if budget is not None else self.budget
@@ -101,6 +102,11 @@ class PlainFill(ContextProjector):
             omitted=len(snapshot.items) - sent,
             notes=tuple(notes),
             masked_call_ids=tuple(mask.original.call_id for mask in masked),
+            cached_prefix_tokens=(
+                self._prefixes.observe(self.counter, out, tools, limit - remaining)
+                if observe
+                else 0
+            ),
         )
         return Projection(tuple(out), limit - remaining, limit, report)
 
