@@ -41,7 +41,7 @@ from compactkit.governance._incremental import item_counts, sum_counts
 from compactkit.items import FunctionCallOutput, Item, Message, Tool
 from compactkit.items.groups import group_items
 from compactkit.items.snapshot import MemorySnapshot
-from compactkit.items.view import ItemsView, same_history
+from compactkit.items.view import ItemsView, same_history, sliceable
 
 Projection: TypeAlias = Any
 """A ``governance.projector.Projection`` (not imported: the projector imports this module)."""
@@ -367,7 +367,8 @@ def _extends(items: Sequence[Item], seen: Sequence[Item], *, copies: bool = True
     last = items[n - 1]
     if last is not seen[n - 1] and (not copies or last != seen[n - 1]):
         return False
-    return tuple(items[:n]) == tuple(seen)
+    a, b = _storage(items, seen)
+    return a[:n] == b[:n]
 
 
 def _common(items: Sequence[Item], seen: Sequence[Item]) -> int:
@@ -378,9 +379,8 @@ def _common(items: Sequence[Item], seen: Sequence[Item]) -> int:
     chunk that differs, the first pair of distinct objects is found by identity in C, and only
     that pair is compared with ``==``: O(prefix) at a few ns per item.
     """
-    a = items if isinstance(items, tuple) else tuple(items)
-    b = seen if isinstance(seen, tuple) else tuple(seen)
-    low, limit, step = 0, min(len(a), len(b)), 8  # a[:low] == b[:low]
+    a, b = _storage(items, seen)
+    low, limit, step = 0, min(len(items), len(seen)), 8  # a[:low] == b[:low]
     while low < limit:
         high = min(limit, low + step)
         if a[low:high] == b[low:high]:
@@ -392,6 +392,16 @@ def _common(items: Sequence[Item], seen: Sequence[Item]) -> int:
             return low  # (the only distinct pair of a chunk that differs is the difference)
         low, step = low + 1, 8  # equal but not identical (a copy): go on from there
     return low
+
+
+def _storage(a: Sequence[Item], b: Sequence[Item]) -> tuple[Sequence[Item], Sequence[Item]]:
+    """``a`` and ``b`` as two lists or two tuples holding their items at the same positions
+    (a view's own list, which may run longer: slice them below their lengths only), so that
+    their slices compare in C without copying a view first."""
+    a, b = sliceable(a), sliceable(b)
+    if type(a) is type(b) and type(a) in (list, tuple):
+        return a, b
+    return (a if type(a) is list else list(a)), (b if type(b) is list else list(b))
 
 
 def _same(a: Instructions, b: Instructions) -> bool:

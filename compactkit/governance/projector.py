@@ -37,7 +37,7 @@ from compactkit.governance._incremental import MessageCache, OverheadCache
 from compactkit.governance._projection import Mask, Masker, Piece, Pieces, View, ViewCache
 from compactkit.governance._render import complement, greedy, render_window
 from compactkit.governance._select import may_be_invalid, unmasked, window_start
-from compactkit.items import Item, Message, Tool
+from compactkit.items import Item, ItemsView, Message, Tool
 from compactkit.items.snapshot import (
     DEFAULT_SUMMARY_ROLE,
     MemorySnapshot,
@@ -358,7 +358,7 @@ class ContextProjector:
             masked = [mask for mask in [*masked, *masked_tail] if id(mask.placeholder) not in gone]
             n_masked = len(masked)
             masked_ids = [mask.original.call_id for mask in masked]
-        items, tokens = tuple(out), limit - room
+        items, tokens = ItemsView(out), limit - room  # out is never changed: no copy
         report = ProjectionReport(
             kept=sent - n_masked,
             masked=n_masked,
