@@ -382,6 +382,11 @@ def _common(items: Sequence[Item], seen: Sequence[Item]) -> int:
     a, b = _storage(items, seen)
     low, limit, step = 0, min(len(items), len(seen)), 8  # a[:low] == b[:low]
     while low < limit:
+        if a[low] is not b[low]:  # (a sliding window's prompts differ right here)
+            if a[low] != b[low]:
+                return low
+            low, step = low + 1, 8  # an equal copy
+            continue
         high = min(limit, low + step)
         if a[low:high] == b[low:high]:
             low, step = high, step * 2

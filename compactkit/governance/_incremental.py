@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Sequence
+from operator import is_
 
 from compactkit.budget.tokens import TokenCounter
 from compactkit.items import Item, Message, Role, Tool
@@ -69,7 +70,7 @@ class OverheadCache:
         if (
             seen_counter is counter
             and len(tools) == len(seen_tools)
-            and all(a is b for a, b in zip(tools, seen_tools, strict=True))
+            and all(map(is_, tools, seen_tools))
         ):
             return value
         value = counter.count_overhead(tools)
