@@ -10,6 +10,7 @@ close its span or start a heading of its own.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -100,8 +101,8 @@ class _Digest:
                     self.file_calls.add(item.call_id)
             elif (
                 isinstance(item, FunctionCallOutput)
-                and not is_masked(self.outputs[item.call_id])
                 and item.call_id not in self.file_calls  # ids in file contents are mostly noise
+                and not is_masked(self.outputs[item.call_id])
             ):
                 self.identifiers(self.outputs[item.call_id].text, prose=False)
         self.flush_actions(None)
@@ -164,7 +165,7 @@ class _Digest:
         (a request, a correction: the user's words, sentence by sentence)."""
         if facts.TRIVIAL.match(text):
             return
-        paragraphs = facts.paragraphs(re.sub(r"```.*?```", " ", text, flags=re.DOTALL))
+        paragraphs = facts.paragraphs(facts.without_fences(text))
         if not paragraphs:
             return
         said: list[str] = []  # the sentences that state no rule
@@ -245,8 +246,7 @@ class _Digest:
             elif isinstance(value, str | int) and not isinstance(value, bool):
                 text = str(value)
                 if (
-                    _ID_KEY.search(key)
-                    and not _SECRET_KEY.search(key)
+                    _names_record(key)
                     and _ID_VALUE.match(text)
                     and (any(c.isdigit() for c in text) or text.isupper())
                 ):
@@ -278,6 +278,13 @@ class _Digest:
     def identifiers(self, text: str, *, prose: bool, limit: int = 8) -> None:
         for ident, kind in facts.identifiers_in(text, prose=prose, limit=limit):
             self.add("identifiers", f"`{ident}` — {kind}")
+
+
+@functools.lru_cache(maxsize=1024)
+def _names_record(key: str) -> bool:
+    """Whether an argument named ``key`` names a record (and no secret), remembered: calls
+    repeat the same few argument names."""
+    return bool(_ID_KEY.search(key)) and not _SECRET_KEY.search(key)
 
 
 def _value(value: str) -> str:

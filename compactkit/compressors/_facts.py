@@ -16,7 +16,10 @@ _WS = re.compile(r"\s+")
 
 def clip(text: str, limit: int) -> str:
     """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
-    text = _WS.sub(" ", text).strip()
+    # Printable text holds no whitespace but spaces: without a double one, nothing to collapse.
+    if not text.isprintable() or "  " in text:
+        text = _WS.sub(" ", text)
+    text = text.strip()
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
@@ -101,13 +104,14 @@ _ERROR_HINTS = (
     "Segmentation fault",
     _TRACEBACK,
 )
+_ERROR_HINT = re.compile("|".join(map(re.escape, _ERROR_HINTS)))  # one pass for all of them
 _LINT_HINT = re.compile(r":\d+:\d+: [A-Z]")  # flake8, ruff, pylint: path:line:col: CODE
 
 
 def error_lines(text: str) -> list[str]:
     """Every error string in ``text`` (``errors_in`` without its limit), so that a caller
     needing the errors, the last error and the outcome of one output reads it once."""
-    if not any(hint in text for hint in _ERROR_HINTS) and not _LINT_HINT.search(text):
+    if not _ERROR_HINT.search(text) and not _LINT_HINT.search(text):
         return []
     return _scan_errors(text)
 
@@ -191,7 +195,8 @@ def outcome_of(text: str, found: list[str] | None = None) -> tuple[str, bool | N
         ok = False if ok is None else ok
     if not parts:
         rest = text.lstrip()  # from the first non-blank line on (line breaks are whitespace)
-        first = rest.splitlines()[0].strip() if rest else ""
+        # its first line, split off the text's first line only: the rest is not read
+        first = rest.partition("\n")[0].splitlines()[0].strip() if rest else ""
         parts.append(f"output: {code(first, 100)}" if first else "no output")
     return "; ".join(parts), ok
 
@@ -223,15 +228,20 @@ def identifiers_in(text: str, *, prose: bool, limit: int = 8) -> list[tuple[str,
     ``sha``, ``uuid``, ``ticket``, ``issue``, ``id``, ``version``. Issues and versions are only
     taken from ``prose`` (messages and call arguments), where they are rarely noise.
     """
+    # A pattern is only run when ``text`` holds the characters every one of its matches holds
+    # (most texts are short and hold few of them: most patterns are skipped unread).
     found: dict[str, str] = {}
-    for branch, sha, message in _GIT_COMMIT.findall(text):
-        found[sha] = f"commit on {branch}: {code(message, 80)}"
-    urls = [url.rstrip(".,;:!?") for url in _URL.findall(text)]
+    if "] " in text:
+        for branch, sha, message in _GIT_COMMIT.findall(text):
+            found[sha] = f"commit on {branch}: {code(message, 80)}"
+    urls = [url.rstrip(".,;:!?") for url in _URL.findall(text)] if "://" in text else []
     for url in urls:
         found.setdefault(url, "url")
     inside_urls = " ".join(urls)
-    for uuid in _UUID.findall(text):
-        found.setdefault(uuid, "uuid")
+    dash, underscore = "-" in text, "_" in text
+    if dash:
+        for uuid in _UUID.findall(text):
+            found.setdefault(uuid, "uuid")
     for sha in _SHA.findall(text):
         uuids = [u for u, kind in found.items() if kind == "uuid"]
         if (
@@ -241,24 +251,28 @@ def identifiers_in(text: str, *, prose: bool, limit: int = 8) -> list[tuple[str,
             and not any(sha in u for u in uuids)
         ):
             found.setdefault(sha, "sha")
-    for prefix, number in _TICKET.findall(text):
-        if prefix not in _NOT_TICKETS:
-            found.setdefault(f"{prefix}-{number}", "ticket")
-    for match in _PREFIXED.finditer(text):
-        found.setdefault(match.group(0), "id")
-    for match in _RANDOM_ID.finditer(text):
-        ident = match.group(0)
-        if not any(ident in known for known in found):
-            found.setdefault(ident, "id")
+    if dash:
+        for prefix, number in _TICKET.findall(text):
+            if prefix not in _NOT_TICKETS:
+                found.setdefault(f"{prefix}-{number}", "ticket")
+    if dash or underscore:
+        for match in _PREFIXED.finditer(text):
+            found.setdefault(match.group(0), "id")
+    if underscore:
+        for match in _RANDOM_ID.finditer(text):
+            ident = match.group(0)
+            if not any(ident in known for known in found):
+                found.setdefault(ident, "id")
     for ident in _CODE_ID.findall(text):
         if not any(ident in known for known in found):
             found.setdefault(ident, "id")
     if prose:
         for hashed, named in _ISSUE.findall(text):
             found.setdefault(f"#{hashed or named}", "issue")
-        for version in _VERSION.findall(text):
-            if version not in inside_urls:
-                found.setdefault(version, "version")
+        if "." in text:
+            for version in _VERSION.findall(text):
+                if version not in inside_urls:
+                    found.setdefault(version, "version")
     return list(found.items())[:limit]
 
 
@@ -308,7 +322,7 @@ def _plain_name(name: str) -> bool:
 def values_in_prose(text: str) -> list[tuple[str, str, str | None]]:
     """``(name, new value, old value or None)`` stated in prose: "set `retries` to 5", "change
     timeout from 10 to 30", "MAX_WORKERS = 8", "`pool_size: 4`". Fenced code is skipped."""
-    text = re.sub(r"```.*?```", " ", text, flags=re.DOTALL)
+    text = without_fences(text)
     found: list[tuple[int, tuple[str, str, str | None]]] = []  # by position: the last is newest
     for match in _SET_PHRASE.finditer(text):
         name = match.group(1)
@@ -382,6 +396,12 @@ TRIVIAL = re.compile(
 
 
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_FENCED = re.compile(r"```.*?```", re.DOTALL)
+
+
+def without_fences(text: str) -> str:
+    """``text`` with each fenced code block replaced by a space."""
+    return _FENCED.sub(" ", text) if "```" in text else text
 
 
 def unwrap(text: str) -> str:
@@ -408,7 +428,7 @@ def paragraphs(text: str) -> list[str]:
 
 def sentences(text: str) -> list[str]:
     """``text`` split into sentences and list items, fenced code removed, hard wraps joined."""
-    text = unwrap(re.sub(r"```.*?```", " ", text, flags=re.DOTALL))
+    text = unwrap(without_fences(text))
     out = []
     for piece in _SENTENCE_END.split(text):
         piece = _LIST_ITEM.sub("", piece).strip().lstrip("#> ").strip()

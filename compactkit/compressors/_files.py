@@ -7,6 +7,7 @@ from their command line (common coreutils, ``sed -i``, redirections, ``git check
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shlex
@@ -62,6 +63,8 @@ def looks_like_path(token: str) -> bool:
 
 def _first_str(args: dict[str, object], keys: tuple[str, ...]) -> str | None:
     """The value of the first of ``keys`` that ``args`` holds as a string."""
+    if args.keys().isdisjoint(keys):  # the common case, tested in one pass
+        return None
     for key in keys:
         value = args.get(key)
         if isinstance(value, str):
@@ -69,37 +72,64 @@ def _first_str(args: dict[str, object], keys: tuple[str, ...]) -> str | None:
     return None
 
 
+_PATCH_KEYS = ("patch", "diff", "input")
+_ACTION_KEYS = ("command", "action", "operation", "mode")
+_OLD_KEYS = ("old_str", "old_string", "old", "search", "find")
+_NEW_KEYS = ("new_str", "new_string", "new", "replace", "replacement")
+_CONTENT_KEYS = ("content", "file_text", "text", "contents", "data")
+_READ_KEYS = ("view_range", "range", "lines", "start_line", "offset", "end_line", "limit")
+_SEARCH_KEYS = ("pattern", "query", "regex")
+_MODIFYING = re.compile(r"write|edit|create|replace|insert|delete|remove|undo|rename|append")
+
+
+@functools.lru_cache(maxsize=1024)
+def _tool_kind(name: str) -> tuple[bool, bool, bool, bool]:
+    """What a tool's name says it does: ``(lists, writes, reads, deletes)`` (remembered: a
+    session calls the same few tools again and again)."""
+    return (
+        bool(_LISTING_TOOL.search(name)),
+        bool(_WRITE_TOOL.search(name)),
+        bool(_READ_TOOL.search(name)),
+        bool(re.search(r"delete|remove", name, re.I)),
+    )
+
+
 def file_ops(name: str, args: dict[str, object]) -> list[FileOp]:
     """The file operations a structured (non-shell) tool call performs."""
-    paths = [str(args[k]) for k in _PATH_KEYS if isinstance(args.get(k), str)]
-    for key in _LIST_KEYS:
-        value = args.get(key)
-        if isinstance(value, list):
-            paths += [str(v) for v in value if isinstance(v, str)]
+    paths = [str(value) for k in _PATH_KEYS if isinstance(value := args.get(k), str)]
+    if not args.keys().isdisjoint(_LIST_KEYS):
+        for key in _LIST_KEYS:
+            value = args.get(key)
+            if isinstance(value, list):
+                paths += [str(v) for v in value if isinstance(v, str)]
     action = ""
-    for key in ("command", "action", "operation", "mode"):
-        value = args.get(key)
-        if isinstance(value, str) and value in _ACTIONS:
-            action = str(value)
-            break
-    patch = _first_str(args, ("patch", "diff", "input"))
+    if not args.keys().isdisjoint(_ACTION_KEYS):
+        for key in _ACTION_KEYS:
+            value = args.get(key)
+            if isinstance(value, str) and value in _ACTIONS:
+                action = str(value)
+                break
+    patch = _first_str(args, _PATCH_KEYS)
     if isinstance(patch, str) and ("*** " in patch or "+++ " in patch):
         return list(_patch_ops(patch))
-    if _LISTING_TOOL.search(name):
+    lists, writes, reads, deletes = _tool_kind(name)
+    if lists:
         return []  # a directory listing reads no file
     paths = [p for p in paths if p.strip() and p not in (".", "..") and not p.endswith("/")]
     if not paths:
         return []
-    old = _first_str(args, ("old_str", "old_string", "old", "search", "find"))
-    new = _first_str(args, ("new_str", "new_string", "new", "replace", "replacement"))
-    content = _first_str(args, ("content", "file_text", "text", "contents", "data"))
-    modified = bool(
-        re.search(r"write|edit|create|replace|insert|delete|remove|undo|rename|append", action)
-    ) or (not action and (bool(_WRITE_TOOL.search(name)) or old is not None or content is not None))
-    if not modified and not _READ_TOOL.search(name) and not action:
+    old = _first_str(args, _OLD_KEYS)
+    new = _first_str(args, _NEW_KEYS)
+    content = _first_str(args, _CONTENT_KEYS)
+    modified = (bool(action) and bool(_MODIFYING.search(action))) or (
+        not action and (writes or old is not None or content is not None)
+    )
+    if not modified and not reads and not action:
         return []
     if not modified:
         what = "read"
+        if args.keys().isdisjoint(_READ_KEYS) and args.keys().isdisjoint(_SEARCH_KEYS):
+            return [FileOp(p, False, what) for p in paths]
         span = args.get("view_range") or args.get("range") or args.get("lines")
         start, end = (
             args.get("start_line") or args.get("offset"),
@@ -115,7 +145,7 @@ def file_ops(name: str, args: dict[str, object]) -> list[FileOp]:
         if isinstance(pattern, str):
             what = f"searched for {code(pattern, 60)}"
         return [FileOp(p, False, what) for p in paths]
-    if "delete" in action or (not action and re.search(r"delete|remove", name, re.I)):
+    if "delete" in action or (not action and deletes):
         what = "deleted"
     elif isinstance(old, str) and isinstance(new, str):
         what = f"edited {code(old, 40)} → {code(new, 40)}"
@@ -159,6 +189,8 @@ def _patch_ops(patch: str) -> Iterator[FileOp]:
 
 def command_of(name: str, args: dict[str, object]) -> str | None:
     """The shell command a call runs, when it is a shell-like tool."""
+    if args.keys().isdisjoint(_COMMAND_KEYS):  # most calls: tested in one pass
+        return None
     if isinstance(args.get("command"), str) and str(args["command"]) in _EDITOR_COMMANDS:
         return None
     for key in _COMMAND_KEYS:
