@@ -299,8 +299,11 @@ class PrefixTracker:
             for position, seen in enumerate(entries):
                 if seen.counter is not counter or not _same_tools(seen.tools, tools):
                     continue
-                extended = _extends(items, seen.items, copies=False)
-                length = len(seen.items) if extended else _common(items, seen.items)
+                n = len(seen.items)
+                length = (
+                    n if not n or same_history(items, seen.items) else _common(items, seen.items)
+                )
+                extended = length == n
                 if length > best_length:
                     best, best_length = position, length
                     if extended:
@@ -354,21 +357,16 @@ def _measured(seen: _Seen, length: int) -> int:
     return prefix[length]
 
 
-def _extends(items: Sequence[Item], seen: Sequence[Item], *, copies: bool = True) -> bool:
+def _extends(items: Sequence[Item], seen: Sequence[Item]) -> bool:
     """Whether ``items`` starts with exactly ``seen`` (C-speed, identity short-circuits; O(1)
-    for two views of one memory's items grown by appends). With ``copies=False`` a last item
-    of ``seen`` that is an equal copy, not the same object, answers ``False`` at once (for a
-    caller that then finds the common prefix exactly anyway)."""
+    for two views of one memory's items grown by appends)."""
     n = len(seen)
     if n == 0 or same_history(items, seen):
         return True
-    if len(items) < n:
-        return False
-    last = items[n - 1]
-    if last is not seen[n - 1] and (not copies or last != seen[n - 1]):
+    if len(items) < n or (items[n - 1] is not seen[n - 1] and items[n - 1] != seen[n - 1]):
         return False
     a, b = _storage(items, seen)
-    return a[:n] == b[:n]
+    return a[:n] == (b if len(b) == n else b[:n])
 
 
 def _common(items: Sequence[Item], seen: Sequence[Item]) -> int:
@@ -380,7 +378,10 @@ def _common(items: Sequence[Item], seen: Sequence[Item]) -> int:
     that pair is compared with ``==``: O(prefix) at a few ns per item.
     """
     a, b = _storage(items, seen)
-    low, limit, step = 0, min(len(items), len(seen)), 8  # a[:low] == b[:low]
+    low, limit = 0, min(len(items), len(seen))  # a[:low] == b[:low]
+    # The same last shared item (an extension, a mask changed mid-prompt) hints at a long
+    # prefix: start with long chunks. Otherwise short ones (a sliding window differs early).
+    step = 256 if limit and a[limit - 1] is b[limit - 1] else 8
     while low < limit:
         if a[low] is not b[low]:  # (a sliding window's prompts differ right here)
             if a[low] != b[low]:
