@@ -1,0 +1,262 @@
+"""The digest's extractors skip work their result does not depend on (a pattern whose
+matches need a character the text lacks, a whitespace pass over text without any to collapse,
+argument names a call does not use): what they return is exactly what reading everything
+returns."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compactkit.compressors import _facts as facts
+from compactkit.compressors import _files as files
+
+PROPERTY = settings(deadline=None, max_examples=400)
+
+
+def _clip_reference(text: str, limit: int) -> str:
+    """``clip`` as first written: whitespace collapsed in every text."""
+    text = re.sub(r"\s+", " ", text).strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+@PROPERTY
+@given(
+    st.lists(
+        st.sampled_from(["ab", "Cé", " ", "  ", "\t", "\n", "\u00a0", "\u2028", "\x85", "\x1c"]),
+        max_size=10,
+    ).map("".join),
+    st.integers(1, 12),
+)
+def test_clipping_skips_the_whitespace_pass_only_where_it_changes_nothing(
+    text: str, limit: int
+) -> None:
+    assert facts.clip(text, limit) == _clip_reference(text, limit)
+
+
+def _identifiers_reference(text: str, *, prose: bool, limit: int = 8) -> list[tuple[str, str]]:
+    """``identifiers_in`` as first written: every pattern run on every text."""
+    found: dict[str, str] = {}
+    for branch, sha, message in facts._GIT_COMMIT.findall(text):
+        found[sha] = f"commit on {branch}: {facts.code(message, 80)}"
+    urls = [url.rstrip(".,;:!?") for url in facts._URL.findall(text)]
+    for url in urls:
+        found.setdefault(url, "url")
+    inside_urls = " ".join(urls)
+    for uuid in facts._UUID.findall(text):
+        found.setdefault(uuid, "uuid")
+    for sha in facts._SHA.findall(text):
+        uuids = [u for u, kind in found.items() if kind == "uuid"]
+        if (
+            re.search(r"\d", sha)
+            and re.search(r"[a-f]", sha)
+            and sha not in inside_urls
+            and not any(sha in u for u in uuids)
+        ):
+            found.setdefault(sha, "sha")
+    for prefix, number in facts._TICKET.findall(text):
+        if prefix not in facts._NOT_TICKETS:
+            found.setdefault(f"{prefix}-{number}", "ticket")
+    for match in facts._PREFIXED.finditer(text):
+        found.setdefault(match.group(0), "id")
+    for match in facts._RANDOM_ID.finditer(text):
+        ident = match.group(0)
+        if not any(ident in known for known in found):
+            found.setdefault(ident, "id")
+    for ident in facts._CODE_ID.findall(text):
+        if not any(ident in known for known in found):
+            found.setdefault(ident, "id")
+    if prose:
+        for hashed, named in facts._ISSUE.findall(text):
+            found.setdefault(f"#{hashed or named}", "issue")
+        for version in facts._VERSION.findall(text):
+            if version not in inside_urls:
+                found.setdefault(version, "version")
+    return list(found.items())[:limit]
+
+
+IDENTIFIER_PARTS = [
+    "[main 1a2b3c4] fix the parser",
+    "[feat/x (root-commit) abcdef0] init",
+    "https://example.com/a/1a2b3c4d.",
+    "http://x.io/v1.2.3",
+    "123e4567-e89b-12d3-a456-426614174000",
+    "deadbeef12",
+    "PROJ-123",
+    "UTF-8",
+    "#1234",
+    "issue 42",
+    "PR #7",
+    "req_8f3kd93",
+    "snap_XFahxzMuJksC",
+    "JJD503141950010498",
+    "v1.2.3",
+    "2.0.1-rc1",
+    "src/m12.py",
+    "turn 12: read the next modules",
+]
+
+
+@PROPERTY
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(IDENTIFIER_PARTS),
+            st.text(st.sampled_from("ab1f0-_.:/[]# AZ\n"), max_size=16),
+        ),
+        max_size=6,
+    ),
+    st.booleans(),
+    st.integers(1, 8),
+)
+def test_identifier_patterns_skipped_for_lack_of_their_characters_find_the_same(
+    parts: list[str], prose: bool, limit: int
+) -> None:
+    text = " ".join(parts)
+    assert facts.identifiers_in(text, prose=prose, limit=limit) == _identifiers_reference(
+        text, prose=prose, limit=limit
+    )
+
+
+def _first_str_reference(args: dict[str, object], keys: tuple[str, ...]) -> str | None:
+    """The value of the first of ``keys`` that ``args`` holds as a string."""
+    for key in keys:
+        value = args.get(key)
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def _file_ops_reference(name: str, args: dict[str, object]) -> list[files.FileOp]:
+    """``file_ops`` as first written: every argument looked up, every name matched."""
+    paths = [str(args[k]) for k in files._PATH_KEYS if isinstance(args.get(k), str)]
+    for key in files._LIST_KEYS:
+        value = args.get(key)
+        if isinstance(value, list):
+            paths += [str(v) for v in value if isinstance(v, str)]
+    action = ""
+    for key in ("command", "action", "operation", "mode"):
+        value = args.get(key)
+        if isinstance(value, str) and value in files._ACTIONS:
+            action = str(value)
+            break
+    patch = _first_str_reference(args, ("patch", "diff", "input"))
+    if isinstance(patch, str) and ("*** " in patch or "+++ " in patch):
+        return list(files._patch_ops(patch))
+    if files._LISTING_TOOL.search(name):
+        return []  # a directory listing reads no file
+    paths = [p for p in paths if p.strip() and p not in (".", "..") and not p.endswith("/")]
+    if not paths:
+        return []
+    old = _first_str_reference(args, ("old_str", "old_string", "old", "search", "find"))
+    new = _first_str_reference(args, ("new_str", "new_string", "new", "replace", "replacement"))
+    content = _first_str_reference(args, ("content", "file_text", "text", "contents", "data"))
+    modified = bool(
+        re.search(r"write|edit|create|replace|insert|delete|remove|undo|rename|append", action)
+    ) or (
+        not action
+        and (bool(files._WRITE_TOOL.search(name)) or old is not None or content is not None)
+    )
+    if not modified and not files._READ_TOOL.search(name) and not action:
+        return []
+    if not modified:
+        what = "read"
+        span = args.get("view_range") or args.get("range") or args.get("lines")
+        start, end = (
+            args.get("start_line") or args.get("offset"),
+            args.get("end_line") or args.get("limit"),
+        )
+        if isinstance(span, list) and len(span) == 2:
+            what = f"read lines {span[0]}-{span[1]}"
+        elif "limit" in args and start is not None:
+            what = f"read {end} lines from line {start}"
+        elif start is not None or end is not None:
+            what = f"read lines {start or 1}-{end or 'end'}"
+        pattern = args.get("pattern") or args.get("query") or args.get("regex")
+        if isinstance(pattern, str):
+            what = f"searched for {facts.code(pattern, 60)}"
+        return [files.FileOp(p, False, what) for p in paths]
+    if "delete" in action or (not action and re.search(r"delete|remove", name, re.I)):
+        what = "deleted"
+    elif isinstance(old, str) and isinstance(new, str):
+        what = f"edited {facts.code(old, 40)} → {facts.code(new, 40)}"
+    elif ("insert" in action and isinstance(new, str)) or isinstance(args.get("insert_line"), int):
+        what = f"inserted {facts.code(str(new or args.get('new_str') or ''), 60)} at line {args.get('insert_line')}"
+    elif isinstance(content, str):
+        lines = content.count("\n") + (0 if content.endswith("\n") else 1)
+        what = f"{'created' if 'create' in (action or name.lower()) else 'wrote'} ({lines} lines)"
+    else:
+        what = action or name
+    return [files.FileOp(p, True, what) for p in paths]
+
+
+ARGUMENT_KEYS = [
+    *files._PATH_KEYS,
+    *files._LIST_KEYS,
+    "command",
+    "action",
+    "operation",
+    "mode",
+    "patch",
+    "diff",
+    "input",
+    "old_str",
+    "new",
+    "search",
+    "new_str",
+    "replacement",
+    "content",
+    "file_text",
+    "data",
+    "view_range",
+    "range",
+    "lines",
+    "start_line",
+    "offset",
+    "end_line",
+    "limit",
+    "pattern",
+    "query",
+    "regex",
+    "insert_line",
+    "other",
+]
+ARGUMENT_VALUES = st.one_of(
+    st.sampled_from(
+        ["src/a.py", "view", "create", "delete", "str_replace", "read", "write", "docs/", ".", ""]
+    ),
+    st.sampled_from(["*** Update File: g.py\n+x", "+++ b/h.py\n-a", "x = 1", "todo"]),
+    st.integers(0, 40),
+    st.lists(st.sampled_from(["a.py", "b/", 3]), max_size=3),
+    st.none(),
+)
+TOOL_NAMES = [
+    "read_file",
+    "write_file",
+    "edit",
+    "list_dir",
+    "glob",
+    "delete_file",
+    "remove",
+    "str_replace_based_edit_tool",
+    "grep",
+    "lookup",
+    "Notebook",
+]
+
+
+@PROPERTY
+@given(
+    st.sampled_from(TOOL_NAMES),
+    st.dictionaries(st.sampled_from(files._PATH_KEYS[:3]), ARGUMENT_VALUES, max_size=1),
+    st.dictionaries(st.sampled_from(ARGUMENT_KEYS), ARGUMENT_VALUES, max_size=4),
+)
+def test_file_operations_read_from_fewer_lookups_are_the_same(
+    name: str, path: dict[str, Any], more: dict[str, Any]
+) -> None:
+    args = path | more
+    assert files.file_ops(name, args) == _file_ops_reference(name, args)
+    assert files.file_ops(name, args) == _file_ops_reference(name, args)  # the names remembered
