@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactkit.budget._encodings import TextCounts, get_encoding, text_counts
+from compactkit.budget._encodings import TextCounts, get_encoding, text_counts, token_count
 from compactkit.budget.tokens import TiktokenCounter
 from compactkit.items import Message
 
@@ -17,9 +17,9 @@ class Encoder:
         self.encode = get_encoding("o200k_base").encode_ordinary
         self.calls: list[str] = []
 
-    def __call__(self, text: str) -> list[int]:
+    def __call__(self, text: str) -> int:
         self.calls.append(text)
-        return self.encode(text)
+        return len(self.encode(text))
 
 
 def test_equal_text_in_a_new_object_is_not_encoded_again() -> None:
@@ -48,3 +48,22 @@ def test_counts_stay_exact_and_within_the_limit(texts: list[str], limit: int) ->
     for text in texts * 2:
         assert counts(text) == len(encoder.encode(text))
     assert sum(map(len, counts._counts)) <= limit
+
+
+SPECIAL = ["<|endoftext|>", "<|endofprompt|>", "<|fim_prefix|>"]
+
+
+@settings(deadline=None, max_examples=300)
+@given(
+    parts=st.lists(
+        st.one_of(st.text(max_size=60), st.sampled_from(SPECIAL), st.just("\ud800 lone")),
+        max_size=8,
+    ),
+    name=st.sampled_from(["o200k_base", "cl100k_base"]),
+)
+def test_the_buffer_count_is_the_length_of_encode_ordinary(parts: list[str], name: str) -> None:
+    """Counting tiktoken's token buffer gives exactly ``len(encode_ordinary(text))``: special
+    token strings count as plain text, lone surrogates are repaired the same way."""
+    encoding = get_encoding(name)
+    text = "".join(parts)
+    assert token_count(encoding)(text) == len(encoding.encode_ordinary(text))
