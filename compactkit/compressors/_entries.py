@@ -104,6 +104,12 @@ def merge_keyed(existing: list[str], new: Iterable[str]) -> list[str]:
     entries: dict[str, str] = {}
     for entry in existing:
         entries[entry_key(entry)] = entry
+    merge_keyed_into(entries, new)
+    return list(entries.values())
+
+
+def merge_keyed_into(entries: dict[str, str], new: Iterable[str]) -> None:
+    """``merge_keyed`` into ``entries`` (each entry by its key, in the section's order)."""
     for entry in new:
         key = entry_key(entry)
         old = entries.get(key)
@@ -116,7 +122,14 @@ def merge_keyed(existing: list[str], new: Iterable[str]) -> list[str]:
         if changed:
             del entries[key]
             entries[key] = join_details(head, details)
-    return list(entries.values())
+
+
+def with_read(entry: str) -> str:
+    """A modified file's entry noting that the file was read too (once)."""
+    head, details = split_details(entry)
+    if not any(d == "read" or d.startswith("read \N{MULTIPLICATION SIGN}") for d in details):
+        details, _ = add_details(["read"], details)
+    return join_details(head, details)
 
 
 def runs(entry: str) -> tuple[str, int]:
@@ -142,7 +155,12 @@ def merge_commands(existing: list[str], new: Iterable[str]) -> list[str]:
 
 
 def append_unique(existing: list[str], new: Iterable[str]) -> list[str]:
-    seen = {fold(e) for e in existing}
+    return append_unique_into(existing, {fold(e) for e in existing}, new)
+
+
+def append_unique_into(existing: list[str], seen: set[str], new: Iterable[str]) -> list[str]:
+    """``new`` appended to ``existing`` (``seen``: the folded text of its entries, kept up to
+    date) except the entries already there."""
     for entry in new:
         key = fold(entry)
         if key not in seen:

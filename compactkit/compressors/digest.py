@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors._args import check_sizes, snapshot_arg
 from compactkit.compressors._extract import digest_items, values_in
+from compactkit.compressors._merging import Merging
 from compactkit.compressors._plan import (
     Keep,
     Layout,
@@ -86,9 +87,14 @@ class FactsNeed:
         self.existing = existing
         self.doc = existing
         self.upto = 0  # groups [0, upto) are digested into self.doc
-        self.new = SummaryDocument()
+        self._merged, self._new = Merging(existing), Merging(SummaryDocument())
         self._sized: tuple[SummaryDocument, int] | None = None  # the last doc counted
         self.tokens = SummarySizer(counter)
+
+    @property
+    def new(self) -> SummaryDocument:
+        """What the folded groups add, merged (``doc`` is ``existing`` with it)."""
+        return self._new.document()
 
     def folded(self, start: int, stop: int) -> list[Item]:
         layout = self.layout
@@ -101,15 +107,17 @@ class FactsNeed:
 
     def __call__(self, first_kept: int) -> int:
         if first_kept < self.upto:  # fewer groups folded than before: start again
-            self.doc, self.new, self.upto = self.existing, SummaryDocument(), 0
+            self.doc, self.upto = self.existing, 0
+            self._merged, self._new = Merging(self.existing), Merging(SummaryDocument())
         if first_kept > self.upto:
             part = digest_items(
                 self.folded(self.upto, first_kept),
                 originals=self.originals,
                 with_goal=not self.doc.entries("goal"),
             )
-            self.new = self.new.merge(part)
-            self.doc = self.doc.merge(part)
+            self._new.merge(part)
+            self._merged.merge(part)
+            self.doc = self._merged.document()
             self.upto = first_kept
         sized = self._sized
         if sized is None or sized[0] is not self.doc:  # count a summary only once

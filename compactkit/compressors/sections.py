@@ -108,6 +108,18 @@ _REPLACED: frozenset[SectionKey] = frozenset({"state", "next_steps"})
 # Sections whose entries are keyed by their leading `code` span and merged per key (see
 # ``_entries``; "values" is keyed too, by name, with its own supersede rule).
 _KEYED: frozenset[SectionKey] = frozenset({"files_read", "files_modified", "identifiers", "errors"})
+MergeRule: TypeAlias = Literal["replaced", "values", "commands", "keyed", "appended"]
+
+
+def merge_rule(key: SectionKey) -> MergeRule:
+    """How ``SummaryDocument.merge`` merges a section (see there)."""
+    if key in _REPLACED:
+        return "replaced"
+    if key == "values" or key == "commands":
+        return key
+    return "keyed" if key in _KEYED else "appended"
+
+
 _ALIASES: dict[str, SectionKey] = {
     "goal": "goal",
     "goals": "goal",
@@ -176,8 +188,10 @@ def _normalise_heading(text: str) -> str:
     return " ".join(text.split())
 
 
-def _clean(entry: str) -> str:
+def clean_entry(entry: str) -> str:
     """One entry: stripped, no blank lines inside, no trailing spaces."""
+    if entry.isprintable():  # one line without tabs: only its ends to strip
+        return entry.strip()
     lines = [line.rstrip() for line in entry.strip().splitlines()]
     return "\n".join(line for line in lines if line.strip())
 
@@ -367,26 +381,27 @@ class SummaryDocument:
         sections: dict[SectionKey, tuple[str, ...]] = dict(self.sections)
         trimmed = self.trimmed + other.trimmed
         for key in _KEYS:
-            new = [_clean(e) for e in other.entries(key)]
+            new = [clean_entry(e) for e in other.entries(key)]
             new = [e for e in new if e]
             if not new:
                 continue
-            if key in _REPLACED:
+            rule = merge_rule(key)
+            if rule == "replaced":
                 sections[key] = tuple(_entries.append_unique([], new))
-            elif key == "values":
+            elif rule == "values":
                 values, dropped = _entries.merge_values(list(self.entries(key)), new)
                 sections[key] = tuple(values)
                 trimmed += dropped
-            elif key == "commands":
+            elif rule == "commands":
                 sections[key] = tuple(_entries.merge_commands(list(self.entries(key)), new))
-            elif key in _KEYED:
+            elif rule == "keyed":
                 sections[key] = tuple(_entries.merge_keyed(list(sections.get(key, ())), new))
             else:
                 sections[key] = tuple(_entries.append_unique(list(self.entries(key)), new))
         sections = _fold_reads(sections)
         extra = dict(self.extra)
         for heading, entries in other.extra.items():
-            new = [e for e in (_clean(x) for x in entries) if e]
+            new = [e for e in map(clean_entry, entries) if e]
             if new:
                 extra[heading] = tuple(_entries.append_unique(list(extra.get(heading, ())), new))
         omitted = dict(self.omitted)
@@ -425,16 +440,7 @@ def _fold_reads(sections: dict[SectionKey, tuple[str, ...]]) -> dict[SectionKey,
     if not any(key(e) in changed for e in read):
         return sections
     reads = {key(e) for e in read}
-    out = []
-    for entry in modified:
-        if key(entry) in reads:
-            head, details = _entries.split_details(entry)
-            if not any(
-                d == "read" or d.startswith("read \N{MULTIPLICATION SIGN}") for d in details
-            ):
-                details, _ = _entries.add_details(["read"], details)
-            entry = _entries.join_details(head, details)
-        out.append(entry)
+    out = [_entries.with_read(e) if key(e) in reads else e for e in modified]
     result = dict(sections)
     result["files_read"] = tuple(e for e in read if key(e) not in changed)
     result["files_modified"] = tuple(out)
