@@ -187,7 +187,7 @@ from compactkit.items.snapshot import (
     summary_message,
     unseal_summary,
 )
-from compactkit.items.view import ItemsView
+from compactkit.items.view import ItemsChain, ItemsView
 from compactkit.memory.base import (
     AgentMemory,
     BaseMemory,
@@ -356,6 +356,7 @@ __all__ = [
     "InMemoryMemory",
     "InMemorySessionStore",
     "Item",
+    "ItemsChain",
     "ItemsView",
     "LadderCompressor",
     "MaskingCompressor",

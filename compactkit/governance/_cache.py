@@ -41,7 +41,7 @@ from compactkit.governance._incremental import item_counts, sum_counts
 from compactkit.items import FunctionCallOutput, Item, Message, Tool
 from compactkit.items.groups import group_items
 from compactkit.items.snapshot import MemorySnapshot
-from compactkit.items.view import ItemsView, same_history, sliceable
+from compactkit.items.view import ItemsChain, ItemsView, Run, same_history, sliceable
 
 Projection: TypeAlias = Any
 """A ``governance.projector.Projection`` (not imported: the projector imports this module)."""
@@ -372,31 +372,69 @@ def _extends(items: Sequence[Item], seen: Sequence[Item]) -> bool:
 def _common(items: Sequence[Item], seen: Sequence[Item]) -> int:
     """The length of the common prefix of ``items`` and ``seen``.
 
-    Tuple comparisons in C (identity first, ``==`` only for two distinct objects) over chunks
-    growing from the start, so a short common prefix (a sliding window's) costs little; in the
-    chunk that differs, the first pair of distinct objects is found by identity in C, and only
-    that pair is compared with ``==``: O(prefix) at a few ns per item.
+    Two projector prompts (``ItemsChain``) are compared run by run: a run of the same list at
+    the same offset holds the same items, unread, so only where the runs differ are items
+    compared. Items are compared in C (identity first, ``==`` only for two distinct objects)
+    over chunks growing from the start, so a short common prefix (a sliding window's) costs
+    little; in the chunk that differs, the first pair of distinct objects is found by identity
+    in C, and only that pair is compared with ``==``.
     """
+    if isinstance(items, ItemsChain) and isinstance(seen, ItemsChain):
+        return _common_runs(items.runs(), seen.runs())
     a, b = _storage(items, seen)
-    low, limit = 0, min(len(items), len(seen))  # a[:low] == b[:low]
-    # The same last shared item (an extension, a mask changed mid-prompt) hints at a long
+    return _shared(a, 0, b, 0, min(len(items), len(seen)))
+
+
+def _common_runs(a: Sequence[Run], b: Sequence[Run]) -> int:
+    """The common prefix of two chains of runs (see ``_common``)."""
+    if not a or not b:
+        return 0
+    shared, i, j = 0, 0, 0
+    source_a, x, end_a = a[0]
+    source_b, y, end_b = b[0]
+    while True:
+        span = min(end_a - x, end_b - y)
+        same = span if source_a is source_b and x == y else _shared(source_a, x, source_b, y, span)
+        shared += same
+        if same < span:
+            return shared
+        x, y = x + span, y + span
+        if x == end_a:
+            i += 1
+            if i == len(a):
+                return shared
+            source_a, x, end_a = a[i]
+        if y == end_b:
+            j += 1
+            if j == len(b):
+                return shared
+            source_b, y, end_b = b[j]
+
+
+def _shared(a: Sequence[Item], x: int, b: Sequence[Item], y: int, limit: int) -> int:
+    """How many of ``a[x:]`` and ``b[y:]`` are equal from the start, up to ``limit``."""
+    low = 0  # a[x : x + low] == b[y : y + low]
+    # The same last item (an extension, a mask changed mid-prompt) hints at a long shared
     # prefix: start with long chunks. Otherwise short ones (a sliding window differs early).
-    step = 256 if limit and a[limit - 1] is b[limit - 1] else 8
+    step = 256 if limit and a[x + limit - 1] is b[y + limit - 1] else 8
     while low < limit:
-        if a[low] is not b[low]:  # (a sliding window's prompts differ right here)
-            if a[low] != b[low]:
+        if a[x + low] is not b[y + low]:  # (a sliding window's prompts differ right here)
+            if a[x + low] != b[y + low]:
                 return low
             low, step = low + 1, 8  # an equal copy
             continue
         high = min(limit, low + step)
-        if a[low:high] == b[low:high]:
+        chunk_a, chunk_b = a[x + low : x + high], b[y + low : y + high]
+        if type(chunk_a) is not type(chunk_b):  # a list and a tuple are never equal
+            chunk_a, chunk_b = tuple(chunk_a), tuple(chunk_b)
+        if chunk_a == chunk_b:
             low, step = high, step * 2
             continue
-        same = list(map(is_, a[low:high], b[low:high]))
-        low += same.index(False)
-        if same.count(False) == 1 or a[low] != b[low]:
-            return low  # (the only distinct pair of a chunk that differs is the difference)
-        low, step = low + 1, 8  # equal but not identical (a copy): go on from there
+        same = list(map(is_, chunk_a, chunk_b))
+        first = same.index(False)
+        if same.count(False) == 1 or chunk_a[first] != chunk_b[first]:
+            return low + first  # (the only distinct pair of a chunk that differs is the one)
+        low, step = low + first + 1, 8  # an equal copy: go on from there
     return low
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from compactkit.governance._projection import Mask, Piece
 from compactkit.governance._select import Sums
 from compactkit.items import Item
-from compactkit.items.view import sliceable
+from compactkit.items.view import Run, sliceable
 
 __all__ = ["complement", "greedy", "render_window"]
 
@@ -44,19 +44,19 @@ def complement(low: int, high: int, ranges: Sequence[tuple[int, int]]) -> list[t
 
 
 def render_window(
-    out: list[Item],
+    out: list[Run],
     items: Sequence[Item],
     sums: Sums,
     first: int,
     whole: Sequence[tuple[int, int]],
     own: Sequence[tuple[Piece, list[Item]]],
 ) -> int:
-    """Append the window (snapshot items ``first`` to the end) to ``out``; how many snapshot
-    items it sends.
+    """Append the window (snapshot items ``first`` to the end) to ``out`` as runs; how many
+    snapshot items it sends.
 
-    Closed groups go as slices of their masked rendering (``sums.rendered``), the spans of
-    outputs sent whole as slices of the items, and the groups in ``own`` (repaired ones, the
-    open last group) as their own items: one slice per run, not one step per item.
+    Closed groups go as runs of their masked rendering (``sums.rendered``), the spans of
+    outputs sent whole as runs of the items, and the groups in ``own`` (repaired ones, the
+    open last group) as their own items: one run per span, nothing copied.
     """
     positions = sums.positions
     spans: list[tuple[int, int, Sequence[Item] | None]] = [
@@ -83,15 +83,15 @@ def render_window(
     source = sliceable(items)  # slices below len(items) only
     sent = n - first
     for begin, end, replacement in spans:
-        out.extend(rendered[at - base : begin - base])
+        out.append((rendered, at - base, begin - base))
         if replacement is None:
-            out.extend(source[begin:end])
+            out.append((source, begin, end))
         else:
-            out.extend(replacement)
+            out.append((replacement, 0, len(replacement)))
             sent -= (end - begin) - len(replacement)
         at = end
     if at < closed_end:
-        out.extend(rendered[at - base : closed_end - base])
+        out.append((rendered, at - base, closed_end - base))
     return sent
 
 

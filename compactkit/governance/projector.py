@@ -37,13 +37,14 @@ from compactkit.governance._incremental import MessageCache, OverheadCache
 from compactkit.governance._projection import Mask, Masker, Piece, Pieces, View, ViewCache
 from compactkit.governance._render import complement, greedy, render_window
 from compactkit.governance._select import may_be_invalid, unmasked, window_start
-from compactkit.items import Item, ItemsView, Message, Tool
+from compactkit.items import Item, ItemsChain, ItemsView, Message, Tool
 from compactkit.items.snapshot import (
     DEFAULT_SUMMARY_ROLE,
     MemorySnapshot,
     SummaryRole,
     require_snapshot,
 )
+from compactkit.items.view import Run
 
 __all__ = ["ContextProjector", "Projection", "ProjectionReport"]
 
@@ -315,9 +316,10 @@ class ContextProjector:
         # -- render: head, the groups kept ahead of the window, then the window -------------
         swap: dict[int, Item] = {id(m.original): m.placeholder for m in masked_ahead}
         swap.update((id(m.original), m.placeholder) for m in masked_tail)
-        out: list[Item] = list(head)
+        runs: list[Run] = [(head, 0, len(head))]  # joined, not copied: O(runs) per call
         for piece in ahead:
-            out.extend(swap.get(id(item), item) for item in piece.items)
+            kept = [swap.get(id(item), item) for item in piece.items]
+            runs.append((kept, 0, len(kept)))
         sent = view.lead + sum(len(piece.items) for piece in ahead)
         if start < view.n_groups:
             first = view.group(start).start
@@ -335,7 +337,7 @@ class ContextProjector:
             own = [(piece, [swap.get(id(item), item) for item in piece.items]) for piece, _ in own]
             if tail is not None and in_window:
                 own.append((tail, [swap.get(id(item), item) for item in tail.items]))
-            sent += render_window(out, snapshot.items, sums, first, whole, own)
+            sent += render_window(runs, snapshot.items, sums, first, whole, own)
         notes = self._notes(view, problems, ahead, start, n_masked, saved, required)
         mask_ids = sums.mask_ids
         masked_ids = [mask.original.call_id for mask in masked_ahead]
@@ -343,8 +345,10 @@ class ContextProjector:
             masked_ids += mask_ids[a:b]
         masked_ids += [mask.original.call_id for mask in masked_tail]
         last = tail if in_window else None
+        items: Sequence[Item] = ItemsChain(runs)
         if self.validate is not None and may_be_invalid(sums, start, n_closed, ahead, last):
-            out, dropped = self._send_valid(out, notes)
+            out, dropped = self._send_valid(list(items), notes)
+            items = ItemsView(out) if dropped else items  # out is never changed: no copy
         else:  # every group passes the validator alone and no id repeats: so does the whole
             dropped = []
         if dropped:  # the whole prompt breaks a rule every format has (a detached reasoning)
@@ -358,7 +362,7 @@ class ContextProjector:
             masked = [mask for mask in [*masked, *masked_tail] if id(mask.placeholder) not in gone]
             n_masked = len(masked)
             masked_ids = [mask.original.call_id for mask in masked]
-        items, tokens = ItemsView(out), limit - room  # out is never changed: no copy
+        tokens = limit - room
         report = ProjectionReport(
             kept=sent - n_masked,
             masked=n_masked,

@@ -39,7 +39,7 @@ from compactkit.items.snapshot import (
     summary_message,
     unseal_summary,
 )
-from compactkit.items.view import ItemsView
+from compactkit.items.view import ItemsChain, ItemsView
 
 __all__ = [
     "DEFAULT_SUMMARY_ROLE",
@@ -55,6 +55,7 @@ __all__ = [
     "Group",
     "ImagePart",
     "Item",
+    "ItemsChain",
     "ItemsView",
     "MemorySnapshot",
     "Message",

@@ -9,17 +9,22 @@ change (a compaction, a pin, a restore, a clear) puts a new list in its place, s
 A view behaves like the tuple it stands for: indexing, slicing (a slice is a tuple), iteration,
 ``len``, ``in``, ``==`` and ``hash`` agree with ``tuple(view)``; ``+`` with a tuple gives a
 tuple; it pickles and copies as a tuple. ``tuple(view)`` makes the copy when one is needed.
+
+``ItemsChain`` is the same for a prompt: runs of lists and tuples that never change (the
+instructions, slices of a memory's list, slices of the projector's masked rendering of the
+history) joined without copying them, so building a prompt costs O(runs), not O(items).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterator, Sequence
-from itertools import islice
+from itertools import chain, islice
 from typing import Any, SupportsIndex, overload
 
 from compactkit.items.model import Item
 
-__all__ = ["ItemsView"]  # same_history and sliceable are for the projector
+__all__ = ["ItemsChain", "ItemsView"]  # same_history, sliceable: for the projector
 
 
 class ItemsView(Sequence[Item]):
@@ -76,13 +81,15 @@ class ItemsView(Sequence[Item]):
             return other._source is self._source or self._tuple() == other._tuple()
         if isinstance(other, tuple):
             return len(other) == self._stop and self._tuple() == other
+        if isinstance(other, ItemsChain):
+            return len(other) == self._stop and self._tuple() == other._tuple()
         return NotImplemented
 
     def __hash__(self) -> int:
         return hash(self._tuple())
 
     def __add__(self, other: object) -> tuple[Item, ...]:
-        if isinstance(other, (tuple, ItemsView)):
+        if isinstance(other, (tuple, ItemsView, ItemsChain)):
             return (*self, *other)
         return NotImplemented
 
@@ -101,6 +108,115 @@ class ItemsView(Sequence[Item]):
         return tuple(islice(self._source, self._stop))
 
 
+Run = tuple[Sequence[Item], int, int]
+"""``(source, start, stop)``: ``source[start:stop]``, a list or tuple never changed there."""
+
+
+class ItemsChain(Sequence[Item]):
+    """The items of ``runs`` in order, joined without copying (``Run``: a slice of a list or
+    tuple that is never changed below the slice's end).
+
+    Built by the projector (``Projection.items``); it behaves like the tuple it stands for, as
+    ``ItemsView`` does. ``runs()`` lets a caller compare two chains run by run: two runs of the
+    same source at the same offset hold the same items without looking at them.
+    """
+
+    __slots__ = ("_ends", "_len", "_runs")
+
+    def __init__(self, runs: Sequence[Run]) -> None:
+        kept: list[Run] = []
+        ends: list[int] = []
+        total = 0
+        for source, start, stop in runs:
+            if stop > start:
+                kept.append((source, start, stop))
+                total += stop - start
+                ends.append(total)
+        self._runs = tuple(kept)
+        self._ends = ends
+        self._len = total
+
+    def runs(self) -> tuple[Run, ...]:
+        """The non-empty runs, in order."""
+        return self._runs
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, index: SupportsIndex) -> Item: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Item, ...]: ...
+
+    def __getitem__(self, index: SupportsIndex | slice) -> Item | tuple[Item, ...]:
+        if isinstance(index, slice):
+            start, end, step = index.indices(self._len)
+            if step != 1:
+                return self._tuple()[index]
+            return tuple(chain.from_iterable(self._slices(start, end)))
+        position = index.__index__()
+        if position < 0:
+            position += self._len
+        if not 0 <= position < self._len:
+            raise IndexError("ItemsChain index out of range")
+        run = bisect_right(self._ends, position)
+        source, start, stop = self._runs[run]
+        return source[stop - (self._ends[run] - position)]
+
+    def _slices(self, start: int, end: int) -> list[Sequence[Item]]:
+        """``self[start:end]`` (``0 <= start``, ``end <= len(self)``) as slices of the runs."""
+        if start >= end:
+            return []
+        out: list[Sequence[Item]] = []
+        run = bisect_right(self._ends, start)
+        begin = self._ends[run - 1] if run else 0  # where the run starts in the chain
+        while begin < end:
+            source, first, stop = self._runs[run]
+            out.append(
+                source[first + max(0, start - begin) : first + min(stop - first, end - begin)]
+            )
+            begin += stop - first
+            run += 1
+        return out
+
+    def __iter__(self) -> Iterator[Item]:
+        return chain.from_iterable(self._slices(0, self._len))
+
+    def __reversed__(self) -> Iterator[Item]:
+        return reversed(self._tuple())
+
+    def __contains__(self, value: object) -> bool:
+        return any(item is value or item == value for item in self)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (tuple, ItemsView, ItemsChain)):
+            return len(other) == self._len and self._tuple() == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._tuple())
+
+    def __add__(self, other: object) -> tuple[Item, ...]:
+        if isinstance(other, (tuple, ItemsView, ItemsChain)):
+            return (*self, *other)
+        return NotImplemented
+
+    def __radd__(self, other: object) -> tuple[Item, ...]:
+        if isinstance(other, tuple):
+            return (*other, *self)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return repr(self._tuple())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (tuple, (self._tuple(),))  # pickled and copied as the tuple it stands for
+
+    def _tuple(self) -> tuple[Item, ...]:
+        return tuple(self)
+
+
 def same_history(items: Sequence[Item], seen: Sequence[Item]) -> bool:
     """Whether ``items`` and ``seen`` are views of one list, ``items`` at least as long: then
     ``items`` starts with ``seen``. O(1).
@@ -116,7 +232,10 @@ def same_history(items: Sequence[Item], seen: Sequence[Item]) -> bool:
 
 
 def sliceable(items: Sequence[Item]) -> Sequence[Item]:
-    """A list or tuple holding ``items`` at the same positions, to slice without the tuple
-    copy a view's slice makes: read only, and only below ``len(items)`` (a view's list may
-    hold more)."""
-    return items._source if isinstance(items, ItemsView) else items
+    """A list or tuple holding ``items`` at the same positions and never changed there, to
+    slice (or to run an ``ItemsChain`` over) without the tuple copy a view's slice makes: read
+    only, and only below ``len(items)`` (a view's list may hold more). Any other sequence (a
+    list its owner may change) is copied."""
+    if isinstance(items, ItemsView):
+        return items._source
+    return items if isinstance(items, tuple) else tuple(items)

@@ -12,6 +12,7 @@ from compactkit.formats.validate import validate_items
 from compactkit.governance.projector import ContextProjector, Projection
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, Tool
 from compactkit.items.snapshot import MemorySnapshot
+from compactkit.memory.in_memory import InMemoryMemory
 
 COUNTER = TiktokenCounter("o200k_base")
 TOOLS = [Tool(name="read_file", description="Read a file.", parameters={"type": "object"})]
@@ -212,3 +213,40 @@ def test_the_cached_prefix_is_the_tokens_shared_with_the_previous_prompt(
             expected = schema + sum(COUNTER.count_item(item) for item in items[:shared])
             assert prompt.report.cached_prefix_tokens == expected
         previous = items
+
+
+def brute_shared(new: Projection, old: Projection, tools: list[Tool]) -> int:
+    """Tool schemas plus the tokens of the items ``new`` shares with ``old`` from the start."""
+    a, b = tuple(new.items), tuple(old.items)
+    shared = 0
+    while shared < min(len(a), len(b)) and a[shared] == b[shared]:
+        shared += 1
+    schema = COUNTER.count_overhead(tools) - COUNTER.count_overhead(())
+    return schema + sum(COUNTER.count_item(item) for item in a[:shared])
+
+
+@settings(deadline=None, max_examples=120)
+@given(sessions(), st.sampled_from([300, 900, 2_500, 8_000]), st.integers(20, 400))
+def test_a_growing_session_reports_the_prefix_it_shares_with_its_last_prompt(
+    batches: list[list[Item]], budget: int, threshold: int
+) -> None:
+    """As a memory grows under a small budget the window slides and outputs are masked and sent
+    whole again; every prompt's cached prefix is the brute-force count against the last one."""
+    memory = InMemoryMemory()
+    projector = ContextProjector(COUNTER, budget=budget, mask_threshold=threshold)
+    previous: Projection | None = None
+    for batch in batches:
+        for item in batch:
+            if isinstance(item, Message) and item.role == "user":
+                memory.add_user_input(item)
+            else:
+                memory.add_output_items([item])
+        try:
+            prompt = projector.project(memory.snapshot(), tools=TOOLS)
+        except BudgetError:
+            continue
+        if previous is None:
+            assert prompt.report.cached_prefix_tokens == 0
+        else:
+            assert prompt.report.cached_prefix_tokens == brute_shared(prompt, previous, TOOLS)
+        previous = prompt

@@ -16,6 +16,7 @@ from compactkit import (
     FunctionCall,
     FunctionCallOutput,
     InMemoryMemory,
+    ItemsChain,
     ItemsView,
     MemorySnapshot,
     Message,
@@ -154,3 +155,46 @@ def test_a_snapshot_never_changes_after_it_was_read(ops: list[str]) -> None:
         for earlier, frozen in reads:
             assert tuple(earlier.items) == frozen
             assert len(earlier.items) == len(frozen)
+
+
+@st.composite
+def chains(draw: st.DrawFn) -> tuple[list[tuple[list[Message], int, int]], tuple[Message, ...]]:
+    """Runs over a few shared lists (some empty, some overlapping) and the tuple they join."""
+    sources = [_items(draw(st.integers(0, 8))) for _ in range(draw(st.integers(1, 3)))]
+    runs = []
+    for _ in range(draw(st.integers(0, 6))):
+        source = draw(st.sampled_from(sources))
+        start = draw(st.integers(0, len(source)))
+        runs.append((source, start, draw(st.integers(start, len(source)))))
+    return runs, tuple(item for source, start, stop in runs for item in source[start:stop])
+
+
+@settings(deadline=None, max_examples=300)
+@given(
+    chain=chains(),
+    start=st.none() | st.integers(-12, 12),
+    stop=st.none() | st.integers(-12, 12),
+    step=st.none() | st.integers(-3, 3).filter(lambda k: k != 0),
+)
+def test_a_chain_of_runs_is_the_tuple_of_their_items(
+    chain: tuple[list[tuple[list[Message], int, int]], tuple[Message, ...]],
+    start: int | None,
+    stop: int | None,
+    step: int | None,
+) -> None:
+    runs, expected = chain
+    joined = ItemsChain(runs)
+    assert len(joined) == len(expected)
+    assert tuple(joined) == expected and list(reversed(joined)) == list(reversed(expected))
+    assert joined == expected and expected == joined and hash(joined) == hash(expected)
+    assert joined[start:stop:step] == expected[start:stop:step]
+    assert isinstance(joined[start:stop], tuple)
+    for index in range(-len(expected), len(expected)):
+        assert joined[index] is expected[index]
+    for index in (len(expected), -len(expected) - 1):
+        with pytest.raises(IndexError):
+            joined[index]
+    assert pickle.loads(pickle.dumps(joined)) == expected
+    assert joined + () == expected and () + joined == expected  # noqa: RUF005 - tests +
+    assert ItemsView(list(expected)) == joined and joined == ItemsView(list(expected))
+    assert joined != list(expected)  # like a tuple: never equal to a list
