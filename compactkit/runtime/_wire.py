@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from compactkit.formats import items_to_chat, items_to_responses
-from compactkit.items import FunctionCall, FunctionCallOutput, Item, ItemsView, Message
+from compactkit.items import FunctionCall, FunctionCallOutput, Item, ItemsChain, ItemsView, Message
 from compactkit.items.view import same_history
 
 __all__ = ["WireCache"]
@@ -33,7 +33,9 @@ class WireCache:
         self._api: str | None = None
         self._out: list[Any] = []
         self._marks: list[tuple[int, int]] = []  # (items before the mark, messages before it)
-        self._seen: Sequence[Item] = ()  # the last prompt (a tuple or an ItemsView: immutable)
+        self._seen: Sequence[
+            Item
+        ] = ()  # the last prompt (immutable: a tuple, an ItemsView or an ItemsChain)
 
     def convert(self, api: str, prompt: Sequence[Item]) -> list[Any]:
         """``prompt`` in ``api``'s wire format (lossy: what the API cannot express is dropped).
@@ -41,7 +43,7 @@ class WireCache:
         The list returned is reused by the next call (do not keep it across calls; the
         messages in it are never changed).
         """
-        items = prompt if isinstance(prompt, (tuple, ItemsView)) else tuple(prompt)
+        items = prompt if isinstance(prompt, (tuple, ItemsView, ItemsChain)) else tuple(prompt)
         convert: Convert = items_to_chat if api == "chat" else items_to_responses
         with self._lock:
             start, sent, marks = 0, 0, []
