@@ -8,12 +8,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from compactkit import FunctionCall, FunctionCallOutput, Message
+from compactkit.budget import EstimateCounter
 from compactkit.compressors import (
     DigestCompressor,
     LadderCompressor,
     MaskingCompressor,
     WindowedCompressor,
 )
+from compactkit.compressors._plan import Layout
+from compactkit.items import Item
 from compactkit.items.snapshot import CompactResult, MemorySnapshot
 
 
@@ -100,3 +103,29 @@ def test_a_long_session_folds_masks_its_tail_and_matches_too() -> None:
         again = ladder.compress(later)
         check_contract(later, again)
         _same(again, _explicit(ladder).compress(later))
+
+
+class _ItemByItem:
+    """A counter without ``item_counts``: counted item by item."""
+
+    def __init__(self) -> None:
+        self.counter = EstimateCounter()
+
+    def count_item(self, item: Item) -> int:
+        return self.counter.count_item(item)
+
+
+@PROPERTY
+@given(histories(), st.booleans())
+def test_group_tokens_from_one_pass_are_each_groups_tokens(
+    snapshot: MemorySnapshot, counted_before: bool
+) -> None:
+    layout = Layout.of(snapshot.items)
+    if counted_before:
+        COUNTER.count_items(snapshot.items)
+    expected = [layout.tokens(group, COUNTER) for group in layout.groups]
+    assert layout.group_tokens(COUNTER) == expected
+    plain = _ItemByItem()
+    assert layout.group_tokens(plain) == [  # type: ignore[arg-type]
+        layout.tokens(group, plain.counter) for group in layout.groups
+    ]
