@@ -88,6 +88,10 @@ class MinTree:
                     level[index] = value
             j += 1
 
+    def smallest(self) -> int:
+        """The minimum of the whole list (O(1); the list must not be empty)."""
+        return self.levels[-1][0]
+
     def last_at_most(self, low: int, end: int, bound: int) -> int:
         """The largest ``k`` in ``[low, end)`` whose value is ``<= bound``; ``low - 1`` if none."""
         levels = self.levels
@@ -251,6 +255,8 @@ def unmasked(sums: Sums, low: int, high: int, room: int) -> tuple[list[tuple[int
             top = first
         if top <= low:
             break
+        if room < savings.smallest():
+            break  # no mask of the history fits what is left, so none of these does
         # top - 1 does not fit: the newest older mask that does
         top = savings.last_at_most(low, top - 1, room) + 1
     return ranges, room

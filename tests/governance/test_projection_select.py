@@ -197,8 +197,9 @@ def test_the_savings_tree_finds_the_newest_mask_that_fits(
     """``MinTree.last_at_most`` (how ``unmasked`` skips outputs too large to send whole) is the
     newest position in the range holding a value within the bound, as it grows."""
     tree = MinTree()
-    for value in values:
+    for count, value in enumerate(values, 1):
         tree.append(value)
+        assert tree.smallest() == min(values[:count])
     n = len(values)
     for a, b, bound in queries:
         low, end = min(a, b, n), min(max(a, b), n)
