@@ -345,7 +345,7 @@ class ContextProjector:
             masked_ids += mask_ids[a:b]
         masked_ids += [mask.original.call_id for mask in masked_tail]
         last = tail if in_window else None
-        items: Sequence[Item] = ItemsChain(runs)
+        items: Sequence[Item] = ItemsChain.joined(runs)
         if self.validate is not None and may_be_invalid(sums, start, n_closed, ahead, last):
             out, dropped = self._send_valid(list(items), notes)
             items = ItemsView(out) if dropped else items  # out is never changed: no copy

@@ -18,7 +18,7 @@ history) joined without copying them, so building a prompt costs O(runs), not O(
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain, islice
 from typing import Any, SupportsIndex, overload
 
@@ -123,7 +123,18 @@ class ItemsChain(Sequence[Item]):
 
     __slots__ = ("_ends", "_len", "_runs")
 
-    def __init__(self, runs: Sequence[Run]) -> None:
+    def __init__(self, items: Iterable[Item] = ()) -> None:
+        """A chain of one run holding ``items`` (as ``tuple(items)`` does; pydantic rebuilds a
+        validated sequence this way); the projector joins runs with ``joined``."""
+        held = tuple(items)
+        self._runs: tuple[Run, ...] = ((held, 0, len(held)),) if held else ()
+        self._ends = [len(held)] if held else []
+        self._len = len(held)
+
+    @classmethod
+    def joined(cls, runs: Sequence[Run]) -> ItemsChain:
+        """The items of ``runs`` in order, without copying them."""
+        chain = cls.__new__(cls)
         kept: list[Run] = []
         ends: list[int] = []
         total = 0
@@ -132,9 +143,10 @@ class ItemsChain(Sequence[Item]):
                 kept.append((source, start, stop))
                 total += stop - start
                 ends.append(total)
-        self._runs = tuple(kept)
-        self._ends = ends
-        self._len = total
+        chain._runs = tuple(kept)
+        chain._ends = ends
+        chain._len = total
+        return chain
 
     def runs(self) -> tuple[Run, ...]:
         """The non-empty runs, in order."""

@@ -183,7 +183,7 @@ def test_a_chain_of_runs_is_the_tuple_of_their_items(
     step: int | None,
 ) -> None:
     runs, expected = chain
-    joined = ItemsChain(runs)
+    joined = ItemsChain.joined(runs)
     assert len(joined) == len(expected)
     assert tuple(joined) == expected and list(reversed(joined)) == list(reversed(expected))
     assert joined == expected and expected == joined and hash(joined) == hash(expected)
@@ -198,3 +198,13 @@ def test_a_chain_of_runs_is_the_tuple_of_their_items(
     assert joined + () == expected and () + joined == expected  # noqa: RUF005 - tests +
     assert ItemsView(list(expected)) == joined and joined == ItemsView(list(expected))
     assert joined != list(expected)  # like a tuple: never equal to a list
+
+
+def test_a_chain_is_built_from_items_as_a_tuple_is_and_validates_into_a_snapshot() -> None:
+    source = _items(5)
+    joined = ItemsChain.joined([(source, 0, 2), (source, 3, 5)])
+    assert ItemsChain(source) == tuple(source) and ItemsChain() == ()
+    snapshot = MemorySnapshot(summary="", items=joined)  # a projection's items, validated
+    assert snapshot.items == (source[0], source[1], source[3], source[4])
+    assert isinstance(snapshot.items, tuple)
+    assert MemorySnapshot.model_validate_json(snapshot.model_dump_json()) == snapshot
