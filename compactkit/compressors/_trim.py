@@ -301,6 +301,10 @@ def count_by_section(doc: _Document) -> Mapping[str, int]:
     """Entries per section key (``values`` split into current and superseded)."""
     counts: dict[str, int] = {}
     for key, values in doc.sections.items():
+        if key not in ("values", "goal"):  # one pool: the section's own
+            if values:
+                counts[key] = counts.get(key, 0) + len(values)
+            continue
         for entry in values:
             name = pool_of(key, entry)
             counts[name] = counts.get(name, 0) + 1

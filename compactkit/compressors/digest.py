@@ -284,7 +284,8 @@ class DigestCompressor:
         if target is not None and (explicit_keep or not self.mask_tail):
             rest = sum(counter.count_item(i) for i in kept) + counter.count_overhead(self.tools)
             cap = max(1, min(cap, target - rest - counter.count_item(summary_message(""))))
-        trimmed = merged.trim_to(cap, counter)
+        merged_tokens = needs.tokens(merged)  # what trim_to counts first: its entries are known
+        trimmed = merged if merged_tokens <= cap else merged.trim_to(cap, counter)
         after = snapshot.model_copy(update={"items": tuple(kept), "summary": trimmed.render()})
         # The request is the kept items, the summary message and the overhead: the kept part is
         # counted once, each trim recounts only the summary.
@@ -302,7 +303,7 @@ class DigestCompressor:
         report = FactReport.compare(
             merged,
             trimmed,
-            summary_tokens=needs.tokens(trimmed),
+            summary_tokens=merged_tokens if trimmed is merged else needs.tokens(trimmed),
             summary_cap_tokens=cap,
             masked_outputs=len(masked),
         )

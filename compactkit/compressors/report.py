@@ -99,15 +99,11 @@ class FactReport(BaseModel):
         cls, untrimmed: SummaryDocument, summary: SummaryDocument, **fields: Any
     ) -> FactReport:
         """The report of trimming ``untrimmed`` down to ``summary``."""
-        before, after = count_by_section(untrimmed), count_by_section(summary)
-        originals = {key: set(entries) for key, entries in untrimmed.sections.items()}
-        shortened: dict[str, int] = {}
-        for key, entries in summary.sections.items():
-            known = originals.get(key, set())
-            for entry in entries:
-                if entry not in known:
-                    name = pool_of(key, entry)
-                    shortened[name] = shortened.get(name, 0) + 1
+        before = count_by_section(untrimmed)
+        if summary is untrimmed:  # it fit: every fact kept, none shortened
+            after, shortened = before, {}
+        else:
+            after, shortened = count_by_section(summary), _shortened(untrimmed, summary)
         totals: dict[str, list[int]] = {}
         for name in sorted(set(before) | set(after)):
             found, kept = before.get(name, 0), after.get(name, 0)
@@ -141,3 +137,16 @@ class FactReport(BaseModel):
                 return report
         summary = details.get("summary")  # a summary compressor's details under a fallback
         return cls.from_details(summary) if isinstance(summary, Mapping) else None
+
+
+def _shortened(untrimmed: SummaryDocument, summary: SummaryDocument) -> dict[str, int]:
+    """Entries of ``summary`` per pool that are not in ``untrimmed`` as they are (shortened)."""
+    originals = {key: set(entries) for key, entries in untrimmed.sections.items()}
+    shortened: dict[str, int] = {}
+    for key, entries in summary.sections.items():
+        known = originals.get(key, set())
+        for entry in entries:
+            if entry not in known:
+                name = pool_of(key, entry)
+                shortened[name] = shortened.get(name, 0) + 1
+    return shortened
