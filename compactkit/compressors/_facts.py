@@ -267,13 +267,23 @@ def identifiers_in(text: str, *, prose: bool, limit: int = 8) -> list[tuple[str,
         if not any(ident in known for known in found):
             found.setdefault(ident, "id")
     if prose:
-        for hashed, named in _ISSUE.findall(text):
-            found.setdefault(f"#{hashed or named}", "issue")
-        if "." in text:
+        if "#" in text or _may_name_issue(text):
+            for hashed, named in _ISSUE.findall(text):
+                found.setdefault(f"#{hashed or named}", "issue")
+        if text.count(".") > 1:
             for version in _VERSION.findall(text):
                 if version not in inside_urls:
                     found.setdefault(version, "version")
     return list(found.items())[:limit]
+
+
+def _may_name_issue(text: str) -> bool:
+    """Whether ``text`` may hold "issue N", "PR N" or "pull request N" (``_ISSUE`` ignores case:
+    for ASCII text, where that folds only ASCII letters, its lowered text tells at once)."""
+    if not text.isascii():
+        return True
+    lowered = text.lower()
+    return "issue" in lowered or "pr" in lowered or "pull request" in lowered
 
 
 # -- values ----------------------------------------------------------------------------------
@@ -324,18 +334,23 @@ def values_in_prose(text: str) -> list[tuple[str, str, str | None]]:
     timeout from 10 to 30", "MAX_WORKERS = 8", "`pool_size: 4`". Fenced code is skipped."""
     text = without_fences(text)
     found: list[tuple[int, tuple[str, str, str | None]]] = []  # by position: the last is newest
-    for match in _SET_PHRASE.finditer(text):
-        name = match.group(1)
-        if name.lower() not in _STOP_NAMES:
-            value = (name, match.group("new").strip("`"), _strip(match.group("old")))
-            found.append((match.start(), value))
-    for match in _BE_PHRASE.finditer(text):
-        name = match.group(1) or match.group(3) or match.group(5)
-        new = match.group("new") or match.group("now") or match.group("make")
-        if name and new and name.strip("`").lower() not in _STOP_NAMES:
-            found.append((match.start(), (name.strip("`"), new.strip("`"), None)))
+    # The phrases ignore case: for ASCII text (where that folds only ASCII letters) the lowered
+    # text tells whether the words each needs are there ("to"/"at"; "be", "now" or "make").
+    lowered = text.lower() if text.isascii() else None
+    if lowered is None or "to" in lowered or "at" in lowered:
+        for match in _SET_PHRASE.finditer(text):
+            name = match.group(1)
+            if name.lower() not in _STOP_NAMES:
+                value = (name, match.group("new").strip("`"), _strip(match.group("old")))
+                found.append((match.start(), value))
+    if lowered is None or "be" in lowered or "now" in lowered or "make" in lowered:
+        for match in _BE_PHRASE.finditer(text):
+            name = match.group(1) or match.group(3) or match.group(5)
+            new = match.group("new") or match.group("now") or match.group("make")
+            if name and new and name.strip("`").lower() not in _STOP_NAMES:
+                found.append((match.start(), (name.strip("`"), new.strip("`"), None)))
     offset = 0
-    for line in text.splitlines(keepends=True):
+    for line in text.splitlines(keepends=True) if "=" in text or ":" in text else ():
         for match in _ASSIGNMENT.finditer(line):
             name, new = match.group(1), match.group(2)
             quoted = f"`{name}`" in line

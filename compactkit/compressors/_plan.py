@@ -160,8 +160,10 @@ class Layout:
         for index, group in enumerate(self.groups):
             if index < first_kept and self.protected[index] is None:
                 folded.extend(group.slice(self.items))
-            else:
+            elif replace:
                 kept.extend(replace.get(i, self.items[i]) for i in range(group.start, group.stop))
+            else:
+                kept.extend(group.slice(self.items))
         return kept, folded
 
     @cached_property

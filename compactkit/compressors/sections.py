@@ -267,7 +267,7 @@ class SummaryDocument:
             if line.startswith("# ") and not line.startswith("## "):
                 open_entry = False
                 continue  # the title
-            note = _TRIM_NOTE.match(stripped)
+            note = _TRIM_NOTE.match(stripped) if stripped[0] in "_N" else None
             if note:
                 trimmed += int(note.group(1))
                 listed = _NOT_LISTED.search(stripped)
@@ -304,7 +304,8 @@ class SummaryDocument:
         doc = cls(trimmed=trimmed, omitted=omitted)
         known = cls(sections={k: tuple(v) for k, v in sections.items()})
         foreign = cls(extra={k: tuple(v) for k, v in extra.items() if v})
-        return doc.merge(known).merge(foreign)
+        # (merging nothing into what a merge returned would return the same document)
+        return doc.merge(known).merge(foreign) if foreign.extra else doc.merge(known)
 
     def render(self) -> str:
         """The summary as Markdown: the title, a trimming note when entries were trimmed (with

@@ -97,6 +97,14 @@ IDENTIFIER_PARTS = [
     "2.0.1-rc1",
     "src/m12.py",
     "turn 12: read the next modules",
+    "Issue 42",
+    "PR 12",
+    "i\u017f\u017fue 3",
+    "pull request 9",
+    "\u0130ssue 4",
+    "\u0131ssue 7",
+    "1.2",
+    "1.2.3",
 ]
 
 
@@ -260,3 +268,63 @@ def test_file_operations_read_from_fewer_lookups_are_the_same(
     args = path | more
     assert files.file_ops(name, args) == _file_ops_reference(name, args)
     assert files.file_ops(name, args) == _file_ops_reference(name, args)  # the names remembered
+
+
+def _values_reference(text: str) -> list[tuple[str, str, str | None]]:
+    """``values_in_prose`` as first written: every phrase looked for in every text."""
+    text = re.sub(r"```.*?```", " ", text, flags=re.DOTALL)
+    found: list[tuple[int, tuple[str, str, str | None]]] = []  # by position: the last is newest
+    for match in facts._SET_PHRASE.finditer(text):
+        name = match.group(1)
+        if name.lower() not in facts._STOP_NAMES:
+            value = (name, match.group("new").strip("`"), facts._strip(match.group("old")))
+            found.append((match.start(), value))
+    for match in facts._BE_PHRASE.finditer(text):
+        name = match.group(1) or match.group(3) or match.group(5)
+        new = match.group("new") or match.group("now") or match.group("make")
+        if name and new and name.strip("`").lower() not in facts._STOP_NAMES:
+            found.append((match.start(), (name.strip("`"), new.strip("`"), None)))
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        for match in facts._ASSIGNMENT.finditer(line):
+            name, new = match.group(1), match.group(2)
+            quoted = f"`{name}`" in line
+            if (quoted or facts._plain_name(name)) and not name.startswith(("http", "https")):
+                found.append((offset + match.start(), (name, new.strip("`"), None)))
+        offset += len(line)
+    return [value for _, value in sorted(found, key=lambda pair: pair[0])]
+
+
+VALUE_PARTS = [
+    "set retries to 5",
+    "Set `x` from 3 to 4",
+    "SET MAX_RETRIES TO 2",
+    "\u017fet max_retries to 9",
+    "timeout_s should be 30s",
+    "pool_size is now 8",
+    "pool_size IS NOW 8",
+    "make workers_n 4",
+    "MAX_WORKERS = 8",
+    "`pool_size: 4`",
+    "```\nx_y = 1\n```",
+    "turn 12: read the next modules",
+    "done 10",
+]
+
+
+@PROPERTY
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(VALUE_PARTS),
+            st.text(st.sampled_from("setoabmkw_x=: 12\n`"), max_size=16),
+        ),
+        max_size=5,
+    ),
+    st.sampled_from([" ", "\n", ". "]),
+)
+def test_value_phrases_skipped_for_lack_of_their_words_find_the_same(
+    parts: list[str], sep: str
+) -> None:
+    text = sep.join(parts)
+    assert facts.values_in_prose(text) == _values_reference(text)
