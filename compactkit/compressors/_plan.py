@@ -10,6 +10,7 @@ groups and folds the rest, so the result has the projector's shape and no group 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -353,6 +354,27 @@ class Split:
     """Tokens of the items kept (the fixed ones and the tail, placeholders counted)."""
 
 
+def tail_cutter(
+    order: Sequence[int], sizes: Sequence[int], groups: int
+) -> Callable[[int], tuple[int, int]]:
+    """``cut(budget)`` for the groups ``order`` lists newest first, of ``sizes`` tokens each:
+    ``(first, tail)``, the oldest of the newest groups that fit ``budget`` whole one after the
+    other (0 when they all do, ``groups`` when none does) and their tokens.
+
+    The newest ``j`` groups hold ``tails[j]`` tokens and fit while each shorter tail does too
+    (``peaks[j - 1]``: the largest of them), so each cut is one bisection, not a walk."""
+    tails = list(accumulate((sizes[index] for index in order), initial=0))
+    peaks = list(accumulate(tails[1:], max))
+
+    def cut(budget: int) -> tuple[int, int]:
+        fits = bisect_right(peaks, budget)
+        if fits == len(order):
+            return 0, tails[fits]
+        return (order[fits - 1] if fits else groups), tails[fits]
+
+    return cut
+
+
 def split_by_need(
     layout: Layout,
     counter: TokenCounter,
@@ -381,17 +403,10 @@ def split_by_need(
     sizes = layout.group_tokens(counter)
     order = [i for i in range(len(layout.groups) - 1, -1, -1) if layout.protected[i] is None]
 
+    cut = tail_cutter(order, sizes, len(layout.groups))
+
     def cut_for(reserve: int) -> tuple[int, int]:
-        left, first, tail = avail - reserve, len(layout.groups), 0
-        for index in order:
-            if sizes[index] > left:
-                break
-            left -= sizes[index]
-            tail += sizes[index]
-            first = index
-        else:
-            first = 0
-        return first, tail
+        return cut(avail - reserve)
 
     first, tail = cut_for(0)
     needed = need(first)

@@ -15,7 +15,7 @@ from compactkit.compressors import (
     MaskingCompressor,
     WindowedCompressor,
 )
-from compactkit.compressors._plan import Layout
+from compactkit.compressors._plan import Layout, tail_cutter
 from compactkit.items import Item
 from compactkit.items.snapshot import CompactResult, MemorySnapshot
 
@@ -129,3 +129,28 @@ def test_group_tokens_from_one_pass_are_each_groups_tokens(
     assert layout.group_tokens(plain) == [  # type: ignore[arg-type]
         layout.tokens(group, plain.counter) for group in layout.groups
     ]
+
+
+def _cut_reference(order: list[int], sizes: list[int], groups: int, budget: int) -> tuple[int, int]:
+    """``split_by_need``'s cut as first written: the newest groups walked until one does not fit."""
+    left, first, tail = budget, groups, 0
+    for index in order:
+        if sizes[index] > left:
+            break
+        left -= sizes[index]
+        tail += sizes[index]
+        first = index
+    else:
+        first = 0
+    return first, tail
+
+
+@PROPERTY
+@given(st.lists(st.integers(-3, 40), max_size=12), st.data())
+def test_tail_cuts_by_bisection_are_the_walked_cuts(sizes: list[int], data: st.DataObject) -> None:
+    indices = list(range(len(sizes) - 1, -1, -1))
+    order = data.draw(st.lists(st.sampled_from(indices), unique=True)) if indices else []
+    order.sort(reverse=True)
+    cut = tail_cutter(order, sizes, len(sizes))
+    for budget in range(-5, sum(map(abs, sizes)) + 5):
+        assert cut(budget) == _cut_reference(order, sizes, len(sizes), budget)
