@@ -136,6 +136,9 @@ class SummarySizer:
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
         self.entries: dict[str, int] = {}  # entry -> tokens of its rendered bullet
+        # heading -> the entries counted last under it, and their tokens: a section that only
+        # grew at its end since is counted by what it gained (in one piece)
+        self.runs: dict[str, tuple[tuple[str, ...], int]] = {}
 
     def __call__(self, doc: SummaryDocument) -> int:
         """Tokens of ``doc.render()``."""
@@ -150,22 +153,42 @@ class SummarySizer:
         pieces += [f"{bullet(entries[-1])}\n" for _heading, entries in blocks[:-1]]
         if any("\r" in piece for piece in pieces):
             return count(doc.render())
-        counted = [entries[:-1] for _heading, entries in blocks[:-1]]
-        counted += [entries for _heading, entries in blocks[-1:]]
-        known = self.entries
+        counted = [(heading, entries[:-1]) for heading, entries in blocks[:-1]]
+        counted += [(heading, entries) for heading, entries in blocks[-1:]]
         total = sum(map(count, pieces))
-        for entries in counted:
-            try:
-                total += sum(map(known.__getitem__, entries))
-            except KeyError:
-                for entry in entries:
-                    tokens = known.get(entry)
-                    if tokens is None:
-                        if "\r" in entry:
-                            return count(doc.render())
-                        tokens = known[entry] = count(bullet(entry))
-                    total += tokens
+        for heading, entries in counted:
+            run = self.runs.get(heading)
+            if run is not None and entries[: len(run[0])] == run[0]:  # grown at its end
+                tokens, grown = run[1], entries[len(run[0]) :]
+                if grown:  # bullets start lines: counted together, as one by one
+                    if any("\r" in entry for entry in grown):
+                        return count(doc.render())
+                    tokens += count("".join(map(bullet, grown)))
+            else:
+                counted_apart = self._one_by_one(entries)
+                if counted_apart is None:
+                    return count(doc.render())
+                tokens = counted_apart
+            self.runs[heading] = (entries, tokens)
+            total += tokens
         return total
+
+    def _one_by_one(self, entries: tuple[str, ...]) -> int | None:
+        """Tokens of ``entries``' bullets, each counted once per sizer (``None``: an entry
+        holds a ``\r``)."""
+        known = self.entries
+        try:
+            return sum(map(known.__getitem__, entries))
+        except KeyError:
+            total = 0
+            for entry in entries:
+                tokens = known.get(entry)
+                if tokens is None:
+                    if "\r" in entry:
+                        return None
+                    tokens = known[entry] = self.counter.count_text(bullet(entry))
+                total += tokens
+            return total
 
 
 def bullet(entry: str) -> str:

@@ -105,3 +105,31 @@ def test_a_summary_sized_without_rendering_counts_the_same(
     merged = SummaryDocument().merge(raw)
     for doc in (raw, merged, merged.merge(SummaryDocument.of(files_read=grown, state=grown))):
         assert sizer(doc) == counter.count_text(doc.render())
+
+
+@pytest.mark.parametrize("counter", COUNTERS, ids=lambda c: c.encoding_name)
+@settings(deadline=None, max_examples=300)
+@given(
+    start=st.dictionaries(SECTION_KEYS, st.lists(ENTRY.map("".join), max_size=4)),
+    steps=st.lists(
+        st.tuples(SECTION_KEYS, st.lists(ENTRY.map("".join), max_size=3), st.integers(-1, 3)),
+        max_size=6,
+    ),
+)
+def test_a_summary_sized_as_it_grows_counts_the_same(
+    counter: TiktokenCounter,
+    start: dict[str, list[str]],
+    steps: list[tuple[str, list[str], int]],
+) -> None:
+    """One sizer asked about a summary round after round — sections growing at their end (their
+    gain counted in one piece), changed in the middle, emptied, new — gives the count of each
+    rendered text."""
+    sizer = SummarySizer(counter)
+    sections = {k: list(v) for k, v in start.items()}
+    for key, grown, cut in steps:
+        entries = sections.setdefault(key, [])
+        if cut >= 0:  # a change before the end: the section no longer only grew
+            del entries[cut:]
+        entries += grown
+        doc = SummaryDocument(sections={k: tuple(v) for k, v in sections.items() if v})  # type: ignore[misc]
+        assert sizer(doc) == counter.count_text(doc.render())
