@@ -109,6 +109,8 @@ class FactsNeed:
         if first_kept < self.upto:  # fewer groups folded than before: start again
             self.doc, self.upto = self.existing, 0
             self._merged, self._new = Merging(self.existing), Merging(SummaryDocument())
+        if self._sized is None:  # the summary so far: what folding adds is then counted as a gain
+            self._sized = (self.existing, self.tokens(self.existing))
         if first_kept > self.upto:
             part = digest_items(
                 self.folded(self.upto, first_kept),
@@ -131,7 +133,8 @@ class SummarySizer:
     counts by lines (``counts_by_lines``) a rendered summary is cut before every title, note,
     heading and entry, so its tokens are those of its head lines, its headings and its entries,
     each entry counted once (a section's last entry before the next heading carries the blank
-    line between them)."""
+    line between them), and what a section gained at its end since it was last counted in one
+    piece."""
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
