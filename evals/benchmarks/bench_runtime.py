@@ -19,7 +19,7 @@ governance, conversions, state and session handling.
 Measured: cost per step with 100, 1,000 and 10,000 items already in the session (a model with
 a 1M-token window, so no loop compacts), and a 2,000-step session end to end on gpt-4o's budget
 (compactkit compacts several times), with the flatness of compactkit's cost (mean per step over
-the last 1,000 steps / the first 1,000; target <= 1.3). Times are process CPU time (all threads;
+the last 1,000 steps / the first 1,000; target <= 1.3; the median of three runs). Times are process CPU time (all threads;
 other processes on a busy machine do not count). Ratios are peer / compactkit (higher: compactkit
 is cheaper).
 
@@ -352,6 +352,43 @@ def own_cost(loop: Any, turns: int, start: int = 0) -> list[float]:
     return out
 
 
+def session_entry(kind: type, half: int, session_steps: int) -> dict[str, Any]:
+    """One ``2 * half``-turn session of ``kind`` from an empty history: its own cost and
+    flatness (last half's mean step over the first half's)."""
+    gc.collect()  # the garbage of the previous loop is not charged to this one
+    loop = kind(MODEL, [])
+    costs = own_cost(loop, 2 * half)
+    first, last = statistics.mean(costs[:half]), statistics.mean(costs[half:])
+    entry: dict[str, Any] = {
+        "steps": session_steps,
+        "total_s": sum(costs) * STEPS_PER_TURN,
+        "per_step_us": statistics.mean(costs) * 1e6,
+        "flatness": last / first,
+        # the typical step (compaction spikes aside), last half over first half
+        "flatness_median": statistics.median(costs[half:]) / statistics.median(costs[:half]),
+    }
+    if isinstance(loop, Compactkit):
+        entry["compactions"] = loop.compacted
+        # Where the session's cost goes: the turns that compacted (ms per turn), by half.
+        turn_ms = {n: round(costs[n] * STEPS_PER_TURN * 1e3, 1) for n in loop.compaction_turns}
+        entry["compaction_turn_ms"] = {
+            "first_half": [ms for n, ms in turn_ms.items() if n < half],
+            "last_half": [ms for n, ms in turn_ms.items() if n >= half],
+        }
+        entry["other_turn_ms_median"] = [
+            round(
+                statistics.median(c for n, c in enumerate(part, start) if n not in turn_ms)
+                * STEPS_PER_TURN
+                * 1e3,
+                2,
+            )
+            for start, part in ((0, costs[:half]), (half, costs[half:]))
+        ]
+    if isinstance(loop, LangChain):
+        entry["compactions"] = loop.state["summaries"]
+    return entry
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--tiny", action="store_true", help="CI smoke run (a few seconds)")
@@ -376,37 +413,17 @@ def main() -> None:
 
     half = session_steps // 2 // STEPS_PER_TURN
     for kind in LOOPS:
-        gc.collect()  # the garbage of the previous loop is not charged to this one
-        loop = kind(MODEL, [])
-        costs = own_cost(loop, 2 * half)
-        first, last = statistics.mean(costs[:half]), statistics.mean(costs[half:])
-        entry: dict[str, Any] = {
-            "steps": session_steps,
-            "total_s": sum(costs) * STEPS_PER_TURN,
-            "per_step_us": statistics.mean(costs) * 1e6,
-            "flatness": last / first,
-            # the typical step (compaction spikes aside), last half over first half
-            "flatness_median": statistics.median(costs[half:]) / statistics.median(costs[:half]),
-        }
-        if isinstance(loop, Compactkit):
-            entry["compactions"] = loop.compacted
-            # Where the session's cost goes: the turns that compacted (ms per turn), by half.
-            turn_ms = {n: round(costs[n] * STEPS_PER_TURN * 1e3, 1) for n in loop.compaction_turns}
-            entry["compaction_turn_ms"] = {
-                "first_half": [ms for n, ms in turn_ms.items() if n < half],
-                "last_half": [ms for n, ms in turn_ms.items() if n >= half],
-            }
-            entry["other_turn_ms_median"] = [
-                round(
-                    statistics.median(c for n, c in enumerate(part, start) if n not in turn_ms)
-                    * STEPS_PER_TURN
-                    * 1e3,
-                    2,
-                )
-                for start, part in ((0, costs[:half]), (half, costs[half:]))
-            ]
-        if isinstance(loop, LangChain):
-            entry["compactions"] = loop.state["summaries"]
+        # compactkit's session is short: run it three times and keep the run of median flatness
+        # (a busy machine moves one run's ratio by a few hundredths); the peers' runs take
+        # 20-60 s each and are run once.
+        runs = 3 if kind is Compactkit and not args.tiny else 1
+        entries = sorted(
+            (session_entry(kind, half, session_steps) for _ in range(runs)),
+            key=lambda entry: entry["flatness"],
+        )
+        entry = entries[len(entries) // 2]
+        if runs > 1:
+            entry["flatness_runs"] = [round(e["flatness"], 3) for e in entries]
         results["session"][kind.name] = entry
         print(f"session, {kind.name}: {entry}", file=sys.stderr)
 
@@ -436,6 +453,8 @@ def main() -> None:
                 f" (turns that compacted, ms: first half {first_ms}, last half {last_ms}; "
                 f"other turns' median {other[0]} / {other[1]} ms)"
             )
+        if "flatness_runs" in entry:
+            extra += f"; flatness of 3 runs {entry['flatness_runs']}, the median run shown"
         ratio = "" if name == "compactkit" else f" ({entry['total_s'] / ck['total_s']:.1f}x)"
         print(
             f"  {name:<14} {entry['total_s']:7.2f} s{ratio}, {entry['per_step_us']:,.0f} µs/step, "
