@@ -12,7 +12,7 @@ import json
 import re
 import shlex
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from compactkit.compressors._facts import code
 
@@ -41,9 +41,8 @@ _PATCH_FILE = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class FileOp:
-    """One thing a call did to a file."""
+class FileOp(NamedTuple):
+    """One thing a call did to a file (a tuple: one is made per file of every call digested)."""
 
     path: str
     modified: bool
