@@ -16,6 +16,7 @@ import base64
 import gzip
 import hashlib
 import importlib.util
+import re
 import threading
 from collections.abc import Callable
 from functools import cache
@@ -25,7 +26,14 @@ import tiktoken
 
 from compactkit.errors import EncodingUnavailableError
 
-__all__ = ["TextCounts", "get_encoding", "text_counts", "token_count"]
+__all__ = [
+    "LINE_ADDITIVE",
+    "TextCounts",
+    "get_encoding",
+    "line_pieces",
+    "text_counts",
+    "token_count",
+]
 
 # The published sha256 of OpenAI's rank files (tiktoken_ext.openai_public).
 _RANK_SHA256 = {
@@ -164,6 +172,20 @@ class TextCounts:
                 break
         self._counts = dict(kept)  # readers keep reading the old dict until this swap
         self._chars -= dropped
+
+
+# Encodings whose split pattern never lets a piece run past a line break into a line that
+# starts with a character other than whitespace or "/": a text's tokens are then the sum of its
+# pieces' when it is cut before such lines (``line_pieces``; property-tested).
+LINE_ADDITIVE = frozenset({"o200k_base", "cl100k_base"})
+_LINE_START = re.compile(r"(?<=\n)(?=[^\s/])")
+
+
+def line_pieces(text: str) -> list[str]:
+    """``text`` cut before every line that starts with a character other than whitespace or
+    "/": with a ``LINE_ADDITIVE`` encoding and no ``\r`` in ``text``, its tokens are the sum of
+    the pieces' tokens."""
+    return _LINE_START.split(text)
 
 
 _counts_lock = threading.Lock()

@@ -29,7 +29,7 @@ from itertools import islice
 from operator import itemgetter
 from typing import Protocol, runtime_checkable
 
-from compactkit.budget._encodings import get_encoding, text_counts
+from compactkit.budget._encodings import LINE_ADDITIVE, get_encoding, line_pieces, text_counts
 from compactkit.budget.profiles import (
     ModelProfile,
     ProfileRegistry,
@@ -49,6 +49,7 @@ from compactkit.items import (
     TextPart,
     Tool,
 )
+from compactkit.items.snapshot import looks_sealed
 
 __all__ = [
     "EstimateCounter",
@@ -245,6 +246,7 @@ class TiktokenCounter(_BaseCounter):
         self.tool_rules = tool_rules or ToolSchemaRules()
         self.verified = verified
         self._role_tokens: dict[str, int] = {}
+        self._by_lines = encoding in LINE_ADDITIVE
 
     @property
     def encoding_name(self) -> str:
@@ -326,6 +328,8 @@ class TiktokenCounter(_BaseCounter):
 
     def _content(self, content: str | tuple[ContentPart, ...]) -> int:
         if isinstance(content, str):
+            if len(content) > _LONG and self._by_lines and looks_sealed(content):
+                return self._summary_text(content)
             return self._encode(content)
         tokens = 0
         for part in content:
@@ -336,6 +340,14 @@ class TiktokenCounter(_BaseCounter):
             else:
                 tokens += _raw_tokens(part)
         return tokens
+
+    def _summary_text(self, text: str) -> int:
+        """A summary's text, counted by lines when it has no ``\r`` (exact for a
+        ``LINE_ADDITIVE`` encoding): a summary grows between compactions and keeps most of
+        its lines, so each count encodes only the lines not counted before."""
+        if "\r" in text:
+            return self._encode(text)
+        return sum(map(self._encode, line_pieces(text)))
 
     def _approximation(self, item: Item) -> str | None:
         if not self.verified:
@@ -424,6 +436,8 @@ class EstimateCounter(_BaseCounter):
 
 
 _tokens_of = itemgetter(1)
+_LONG = 2_000
+"""Characters from which a summary's text is counted by lines."""
 
 
 def counter_for(model: str, *, registry: ProfileRegistry | None = None) -> TokenCounter:

@@ -258,6 +258,12 @@ def summary_message(summary: str, role: SummaryRole = DEFAULT_SUMMARY_ROLE) -> M
     return Message(role=role, content=_seal(summary))
 
 
+def looks_sealed(text: str) -> bool:
+    """Whether ``text`` opens like a summary ``summary_message`` sealed (not verified: for
+    decisions that cost nothing when wrong, such as how to count it)."""
+    return text.startswith(_OPEN)
+
+
 def is_summary_message(item: Item) -> bool:
     """Whether ``item`` is a summary compactkit rendered (a non-assistant message whose seal
     verifies); never true of text that only looks like one."""

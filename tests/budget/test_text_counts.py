@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from compactkit.budget._encodings import TextCounts, get_encoding, text_counts, token_count
 from compactkit.budget.tokens import TiktokenCounter
 from compactkit.items import Message
+from compactkit.items.snapshot import summary_message
 
 
 class Encoder:
@@ -67,3 +68,31 @@ def test_the_buffer_count_is_the_length_of_encode_ordinary(parts: list[str], nam
     encoding = get_encoding(name)
     text = "".join(parts)
     assert token_count(encoding)(text) == len(encoding.encode_ordinary(text))
+
+
+LINES = st.lists(
+    st.one_of(
+        st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=50),
+        st.sampled_from(["## Files modified", "- `src/app.py` — edited", "  indented", "/path"]),
+        st.sampled_from(["", " ", "\t", "\u00a0x", "x  ", "Ω", "// note", "1. step"]),
+    ),
+    min_size=40,
+    max_size=160,
+)
+
+
+@settings(deadline=None, max_examples=150)
+@given(lines=LINES, name=st.sampled_from(["o200k_base", "cl100k_base"]))
+def test_a_long_summary_counted_by_lines_is_its_whole_count(lines: list[str], name: str) -> None:
+    """A summary message's text is counted by lines, each line remembered (a summary keeps most
+    of its lines between compactions); the count is the whole text's, exactly."""
+    summary = "Earlier work, in brief. " * 90 + "\n" + "\n".join(lines)  # long: by lines
+    message = summary_message(summary)
+    text = message.text
+    encoding = get_encoding(name)
+    counter = TiktokenCounter(name)
+    role = len(encoding.encode_ordinary(message.role))
+    expected = counter.tokens_per_message + role + len(encoding.encode_ordinary(text))
+    assert counter.count_item(message) == expected
+    if "\r" not in text:  # counted by lines: its pieces are remembered
+        assert text.split("\n", 1)[0] + "\n" in text_counts(name)._counts
