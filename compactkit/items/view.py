@@ -27,7 +27,45 @@ from compactkit.items.model import Item
 __all__ = ["ItemsChain", "ItemsView"]  # same_history, sliceable: for the projector
 
 
-class ItemsView(Sequence[Item]):
+class _TupleLike(Sequence[Item]):
+    """What a read-only sequence standing for a tuple shares: ``==`` and ``hash`` with tuples
+    (never equal to a list, as a tuple is not), ``in``, ``+`` giving a tuple, ``repr``, and
+    pickling and copying as the tuple."""
+
+    __slots__ = ()
+
+    def _tuple(self) -> tuple[Item, ...]:
+        raise NotImplementedError
+
+    def __contains__(self, value: object) -> bool:
+        return any(item is value or item == value for item in self)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (tuple, _TupleLike)):
+            return len(other) == len(self) and self._tuple() == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._tuple())
+
+    def __add__(self, other: object) -> tuple[Item, ...]:
+        if isinstance(other, (tuple, _TupleLike)):
+            return (*self, *other)
+        return NotImplemented
+
+    def __radd__(self, other: object) -> tuple[Item, ...]:
+        if isinstance(other, tuple):
+            return (*other, *self)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return repr(self._tuple())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (tuple, (self._tuple(),))  # pickled and copied as the tuple it stands for
+
+
+class ItemsView(_TupleLike):
     """The first ``stop`` items of ``source``, a list its owner only appends to.
 
     Built by memories (``InMemoryMemory.snapshot``); code that reads a snapshot never needs to
@@ -71,38 +109,14 @@ class ItemsView(Sequence[Item]):
         source = self._source
         return (source[position] for position in range(self._stop - 1, -1, -1))
 
-    def __contains__(self, value: object) -> bool:
-        return any(item is value or item == value for item in self)
-
     def __eq__(self, other: object) -> bool:
         if isinstance(other, ItemsView):
             if other._stop != self._stop:
                 return False
             return other._source is self._source or self._tuple() == other._tuple()
-        if isinstance(other, tuple):
-            return len(other) == self._stop and self._tuple() == other
-        if isinstance(other, ItemsChain):
-            return len(other) == self._stop and self._tuple() == other._tuple()
-        return NotImplemented
+        return super().__eq__(other)
 
-    def __hash__(self) -> int:
-        return hash(self._tuple())
-
-    def __add__(self, other: object) -> tuple[Item, ...]:
-        if isinstance(other, (tuple, ItemsView, ItemsChain)):
-            return (*self, *other)
-        return NotImplemented
-
-    def __radd__(self, other: object) -> tuple[Item, ...]:
-        if isinstance(other, tuple):
-            return (*other, *self)
-        return NotImplemented
-
-    def __repr__(self) -> str:
-        return repr(self._tuple())
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (tuple, (self._tuple(),))  # pickled and copied as the tuple it stands for
+    __hash__ = _TupleLike.__hash__  # (defining __eq__ would otherwise unset it)
 
     def _tuple(self) -> tuple[Item, ...]:
         return tuple(islice(self._source, self._stop))
@@ -112,7 +126,7 @@ Run = tuple[Sequence[Item], int, int]
 """``(source, start, stop)``: ``source[start:stop]``, a list or tuple never changed there."""
 
 
-class ItemsChain(Sequence[Item]):
+class ItemsChain(_TupleLike):
     """The items of ``runs`` in order, joined without copying (``Run``: a slice of a list or
     tuple that is never changed below the slice's end).
 
@@ -197,33 +211,6 @@ class ItemsChain(Sequence[Item]):
 
     def __reversed__(self) -> Iterator[Item]:
         return reversed(self._tuple())
-
-    def __contains__(self, value: object) -> bool:
-        return any(item is value or item == value for item in self)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, (tuple, ItemsView, ItemsChain)):
-            return len(other) == self._len and self._tuple() == tuple(other)
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._tuple())
-
-    def __add__(self, other: object) -> tuple[Item, ...]:
-        if isinstance(other, (tuple, ItemsView, ItemsChain)):
-            return (*self, *other)
-        return NotImplemented
-
-    def __radd__(self, other: object) -> tuple[Item, ...]:
-        if isinstance(other, tuple):
-            return (*other, *self)
-        return NotImplemented
-
-    def __repr__(self) -> str:
-        return repr(self._tuple())
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (tuple, (self._tuple(),))  # pickled and copied as the tuple it stands for
 
     def _tuple(self) -> tuple[Item, ...]:
         return tuple(self)
