@@ -199,17 +199,20 @@ class _Digest:
         command = files.command_of(name, args)
         text = out_text or ""
         found = facts.error_lines(text) if text else []  # read once: errors, outcome, failure
-        outcome, ok = facts.outcome_of(text, found) if text else ("no output", None)
-        failed = facts.last_error(text, found) if text else None
+        ok: bool | None = None
         if command is not None:
+            outcome, ok = _outcome(text, found)
             self.add("commands", f"{facts.code(command, 200)} → {outcome}")
             ops = files.shell_file_ops(command)
         else:
             ops = files.file_ops(name, args)
-            if not ops:
+            if not ops:  # a file tool's call has its files for an outcome
+                outcome = _outcome(text, found)[0]
                 self.add(
                     "commands", f"{facts.code(f'{name}({_arguments(args)})', 160)} → {outcome}"
                 )
+        # what a failed write is marked with (a read is not)
+        failed = facts.last_error(text, found) if text and any(o.modified for o in ops) else None
         for op in ops:
             what = op.what + (
                 f" (failed: {facts.code(failed, 120)})" if failed and op.modified else ""
@@ -291,6 +294,12 @@ def _value(value: str) -> str:
     """A value as the summary shows it: plain when it is a simple token, else quoted."""
     value = value.strip()
     return value if _SIMPLE_VALUE.match(value) else facts.code(value, 60)
+
+
+def _outcome(text: str, found: list[str]) -> tuple[str, bool | None]:
+    """``facts.outcome_of`` of a call's output text (``found``: its error lines), "no output"
+    for none."""
+    return facts.outcome_of(text, found) if text else ("no output", None)
 
 
 def _arguments(args: Mapping[str, object]) -> str:
