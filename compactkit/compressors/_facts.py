@@ -9,6 +9,7 @@ strings, identifiers, user constraints and values that changed.
 
 from __future__ import annotations
 
+import functools
 import re
 
 _WS = re.compile(r"\s+")
@@ -111,9 +112,16 @@ _LINT_HINT = re.compile(r":\d+:\d+: [A-Z]")  # flake8, ruff, pylint: path:line:c
 def error_lines(text: str) -> list[str]:
     """Every error string in ``text`` (``errors_in`` without its limit), so that a caller
     needing the errors, the last error and the outcome of one output reads it once."""
+    return list(_error_lines(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _error_lines(text: str) -> tuple[str, ...]:
+    """``error_lines``, remembered: a compaction's masking step reads the same outputs for
+    their last error as its digest then does for their errors."""
     if not _ERROR_HINT.search(text) and not _LINT_HINT.search(text):
-        return []
-    return _scan_errors(text)
+        return ()
+    return tuple(_scan_errors(text))
 
 
 def _scan_errors(text: str) -> list[str]:

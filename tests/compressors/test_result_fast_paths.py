@@ -1,11 +1,13 @@
 """A compaction's result finds what was folded with loops in C: the same items, in the same
-order, and the same count of outputs replaced in place as the comprehensions first written."""
+order, and the same count of outputs replaced in place as the comprehensions first written; an
+output's error lines, remembered, are those its scan finds."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from compactkit.compressors import _facts as facts
 from compactkit.compressors._plan import folded_items
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
 
@@ -44,3 +46,21 @@ def test_folded_items_match_the_comprehensions(
     assert folded_items(before, after) == _folded_reference(before, after)
     folded, _replaced = folded_items(before, after)
     assert all(a is b for a, b in zip(folded, _folded_reference(before, after)[0], strict=True))
+
+
+@PROPERTY
+@given(
+    st.lists(
+        st.sampled_from(["x", "Error: bad", "\n", "a.py:3:1: E501 long", "FAILED t", " ok "]),
+        max_size=8,
+    ).map("".join)
+)
+def test_remembered_error_lines_are_the_scan_of_the_text(text: str) -> None:
+    reference = (
+        facts._scan_errors(text)
+        if facts._ERROR_HINT.search(text) or facts._LINT_HINT.search(text)
+        else []
+    )
+    first = facts.error_lines(text)
+    first.append("changed by a caller")  # each caller gets its own list
+    assert facts.error_lines(text) == reference
