@@ -347,7 +347,7 @@ class TiktokenCounter(_BaseCounter):
         its lines, so each count encodes only the lines not counted before."""
         if "\r" in text:
             return self._encode(text)
-        return sum(map(self._encode, line_pieces(text)))
+        return self._encode.by_pieces(text, line_pieces)
 
     def _approximation(self, item: Item) -> str | None:
         if not self.verified:
