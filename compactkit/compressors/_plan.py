@@ -9,7 +9,6 @@ groups and folds the rest, so the result has the projector's shape and no group 
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from itertools import accumulate, compress
 from operator import not_
 from typing import Any
 
+from compactkit.budget._encodings import LINE_ADDITIVE, line_pieces
 from compactkit.budget.tokens import TiktokenCounter, TokenCounter
 from compactkit.items import FunctionCallOutput, Item, Message, Tool
 from compactkit.items.groups import Group, group_items
@@ -49,26 +49,19 @@ def request_tokens(
     return sum(count(i) for i in snapshot.render_items()) + counter.count_overhead(tools)
 
 
-# Encodings whose split pattern (compactkit.budget._encodings) never lets a piece run past a
-# line break into a line that starts with a character other than whitespace or "/": a text's
-# tokens are then the sum of its chunks' when it is cut before such lines.
-_LINE_ADDITIVE = frozenset({"o200k_base", "cl100k_base"})
-_LINE_START = re.compile(r"(?<=\n)(?=[^\s/])")
-
-
 def text_tokens(text: str, counter: TokenCounter) -> int:
     """``counter.count_text(text)`` for a long text that changes little between counts (a
     summary being grown): with a tiktoken counter, counted line by line (exact, see
-    ``_LINE_ADDITIVE``), so that each count only encodes the lines not counted before."""
+    ``LINE_ADDITIVE``), so that each count only encodes the lines not counted before."""
     if not counts_by_lines(counter) or "\r" in text:
         return counter.count_text(text)
-    return sum(map(counter.count_text, _LINE_START.split(text)))
+    return sum(map(counter.count_text, line_pieces(text)))
 
 
 def counts_by_lines(counter: TokenCounter) -> bool:
     """Whether ``counter`` counts a text without ``\r`` as the sum of its pieces cut before
     every line that starts with a character other than whitespace or "/" (``text_tokens``)."""
-    return type(counter) is TiktokenCounter and counter.encoding_name in _LINE_ADDITIVE
+    return type(counter) is TiktokenCounter and counter.encoding_name in LINE_ADDITIVE
 
 
 def summary_tokens(summary: str, counter: TokenCounter) -> int:
