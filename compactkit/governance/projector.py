@@ -84,8 +84,10 @@ class Projection:
     items: Sequence[Item]
     """What to send, in order: instructions, the summary message, pinned items, the window.
 
-    A tuple, or in cache-aware mode an ``ItemsView`` (it behaves like the tuple) of a list that
-    grows while each prompt extends the previous one, so extending costs O(new items)."""
+    An ``ItemsChain``: runs of the instructions, the memory's items and the masked rendering
+    joined without copying (O(runs) to build); in cache-aware mode, once a prompt extends the
+    previous one, an ``ItemsView`` of a list that grows in place (O(new items)). Both behave
+    like the tuple they stand for; ``tuple(items)`` copies."""
     tokens: int
     """Tokens of the whole request (items, tool schemas, reply priming), by the counter."""
     budget: int
@@ -97,6 +99,25 @@ class Projection:
     def cacheable_share(self) -> float:
         """``report.cached_prefix_tokens / tokens``: the share a prefix cache can serve."""
         return self.report.cached_prefix_tokens / self.tokens if self.tokens else 0.0
+
+
+class _CheckedTools:
+    """``_tools(tools)``, remembered for the tools of the last call: agents pass the same tool
+    objects every turn, and checking them again costs more than comparing their identities."""
+
+    def __init__(self) -> None:
+        self._seen: tuple[Tool, ...] = ()
+
+    def __call__(self, tools: object) -> tuple[Tool, ...]:
+        seen = self._seen
+        if (
+            isinstance(tools, (list, tuple))
+            and len(tools) == len(seen)
+            and all(map(is_, tools, seen))
+        ):
+            return seen
+        checked = self._seen = _tools(tools)
+        return checked
 
 
 @dataclass(frozen=True)
@@ -141,7 +162,7 @@ class ContextProjector:
     )
     _masker: Masker = field(default_factory=Masker, init=False, repr=False, compare=False)
     _tools: _CheckedTools = field(
-        default_factory=lambda: _CheckedTools(), init=False, repr=False, compare=False
+        default_factory=_CheckedTools, init=False, repr=False, compare=False
     )
     _messages: MessageCache = field(
         default_factory=MessageCache, init=False, repr=False, compare=False
@@ -254,7 +275,7 @@ class ContextProjector:
         One way, top to bottom: plan (the head, the groups never dropped, the room left),
         select (where the window starts, which bulky outputs stay masked), render (the items
         and the report). Closed groups are measured and summed once in the life of their
-        history, so selecting is a few binary searches and rendering copies slices.
+        history, so selecting is a few binary searches and rendering joins a few runs.
         """
         snapshot = require_snapshot(snapshot, "project()")
         tools = self._tools(tools)
@@ -515,25 +536,6 @@ def _tokens(value: object, name: str, *, minimum: int = 1) -> int:
 def checked_tools(tools: object) -> tuple[Tool, ...]:
     """``tools`` as ``Tool``s, or a ``ConfigError`` saying how to convert provider tool dicts."""
     return _tools(tools)
-
-
-class _CheckedTools:
-    """``_tools(tools)``, remembered for the tools of the last call: agents pass the same tool
-    objects every turn, and checking them again costs more than comparing their identities."""
-
-    def __init__(self) -> None:
-        self._seen: tuple[Tool, ...] = ()
-
-    def __call__(self, tools: object) -> tuple[Tool, ...]:
-        seen = self._seen
-        if (
-            isinstance(tools, (list, tuple))
-            and len(tools) == len(seen)
-            and all(map(is_, tools, seen))
-        ):
-            return seen
-        checked = self._seen = _tools(tools)
-        return checked
 
 
 def _tools(tools: object) -> tuple[Tool, ...]:
