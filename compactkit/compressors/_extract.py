@@ -211,8 +211,8 @@ class _Digest:
                 self.add(
                     "commands", f"{facts.code(f'{name}({_arguments(args)})', 160)} → {outcome}"
                 )
-        # what a failed write is marked with (a read is not)
-        failed = facts.last_error(text, found) if text and any(o.modified for o in ops) else None
+        # what a failed write is marked with (a read is not); no error line, no failure to mark
+        failed = facts.last_error(text, found) if found and any(o.modified for o in ops) else None
         for op in ops:
             what = op.what + (
                 f" (failed: {facts.code(failed, 120)})" if failed and op.modified else ""
@@ -229,11 +229,13 @@ class _Digest:
                         self.config_change(op.path, old, new)
         if ok and command:
             self.succeeded.add(command)
-        self.errors += [(e, command or name) for e in facts.limited(found)]
+        if found:
+            self.errors += [(e, command or name) for e in facts.limited(found)]
         plain = " ".join(
-            str(v) for k, v in args.items() if k not in _CONTENT_KEYS and isinstance(v, str)
+            [str(v) for k, v in args.items() if k not in _CONTENT_KEYS and isinstance(v, str)]
         )
-        self.identifiers(plain, prose=True, limit=4)
+        if plain:  # (an empty text holds no identifier)
+            self.identifiers(plain, prose=True, limit=4)
         self.argument_ids(args)
         return command is None and bool(ops)
 

@@ -93,9 +93,27 @@ def _tool_kind(name: str) -> tuple[bool, bool, bool, bool]:
     )
 
 
+# Every argument ``file_ops`` reads besides the paths. A call holding none of them (the usual
+# ``read_file(path=…)``) names no action, patch, edit, content, range or search: what it did
+# follows from its tool's name alone (``_by_name``).
+_DETAIL_KEYS = frozenset(
+    _LIST_KEYS
+    + _ACTION_KEYS
+    + _PATCH_KEYS
+    + _OLD_KEYS
+    + _NEW_KEYS
+    + _CONTENT_KEYS
+    + _READ_KEYS
+    + _SEARCH_KEYS
+    + ("insert_line",)
+)
+
+
 def file_ops(name: str, args: dict[str, object]) -> list[FileOp]:
     """The file operations a structured (non-shell) tool call performs."""
     paths = [str(value) for k in _PATH_KEYS if isinstance(value := args.get(k), str)]
+    if args.keys().isdisjoint(_DETAIL_KEYS):
+        return _by_name(name, paths)
     if not args.keys().isdisjoint(_LIST_KEYS):
         for key in _LIST_KEYS:
             value = args.get(key)
@@ -156,6 +174,22 @@ def file_ops(name: str, args: dict[str, object]) -> list[FileOp]:
     else:
         what = action or name
     return [FileOp(p, True, what) for p in paths]
+
+
+def _by_name(name: str, paths: list[str]) -> list[FileOp]:
+    """``file_ops`` of a call whose arguments hold paths and nothing else it reads (none of
+    ``_DETAIL_KEYS``): no action, so a tool whose name writes modified its files (deleted them,
+    when the name says so; else what it did is its name), one whose name reads read them."""
+    lists, writes, reads, deletes = _tool_kind(name)
+    if lists:
+        return []  # a directory listing reads no file
+    paths = [p for p in paths if p.strip() and p not in (".", "..") and not p.endswith("/")]
+    if not paths:
+        return []
+    if writes:
+        what = "deleted" if deletes else name
+        return [FileOp(p, True, what) for p in paths]
+    return [FileOp(p, False, "read") for p in paths] if reads else []
 
 
 def _patch_ops(patch: str) -> Iterator[FileOp]:
