@@ -25,6 +25,7 @@ from compactkit.items.snapshot import (
     CompactResult,
     CompactStats,
     MemorySnapshot,
+    compact_result,
     leading_instructions,
     require_snapshot,
     summary_message,
@@ -255,9 +256,9 @@ def result(
     folded, replaced = folded_items(before.items, after.items)
     if replaced:
         details.setdefault("replaced", replaced)
-    return CompactResult(
+    return compact_result(
         snapshot=after,
-        folded=tuple(folded),
+        folded=folded,
         outcome="compacted",
         error=error,
         cause=cause,

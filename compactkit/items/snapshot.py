@@ -13,6 +13,7 @@ import os
 import re
 import secrets
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any, Final, Literal, TypeAlias
 
 from pydantic import (
@@ -334,3 +335,38 @@ class CompactResult(BaseModel):
     def changed(self) -> bool:
         """Whether the snapshot differs from the input (``compacted`` or ``fallback``)."""
         return self.outcome in ("compacted", "fallback")
+
+
+# The tag each item model's instances carry in their ``type`` field (the union's discriminator).
+_ITEM_TAGS: Final[dict[type, object]] = {
+    model: model.model_fields["type"].default
+    for model in (Message, FunctionCall, FunctionCallOutput, Reasoning)
+}
+_type_of = attrgetter("type")
+
+
+def compact_result(*, folded: Sequence[Item], **fields: Any) -> CompactResult:
+    """``CompactResult(folded=tuple(folded), **fields)``, without checking ``folded`` item by
+    item against the item union when every item is exactly one of the item models and carries
+    its own tag: validation returns such items unchanged (the same objects), and a compaction
+    folds hundreds of items read from a validated snapshot, which costs more to check than the
+    rest of the result. Anything else (a subclass, a foreign object, a mismatched tag) is
+    validated as ``CompactResult`` always does, with the same errors; the other fields are
+    validated in every case."""
+    items = tuple(folded)
+    if not _plain_items(items):
+        return CompactResult(folded=items, **fields)
+    # ``model_copy`` sets the field unvalidated and marks it set, as passing it would.
+    return CompactResult(**fields).model_copy(update={"folded": items})
+
+
+def _plain_items(items: tuple[object, ...]) -> bool:
+    """Whether each of ``items`` is an instance of exactly one item model, tagged as its
+    model (both compared in C loops: this runs over every folded item)."""
+    tags = list(map(_ITEM_TAGS.get, map(type, items)))
+    if None in tags:  # not an item model (or a subclass of one)
+        return False
+    try:
+        return tags == list(map(_type_of, items))
+    except AttributeError:  # an instance built without its fields: validation says what
+        return False
