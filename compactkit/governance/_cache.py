@@ -257,9 +257,10 @@ class _Seen:
     items: Sequence[Item]
     tokens: int
     """Tokens of the items alone."""
-    prefix: list[int]
-    """``prefix[i]``: tokens of ``items[:i]``, for the ``i`` measured so far (built lazily, as
-    far as a later prompt shared it)."""
+
+
+_DIRECT = 16
+"""A run this short is counted item by item; a longer one from its source's running totals."""
 
 
 class PrefixTracker:
@@ -270,10 +271,12 @@ class PrefixTracker:
     first (providers put them before the messages), then the items in order.
 
     A prompt extending the previous one costs O(new items). A changed one costs a comparison in
-    C up to where it changed (a few ns per item) plus counting the items by which the shared
-    prefix grew since it was last measured: a prompt inherits the running totals of the prefix
-    it shares, so a change point that stays put or moves forward (a sliding window, one more
-    old output masked) is counted once, not once per turn.
+    C up to where it changed (a few ns per item) plus the tokens of the shared items, summed run
+    by run: a prompt is a few runs of lists only ever appended to (the memory's items, the
+    history's masked rendering) or never changed, and each long list keeps running totals of
+    its items' tokens, extended as far as a prompt reached. So a change point that moves back
+    and forth between turns (an old output masked, then sent whole again) costs O(runs), not
+    the items between the two points.
     """
 
     def __init__(self, size: int = 16) -> None:
@@ -283,6 +286,8 @@ class PrefixTracker:
             tuple[int, tuple[int, ...]], tuple[TokenCounter, tuple[Tool, ...], int, int]
         ] = {}
         self._last: tuple[TokenCounter | None, tuple[Tool, ...], int, int] = (None, (), 0, 0)
+        self._totals: dict[tuple[int, int], tuple[Sequence[Item], TokenCounter, list[int]]] = {}
+        self._prune_at = 4 * size
         self._lock = threading.Lock()
 
     def observe(
@@ -309,18 +314,71 @@ class PrefixTracker:
                     if extended:
                         break
             if best < 0:
-                prefix, shared = [0], 0
+                shared = 0
             else:
-                seen = entries.pop(best)
-                prefix = seen.prefix  # its owner is replaced: the totals move to this prompt
+                seen = entries[best]
                 if best_length == len(seen.items):
                     shared = seen.tokens
                 else:
-                    shared = _measured(seen, best_length)
+                    shared = self._leading(counter, items, best_length)
                 shared += schema
-            entries.insert(0, _Seen(counter, tools, items, own, prefix))
+                if best_length or not seen.items:  # it shares no item: another session's
+                    del entries[best]  # this prompt replaces it as its session's last
+            entries.insert(0, _Seen(counter, tools, items, own))
             del entries[self._size :]
+            if len(self._totals) > self._prune_at:
+                self._prune()
             return shared
+
+    def _leading(self, counter: TokenCounter, items: Sequence[Item], length: int) -> int:
+        """Tokens of ``items[:length]``, summed run by run."""
+        runs: Sequence[Run]
+        if isinstance(items, ItemsChain):
+            runs = items.runs()
+        elif isinstance(items, ItemsView | tuple):  # a list only appended to, or a tuple
+            runs = ((sliceable(items), 0, len(items)),)
+        else:  # anything else may change: counted as it is now, no totals kept
+            return sum_counts(counter, items[:length])
+        total = 0
+        for source, start, stop in runs:
+            if length <= 0:
+                break
+            end = min(stop, start + length)
+            length -= end - start
+            if end - start <= _DIRECT:
+                total += sum_counts(counter, source[start:end])
+            else:
+                totals = self._running(counter, source, end)
+                total += totals[end] - totals[start]
+        return total
+
+    def _running(self, counter: TokenCounter, source: Sequence[Item], stop: int) -> list[int]:
+        """``source``'s running totals (``totals[i]``: tokens of ``source[:i]``), at least to
+        ``stop``. Kept per source: a run's source never changes below the run's end."""
+        key = (id(counter), id(source))
+        entry = self._totals.get(key)
+        if entry is None or entry[0] is not source or entry[1] is not counter:
+            entry = self._totals[key] = (source, counter, [0])
+        totals = entry[2]
+        if len(totals) <= stop:
+            grown = accumulate(
+                item_counts(counter, source[len(totals) - 1 : stop]), initial=totals[-1]
+            )
+            next(grown)  # the total so far: already the last entry
+            totals.extend(grown)
+        return totals
+
+    def _prune(self) -> None:
+        """Keep the running totals of the remembered prompts' sources only."""
+        held: set[int] = set()
+        for seen in self._entries:
+            items = seen.items
+            if isinstance(items, ItemsChain):
+                held.update(id(source) for source, _, _ in items.runs())
+            elif isinstance(items, ItemsView | tuple):
+                held.add(id(sliceable(items)))
+        self._totals = {key: entry for key, entry in self._totals.items() if key[1] in held}
+        self._prune_at = 2 * len(self._totals) + 4 * self._size
 
     def _overhead(self, counter: TokenCounter, tools: tuple[Tool, ...]) -> tuple[int, int]:
         """``(request overhead, tool schema tokens)``: the overhead includes reply priming."""
@@ -339,31 +397,13 @@ class PrefixTracker:
         return entry[2], entry[3]
 
 
-def _measured(seen: _Seen, length: int) -> int:
-    """Tokens of ``seen.items[:length]``, with ``seen.prefix`` cut to end there (what a prompt
-    sharing those items inherits). The totals grow to ``length`` when that counts fewer items
-    than the changed end of ``seen`` does; otherwise that end is counted and subtracted from
-    the whole, and the totals stay as far as they were measured."""
-    prefix, items = seen.prefix, seen.items
-    if length < len(prefix):
-        del prefix[length + 1 :]
-        return prefix[length]
-    built = len(prefix) - 1
-    if length - built > len(items) - length:
-        return seen.tokens - sum_counts(seen.counter, items[length:])
-    totals = accumulate(item_counts(seen.counter, items[built:length]), initial=prefix[-1])
-    next(totals)  # the total so far: already the last entry
-    prefix.extend(totals)
-    return prefix[length]
-
-
 def _extends(items: Sequence[Item], seen: Sequence[Item]) -> bool:
     """Whether ``items`` starts with exactly ``seen`` (C-speed, identity short-circuits; O(1)
     for two views of one memory's items grown by appends)."""
     n = len(seen)
     if n == 0 or same_history(items, seen):
         return True
-    if len(items) < n or (items[n - 1] is not seen[n - 1] and items[n - 1] != seen[n - 1]):
+    if len(items) < n or (items[n - 1] is not seen[n - 1] and _differ(items[n - 1], seen[n - 1])):
         return False
     a, b = _storage(items, seen)
     return a[:n] == (b if len(b) == n else b[:n])
@@ -419,7 +459,7 @@ def _shared(a: Sequence[Item], x: int, b: Sequence[Item], y: int, limit: int) ->
     step = 256 if limit and a[x + limit - 1] is b[y + limit - 1] else 8
     while low < limit:
         if a[x + low] is not b[y + low]:  # (a sliding window's prompts differ right here)
-            if a[x + low] != b[y + low]:
+            if _differ(a[x + low], b[y + low]):
                 return low
             low, step = low + 1, 8  # an equal copy
             continue
@@ -432,10 +472,20 @@ def _shared(a: Sequence[Item], x: int, b: Sequence[Item], y: int, limit: int) ->
             continue
         same = list(map(is_, chunk_a, chunk_b))
         first = same.index(False)
-        if same.count(False) == 1 or chunk_a[first] != chunk_b[first]:
+        if same.count(False) == 1 or _differ(chunk_a[first], chunk_b[first]):
             return low + first  # (the only distinct pair of a chunk that differs is the one)
         low, step = low + first + 1, 8  # an equal copy: go on from there
     return low
+
+
+def _differ(a: Item, b: Item) -> bool:
+    """``a != b`` for two items, decided in C when they differ in a field (the usual case: an
+    output and its placeholder). Items are pydantic models whose fields are their whole
+    ``__dict__``, so two of one type with different ``__dict__``s are never equal; otherwise
+    pydantic's own comparison decides."""
+    if type(a) is not type(b):
+        return True
+    return a.__dict__ != b.__dict__ or a != b
 
 
 def _storage(a: Sequence[Item], b: Sequence[Item]) -> tuple[Sequence[Item], Sequence[Item]]:

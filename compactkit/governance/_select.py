@@ -60,6 +60,10 @@ class Piece(Protocol):
 __all__ = ["MinTree", "Sums", "may_be_invalid", "unmasked", "window_start"]
 
 
+_NEAR = 12
+"""``MinTree.last_at_most`` looks at this many newest values one by one before the tree."""
+
+
 class MinTree:
     """Minima of an append-only list of ints over aligned power-of-two blocks.
 
@@ -95,7 +99,12 @@ class MinTree:
     def last_at_most(self, low: int, end: int, bound: int) -> int:
         """The largest ``k`` in ``[low, end)`` whose value is ``<= bound``; ``low - 1`` if none."""
         levels = self.levels
-        j, lo, hi = 0, low, end
+        values = levels[0]
+        near = max(low, end - _NEAR)
+        for k in range(end - 1, near - 1, -1):  # the answer is usually a step or two away
+            if values[k] <= bound:
+                return k
+        j, lo, hi = 0, low, near
         left: list[tuple[int, int]] = []
         while lo < hi:  # climb, taking the boundary blocks: right ones newest first
             if hi & 1:

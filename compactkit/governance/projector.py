@@ -329,10 +329,21 @@ class ContextProjector:
             masked_ahead = kept_masked + masked_ahead
         masked_ranges = complement(low, high, whole)  # closed masks in the window, masked
         masked_tail.reverse()
-        n_masked = len(masked_ahead) + len(masked_tail) + sum(b - a for a, b in masked_ranges)
-        saved = sum(mask.saving for mask in [*masked_ahead, *masked_tail]) + sum(
-            sums.saved[b] - sums.saved[a] for a, b in masked_ranges
-        )
+        # What stays masked: counted, its savings summed and its call ids listed in one pass
+        # (slices of the running totals: no Python step per masked output).
+        mask_ids, sums_saved = sums.mask_ids, sums.saved
+        masked_ids = [mask.original.call_id for mask in masked_ahead]
+        n_masked = len(masked_ahead) + len(masked_tail)
+        saved = 0
+        for mask in masked_ahead:
+            saved += mask.saving
+        for a, b in masked_ranges:
+            n_masked += b - a
+            saved += sums_saved[b] - sums_saved[a]
+            masked_ids += mask_ids[a:b]
+        for mask in masked_tail:
+            saved += mask.saving
+            masked_ids.append(mask.original.call_id)
 
         # -- render: head, the groups kept ahead of the window, then the window -------------
         swap: dict[int, Item] = {id(m.original): m.placeholder for m in masked_ahead}
@@ -360,11 +371,6 @@ class ContextProjector:
                 own.append((tail, [swap.get(id(item), item) for item in tail.items]))
             sent += render_window(runs, snapshot.items, sums, first, whole, own)
         notes = self._notes(view, problems, ahead, start, n_masked, saved, required)
-        mask_ids = sums.mask_ids
-        masked_ids = [mask.original.call_id for mask in masked_ahead]
-        for a, b in masked_ranges:  # slices: no Python step per masked output
-            masked_ids += mask_ids[a:b]
-        masked_ids += [mask.original.call_id for mask in masked_tail]
         last = tail if in_window else None
         items: Sequence[Item] = ItemsChain.joined(runs)
         if self.validate is not None and may_be_invalid(sums, start, n_closed, ahead, last):

@@ -10,7 +10,7 @@ from compactkit.budget.tokens import TiktokenCounter
 from compactkit.errors import BudgetError, ConfigError
 from compactkit.formats.validate import validate_items
 from compactkit.governance.projector import ContextProjector, Projection
-from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, Tool
+from compactkit.items import FunctionCall, FunctionCallOutput, Item, ItemsChain, Message, Tool
 from compactkit.items.snapshot import MemorySnapshot
 from compactkit.memory.in_memory import InMemoryMemory
 
@@ -250,3 +250,112 @@ def test_a_growing_session_reports_the_prefix_it_shares_with_its_last_prompt(
         else:
             assert prompt.report.cached_prefix_tokens == brute_shared(prompt, previous, TOOLS)
         previous = prompt
+
+
+def item_variants() -> st.SearchStrategy[list[Item]]:
+    """An item and changed or equal copies of it (what two prompts hold at one position)."""
+    bases: list[Item] = [
+        Message(role="user", content="fix the bug"),
+        FunctionCall(call_id="c1", name="read_file", arguments='{"path": "a.py"}'),
+        FunctionCallOutput(call_id="c1", output="def f(): pass"),
+    ]
+    updates = st.sampled_from(
+        [{}, {"seq": 3}, {"pinned": True}, {"call_id": "c2"}, {"output": "[masked]"}]
+    )
+
+    @st.composite
+    def variants(draw: st.DrawFn) -> list[Item]:
+        base = draw(st.sampled_from(bases))
+        out = [base]
+        for update in draw(st.lists(updates, max_size=4)):
+            fields = {k: v for k, v in update.items() if k in type(base).model_fields}
+            out.append(base.model_copy(update=fields) if fields else base.model_copy())
+        return out
+
+    return variants()
+
+
+@settings(deadline=None, max_examples=200)
+@given(item_variants(), item_variants())
+def test_the_fast_item_comparison_agrees_with_pydantic(a: list[Item], b: list[Item]) -> None:
+    """The prefix tracker's ``_differ`` (a ``__dict__`` comparison first) is ``!=`` exactly:
+    for copies equal field by field, copies differing in one field and other item types."""
+    from compactkit.governance._cache import _differ
+
+    for x in [*a, *b]:
+        for y in [*a, *b]:
+            assert _differ(x, y) == (x != y)
+
+
+def test_the_running_totals_of_forgotten_prompts_are_dropped() -> None:
+    """Three hundred sessions, ten at a time, through one prefix tracker (it remembers
+    sixteen prompts): each prompt masks a later output of its session's history than the last,
+    so the tracker sums the shared items from that history's running totals. Every cached
+    prefix is the brute-force count, and the totals of histories no remembered prompt holds
+    are dropped (kept, they would grow with every session ever seen)."""
+    from compactkit.governance._cache import PrefixTracker
+
+    tracker = PrefixTracker()
+    largest = 0
+    for block in range(30):
+        histories: list[list[Item]] = [
+            [
+                Message(role="user", content=words(20 + k % 5, f"b{block}h{h}i{k}"))
+                for k in range(60)
+            ]
+            for h in range(10)
+        ]
+        previous: dict[int, list[Item]] = {}
+        for turn in range(4):
+            for number, history in enumerate(histories):
+                at = 20 + 8 * turn + number % 3  # the output masked this turn
+                placeholder = [Message(role="user", content=f"[masked {at}]")]
+                prompt = ItemsChain.joined(
+                    [(history, 0, at), (placeholder, 0, 1), (history, at + 1, 60)]
+                )
+                tokens = sum(map(COUNTER.count_item, prompt))
+                shared = tracker.observe(COUNTER, prompt, (), tokens + COUNTER.count_overhead(()))
+                old = previous.get(number)
+                if old is None:
+                    assert shared == 0
+                else:
+                    same = 0
+                    while same < min(len(old), len(prompt)) and old[same] == prompt[same]:
+                        same += 1
+                    assert shared == sum(map(COUNTER.count_item, list(prompt)[:same]))
+                previous[number] = list(prompt)
+                largest = max(largest, len(tracker._totals))
+    assert largest <= 4 * 16 + 2 * 16 + 1
+
+
+@settings(deadline=None, max_examples=40)
+@given(st.lists(sessions(), min_size=2, max_size=20), st.sampled_from([300, 900, 2_500]))
+def test_pruning_the_running_totals_never_changes_a_cached_prefix(
+    histories: list[list[list[Item]]], budget: int
+) -> None:
+    """Many sessions through one projector: the prefix tracker drops the running token totals
+    of prompts it no longer remembers; doing that before every prompt reports the same cached
+    prefixes as never doing it."""
+    pruned = ContextProjector(COUNTER, budget=budget, mask_threshold=60)
+    kept = ContextProjector(COUNTER, budget=budget, mask_threshold=60)
+    memories = [InMemoryMemory() for _ in histories]
+    rounds = max(len(batches) for batches in histories)
+    for turn in range(rounds):
+        for memory, batches in zip(memories, histories, strict=True):
+            if turn >= len(batches):
+                continue
+            for item in batches[turn]:
+                if isinstance(item, Message) and item.role == "user":
+                    memory.add_user_input(item)
+                else:
+                    memory.add_output_items([item])
+            pruned._prefixes._prune_at = -1  # prune at this prompt
+            kept._prefixes._prune_at = 10**9
+            try:
+                a = pruned.project(memory.snapshot(), tools=TOOLS)
+            except BudgetError:
+                with pytest.raises(BudgetError):
+                    kept.project(memory.snapshot(), tools=TOOLS)
+                continue
+            b = kept.project(memory.snapshot(), tools=TOOLS)
+            assert a.report.cached_prefix_tokens == b.report.cached_prefix_tokens
