@@ -133,14 +133,14 @@ class SummarySizer:
     counts by lines (``counts_by_lines``) a rendered summary is cut before every title, note,
     heading and entry, so its tokens are those of its head lines, its headings and its entries,
     each entry counted once (a section's last entry before the next heading carries the blank
-    line between them), and what a section gained at its end since it was last counted in one
-    piece."""
+    line between them), and a section that only grew at its end since it was last counted by
+    what it gained."""
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
         self.entries: dict[str, int] = {}  # entry -> tokens of its rendered bullet
         # heading -> the entries counted last under it, and their tokens: a section that only
-        # grew at its end since is counted by what it gained (in one piece)
+        # grew at its end since is counted by what it gained
         self.runs: dict[str, tuple[tuple[str, ...], int]] = {}
 
     def __call__(self, doc: SummaryDocument) -> int:
@@ -163,10 +163,13 @@ class SummarySizer:
             run = self.runs.get(heading)
             if run is not None and entries[: len(run[0])] == run[0]:  # grown at its end
                 tokens, grown = run[1], entries[len(run[0]) :]
-                if grown:  # bullets start lines: counted together, as one by one
-                    if any("\r" in entry for entry in grown):
-                        return count(doc.render())
-                    tokens += count("".join(map(bullet, grown)))
+                # Bullet by bullet, not joined: each bullet is one of the pieces the rendered
+                # summary is counted by (``text_tokens``, when the digest counts its result),
+                # so it is encoded once, here, and looked up there.
+                gained = self._one_by_one(grown) if grown else 0
+                if gained is None:
+                    return count(doc.render())
+                tokens += gained
             else:
                 counted_apart = self._one_by_one(entries)
                 if counted_apart is None:
