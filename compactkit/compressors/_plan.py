@@ -9,7 +9,7 @@ groups and folds the rest, so the result has the projector's shape and no group 
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -150,7 +150,8 @@ class Layout:
     ) -> tuple[list[Item], list[Item]]:
         """``(kept, folded)`` items when every unprotected group before ``first_kept`` folds;
         ``replace`` maps an item's index to what is kept in its place (a masked output)."""
-        replace = replace or {}
+        if not replace:  # kept and folded are runs of whole groups: sliced, not walked
+            return self._kept_before(first_kept), self.unprotected_items(0, first_kept)
         kept = list(self.items[: self.lead])
         folded: list[Item] = []
         for index, group in enumerate(self.groups):
@@ -161,6 +162,42 @@ class Layout:
             else:
                 kept.extend(group.slice(self.items))
         return kept, folded
+
+    def unprotected_items(self, start: int, stop: int) -> list[Item]:
+        """The items of the unprotected groups among ``groups[start:stop]``, in order.
+
+        The groups are contiguous, so these are the items between the protected groups: one
+        slice per run of unprotected groups, not one per group (a compaction folds hundreds).
+        """
+        start, stop = max(start, 0), min(stop, len(self.groups))
+        if start >= stop:
+            return []
+        items, groups, protected = self.items, self.groups, self._protected_indices
+        out: list[Item] = []
+        at = groups[start].start
+        for index in protected[bisect_left(protected, start) : bisect_left(protected, stop)]:
+            out.extend(items[at : groups[index].start])
+            at = groups[index].stop
+        out.extend(items[at : groups[stop - 1].stop])
+        return out
+
+    def _kept_before(self, first_kept: int) -> list[Item]:
+        """``split(first_kept)``'s kept items with nothing replaced: the instructions, the
+        protected groups before ``first_kept``, then every item from that group on."""
+        items, groups, protected = self.items, self.groups, self._protected_indices
+        if first_kept <= 0 or not groups:
+            return list(items)
+        kept = list(items[: self.lead])
+        for index in protected[: bisect_left(protected, first_kept)]:
+            kept.extend(items[groups[index].start : groups[index].stop])
+        if first_kept < len(groups):
+            kept.extend(items[groups[first_kept].start :])
+        return kept
+
+    @cached_property
+    def _protected_indices(self) -> list[int]:
+        """The indices of the protected groups, in order."""
+        return [index for index, reason in enumerate(self.protected) if reason is not None]
 
     @cached_property
     def fixed_items(self) -> list[Item]:

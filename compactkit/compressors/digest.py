@@ -97,13 +97,7 @@ class FactsNeed:
         return self._new.document()
 
     def folded(self, start: int, stop: int) -> list[Item]:
-        layout = self.layout
-        return [
-            item
-            for index in range(start, stop)
-            if layout.protected[index] is None
-            for item in layout.groups[index].slice(layout.items)
-        ]
+        return self.layout.unprotected_items(start, stop)
 
     def __call__(self, first_kept: int) -> int:
         if first_kept < self.upto:  # fewer groups folded than before: start again

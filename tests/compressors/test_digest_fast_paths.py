@@ -1,5 +1,6 @@
 """The digest's shortcuts give what the plain paths give: a call's arguments scanned directly
-are what ``parsed_arguments`` returns."""
+are what ``parsed_arguments`` returns; a layout split (and its folded groups read) by slices
+holds the items a walk over its groups finds."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactkit.compressors._extract import arguments_of
-from compactkit.items import FunctionCall
+from compactkit.compressors._plan import Layout
+from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
 
 PROPERTY = settings(deadline=None, max_examples=400)
 
@@ -42,3 +44,54 @@ def test_arguments_scanned_directly_are_the_parsed_arguments(
 def test_arguments_nested_too_deeply_to_read_are_no_arguments() -> None:
     call = FunctionCall(call_id="c", name="t", arguments='{"a":' * 100_000)
     assert arguments_of(call) == call.parsed_arguments() == {}
+
+
+def _split_reference(layout: Layout, first_kept: int) -> tuple[list[Item], list[Item]]:
+    """``Layout.split`` (nothing replaced) as first written: group by group."""
+    kept = list(layout.items[: layout.lead])
+    folded: list[Item] = []
+    for index, group in enumerate(layout.groups):
+        if index < first_kept and layout.protected[index] is None:
+            folded.extend(group.slice(layout.items))
+        else:
+            kept.extend(group.slice(layout.items))
+    return kept, folded
+
+
+def _history(specs: list[tuple[int, bool]]) -> list[Item]:
+    """Instructions, then messages and call/output pairs (some pinned, the last call maybe
+    pending) from ``specs``."""
+    items: list[Item] = [Message(role="system", content="rules")]
+    for n, (kind, pinned) in enumerate(specs):
+        if kind == 0:
+            items.append(Message(role="user", content=f"u{n}", pinned=pinned))
+        elif kind == 1:
+            items.append(Message(role="assistant", content=f"a{n}", pinned=pinned))
+        else:
+            items.append(FunctionCall(call_id=f"c{n}", name="read", arguments="{}"))
+            if kind == 2 or n < len(specs) - 1:  # only the newest call may stay pending
+                items.append(FunctionCallOutput(call_id=f"c{n}", output="x", pinned=pinned))
+    return items
+
+
+@PROPERTY
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.booleans()), max_size=14),
+    st.integers(-1, 16),
+    st.integers(-1, 16),
+)
+def test_a_layout_split_by_slices_is_the_split_group_by_group(
+    specs: list[tuple[int, bool]], first_kept: int, start: int
+) -> None:
+    layout = Layout.of(_history(specs))
+    kept, folded = layout.split(first_kept)
+    ref_kept, ref_folded = _split_reference(layout, first_kept)
+    assert kept == ref_kept and folded == ref_folded
+    assert all(a is b for a, b in zip(kept + folded, ref_kept + ref_folded, strict=True))
+    between = [
+        item
+        for index in range(start, first_kept)
+        if 0 <= index < len(layout.groups) and layout.protected[index] is None
+        for item in layout.groups[index].slice(layout.items)
+    ]
+    assert layout.unprotected_items(start, first_kept) == between
