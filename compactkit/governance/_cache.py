@@ -260,7 +260,8 @@ class _Seen:
 
 
 _DIRECT = 16
-"""A run this short is counted item by item; a longer one from its source's running totals."""
+"""A run of a list this short is counted item by item; of a longer one, from the list's running
+totals."""
 
 
 class PrefixTracker:
@@ -340,14 +341,16 @@ class PrefixTracker:
         else:  # anything else may change: counted as it is now, no totals kept
             return sum_counts(counter, items[:length])
         total = 0
+        count = counter.count_item
         for source, start, stop in runs:
             if length <= 0:
                 break
-            end = min(stop, start + length)
+            end = stop if stop - start <= length else start + length
             length -= end - start
-            if end - start <= _DIRECT:
-                total += sum_counts(counter, source[start:end])
-            else:
+            if len(source) <= _DIRECT:  # a short list (the head, a group's own items)
+                for item in source[start:end]:
+                    total += count(item)
+            else:  # a long one (the memory's items, their masked rendering): two lookups
                 totals = self._running(counter, source, end)
                 total += totals[end] - totals[start]
         return total

@@ -255,19 +255,22 @@ def unmasked(sums: Sums, low: int, high: int, room: int) -> tuple[list[tuple[int
     """
     saved, savings = sums.saved, sums.savings
     ranges: list[tuple[int, int]] = []
+    if high <= low or room <= 0:
+        return ranges, room
+    smallest = savings.smallest()
     top = high
-    while top > low and room > 0:
+    while True:
         first = bisect_left(saved, saved[top] - room, low, top)
         if first < top:
             ranges.append((first, top))
             room -= saved[top] - saved[first]
             top = first
-        if top <= low:
-            break
-        if room < savings.smallest():
-            break  # no mask of the history fits what is left, so none of these does
+        if top <= low or room < smallest:
+            break  # (no mask of the history fits what is left, so none of these does)
         # top - 1 does not fit: the newest older mask that does
         top = savings.last_at_most(low, top - 1, room) + 1
+        if top <= low:
+            break
     return ranges, room
 
 
