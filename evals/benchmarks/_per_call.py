@@ -15,7 +15,7 @@ import gc
 import statistics
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from compactkit.budget._encodings import text_counts
@@ -35,8 +35,8 @@ class SessionCost:
     raw: float  # seconds: one tokenization pass over the session
     total: float  # seconds: snapshot + project before every model call
     calls: int
-    first: float  # median seconds of the first 1,000 calls (a third of them, if fewer)
-    last: float  # median seconds of the last 1,000 calls
+    first: float  # median seconds of the first 1,000 calls (a third of them, if fewer), each
+    last: float  # call's fastest over the runs; and of the last 1,000 calls
     raw_first: float  # the same medians for the raw pass over each call's new items: the
     raw_last: float  # growth that any exact counter's turns inherit from the workload
 
@@ -82,14 +82,20 @@ def session_cost(
     tools: list[Tool],
     runs: int = 3,
 ) -> SessionCost:
-    """Feed ``items`` to a memory, projecting before each model call; the best of ``runs``.
+    """Feed ``items`` to a memory, projecting before each model call, ``runs`` times.
 
     Each run starts cold (the process-wide text counts cleared, as in a new process, not warm
     from the texts an earlier run counted) and after a full garbage collection (an earlier
-    run's garbage is not charged to this one). The best of the runs for every number, each
-    measured in the same runs as what it is compared with, keeps a busy machine's noise out.
+    run's garbage is not charged to this one). Every run does the same work call by call, so
+    a call's cost is its fastest time over the runs (what a busy machine's noise can only add
+    to); the first and last medians are taken over those, and likewise for the raw pass over
+    each call's new items. The whole session's and the raw pass's totals are each the best
+    run's.
     """
-    best: SessionCost | None = None
+    totals: list[float] = []
+    turn_runs: list[list[float]] = []
+    raw_runs: list[list[float]] = []
+    raws: list[float] = []
     for _ in range(runs):
         gc.collect()
         text_counts("o200k_base").clear()
@@ -105,34 +111,23 @@ def session_cost(
                 start = clock()
                 projector.project(memory.snapshot(), instructions=instructions, tools=tools)
                 turns.append(clock() - start)
-        raw = raw_turns(items)
-        window = _window(turns)
-        cost = SessionCost(
-            messages=len(items),
-            budget=budget,
-            raw=raw_pass([item for item, _ in items]),
-            total=sum(turns),
-            calls=len(turns),
-            first=statistics.median(turns[:window]),
-            last=statistics.median(turns[-window:]),
-            raw_first=statistics.median(raw[:window]),
-            raw_last=statistics.median(raw[-window:]),
-        )
-        best = cost if best is None else _best(best, cost)
-    assert best is not None
-    return best
-
-
-def _best(a: SessionCost, b: SessionCost) -> SessionCost:
-    """The lower of each time (raw and compactkit times each from their own best run)."""
-    return replace(
-        a,
-        raw=min(a.raw, b.raw),
-        total=min(a.total, b.total),
-        first=min(a.first, b.first),
-        last=min(a.last, b.last),
-        raw_first=min(a.raw_first, b.raw_first),
-        raw_last=min(a.raw_last, b.raw_last),
+        totals.append(sum(turns))
+        turn_runs.append(turns)
+        raw_runs.append(raw_turns(items))
+        raws.append(raw_pass([item for item, _ in items]))
+    turns = [min(times) for times in zip(*turn_runs, strict=True)]
+    raw = [min(times) for times in zip(*raw_runs, strict=True)]
+    window = _window(turns)
+    return SessionCost(
+        messages=len(items),
+        budget=budget,
+        raw=min(raws),
+        total=min(totals),
+        calls=len(turns),
+        first=statistics.median(turns[:window]),
+        last=statistics.median(turns[-window:]),
+        raw_first=statistics.median(raw[:window]),
+        raw_last=statistics.median(raw[-window:]),
     )
 
 
