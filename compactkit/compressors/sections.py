@@ -317,10 +317,9 @@ class SummaryDocument:
         lines = self.head_lines()
         for heading, entries in self.blocks():
             lines += ["", f"## {heading}"]
-            for entry in entries:
-                first, *rest = entry.split("\n")
-                lines.append(f"- {first}")
-                lines.extend(f"  {line}" for line in rest)
+            # An entry's bullet, its other lines indented by two spaces: one line of ``lines``
+            # per entry, the breaks inside it written by ``replace`` (no split per entry).
+            lines += ["- " + entry.replace("\n", "\n  ") for entry in entries]
         text = "\n".join(lines) + "\n"
         object.__setattr__(self, "_rendered", text)
         return text

@@ -1,16 +1,18 @@
 """The digest's shortcuts give what the plain paths give: a call's arguments scanned directly
 are what ``parsed_arguments`` returns; a layout split (and its folded groups read) by slices
-holds the items a walk over its groups finds."""
+holds the items a walk over its groups finds; a summary renders to the same text."""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactkit.compressors._extract import arguments_of
 from compactkit.compressors._plan import Layout
+from compactkit.compressors.sections import SECTIONS, SummaryDocument
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
 
 PROPERTY = settings(deadline=None, max_examples=400)
@@ -95,3 +97,34 @@ def test_a_layout_split_by_slices_is_the_split_group_by_group(
         for item in layout.groups[index].slice(layout.items)
     ]
     assert layout.unprotected_items(start, first_kept) == between
+
+
+def _render_reference(doc: SummaryDocument) -> str:
+    """``SummaryDocument.render`` as first written: each entry split into its lines."""
+    lines = doc.head_lines()
+    for heading, entries in doc.blocks():
+        lines += ["", f"## {heading}"]
+        for entry in entries:
+            first, *rest = entry.split("\n")
+            lines.append(f"- {first}")
+            lines.extend(f"  {line}" for line in rest)
+    return "\n".join(lines) + "\n"
+
+
+_ENTRY = st.lists(st.sampled_from(["a", "`x.py` — read", "\n", "\r\n", " ", "- b", "## c"]))
+
+
+@PROPERTY
+@given(
+    st.dictionaries(
+        st.sampled_from([spec.key for spec in SECTIONS]),
+        st.lists(_ENTRY.map("".join), max_size=4).map(tuple),
+    ),
+    st.dictionaries(st.sampled_from(["Notes", "Other"]), st.lists(_ENTRY.map("".join)).map(tuple)),
+    st.integers(0, 3),
+)
+def test_a_summary_rendered_entry_by_entry_is_the_one_rendered_line_by_line(
+    sections: dict[Any, tuple[str, ...]], extra: dict[str, tuple[str, ...]], trimmed: int
+) -> None:
+    doc = SummaryDocument(sections=sections, extra=extra, trimmed=trimmed)
+    assert doc.render() == _render_reference(doc)
