@@ -341,7 +341,7 @@ class PrefixTracker:
         else:  # anything else may change: counted as it is now, no totals kept
             return sum_counts(counter, items[:length])
         total = 0
-        count = counter.count_item
+        count, kept, owner = counter.count_item, self._totals, id(counter)
         for source, start, stop in runs:
             if length <= 0:
                 break
@@ -350,9 +350,15 @@ class PrefixTracker:
             if len(source) <= _DIRECT:  # a short list (the head, a group's own items)
                 for item in source[start:end]:
                     total += count(item)
-            else:  # a long one (the memory's items, their masked rendering): two lookups
+                continue
+            # A long one (the memory's items, their masked rendering): two lookups in its
+            # running totals, grown first if they do not reach this far yet.
+            entry = kept.get((owner, id(source)))
+            if entry is None or entry[0] is not source or len(entry[2]) <= end:
                 totals = self._running(counter, source, end)
-                total += totals[end] - totals[start]
+            else:
+                totals = entry[2]
+            total += totals[end] - totals[start]
         return total
 
     def _running(self, counter: TokenCounter, source: Sequence[Item], stop: int) -> list[int]:

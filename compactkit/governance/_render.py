@@ -9,6 +9,7 @@ their own items.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from operator import itemgetter
 
 from compactkit.governance._projection import Mask, Piece
 from compactkit.governance._select import Sums
@@ -95,5 +96,4 @@ def render_window(
     return sent
 
 
-def _span_start(span: tuple[int, int, Sequence[Item] | None]) -> int:
-    return span[0]
+_span_start = itemgetter(0)  # a span's begin (a key in C)
