@@ -327,20 +327,24 @@ class ContextProjector:
         for piece in reversed(ahead):
             kept_masked, room = greedy(reversed(piece.masks), room)
             masked_ahead = kept_masked + masked_ahead
-        masked_ranges = complement(low, high, whole)  # closed masks in the window, masked
         masked_tail.reverse()
-        # What stays masked: counted, its savings summed and its call ids listed in one pass
-        # (slices of the running totals: no Python step per masked output).
+        # What stays masked (the closed masks of the window outside the ranges sent whole, and
+        # those ahead of it and in the tail): counted, its savings summed and its call ids
+        # listed in one pass over the ranges sent whole (slices of the running totals: no
+        # Python step per masked output).
         mask_ids, sums_saved = sums.mask_ids, sums.saved
         masked_ids = [mask.original.call_id for mask in masked_ahead]
-        n_masked = len(masked_ahead) + len(masked_tail)
-        saved = 0
+        n_masked = len(masked_ahead) + len(masked_tail) + high - low
+        saved = sums_saved[high] - sums_saved[low]
+        at = low
+        for a, b in whole:
+            masked_ids += mask_ids[at:a]
+            n_masked -= b - a
+            saved -= sums_saved[b] - sums_saved[a]
+            at = b
+        masked_ids += mask_ids[at:high]
         for mask in masked_ahead:
             saved += mask.saving
-        for a, b in masked_ranges:
-            n_masked += b - a
-            saved += sums_saved[b] - sums_saved[a]
-            masked_ids += mask_ids[a:b]
         for mask in masked_tail:
             saved += mask.saving
             masked_ids.append(mask.original.call_id)
@@ -384,7 +388,7 @@ class ContextProjector:
             gone = {id(item) for item in dropped}
             masked = [
                 *masked_ahead,
-                *(sums.masks[k] for a, b in masked_ranges for k in range(a, b)),
+                *(sums.masks[k] for a, b in complement(low, high, whole) for k in range(a, b)),
             ]
             masked = [mask for mask in [*masked, *masked_tail] if id(mask.placeholder) not in gone]
             n_masked = len(masked)
