@@ -44,8 +44,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 
-from compactkit.budget.tokens import TokenCounter
+from compactkit.budget.tokens import TiktokenCounter, TokenCounter
 from compactkit.compressors._args import check_sizes, snapshot_arg
 from compactkit.compressors._extract import digest_items, values_in
 from compactkit.compressors._merging import Merging
@@ -132,7 +133,12 @@ class SummarySizer:
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
-        self.entries: dict[str, int] = {}  # entry -> tokens of its rendered bullet
+        # entry -> tokens of its rendered bullet; shared by the sizers of one encoding
+        self.entries: dict[str, int] = (
+            bullet_counts(counter.encoding_name)
+            if isinstance(counter, TiktokenCounter) and counts_by_lines(counter)
+            else {}
+        )
         # heading -> the entries counted last under it, and their tokens: a section that only
         # grew at its end since is counted by what it gained
         self.runs: dict[str, tuple[tuple[str, ...], int]] = {}
@@ -189,6 +195,24 @@ class SummarySizer:
                     tokens = known[entry] = self.counter.count_text(bullet(entry))
                 total += tokens
             return total
+
+
+# Tokens of an entry's rendered bullet, per encoding, for every sizer of the process: each
+# compaction reads back the summary the one before wrote, and its sizer counts those entries
+# again (a count depends on the text and the encoding alone: ``counts_by_lines`` holds only for
+# a plain ``TiktokenCounter``, whose counts are the process-wide ones of its encoding).
+_BULLET_COUNTS: dict[str, dict[str, int]] = {}
+_BULLET_LIMIT = 1 << 16  # entries per encoding; beyond it the older half is dropped
+
+
+def bullet_counts(encoding: str) -> dict[str, int]:
+    """The shared bullet counts of ``encoding``, the older half dropped in one pass when they
+    outgrew ``_BULLET_LIMIT`` (checked once per sizer: a compaction adds a few thousand)."""
+    counts = _BULLET_COUNTS.get(encoding)
+    if counts is None or len(counts) > _BULLET_LIMIT:
+        kept = dict(islice(counts.items(), len(counts) // 2, None)) if counts else {}
+        counts = _BULLET_COUNTS[encoding] = kept  # a sizer still filling the old dict is harmless
+    return counts
 
 
 def bullet(entry: str) -> str:

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactkit.budget import TiktokenCounter
+from compactkit.compressors import digest
 from compactkit.compressors._plan import text_tokens
 from compactkit.compressors.digest import SummarySizer
 from compactkit.compressors.sections import SummaryDocument
@@ -122,7 +123,7 @@ def test_a_summary_sized_as_it_grows_counts_the_same(
     steps: list[tuple[str, list[str], int]],
 ) -> None:
     """One sizer asked about a summary round after round — sections growing at their end (their
-    gain counted in one piece), changed in the middle, emptied, new — gives the count of each
+    gain counted by what it adds), changed in the middle, emptied, new — gives the count of each
     rendered text."""
     sizer = SummarySizer(counter)
     sections = {k: list(v) for k, v in start.items()}
@@ -133,3 +134,28 @@ def test_a_summary_sized_as_it_grows_counts_the_same(
         entries += grown
         doc = SummaryDocument(sections={k: tuple(v) for k, v in sections.items() if v})  # type: ignore[misc]
         assert sizer(doc) == counter.count_text(doc.render())
+
+
+@settings(deadline=None, max_examples=300)
+@given(
+    sections=st.lists(
+        st.dictionaries(SECTION_KEYS, st.lists(ENTRY.map("".join), max_size=4)),
+        min_size=1,
+        max_size=4,
+    ),
+    limit=st.sampled_from([2, 8, 1 << 16]),
+)
+def test_bullet_counts_shared_by_sizers_are_each_encodings_own(
+    sections: list[dict[str, list[str]]], limit: int
+) -> None:
+    """Sizers of both encodings, one per summary as a compaction makes them, share the bullet
+    counts of their encoding (the older half dropped when they outgrow the limit): each gives
+    the count of the rendered text in its encoding."""
+    digest._BULLET_LIMIT, kept = limit, digest._BULLET_LIMIT
+    try:
+        for raw in sections:
+            doc = SummaryDocument(sections={k: tuple(v) for k, v in raw.items() if v})  # type: ignore[misc]
+            for counter in (*COUNTERS, *reversed(COUNTERS)):
+                assert SummarySizer(counter)(doc) == counter.count_text(doc.render())
+    finally:
+        digest._BULLET_LIMIT = kept
