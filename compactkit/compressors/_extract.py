@@ -120,7 +120,9 @@ class _Digest:
                 "As of the last folded turn, the assistant said: "
                 + facts.clip(self.last_assistant, 400),
             )
-            steps = [s for s in facts.sentences(self.last_assistant) if facts.NEXT_STEP.search(s)]
+            steps = [
+                s for s in facts.sentences(self.last_assistant) if facts.says(facts.NEXT_STEP, s)
+            ]
             for step in steps[:3]:
                 self.add("next_steps", facts.clip(step, 200))
 
@@ -151,7 +153,7 @@ class _Digest:
                 self.last_assistant = text
             prose = _without_actions(text) if actions else text
             for sentence in facts.sentences(prose):
-                if facts.DECISION.search(sentence):
+                if facts.says(facts.DECISION, sentence):
                     self.add("decisions", facts.clip(sentence, 280))
             text = prose
         for name, new, old in facts.values_in_prose(text):
@@ -176,7 +178,7 @@ class _Digest:
                 self.add("constraints", facts.clip(item, 400))
                 continue
             for sentence in facts.sentences(paragraph) or [paragraph]:
-                if facts.CONSTRAINT.search(sentence) and not facts.errors_in(sentence):
+                if facts.says(facts.CONSTRAINT, sentence) and not facts.errors_in(sentence):
                     self.add("constraints", facts.clip(sentence, 400))
                 else:
                     said.append(sentence)

@@ -271,7 +271,9 @@ def identifiers_in(text: str, *, prose: bool, limit: int = 8) -> list[tuple[str,
             ident = match.group(0)
             if not any(ident in known for known in found):
                 found.setdefault(ident, "id")
-    for ident in _CODE_ID.findall(text):
+    # Every code id holds an uppercase letter A-Z: a text whose cased characters are all
+    # lowercase (most paths, most prose) holds none.
+    for ident in () if text.islower() else _CODE_ID.findall(text):
         if not any(ident in known for known in found):
             found.setdefault(ident, "id")
     if prose:
@@ -320,6 +322,10 @@ _ASSIGNMENT = re.compile(
     rf"(?:^|(?<=[\s(,]))`?([A-Za-z_][\w.-]*)`?\s?(?:=|:)\s?({_VALUE})"
     r"(?=\s*$|[,;)]|\.(?:\s|$)|\s\()"
 )
+# What every ``_ASSIGNMENT`` match holds: its "=" or ":", the optional space (``\s?``), and the
+# first character of a ``_VALUE`` (a sign or digit, true/false/none/null in either case, or an
+# opening quote or backtick).
+_ASSIGNMENT_HINT = re.compile(r"[=:]\s?[-\dtfTFnN`\"']")
 _CONFIG_LINE = re.compile(r"^\s*\"?([A-Za-z_][\w.-]*)\"?\s*[=:]\s*(.+?)\s*,?\s*$")
 _PY_CONSTANT = re.compile(r"^([A-Z][A-Z0-9_]*)\s*(?::\s*[\w\[\], |]+)?\s*=\s*([^()\n]{1,60})$")
 _PY_SETTING = re.compile(
@@ -358,7 +364,8 @@ def values_in_prose(text: str) -> list[tuple[str, str, str | None]]:
             if name and new and name.strip("`").lower() not in _STOP_NAMES:
                 found.append((match.start(), (name.strip("`"), new.strip("`"), None)))
     offset = 0
-    for line in text.splitlines(keepends=True) if "=" in text or ":" in text else ():
+    # Each assignment is "=" or ":", at most one space, then a value's first character.
+    for line in text.splitlines(keepends=True) if _ASSIGNMENT_HINT.search(text) else ():
         for match in _ASSIGNMENT.finditer(line):
             name, new = match.group(1), match.group(2)
             quoted = f"`{name}`" in line
@@ -416,6 +423,26 @@ TRIVIAL = re.compile(
     r"|sure|great|lgtm|done|next|cool|nice|perfect)(?:[ ,]+(?:please|thanks?|thank you))?[.! ]*$",
     re.IGNORECASE,
 )
+
+
+def _lowered(pattern: re.Pattern[str]) -> re.Pattern[str]:
+    """``pattern`` (which ignores case) as a case-sensitive pattern of its lowered text."""
+    assert re.search(r"\\[A-Z]", pattern.pattern) is None  # lowering \S or \B changes them
+    return re.compile(pattern.pattern.lower())
+
+
+# The phrase patterns ignore case, and their words are ASCII: in ASCII text (where ignoring
+# case folds only ASCII letters, and lowering changes no word or space character) their lowered
+# forms find a match in the lowered text exactly where they find one, several times faster.
+_FOLDED = {pattern: _lowered(pattern) for pattern in (CONSTRAINT, DECISION, NEXT_STEP)}
+
+
+def says(pattern: re.Pattern[str], text: str) -> bool:
+    """Whether ``pattern`` (``CONSTRAINT``, ``DECISION`` or ``NEXT_STEP``) is found in
+    ``text``."""
+    if text.isascii():
+        return _FOLDED[pattern].search(text.lower()) is not None
+    return pattern.search(text) is not None
 
 
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")

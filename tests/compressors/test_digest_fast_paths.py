@@ -1,15 +1,18 @@
 """The digest's shortcuts give what the plain paths give: a call's arguments scanned directly
 are what ``parsed_arguments`` returns; a layout split (and its folded groups read) by slices
-holds the items a walk over its groups finds; a summary renders to the same text."""
+holds the items a walk over its groups finds; a summary renders to the same text; a phrase is
+found in the lowered text where ignoring case finds it."""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from compactkit.compressors import _facts as facts
 from compactkit.compressors._extract import arguments_of
 from compactkit.compressors._plan import Layout
 from compactkit.compressors.sections import SECTIONS, SummaryDocument
@@ -128,3 +131,46 @@ def test_a_summary_rendered_entry_by_entry_is_the_one_rendered_line_by_line(
 ) -> None:
     doc = SummaryDocument(sections=sections, extra=extra, trimmed=trimmed)
     assert doc.render() == _render_reference(doc)
+
+
+PHRASE_PARTS = [
+    "must",
+    "MUST",
+    "Don't",
+    "don\u2019t",
+    "Use",
+    "no",
+    "not",
+    "Instead of",
+    "because",
+    "I'll use",
+    "I'LL USE",
+    "Switching to",
+    "root cause",
+    "next step",
+    "Then I'll",
+    "TODO",
+    "Still need",
+    "\u017f",  # long s: ignoring case, it is an "s"
+    "u\u017fe",
+    "\u212a",  # Kelvin sign: a "k"
+    "\u212aeep",
+    "\u0130",
+    "\u0131",
+    "turn 12: read the next modules",
+    "done 10",
+]
+
+
+@PROPERTY
+@given(
+    st.lists(
+        st.one_of(st.sampled_from(PHRASE_PARTS), st.text(st.sampled_from("usentoi'_ .9"))),
+        max_size=5,
+    ).map(" ".join),
+    st.sampled_from([facts.CONSTRAINT, facts.DECISION, facts.NEXT_STEP]),
+)
+def test_phrases_found_in_the_lowered_text_are_found_ignoring_case(
+    text: str, pattern: re.Pattern[str]
+) -> None:
+    assert facts.says(pattern, text) == (pattern.search(text) is not None)

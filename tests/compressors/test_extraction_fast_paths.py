@@ -309,6 +309,15 @@ VALUE_PARTS = [
     "```\nx_y = 1\n```",
     "turn 12: read the next modules",
     "done 10",
+    "debug_mode = true",
+    "log_level: False",
+    "cache_dir=None",
+    "run_mode: null",
+    "max_retries =-3",
+    "user_name = 'x'",
+    'label_x: "y"',
+    "key_1=`v`",
+    "ratio_a:\t0.5",
 ]
 
 
