@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import islice
-from operator import itemgetter
 from typing import Protocol, runtime_checkable
 
 from compactkit.budget._encodings import LINE_ADDITIVE, get_encoding, line_pieces, text_counts
@@ -110,50 +110,65 @@ class TokenCounter(Protocol):
 
 
 class _BaseCounter(ABC):
-    """Shared per-item caching and the request total; subclasses price one item."""
+    """Shared per-item caching and the request total; subclasses price one item.
+
+    The cache is two dicts keyed by ``id(item)``: ``_held`` keeps every counted item alive, so an
+    id found in ``_tokens`` is that item's (no other live object can have it), and ``_tokens``
+    holds the counts. No object is made per item (a tuple per entry was one more object for
+    the garbage collector to walk, per item of every history, on every full collection).
+    Writes take a lock; reads do not: an eviction drops the counts before the items, so a count
+    found is always of a held item.
+    """
 
     model: str | None
     _cache_limit = 500_000
 
     def __init__(self) -> None:
-        self._cache: dict[int, tuple[Item, int, str | None]] = {}
+        self._held: dict[int, Item] = {}
+        self._tokens: dict[int, int] = {}
+        self._write = threading.Lock()
 
     def count_item(self, item: Item) -> int:
         """Tokens one item adds to a request (cached per item object; items are immutable)."""
-        entry = self._cache.get(id(item))  # the hit inlined: it runs for every item, every turn
-        if entry is not None and entry[0] is item:
-            return entry[1]
+        tokens = self._tokens.get(id(item))  # the hit inlined: it runs for every item, every turn
+        if tokens is not None:
+            return tokens
         return self._priced(item)[0]
 
     def count_items(self, items: Iterable[Item]) -> int:
-        """``sum(count_item(item) for item in items)``; a loop in C when every item is cached
-        (a cache entry holds its item, so an id found there is that item's)."""
+        """``sum(count_item(item) for item in items)``; a loop in C when every item is cached."""
         try:
-            return sum(map(_tokens_of, map(self._cache.__getitem__, map(id, items))))
+            return sum(map(self._tokens.__getitem__, map(id, items)))
         except KeyError:
             return sum(map(self.count_item, items))
 
     def item_counts(self, items: Iterable[Item]) -> list[int]:
         """``[count_item(item) for item in items]``; a loop in C when every item is cached."""
         try:
-            return list(map(_tokens_of, map(self._cache.__getitem__, map(id, items))))
+            return list(map(self._tokens.__getitem__, map(id, items)))
         except KeyError:
             return list(map(self.count_item, items))
 
     def _priced(self, item: Item) -> tuple[int, str | None]:
-        entry = self._cache.get(id(item))
-        if entry is not None and entry[0] is item:
-            return entry[1], entry[2]
+        tokens = self._tokens.get(id(item))
+        if tokens is not None:
+            return tokens, self._approximation(item)  # (a few type checks: not cached)
         try:
             tokens, reason = self._price(item), self._approximation(item)
         except (AttributeError, TypeError):
             _check_item(item)  # a dict, a string, an SDK object: say how to convert it
             raise
-        if len(self._cache) >= self._cache_limit:
-            # The oldest eighth at once: deleting one key per insert would rescan the holes
-            # earlier deletions left at the front of the dict, on every insert.
-            self._cache = dict(islice(self._cache.items(), self._cache_limit // 8, None))
-        self._cache[id(item)] = (item, tokens, reason)
+        with self._write:
+            if len(self._tokens) >= self._cache_limit:
+                # The oldest eighth at once: deleting one key per insert would rescan the holes
+                # earlier deletions left at the front of the dict, on every insert. The counts
+                # go first, then the items they were of.
+                kept = dict(islice(self._tokens.items(), self._cache_limit // 8, None))
+                self._tokens = kept
+                held = self._held
+                self._held = {key: held[key] for key in kept}
+            self._held[id(item)] = item
+            self._tokens[id(item)] = tokens
         return tokens, reason
 
     def count(
@@ -435,7 +450,6 @@ class EstimateCounter(_BaseCounter):
         return ["no local tokenizer for this model: character-based estimate"] if tools else []
 
 
-_tokens_of = itemgetter(1)
 _LONG = 2_000
 """Characters from which a summary's text is counted by lines."""
 
