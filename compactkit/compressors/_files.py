@@ -129,12 +129,10 @@ def file_ops(name: str, args: dict[str, object]) -> list[FileOp]:
     patch = _first_str(args, _PATCH_KEYS)
     if isinstance(patch, str) and ("*** " in patch or "+++ " in patch):
         return list(_patch_ops(patch))
-    lists, writes, reads, deletes = _tool_kind(name)
-    if lists:
-        return []  # a directory listing reads no file
-    paths = [p for p in paths if p.strip() and p not in (".", "..") and not p.endswith("/")]
-    if not paths:
+    named = _files_named(name, paths)
+    if named is None:
         return []
+    (_, writes, reads, deletes), paths = named
     old = _first_str(args, _OLD_KEYS)
     new = _first_str(args, _NEW_KEYS)
     content = _first_str(args, _CONTENT_KEYS)
@@ -176,16 +174,27 @@ def file_ops(name: str, args: dict[str, object]) -> list[FileOp]:
     return [FileOp(p, True, what) for p in paths]
 
 
+def _files_named(
+    name: str, paths: list[str]
+) -> tuple[tuple[bool, bool, bool, bool], list[str]] | None:
+    """What tool ``name`` does (``_tool_kind``) and the files among ``paths`` (not ``.``, ``..``
+    or a directory); ``None`` when a call of it touches no file (a directory listing, no file
+    named)."""
+    kind = _tool_kind(name)
+    if kind[0]:
+        return None  # a directory listing reads no file
+    files = [p for p in paths if p.strip() and p not in (".", "..") and not p.endswith("/")]
+    return (kind, files) if files else None
+
+
 def _by_name(name: str, paths: list[str]) -> list[FileOp]:
     """``file_ops`` of a call whose arguments hold paths and nothing else it reads (none of
     ``_DETAIL_KEYS``): no action, so a tool whose name writes modified its files (deleted them,
     when the name says so; else what it did is its name), one whose name reads read them."""
-    lists, writes, reads, deletes = _tool_kind(name)
-    if lists:
-        return []  # a directory listing reads no file
-    paths = [p for p in paths if p.strip() and p not in (".", "..") and not p.endswith("/")]
-    if not paths:
+    named = _files_named(name, paths)
+    if named is None:
         return []
+    (_, writes, reads, deletes), paths = named
     if writes:
         what = "deleted" if deletes else name
         return [FileOp(p, True, what) for p in paths]
