@@ -157,10 +157,8 @@ class Layout:
         for index, group in enumerate(self.groups):
             if index < first_kept and self.protected[index] is None:
                 folded.extend(group.slice(self.items))
-            elif replace:
-                kept.extend(replace.get(i, self.items[i]) for i in range(group.start, group.stop))
             else:
-                kept.extend(group.slice(self.items))
+                kept.extend(replace.get(i, self.items[i]) for i in range(group.start, group.stop))
         return kept, folded
 
     def unprotected_items(self, start: int, stop: int) -> list[Item]:

@@ -333,15 +333,11 @@ class PrefixTracker:
 
     def _leading(self, counter: TokenCounter, items: Sequence[Item], length: int) -> int:
         """Tokens of ``items[:length]``, summed run by run."""
-        runs: Sequence[Run]
-        if isinstance(items, ItemsChain):
-            runs = items.runs()
-        elif isinstance(items, ItemsView | tuple):  # a list only appended to, or a tuple
-            runs = ((sliceable(items), 0, len(items)),)
-        else:  # anything else may change: counted as it is now, no totals kept
+        runs = _runs_of(items)
+        if runs is None:  # a sequence that may change: counted as it is now, no totals kept
             return sum_counts(counter, items[:length])
         total = 0
-        count, kept, owner = counter.count_item, self._totals, id(counter)
+        count = counter.count_item
         for source, start, stop in runs:
             if length <= 0:
                 break
@@ -350,15 +346,9 @@ class PrefixTracker:
             if len(source) <= _DIRECT:  # a short list (the head, a group's own items)
                 for item in source[start:end]:
                     total += count(item)
-                continue
-            # A long one (the memory's items, their masked rendering): two lookups in its
-            # running totals, grown first if they do not reach this far yet.
-            entry = kept.get((owner, id(source)))
-            if entry is None or entry[0] is not source or len(entry[2]) <= end:
+            else:  # a long one (the memory's items, their masked rendering): two look-ups
                 totals = self._running(counter, source, end)
-            else:
-                totals = entry[2]
-            total += totals[end] - totals[start]
+                total += totals[end] - totals[start]
         return total
 
     def _running(self, counter: TokenCounter, source: Sequence[Item], stop: int) -> list[int]:
@@ -379,13 +369,7 @@ class PrefixTracker:
 
     def _prune(self) -> None:
         """Keep the running totals of the remembered prompts' sources only."""
-        held: set[int] = set()
-        for seen in self._entries:
-            items = seen.items
-            if isinstance(items, ItemsChain):
-                held.update(id(source) for source, _, _ in items.runs())
-            elif isinstance(items, ItemsView | tuple):
-                held.add(id(sliceable(items)))
+        held = {id(source) for seen in self._entries for source, _, _ in _runs_of(seen.items) or ()}
         self._totals = {key: entry for key, entry in self._totals.items() if key[1] in held}
         self._prune_at = 2 * len(self._totals) + 4 * self._size
 
@@ -404,6 +388,16 @@ class PrefixTracker:
             entry = self._overheads[key] = (counter, tools, total, schema)
         self._last = entry
         return entry[2], entry[3]
+
+
+def _runs_of(items: Sequence[Item]) -> Sequence[Run] | None:
+    """``items`` as runs of lists that never change below the runs' ends (a prompt's own runs,
+    a view's list, a tuple), or ``None`` for a sequence that may still change."""
+    if isinstance(items, ItemsChain):
+        return items.runs()
+    if isinstance(items, ItemsView | tuple):  # a list only appended to, or a tuple
+        return ((sliceable(items), 0, len(items)),)
+    return None
 
 
 def _extends(items: Sequence[Item], seen: Sequence[Item]) -> bool:

@@ -33,9 +33,8 @@ class WireCache:
         self._api: str | None = None
         self._out: list[Any] = []
         self._marks: list[tuple[int, int]] = []  # (items before the mark, messages before it)
-        self._seen: Sequence[
-            Item
-        ] = ()  # the last prompt (immutable: a tuple, an ItemsView or an ItemsChain)
+        # the last prompt (immutable: a tuple, an ItemsView or an ItemsChain)
+        self._seen: Sequence[Item] = ()
 
     def convert(self, api: str, prompt: Sequence[Item]) -> list[Any]:
         """``prompt`` in ``api``'s wire format (lossy: what the API cannot express is dropped).
