@@ -359,11 +359,12 @@ def cold_caches() -> None:
     the scripted session holds the same texts; without this, a second run would find them all
     counted by the first."""
     from compactkit.budget._encodings import text_counts
-    from compactkit.compressors import _entries, _facts, digest
+    from compactkit.compressors import _entries, _facts
+    from compactkit.compressors.digest import _sizer
 
     for encoding in ("o200k_base", "cl100k_base"):
         text_counts(encoding).clear()
-    digest._BULLET_COUNTS.clear()
+    _sizer._BULLET_COUNTS.clear()
     _entries.entry_key.cache_clear()
     _facts._error_lines.cache_clear()
 

@@ -21,7 +21,7 @@ from compactkit.compressors import (
     digest_items,
 )
 from compactkit.compressors import _facts as facts
-from compactkit.compressors import _files as files
+from compactkit.compressors.digest import _files as files
 from compactkit.formats.transcript import parse_transcript
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, item_text
 from compactkit.items.snapshot import MemorySnapshot

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactkit.compressors import _facts as facts
-from compactkit.compressors._extract import arguments_of
 from compactkit.compressors._plan import Layout
+from compactkit.compressors.digest._extract import arguments_of
 from compactkit.compressors.sections import SECTIONS, SummaryDocument
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactkit.compressors import _facts as facts
-from compactkit.compressors import _files as files
+from compactkit.compressors.digest import _files as files
 
 PROPERTY = settings(deadline=None, max_examples=400)
 

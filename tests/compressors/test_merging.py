@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactkit.compressors._merging import Merging
+from compactkit.compressors.digest._merging import Merging
 from compactkit.compressors.sections import SECTIONS, SummaryDocument
 
 ENTRIES = [

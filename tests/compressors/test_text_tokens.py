@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactkit.budget import TiktokenCounter
-from compactkit.compressors import digest
 from compactkit.compressors._plan import text_tokens
-from compactkit.compressors.digest import SummarySizer
+from compactkit.compressors.digest import _sizer
+from compactkit.compressors.digest._sizer import SummarySizer
 from compactkit.compressors.sections import SummaryDocument
 
 COUNTERS = [TiktokenCounter("o200k_base"), TiktokenCounter("cl100k_base")]
@@ -151,11 +151,11 @@ def test_bullet_counts_shared_by_sizers_are_each_encodings_own(
     """Sizers of both encodings, one per summary as a compaction makes them, share the bullet
     counts of their encoding (the older half dropped when they outgrow the limit): each gives
     the count of the rendered text in its encoding."""
-    digest._BULLET_LIMIT, kept = limit, digest._BULLET_LIMIT
+    _sizer._BULLET_LIMIT, kept = limit, _sizer._BULLET_LIMIT
     try:
         for raw in sections:
             doc = SummaryDocument(sections={k: tuple(v) for k, v in raw.items() if v})  # type: ignore[misc]
             for counter in (*COUNTERS, *reversed(COUNTERS)):
                 assert SummarySizer(counter)(doc) == counter.count_text(doc.render())
     finally:
-        digest._BULLET_LIMIT = kept
+        _sizer._BULLET_LIMIT = kept

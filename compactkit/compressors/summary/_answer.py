@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from compactkit.compressors._files import is_observation
+from compactkit.compressors._facts import is_observation
 from compactkit.compressors.sections import SectionKey, SummaryDocument
 from compactkit.errors import SummarizationError
 from compactkit.items import Item, Message

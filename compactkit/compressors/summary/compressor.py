@@ -46,7 +46,7 @@ from compactkit.compressors._plan import (
     summary_cap,
 )
 from compactkit.compressors.base import MemoryCompressor
-from compactkit.compressors.digest import FactsNeed, masker
+from compactkit.compressors.digest.compressor import FactsNeed, masker
 from compactkit.compressors.sections import SummaryDocument
 from compactkit.compressors.summary import _outcome
 from compactkit.compressors.summary._answer import (

@@ -406,11 +406,6 @@ _ACTION_LINE = re.compile(
     r"(?:Action Input:\s*(?P<input>.*?))?(?=\n(?:Observation|Thought|Action):|\Z)",
     re.S | re.M | re.I,
 )
-_OBSERVATION = re.compile(
-    r"^\s*(?:observation\b|<returncode>|<output>|output:|tool (?:output|result)\b|<tool_response>"
-    r"|<function_results>|execution result|exit code:|\[command (?:output|finished))",
-    re.I,
-)
 
 
 def text_actions(text: str) -> list[tuple[str, dict[str, object]]]:
@@ -437,27 +432,6 @@ def text_actions(text: str) -> list[tuple[str, dict[str, object]]]:
                 args = {"path": raw}
         actions.append((tool, args))
     return actions
-
-
-def is_observation(text: str) -> bool:
-    """Whether a user-role message is a tool's output fed back as text (ReAct
-    ``Observation:``, mini-swe-agent ``<returncode>``/``<output>``), not something a person
-    wrote."""
-    return bool(_OBSERVATION.match(text))
-
-
-_WRAPPER = re.compile(
-    r"^\s*(?:observation:|output:|tool (?:output|result):|execution result:|exit code:\s*-?\d+)\s*"
-    r"|</?(?:returncode|output|tool_response|function_results|stdout|stderr)>",
-    re.I | re.M,
-)
-
-
-def observation_body(text: str) -> str:
-    """An observation's text without its wrapper (``Observation:``, ``<output>`` tags); a
-    ``<returncode>N</returncode>`` becomes ``[exit code: N]`` so the outcome stays readable."""
-    text = re.sub(r"<returncode>\s*(-?\d+)\s*</returncode>", r"[exit code: \1]", text)
-    return _WRAPPER.sub("", text).strip("\n")
 
 
 _REPLACE_CALL = re.compile(

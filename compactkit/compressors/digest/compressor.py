@@ -44,17 +44,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
 
-from compactkit.budget.tokens import TiktokenCounter, TokenCounter
+from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors._args import check_sizes, snapshot_arg
-from compactkit.compressors._extract import digest_items, values_in
-from compactkit.compressors._merging import Merging
 from compactkit.compressors._plan import (
     Keep,
     Layout,
     Measured,
-    counts_by_lines,
     default_counter,
     newest_groups_keeper,
     request_tokens,
@@ -63,6 +59,9 @@ from compactkit.compressors._plan import (
     summary_cap,
     summary_tokens,
 )
+from compactkit.compressors.digest._extract import digest_items, values_in
+from compactkit.compressors.digest._merging import Merging
+from compactkit.compressors.digest._sizer import SummarySizer
 from compactkit.compressors.masking import mask_output
 from compactkit.compressors.report import FactReport
 from compactkit.compressors.sections import SummaryDocument
@@ -70,7 +69,7 @@ from compactkit.errors import ConfigError
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Tool
 from compactkit.items.snapshot import CompactResult, MemorySnapshot, summary_message
 
-__all__ = ["DigestCompressor", "digest_items"]
+__all__ = ["DigestCompressor"]
 
 
 class FactsNeed:
@@ -120,105 +119,6 @@ class FactsNeed:
         if sized is None or sized[0] is not self.doc:  # count a summary only once
             sized = self._sized = (self.doc, self.tokens(self.doc))
         return sized[1]
-
-
-class SummarySizer:
-    """``text_tokens(doc.render(), counter)`` for documents that share most of their entries
-    (the summary a digest grows, its trimmed copy), without rendering them: with a counter that
-    counts by lines (``counts_by_lines``) a rendered summary is cut before every title, note,
-    heading and entry, so its tokens are those of its head lines, its headings and its entries,
-    each entry counted once (a section's last entry before the next heading carries the blank
-    line between them), and a section that only grew at its end since it was last counted by
-    what it gained."""
-
-    def __init__(self, counter: TokenCounter) -> None:
-        self.counter = counter
-        # entry -> tokens of its rendered bullet; shared by the sizers of one encoding
-        self.entries: dict[str, int] = (
-            bullet_counts(counter.encoding_name)
-            if isinstance(counter, TiktokenCounter) and counts_by_lines(counter)
-            else {}
-        )
-        # heading -> the entries counted last under it, and their tokens: a section that only
-        # grew at its end since is counted by what it gained
-        self.runs: dict[str, tuple[tuple[str, ...], int]] = {}
-
-    def __call__(self, doc: SummaryDocument) -> int:
-        """Tokens of ``doc.render()``."""
-        count = self.counter.count_text
-        if not counts_by_lines(self.counter):
-            return count(doc.render())
-        head, blocks = doc.head_lines(), doc.blocks()
-        pieces = [f"{line}\n" for line in head]
-        if blocks:
-            pieces[-1] += "\n"  # the blank line before the first heading
-        pieces += [f"## {heading}\n" for heading, _entries in blocks]
-        pieces += [f"{bullet(entries[-1])}\n" for _heading, entries in blocks[:-1]]
-        if any("\r" in piece for piece in pieces):
-            return count(doc.render())
-        counted = [(heading, entries[:-1]) for heading, entries in blocks[:-1]]
-        counted += [(heading, entries) for heading, entries in blocks[-1:]]
-        total = sum(map(count, pieces))
-        for heading, entries in counted:
-            run = self.runs.get(heading)
-            if run is not None and entries[: len(run[0])] == run[0]:  # grown at its end
-                tokens, grown = run[1], entries[len(run[0]) :]
-                # Bullet by bullet, not joined: each bullet is one of the pieces the rendered
-                # summary is counted by (``text_tokens``, when the digest counts its result),
-                # so it is encoded once, here, and looked up there.
-                gained = self._one_by_one(grown) if grown else 0
-                if gained is None:
-                    return count(doc.render())
-                tokens += gained
-            else:
-                counted_apart = self._one_by_one(entries)
-                if counted_apart is None:
-                    return count(doc.render())
-                tokens = counted_apart
-            self.runs[heading] = (entries, tokens)
-            total += tokens
-        return total
-
-    def _one_by_one(self, entries: tuple[str, ...]) -> int | None:
-        """Tokens of ``entries``' bullets, each counted once per sizer (``None``: an entry
-        holds a ``\r``)."""
-        known = self.entries
-        try:
-            return sum(map(known.__getitem__, entries))
-        except KeyError:
-            total = 0
-            for entry in entries:
-                tokens = known.get(entry)
-                if tokens is None:
-                    if "\r" in entry:
-                        return None
-                    tokens = known[entry] = self.counter.count_text(bullet(entry))
-                total += tokens
-            return total
-
-
-# Tokens of an entry's rendered bullet, per encoding, for every sizer of the process: each
-# compaction reads back the summary the one before wrote, and its sizer counts those entries
-# again (a count depends on the text and the encoding alone: ``counts_by_lines`` holds only for
-# a plain ``TiktokenCounter``, whose counts are the process-wide ones of its encoding).
-_BULLET_COUNTS: dict[str, dict[str, int]] = {}
-_BULLET_LIMIT = 1 << 16  # entries per encoding; beyond it the older half is dropped
-
-
-def bullet_counts(encoding: str) -> dict[str, int]:
-    """The shared bullet counts of ``encoding``, the older half dropped in one pass when they
-    outgrew ``_BULLET_LIMIT`` (checked once per sizer: a compaction adds a few thousand)."""
-    counts = _BULLET_COUNTS.get(encoding)
-    if counts is None or len(counts) > _BULLET_LIMIT:
-        kept = dict(islice(counts.items(), len(counts) // 2, None)) if counts else {}
-        counts = _BULLET_COUNTS[encoding] = kept  # a sizer still filling the old dict is harmless
-    return counts
-
-
-def bullet(entry: str) -> str:
-    """An entry as ``SummaryDocument.render`` writes it: ``- first line``, the others indented
-    by two spaces."""
-    return "- " + entry.replace("\n", "\n  ") + "\n"
 
 
 @dataclass(frozen=True)

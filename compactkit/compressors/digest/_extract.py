@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from compactkit.compressors import _facts as facts
-from compactkit.compressors import _files as files
+from compactkit.compressors.digest import _files as files
 from compactkit.compressors.masking import is_masked
 from compactkit.compressors.sections import SectionKey, SummaryDocument
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
@@ -132,8 +132,8 @@ class _Digest:
         text = item.text.strip()
         if not text:
             return
-        if item.role == "user" and files.is_observation(text):
-            body = files.observation_body(text)
+        if item.role == "user" and facts.is_observation(text):
+            body = facts.observation_body(text)
             if self.pending_actions:  # a text-action agent's observation: tool output
                 self.flush_actions(body)
             else:
