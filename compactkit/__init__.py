@@ -255,6 +255,7 @@ from compactkit.sessions.store import (
 )
 
 if TYPE_CHECKING:
+    from compactkit.checkup import doctor
     from compactkit.sql.memory import (
         CompactionRecord,
         SQLMemory,
@@ -275,6 +276,7 @@ _LAZY = {
     "SQLMemory": "compactkit.sql.memory",
     "SQLSessionInfo": "compactkit.sql.memory",
     "SQLSessionStore": "compactkit.sql.store",
+    "doctor": "compactkit.checkup",
     "list_sql_sessions": "compactkit.sql.memory",
 }
 
@@ -425,6 +427,7 @@ __all__ = [
     "counter_for",
     "default_registry",
     "digest_items",
+    "doctor",
     "dump_items",
     "dump_transcript",
     "every_turns",

@@ -12,7 +12,7 @@ import pkgutil
 
 import compactkit
 
-OWN_EXPORTS = {"evals", "integrations"}  # these subpackages list their names themselves
+OWN_EXPORTS = {"checkup", "evals", "integrations"}  # these subpackages list their names themselves
 SKIPPED = {"cli", "testing"}
 
 
