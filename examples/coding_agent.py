@@ -1,7 +1,9 @@
 """A small read-only coding agent: it answers questions about one directory.
 
-Three tools, confined to the directory it is given (paths that leave it are refused):
-``list_dir``, ``read_file`` and ``search``. It runs against any OpenAI-compatible endpoint::
+Three tools, confined to the directory it is given (paths that leave it are refused, symbolic
+links included: a path counts where it leads): ``list_dir``, ``read_file`` and ``search``.
+``search`` runs the model's pattern with the ``regex`` engine (installed with tiktoken) under a
+time limit, so a catastrophic pattern such as ``(a|aa)+$`` stops the search, not the agent. It runs against any OpenAI-compatible endpoint::
 
     export OPENAI_API_KEY=...                     # and, for another server:
     export OPENAI_BASE_URL=http://localhost:8000/v1
@@ -15,13 +17,14 @@ they overflow the model's window, and ``--store DIR`` saves the session after ev
 from __future__ import annotations
 
 import argparse
-import re
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, TypeAlias
 
 import openai
+import regex
 
 from compactkit import Agent, FileSessionStore, FunctionTool, RunResult, tool
 
@@ -29,6 +32,9 @@ Client: TypeAlias = "openai.OpenAI | openai.AsyncOpenAI"
 
 MAX_READ_LINES = 400
 MAX_MATCHES = 50
+SEARCH_SECONDS = 2.0
+"""Wall-clock budget of one ``search`` call (the regex engine may overrun it a few times over
+on one line: it checks its timeout periodically, not on every step)."""
 INSTRUCTIONS = (
     "You are a careful, read-only coding assistant. Explore the project with the tools "
     "(list_dir, read_file, search) before answering, cite files and line numbers, and say so "
@@ -84,22 +90,39 @@ def make_tools(root: Path) -> list[FunctionTool]:
             pattern: A Python regular expression.
             path: The directory to search, relative to the project root.
         """
-        regex = re.compile(pattern)
+        try:
+            compiled = regex.compile(pattern)
+        except regex.error as exc:
+            raise ValueError(f"invalid pattern {pattern!r}: {exc}") from None
+        deadline = time.monotonic() + SEARCH_SECONDS
         matches: list[str] = []
+
+        def stopped(why: str) -> str:
+            return "\n".join([*matches, f"… search stopped: {why}"])
+
         for file in sorted(inside(path).rglob("*")):
-            if not file.is_file() or any(
-                part.startswith(".") for part in file.relative_to(root).parts
-            ):
+            relative = file.relative_to(root)
+            if not file.is_file() or any(part.startswith(".") for part in relative.parts):
+                continue
+            resolved = file.resolve()  # a link inside the root may lead out of it
+            if resolved != root and root not in resolved.parents:
                 continue
             try:
-                text = file.read_text()
+                text = resolved.read_text()
             except (UnicodeDecodeError, OSError):
                 continue
             for number, line in enumerate(text.splitlines(), 1):
-                if regex.search(line):
-                    matches.append(f"{file.relative_to(root)}:{number}: {line.strip()[:200]}")
+                remaining = deadline - time.monotonic()
+                try:
+                    if remaining <= 0:
+                        raise TimeoutError
+                    found = compiled.search(line, timeout=remaining)
+                except TimeoutError:
+                    return stopped(f"over {SEARCH_SECONDS:g} s; simplify the pattern")
+                if found:
+                    matches.append(f"{relative}:{number}: {line.strip()[:200]}")
                     if len(matches) >= MAX_MATCHES:
-                        return "\n".join(matches) + f"\n… stopped at {MAX_MATCHES} matches"
+                        return stopped(f"{MAX_MATCHES} matches")
         return "\n".join(matches) or "no matches"
 
     return [list_dir, read_file, search]

@@ -162,6 +162,59 @@ def _dump_for_output(transcript: Transcript, args: argparse.Namespace) -> Any:
     )
 
 
+def _add_model_arg(parser: argparse.ArgumentParser, help: str) -> None:
+    """``-m/--model MODEL`` (required), the same on every command that takes one."""
+    parser.add_argument("-m", "--model", required=True, help=help)
+
+
+def _add_profiles_arg(parser: argparse.ArgumentParser) -> None:
+    """``--profiles FILE``: model profiles from a TOML file, as ``$COMPACTKIT_PROFILES`` does."""
+    parser.add_argument(
+        "--profiles",
+        metavar="FILE",
+        default=None,
+        help="load model profiles from this TOML file (like $COMPACTKIT_PROFILES; docs/models.md)",
+    )
+
+
+def _check_base_url(url: str | None) -> None:
+    """Refuse a ``--base-url`` the ``openai`` SDK cannot send to, before any request is tried.
+
+    A malformed URL is bad input (exit 2), not an unreachable server worth retrying.
+    """
+    if url is None:
+        return
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(
+            f"--base-url {url!r} is not an http(s) URL; give the API root the openai SDK takes, "
+            "for example https://api.openai.com/v1 or http://localhost:8000/v1"
+        )
+
+
+def _clamp_budget(tokens: int, model: str, flag: str) -> tuple[int, bool]:
+    """``tokens`` capped at ``model``'s usable input budget, and whether it was capped.
+
+    A ceiling above what the model accepts means the model's own limit; a warning says so.
+    """
+    from compactkit.budget.profiles import budget_for
+
+    usable = budget_for(model).usable_input
+    if tokens <= usable:
+        return tokens, False
+    sys.stderr.write(
+        f"compactkit: warning: {flag} {tokens:,} is above {model}'s usable input budget; "
+        f"clamped to {usable:,}\n"
+    )
+    return usable, True
+
+
 def _check_model(model: str) -> None:
     """Raise ``ConfigError`` saying how to fix it, in command-line terms, unless a profile
     matches ``model``."""
@@ -173,7 +226,8 @@ def _check_model(model: str) -> None:
     except ConfigError:
         raise ConfigError(
             f"unknown model {model!r}: no profile matches it; `compactkit models` lists the known "
-            f"ones, and a TOML file named by ${PROFILES_ENV} adds one (see docs/models.md)"
+            f"ones, and a TOML file named by --profiles (or ${PROFILES_ENV}) adds one "
+            "(see docs/models.md)"
         ) from None
 
 

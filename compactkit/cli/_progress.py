@@ -47,16 +47,21 @@ class Progress:
         self._bar: Any = None
         self._task: Any = None
         self._plain = False
+        self._started = False
 
     def __enter__(self) -> Progress:
-        if not self.shown:
-            return self
+        return self
+
+    def _start(self) -> None:
+        """Open the bar on the first update: a step that never reports (a ladder whose cheap
+        rungs suffice never summarizes) shows no empty "0/?" bar."""
+        self._started = True
         try:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
         except ImportError:  # rich is optional (the evals extra): a plain line instead
             self._plain = True
-            return self
+            return
         self._bar = Progress(
             TextColumn(self.label),
             BarColumn(),
@@ -68,10 +73,11 @@ class Progress:
         )
         self._task = self._bar.add_task("", total=None)
         self._bar.start()
-        return self
 
     def update(self, done: int, total: int, description: str = "") -> None:
         """``done`` of ``total`` steps finished; ``description`` says what runs now."""
+        if self.shown and not self._started:
+            self._start()
         if self._bar is not None:
             self._bar.update(self._task, completed=done, total=total, description=description)
             self._bar.refresh()

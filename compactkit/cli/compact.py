@@ -14,8 +14,11 @@ from compactkit.budget.tokens import TokenCounter
 from compactkit.cli._common import (
     EXIT_FAILURE,
     EXIT_OK,
+    _add_model_arg,
     _add_output_format_args,
     _add_transcript_args,
+    _check_base_url,
+    _clamp_budget,
     _conversation_json,
     _dump_for_output,
     _emit_json,
@@ -138,7 +141,7 @@ def _register_compact(subparsers: Any) -> None:
         "by compactkit earlier is read back and merged into, never treated as a message.",
     )
     _add_transcript_args(parser)
-    parser.add_argument("--model", required=True, help="the model the conversation is for")
+    _add_model_arg(parser, "the model the conversation is for")
     parser.add_argument(
         "--compressor", required=True, choices=sorted(_COMPRESSORS), help="how to compact"
     )
@@ -187,8 +190,13 @@ def _compact(args: argparse.Namespace) -> int:
             f"--keep-last-groups applies to --compressor mask and ladder, not "
             f"{args.compressor}; drop it or pick one of those"
         )
+    _check_base_url(args.base_url)
     transcript = _read(args)
-    target = args.target if args.target is not None else budget_for(args.model).target_tokens
+    clamped = False
+    if args.target is None:
+        target = budget_for(args.model).target_tokens
+    else:
+        target, clamped = _clamp_budget(args.target, args.model, "--target")
     with Progress("summarizing", quiet=args.quiet) as progress:
 
         def on_progress(done: int, total: int) -> None:
@@ -214,8 +222,11 @@ def _compact(args: argparse.Namespace) -> int:
         role = "user"
     rendered = result.snapshot.render_items(summary_role=role)
     messages = _dump_for_output(Transcript(rendered, [], transcript.format), args)
-    # Only history is compacted: the tool schemas go back out too (in --json; the written
-    # conversation stays the contract's array of messages).
+    # Only history is compacted: the tool schemas go back out too. --out and stdout carry the
+    # conversation as a transcript reads it back ({"messages", "tools"} when there are tools).
+    conversation = _dump_for_output(
+        Transcript(rendered, list(transcript.tools), transcript.format), args
+    )
     tools = (
         _dump_for_output(Transcript([], list(transcript.tools), transcript.format), args)
         if transcript.tools
@@ -232,7 +243,7 @@ def _compact(args: argparse.Namespace) -> int:
     if args.out is not None:
         try:
             with open(args.out, "w", encoding="utf-8") as handle:
-                handle.write(_json_text(messages, "utf-8"))
+                handle.write(_json_text(conversation, "utf-8"))
         except OSError as exc:
             raise ConfigError(
                 f"cannot write --out {args.out!r}: {exc.strerror or exc}; "
@@ -255,12 +266,13 @@ def _compact(args: argparse.Namespace) -> int:
                 "error": result.error,
                 "compressor": stats.compressor,
                 "target": target,
+                "clamped": clamped,
                 "target_met": target_met,
                 "details": json.loads(json.dumps(stats.details, default=str)),
             }
         )
     elif args.out is None:
-        _emit_json(messages)
+        _emit_json(conversation)
     if result.outcome == "failed":
         _error(result.error or "compaction failed")
         return EXIT_FAILURE

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from compactkit.cli._common import EXIT_OK, _add_transcript_args, _emit_json, _read
+from compactkit.cli._common import EXIT_OK, _add_model_arg, _add_transcript_args, _emit_json, _read
 
 
 def _register_count(subparsers: Any) -> None:
@@ -17,7 +17,7 @@ def _register_count(subparsers: Any) -> None:
         "tool schemas and reply priming.",
     )
     _add_transcript_args(parser)
-    parser.add_argument("--model", required=True, help="the model whose billing to count")
+    _add_model_arg(parser, "the model whose billing to count")
     parser.add_argument(
         "--json", action="store_true", help="print {tokens, exact, encoding, model, notes}"
     )

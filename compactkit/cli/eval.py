@@ -10,7 +10,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from compactkit.cli._common import EXIT_OK, _emit_json, _error, _positive_tokens
+from compactkit.cli._common import (
+    EXIT_OK,
+    _check_base_url,
+    _emit_json,
+    _error,
+    _positive_tokens,
+)
 from compactkit.errors import ConfigError
 
 __all__ = ["EXIT_GATE"]
@@ -28,7 +34,7 @@ Gates apply to every compressor in the run; run just the one you gate (--compres
 --fail-under NAME=VALUE: NAME is a retention class (constraint, artifact_modified,
 artifact_read, error, identifier, recall, decision, continuation, update, tool_state),
 overall_retention, ratio (compression, x) or judge (0-5); retention values are shares (0.95)
-or percents (95%%). --fail-over NAME=VALUE: stale_as_current or hallucinated (counts summed
+or percents (95%). --fail-over NAME=VALUE: stale_as_current or hallucinated (counts summed
 over the suite).
 
 --json prints the report's JSON (the keys of report.json, without "runs") plus
@@ -188,6 +194,7 @@ def _run(args: argparse.Namespace) -> int:
         write_reports,
     )
 
+    _check_base_url(args.base_url)
     under = parse_gates(args.fail_under)
     over = parse_gates(args.fail_over, ceilings=True)
     suite = load_suite(args.suite)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from compactkit.cli._common import EXIT_OK, _emit_json
@@ -33,8 +34,6 @@ def _register_inspect(subparsers: Any) -> None:
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     try:
         from sqlalchemy import make_url
         from sqlalchemy.exc import ArgumentError
@@ -64,6 +63,8 @@ def _inspect(args: argparse.Namespace) -> int:
         and not Path(database).is_file()
     ):
         raise ConfigError(f"no SQLite database file at {database!r}")  # (connecting creates one)
+    if url.get_backend_name() == "sqlite" and database != ":memory:":
+        _check_sqlite_file(Path(database))
     if args.list:
         infos = list_sql_sessions(url, table_prefix=args.prefix)
         rows = [info.model_dump(mode="json") for info in infos]
@@ -106,6 +107,24 @@ def _inspect(args: argparse.Namespace) -> int:
     else:
         sys.stdout.writelines(lines)
     return EXIT_OK
+
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
+"""The first 16 bytes of every SQLite database file (https://sqlite.org/fileformat.html)."""
+
+
+def _check_sqlite_file(path: Path) -> None:
+    """Refuse a file that is not a SQLite database with one line, before SQLAlchemy tries it."""
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(len(_SQLITE_HEADER))
+    except OSError as exc:
+        raise ConfigError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from exc
+    if header and header != _SQLITE_HEADER:  # (an empty file is a valid, empty database)
+        raise ConfigError(
+            f"{str(path)!r} is not a SQLite database; name the file SQLMemory writes "
+            "(sqlite:///agent.db) or a PostgreSQL URL"
+        )
 
 
 def _print_session_table(rows: list[dict[str, Any]]) -> None:

@@ -22,6 +22,7 @@ from compactkit.cli._common import (
     EXIT_FAILURE,
     EXIT_USAGE,
     Handler,
+    _add_profiles_arg,
     _check_model,
     _emit_json,
     _fail,
@@ -59,7 +60,19 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for register in _COMMANDS:  # in the order `compactkit --help` lists them
         register(subparsers)
+    for command in _leaf_parsers(parser):  # the common flags, on every command
+        _add_profiles_arg(command)
     return parser
+
+
+def _leaf_parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    """The parsers that run a command (``eval run``, not ``eval``)."""
+    groups = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not groups:
+        yield parser
+    for group in groups:
+        for child in dict.fromkeys(group.choices.values()):  # aliases share a parser
+            yield from _leaf_parsers(child)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -74,9 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise
     handler: Handler = args.handler
     try:
-        if getattr(args, "model", None) is not None:
-            _check_model(args.model)
-        with _summary_key():
+        with _profiles_file(getattr(args, "profiles", None)), _summary_key():
+            if getattr(args, "model", None) is not None:
+                _check_model(args.model)
             return handler(args)
     except BrokenPipeError:  # the reader went away (``compactkit models | head``): stop quietly
         _silence_stdout()
@@ -90,6 +103,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RecursionError:  # a backstop: readers refuse deep nesting before it gets here
         message = "the input is nested too deeply to process; flatten the content"
         return _fail(args, message, EXIT_USAGE)
+
+
+@contextlib.contextmanager
+def _profiles_file(path: str | None) -> Iterator[None]:
+    """``--profiles FILE``: the default registry reads ``FILE`` for this command, exactly as it
+    reads ``$COMPACTKIT_PROFILES`` (the variable and the cached registry are restored after)."""
+    if path is None:
+        yield
+        return
+    from compactkit.budget.profiles import PROFILES_ENV, default_registry
+
+    if not Path(path).is_file():
+        raise ConfigError(f"--profiles {path!r}: no such file; name a TOML file of model profiles")
+    before = os.environ.get(PROFILES_ENV)
+    os.environ[PROFILES_ENV] = path
+    default_registry.cache_clear()
+    try:
+        try:
+            default_registry()
+        except ConfigError as exc:
+            raise ConfigError(str(exc).replace(f"{PROFILES_ENV}=", "--profiles ", 1)) from None
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(PROFILES_ENV, None)
+        else:
+            os.environ[PROFILES_ENV] = before
+        default_registry.cache_clear()
 
 
 def summary_key_path() -> Path:

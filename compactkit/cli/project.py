@@ -9,7 +9,9 @@ from typing import Any
 from compactkit.cli._common import (
     EXIT_FAILURE,
     EXIT_OK,
+    _add_model_arg,
     _add_transcript_args,
+    _clamp_budget,
     _conversation_json,
     _emit_json,
     _error,
@@ -31,7 +33,7 @@ def _register_project(subparsers: Any) -> None:
         "(default: the model's usable input budget). Never mutates anything.",
     )
     _add_transcript_args(parser)
-    parser.add_argument("--model", required=True, help="the model the prompt is for")
+    _add_model_arg(parser, "the model the prompt is for")
     parser.add_argument(
         "--budget",
         type=_positive_tokens,
@@ -59,8 +61,9 @@ def _project(args: argparse.Namespace) -> int:
     if role == "assistant":  # a summary may not speak as the model; user-side is the safe side
         role = "user"
     options: dict[str, Any] = {"summary_role": role}
+    clamped = False
     if args.budget is not None:
-        options["budget"] = args.budget
+        options["budget"], clamped = _clamp_budget(args.budget, args.model, "--budget")
     projector = ContextProjector.for_model(args.model, **options)
     try:
         projection = projector.project(snapshot, tools=transcript.tools)
@@ -83,6 +86,7 @@ def _project(args: argparse.Namespace) -> int:
             **conversation,  # "messages", plus "system"/"instructions" where the format has them
             "tokens": projection.tokens,
             "budget": projection.budget,
+            "clamped": clamped,
             "report": {
                 "kept": report.kept,
                 "masked": report.masked,

@@ -236,6 +236,10 @@ class ContextProjector:
             ConfigError: no budget was given, or ``snapshot`` is not a ``MemorySnapshot`` (pass
                 ``memory.snapshot()``, not the memory or ``memory.items``).
         """
+        if budget is not None:  # checked here: the cache-aware path compares it first
+            budget = _tokens(budget, "budget")
+        if instructions is not None and not isinstance(instructions, str):
+            self._instructions(instructions)  # (refuses what is not a list of Messages)
         limit = budget if budget is not None else self.budget
         tools = self._tools(tools)
         if not self.cache_aware or limit is None or limit <= 0:

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from compactkit.errors import FormatError
+from compactkit.errors import ConfigError, FormatError
 
 __all__ = [
     "ITEMS_ADAPTER",
@@ -46,6 +46,26 @@ Role: TypeAlias = Literal["system", "developer", "user", "assistant"]
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def __init__(self, /, **data: Any) -> None:
+        # Built by a caller's hand, a bad field is misuse: a ConfigError naming the field and
+        # value, not pydantic's ValidationError (validating dicts, ITEMS_ADAPTER, is unchanged).
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise ConfigError(_invalid_field(type(self).__name__, exc)) from exc
+
+
+def _invalid_field(owner: str, exc: ValidationError) -> str:
+    """``Message(role='bogus')``: what pydantic refused, as one line saying what to pass."""
+    first = exc.errors()[0]
+    field = ".".join(str(part) for part in first.get("loc", ())) or "?"
+    message = str(first.get("msg", "invalid"))
+    if first.get("type") == "missing":
+        return f"{owner}() needs {field}=...; pass it (see help({owner}))"
+    value = first.get("input")
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{owner}({field}={value!r:.60}) is not valid: {message}{more}; fix the value"
 
 
 class TextPart(_Frozen):
@@ -213,7 +233,12 @@ def load_items(data: Iterable[Any]) -> list[Item]:
             "load_items takes a list of item dicts, got a string; parse it first (json.loads), "
             "or validate JSON text with ITEMS_ADAPTER.validate_json"
         )
-    values = list(data)
+    try:
+        values = list(data)
+    except TypeError:
+        raise FormatError(
+            f"load_items takes a list of item dicts, got {type(data).__name__} {data!r:.40}"
+        ) from None
     try:
         return ITEMS_ADAPTER.validate_python(values)
     except ValidationError as exc:

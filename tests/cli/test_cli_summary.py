@@ -221,5 +221,6 @@ def test_child_process_reaches_the_local_server(server: FakeOpenAI, tmp_path: Pa
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["outcome"] == "compacted"
     messages = json.loads(out_file.read_text())
+    messages = messages["messages"] if isinstance(messages, dict) else messages
     assert any(unseal_summary(m.get("content") or "") is not None for m in messages)
     assert server.headers[-1]["authorization"] == "Bearer sk-child"

@@ -86,14 +86,11 @@ def test_tokens_are_the_whole_request(capsys: pytest.CaptureFixture[str], tmp_pa
     )
     assert code == 0
     assert out["tokens_before"] == count(capsys, EXAMPLE)
-    # Written as a JSON array of messages; the tools of the input are not written, so the count
-    # of the file is the request minus the tool schemas.
+    # Written as a transcript with the input's tools: the count of the file is the request.
     written = json.loads(out_file.read_text())
-    assert written == out["messages"]
-    tools = json.loads(EXAMPLE.read_text())["tools"]
-    with_tools = tmp_path / "with_tools.json"
-    with_tools.write_text(json.dumps({"messages": written, "tools": tools}))
-    assert count(capsys, with_tools) == out["tokens_after"]
+    assert written["messages"] == out["messages"]
+    assert written["tools"] == json.loads(EXAMPLE.read_text())["tools"]
+    assert count(capsys, out_file) == out["tokens_after"]
 
 
 def test_without_json_the_messages_go_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
@@ -101,7 +98,7 @@ def test_without_json_the_messages_go_to_stdout(capsys: pytest.CaptureFixture[st
         capsys, str(EXAMPLE), "--model", "gpt-4o", "--compressor", "window", "--target", "5000"
     )
     assert code == 0
-    assert isinstance(out, list) and out[0]["role"] == "system"
+    assert out["messages"][0]["role"] == "system" and out["tools"]  # the example has tools
 
 
 def test_with_out_and_without_json_stdout_is_empty(
@@ -121,7 +118,7 @@ def test_with_out_and_without_json_stdout_is_empty(
         str(out_file),
     )
     assert code == 0 and out is None
-    assert isinstance(json.loads(out_file.read_text()), list)
+    assert json.loads(out_file.read_text())["messages"][0]["role"] == "system"
 
 
 def test_default_target_comes_from_the_model_profile(capsys: pytest.CaptureFixture[str]) -> None:

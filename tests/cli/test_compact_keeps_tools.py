@@ -1,5 +1,6 @@
 """``compactkit compact`` compacts the history and nothing else: the transcript's tool schemas
-come back in ``--json`` (the written conversation stays the contract's array of messages)."""
+come back in ``--json``, and in the conversation written to ``--out`` or stdout (then a
+``{"messages", "tools"}`` transcript, so that reading it back counts the real request)."""
 
 from __future__ import annotations
 
@@ -78,9 +79,27 @@ def test_tools_survive_compaction(
     assert report["tools"] == TOOLS
     assert report["tokens_after"] < report["tokens_before"]
     written = json.loads(out.read_text())
-    assert isinstance(written, list) and written == report["messages"]
-    # messages + tools as the next request would send them: the count is the compacted request
-    request = tmp_path / "request.json"
-    request.write_text(json.dumps({"messages": written, "tools": report["tools"]}))
-    assert main(["count", str(request), "--model", "gpt-4o", "--json"]) == 0
+    assert written == {"messages": report["messages"], "tools": TOOLS}
+    # the file is the next request as it would be sent: its count is the compacted request
+    assert main(["count", str(out), "--model", "gpt-4o", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["tokens"] == report["tokens_after"]
+
+
+def test_stdout_without_json_keeps_the_tools_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["compact", str(transcript(tmp_path)), "-m", "gpt-4o", "--compressor", "window"]
+    assert main([*argv, "--target", "3000"]) == 0
+    written = json.loads(capsys.readouterr().out)
+    assert written["tools"] == TOOLS and written["messages"][0]["role"] == "system"
+
+
+def test_without_tools_the_written_conversation_is_an_array(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "plain.json"
+    path.write_text(json.dumps([{"role": "user", "content": "hello " * 50}]))
+    out = tmp_path / "out.json"
+    argv = ["compact", str(path), "-m", "gpt-4o", "--compressor", "window", "--out", str(out)]
+    assert main(argv) == 0
+    assert json.loads(out.read_text())[0]["role"] == "user"

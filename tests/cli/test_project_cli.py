@@ -68,7 +68,8 @@ def test_json_output_has_the_contract_keys_and_fits_the_budget(
     code, out, _ = run(capsys, "project", path, "--model", "gpt-4o", "--budget", "3000", "--json")
     assert code == 0
     result = json.loads(out)
-    assert set(result) == {"messages", "tokens", "budget", "report"}
+    assert set(result) == {"messages", "tokens", "budget", "clamped", "report"}
+    assert result["clamped"] is False
     assert set(result["report"]) == {"kept", "masked", "omitted", "notes"}
     assert result["budget"] == 3000 and result["tokens"] <= 3000
     assert result["report"]["masked"] > 0 and result["report"]["omitted"] > 0

@@ -106,3 +106,31 @@ def test_the_tools_refuse_paths_outside_the_root(tmp_path: Path) -> None:
         .function("module_1.py", start_line=2, max_lines=1)
         .startswith("    2  def function_1_0(x):")
     )
+
+
+def test_no_tool_follows_a_link_out_of_the_root(tmp_path: Path) -> None:
+    example = load_example()
+    make_project(tmp_path, 1)
+    (tmp_path / "pkg" / "leak.py").symlink_to(tmp_path / "secret.txt")
+    (tmp_path / "pkg" / "up").symlink_to(tmp_path, target_is_directory=True)
+    tools = {t.name: t for t in example.make_tools(tmp_path / "pkg")}
+    assert tools["search"].function("outside") == "no matches"  # secret.txt holds "outside"
+    assert "module_0.py" in tools["search"].function("Module 0")  # files inside still found
+    for path in ("leak.py", "up/secret.txt"):
+        with pytest.raises(PermissionError):
+            tools["read_file"].function(path)
+    with pytest.raises(PermissionError):
+        tools["list_dir"].function("up")
+
+
+def test_a_catastrophic_pattern_stops_the_search_not_the_agent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    example = load_example()
+    monkeypatch.setattr(example, "SEARCH_SECONDS", 0.1)
+    (tmp_path / "slow.txt").write_text("a" * 40 + "!\n")
+    (search,) = [t for t in example.make_tools(tmp_path) if t.name == "search"]
+    # A backtracking engine takes ~2**40 steps on this line; the regex engine's timeout ends it.
+    assert "search stopped: over 0.1 s" in search.function(r"(a|aa)+$")
+    with pytest.raises(ValueError, match="invalid pattern"):
+        search.function("(unclosed")

@@ -10,6 +10,7 @@ let through (half-open) and its result closes or re-opens the circuit.
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import threading
 import time
@@ -59,10 +60,23 @@ class RetryPolicy:
     async_sleep: Callable[[float], Awaitable[None]] = field(default=asyncio.sleep, repr=False)
 
     def __post_init__(self) -> None:
+        if isinstance(self.attempts, bool) or not isinstance(self.attempts, int):
+            raise ConfigError(f"attempts must be a whole number, got {self.attempts!r}")
         if self.attempts < 1:
             raise ConfigError(f"attempts must be at least 1, got {self.attempts!r}")
-        if min(self.initial_wait, self.max_wait, self.jitter, self.max_retry_after) < 0:
-            raise ConfigError("waits, jitter and max_retry_after must not be negative")
+        for name in ("initial_wait", "multiplier", "max_wait", "jitter", "max_retry_after"):
+            value = getattr(self, name)
+            # NaN passes every `< 0` check and would make every wait NaN: refused by finiteness.
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or value < 0
+            ):
+                raise ConfigError(
+                    f"RetryPolicy({name}={value!r}): must be a finite number of seconds >= 0 "
+                    f"(a factor for multiplier), for example {name}=1.0"
+                )
 
     @classmethod
     def never(cls) -> RetryPolicy:
