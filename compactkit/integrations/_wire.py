@@ -30,6 +30,7 @@ from compactkit.formats import (
 )
 from compactkit.formats._sdk import sdk_format, to_plain
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, Tool
+from compactkit.items.view import same_history, sliceable
 
 __all__ = ["MessageFormat", "Original", "Passthrough", "WireConverter", "detect_format"]
 
@@ -121,6 +122,7 @@ class WireConverter:
         # Runs converted before (masked outputs, the summary), by the ids of their items: the
         # same run recurs every call until the next compaction replaces it.
         self._converted: dict[tuple[int, ...], tuple[tuple[Item, ...], Any, list[Any]]] = {}
+        self._resumes: dict[str, _Resume] = {}  # by slot: the last call to resume from
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -179,18 +181,42 @@ class WireConverter:
     # -- writing ---------------------------------------------------------------------------
 
     def from_items(
-        self, items: Sequence[Item], originals: Mapping[int, Original] | None = None
+        self,
+        items: Sequence[Item],
+        originals: Mapping[int, Original] | None = None,
+        *,
+        skip: int = 0,
+        slot: str = "send",
     ) -> tuple[Any, list[Any]]:
-        """``(system, messages)``: the items in this format.
+        """``(system, messages)``: the items (after the first ``skip``) in this format.
 
         Where a run of items is exactly what one message became (``originals``, by the seq of
         its first item; the very item objects, so nothing was masked or replaced), that message
         goes out as it came in, unconverted; so do placeholders. ``system`` is Anthropic's
         top-level system prompt (``None`` for the other formats).
+
+        A prompt that starts with the previous call's (same ``originals`` mapping, only grown)
+        reuses its messages up to the last message sent as given: O(new items) in Python.
+        ``slot`` names which previous call to resume from (the prompt, the history).
         """
-        originals = originals or {}
-        system: Any = None
-        out: list[Any] = []
+        originals = originals if originals is not None else {}
+        source = sliceable(items)  # read below len(items) only
+        n = len(items)
+        resume = self._resumes.pop(slot, None)  # taken: a failed call leaves none behind
+        if (
+            resume is not None
+            and resume.originals is originals
+            and resume.skip == skip
+            and resume.index <= n
+            and _starts_with(items, resume.items, resume.index)
+        ):
+            start, system, out = resume.index, resume.system, resume.out
+            del out[resume.sent :]  # the previous call's list was copied before it was returned
+            merged_before: list[Any] = resume.merged
+        else:
+            start, system, out, merged_before = skip, None, [], []
+        resumed_at = len(out)
+        mark = (start, len(out), system)
         run: list[Item] = []
 
         def flush() -> None:
@@ -211,21 +237,23 @@ class WireConverter:
             out.extend(messages)
             run.clear()
 
-        items = tuple(items)
-        i, n = 0, len(items)
+        i = start
         get = originals.get
         while i < n:
-            item = items[i]
+            item = source[i]
             original = get(item.seq)  # type: ignore[arg-type]
             if original is not None:
                 stored, message = original
                 end = i + len(stored)
                 # Identity, not equality: a masked or replaced item is a different object and
                 # is converted instead (tuple comparison short-circuits on identity, in C).
-                if item is stored[0] and (end == i + 1 or items[i + 1 : end] == stored[1:]):
+                if item is stored[0] and (
+                    end == i + 1 or (end <= n and tuple(source[i + 1 : end]) == stored[1:])
+                ):
                     flush()
                     out.append(message)
                     i = end
+                    mark = (i, len(out), system)  # nothing after can change what came before
                     continue
             key = passthrough_key(item)
             if key is None:
@@ -233,11 +261,23 @@ class WireConverter:
             else:
                 flush()
                 out.append(self._passed(item, key))
+                mark = (i + 1, len(out), system)
             i += 1
         flush()
+        index, sent, mark_system = mark
+        merged: list[Any] = []
+        result = out
         if self.format == "anthropic":
-            out = _merge_turns(out)
-        return system, out
+            # Turns merge left to right: keep the merge of the messages up to the mark (what
+            # follows may still merge into its last turn) and fold the rest onto a copy.
+            merged = list(merged_before)
+            _fold_turns(merged, out[resumed_at:sent])
+            result = list(merged)
+            _fold_turns(result, out[sent:])
+        else:
+            result = list(out)  # ``out`` is kept for the next call
+        self._resumes[slot] = _Resume(items, skip, index, out, sent, mark_system, originals, merged)
+        return system, result
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -333,10 +373,34 @@ def _call_ids(plain: Any) -> list[str]:
     return [i for i in ids if isinstance(i, str) and i]
 
 
-def _merge_turns(messages: list[Any]) -> list[Any]:
-    """Anthropic turns alternate: a message sent as given next to a converted one of the same
-    role (the summary before the first user message) is merged into one."""
-    out: list[Any] = []
+@dataclass
+class _Resume:
+    """Where the last ``from_items`` may be resumed: its items up to ``index`` went out as
+    ``out[:sent]`` (Anthropic: merged into ``merged``), with ``system`` so far."""
+
+    items: Sequence[Item]
+    skip: int
+    index: int
+    out: list[Any]
+    sent: int
+    system: Any
+    originals: Mapping[int, Original]
+    merged: list[Any]
+
+
+def _starts_with(items: Sequence[Item], seen: Sequence[Item], n: int) -> bool:
+    """Whether the first ``n`` items of ``items`` are those of ``seen`` (the very objects)."""
+    if n == 0 or same_history(items, seen):  # one list grown in place: O(1)
+        return True
+    if items[n - 1] is not seen[n - 1] or items[0] is not seen[0]:
+        return False
+    return tuple(items[:n]) == tuple(seen[:n])  # in C, identity first
+
+
+def _fold_turns(out: list[Any], messages: Iterable[Any]) -> None:
+    """Append ``messages`` to ``out``, merging turns: Anthropic turns alternate, so a message
+    sent as given next to a converted one of the same role (the summary before the first user
+    message) is merged into one (a new dict; the messages are never changed)."""
     for message in messages:
         plain = to_plain(message)
         previous = to_plain(out[-1]) if out else None
@@ -351,7 +415,6 @@ def _merge_turns(messages: list[Any]) -> list[Any]:
             }
         else:
             out.append(message)
-    return out
 
 
 def _blocks(content: Any) -> list[Any]:

@@ -26,6 +26,7 @@ from compactkit.compressors.base import MemoryCompressor
 from compactkit.errors import ConfigError
 from compactkit.governance.policy import CompactPolicy
 from compactkit.governance.projector import ContextProjector, Projection, ProjectionReport
+from compactkit.integrations._seen import SeenList
 from compactkit.integrations._wire import (
     MessageFormat,
     Original,
@@ -82,7 +83,7 @@ class CompactedMessages:
 class _Seen:
     """A message list the memory was brought up to."""
 
-    messages: tuple[Any, ...] = ()
+    messages: SeenList = field(default_factory=SeenList)
     exact: bool = True
     """Whether the memory holds exactly these messages (no compaction folded or changed any
     of them since): then the list itself is the history."""
@@ -240,6 +241,13 @@ class MessageCompactor:
         with self._lock:
             self._reset()
 
+    def _continues(self, messages: Sequence[Any]) -> bool:
+        """Whether ``messages`` continues a list this compactor read: it holds the very last
+        message read (not an equal copy: equal lists of two conversations stay apart) and
+        starts with the others (O(1), ``SeenList``)."""
+        with self._lock:
+            return any(seen.messages.continued_by(messages) for seen in self._seen)
+
     # -- internals -----------------------------------------------------------------------------
 
     def _reset(self) -> None:
@@ -287,15 +295,11 @@ class MessageCompactor:
 
     def _ingest(self, messages: Sequence[Any], events: list[Event]) -> None:
         """Bring the memory up to ``messages``, reading only what it has not seen."""
-        new_start, exact = None, True
-        for seen in self._seen:
-            n = len(seen.messages)
-            if len(messages) >= n and (n == 0 or tuple(messages[:n]) == seen.messages):
-                new_start, exact = n, seen.exact
-                break
-        if new_start is None:
+        known = next((seen for seen in self._seen if seen.messages.starts(messages)), None)
+        if known is None:  # (starts is O(1): see SeenList)
             self._reset()
-            new_start = 0
+            known = _Seen()
+        new_start = len(known.messages)
         fresh = messages[new_start:]
         converter = self._converter_for(fresh)
         passed: list[Passthrough] = []
@@ -311,7 +315,8 @@ class MessageCompactor:
         items = [item for message_items in per_message for item in message_items]
         self._append(items, restart=new_start == 0)
         self._remember(fresh, per_message)
-        self._seen = [_Seen(tuple(messages), exact)]
+        known.messages.extend(fresh)
+        self._seen = [known]
 
     def _append(self, items: list[Item], *, restart: bool) -> None:
         if not items:
@@ -386,10 +391,9 @@ class MessageCompactor:
         self, messages: Sequence[Any], prepared: _Prepared, step: GovernedStep
     ) -> CompactedMessages:
         converter = self._converter
-        items: Sequence[Item] = step.items
-        if converter.format == "responses" and prepared.instructions:
-            items = items[len(prepared.instructions) :]  # sent as the request's instructions
-        system, send = converter.from_items(items, self._originals)
+        # Responses: the instructions go as the request's instructions, not as items.
+        skip = len(prepared.instructions) if converter.format == "responses" else 0
+        system, send = converter.from_items(step.items, self._originals, skip=skip)
         history: list[Any]
         if step.compacted or not self._seen[0].exact:
             snapshot = self._memory.snapshot()
@@ -401,8 +405,8 @@ class MessageCompactor:
                 "user" if converter.format == "anthropic" else self.governor.projector.summary_role
             )
             rendered = snapshot.render_items(summary_role=role)
-            _, history = converter.from_items(rendered, self._originals)
-            self._seen = [_Seen(tuple(messages), exact=False), _Seen(tuple(history))]
+            _, history = converter.from_items(rendered, self._originals, slot="history")
+            self._seen = [_Seen(SeenList(messages), exact=False), _Seen(SeenList(history))]
         else:
             history = messages if isinstance(messages, list) else list(messages)
         projection = step.projection
@@ -434,9 +438,11 @@ def compact_messages(
 ) -> CompactedMessages:
     """Govern one call's messages: what to send (under budget, pairs intact) and what to keep.
 
-    The stateless form of ``MessageCompactor`` (which is faster on a growing list: it reads
-    only the new messages each call). ``options`` are ``MessageCompactor``'s (``compaction``,
-    ``policy``, ``compressor``, ``summary_role``, ``registry``, ``on_event``, …).
+    The stateless form of ``MessageCompactor``: ``options`` are its (``compaction``,
+    ``policy``, ``compressor``, ``summary_role``, ``registry``, ``on_event``, …). Called in a
+    loop, it costs what the stateful form does: the compactors of the most recent
+    conversations (``COMPACTORS_KEPT``) are kept process-wide and one that has read the list
+    up to its last message (or the ``history`` it returned) reads only the new messages.
 
     Example::
 
@@ -444,5 +450,62 @@ def compact_messages(
         reply = client.chat.completions.create(model="gpt-4o", messages=turn.send, tools=tools)
         messages = [*turn.history, reply.choices[0].message]
     """
-    compactor = MessageCompactor(model, format=format, tools=tools, **options)
-    return compactor(messages, instructions=instructions, system=system, usage=usage)
+    compactor = _COMPACTORS.find(messages, model, format, options)
+    return compactor(messages, tools=tools, instructions=instructions, system=system, usage=usage)
+
+
+COMPACTORS_KEPT = 16
+"""How many conversations ``compact_messages`` keeps a compactor for (least recently used
+first out); each holds its conversation's items, as a ``MessageCompactor`` does."""
+
+
+class _Compactors:
+    """The compactors of ``compact_messages``' most recent conversations.
+
+    A conversation is found by its list: among the compactors built with the same options, the
+    one whose last read message the list holds at the same place, the very object, and which
+    starts with the other read messages (``SeenList.starts``: O(1)). Options are
+    matched by value when hashable and plain (a model name, a flag), else by identity (a policy,
+    a callback), and the entry holds them so that their ids stay theirs.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._entries: list[tuple[tuple[Any, ...], MessageCompactor, tuple[Any, ...]]] = []
+
+    def find(
+        self,
+        messages: Sequence[Any],
+        model: str,
+        format: MessageFormat | None,
+        options: dict[str, Any],
+    ) -> MessageCompactor:
+        key = (model, format, *sorted((name, _option_key(v)) for name, v in options.items()))
+        with self._lock:
+            entries = self._entries
+            if messages:
+                for position in range(len(entries) - 1, -1, -1):  # the most recent first
+                    entry = entries[position]
+                    if entry[0] == key and entry[1]._continues(messages):
+                        if position != len(entries) - 1:
+                            entries.append(entries.pop(position))
+                        return entry[1]
+        compactor = MessageCompactor(model, format=format, **options)  # raises on a bad option
+        with self._lock:
+            self._entries.append((key, compactor, tuple(options.values())))
+            del self._entries[: -self._size]
+        return compactor
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+def _option_key(value: Any) -> Any:
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return (type(value).__name__, value)
+    return ("id", id(value))
+
+
+_COMPACTORS = _Compactors(COMPACTORS_KEPT)

@@ -1,0 +1,406 @@
+"""Benchmark: governing a plain message list in a loop, stateless and stateful (issue 35).
+
+A deterministic coding-agent session (bench_projector's: user requests, tool loops with
+parallel calls, small to huge tool outputs, answers), as OpenAI Chat Completions dicts, grows to
+1,000 and 10,000 messages; before every model call the loop governs the whole list and keeps
+``turn.history`` (``messages = [*turn.history, *new]``, as the README's loop does). Measured in
+the same run:
+
+1. **Per call**: the stateless ``compact_messages(messages, model=...)`` and the stateful
+   ``MessageCompactor`` over the whole session, against one raw tokenization pass of the session
+   (every message's text encoded once). Targets: stateless <= 1.5x stateful; each flat (mean of
+   the last tenth of the calls / the first tenth <= 1.2); the whole session <= 3x the raw pass.
+   Times are the thread's CPU time (other processes on a busy machine do not distort them).
+2. **Cold call**: one ``compact_messages`` on a 10,000-message list in a fresh process, against
+   LangChain ``trim_messages`` with its approximate counter, also in a fresh process (the call
+   alone is timed, not the imports or building the list; median over fresh processes).
+   Target: <= 2x.
+3. **Start-up**: ``import compactkit`` over the bare interpreter (target <= 120 ms) and
+   ``compactkit count`` on a small file against a plain tiktoken script doing the same count
+   (target <= 1.5x); wall time of fresh processes, median.
+4. **Memory**: a 50,000-message session governed to the end by ``MessageCompactor`` (the list
+   kept whole, the way a loop that never compacts holds it), against the raw dicts alone
+   (tracemalloc, in a fresh process each). Target <= 1.5x.
+
+Run: ``python evals/benchmarks/bench_plain_lists.py`` (``--tiny`` for CI's smoke run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench_projector import session
+
+from compactkit.budget._encodings import text_counts
+from compactkit.budget.tokens import get_encoding
+from compactkit.items import FunctionCall, FunctionCallOutput, Message
+
+MODEL = "gpt-4o"  # o200k_base, 127k usable input tokens
+clock = time.thread_time
+HERE = Path(__file__).resolve().parent
+
+# -- the session as chat messages -----------------------------------------------------------
+
+
+def chat_session(total: int) -> list[tuple[dict[str, Any], bool]]:
+    """``total`` chat messages, each with whether a model call comes right after it."""
+    out: list[tuple[dict[str, Any], bool]] = []
+    calls: list[dict[str, Any]] = []
+    for item, model_call in session():
+        if isinstance(item, FunctionCall):
+            calls.append(
+                {
+                    "id": item.call_id,
+                    "type": "function",
+                    "function": {"name": item.name, "arguments": item.arguments},
+                }
+            )
+            continue
+        if calls:
+            out.append(({"role": "assistant", "content": None, "tool_calls": calls}, False))
+            calls = []
+        if isinstance(item, FunctionCallOutput):
+            message = {"role": "tool", "tool_call_id": item.call_id, "content": item.output}
+        else:
+            assert isinstance(item, Message)
+            message = {"role": item.role, "content": item.text}
+        out.append((message, model_call))
+        if len(out) >= total:
+            break
+    return out[:total]
+
+
+def _encode(messages: list[dict[str, Any]]) -> None:
+    encode = get_encoding("o200k_base").encode_ordinary
+    for message in messages:
+        if message.get("content"):
+            encode(message["content"])
+        for call in message.get("tool_calls") or ():
+            encode(call["function"]["name"])
+            encode(call["function"]["arguments"])
+
+
+def raw_pass(messages: list[dict[str, Any]]) -> float:
+    """Seconds to encode every message's text once (tiktoken's ``encode_ordinary``)."""
+    start = clock()
+    _encode(messages)
+    return clock() - start
+
+
+def cold() -> None:
+    """As in a new process: no text counted yet (the process-wide counts cleared), and no
+    garbage of an earlier loop left to collect."""
+    text_counts("o200k_base").clear()
+    gc.collect()
+
+
+# -- 1. per call --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Loop:
+    total: float
+    calls: int
+    first: float  # mean seconds per call over the first tenth of the calls
+    last: float  # ... and over the last tenth
+    raw_first: float  # the same means for the raw pass over each call's new messages: the
+    raw_last: float  # growth any exact counter inherits from the workload
+
+    @property
+    def flatness(self) -> float:
+        return self.last / self.first
+
+    @property
+    def raw_flatness(self) -> float:
+        return self.raw_last / self.raw_first
+
+
+def run_loop(
+    pairs: list[tuple[dict[str, Any], bool]], govern: Callable[[list[Any]], list[Any]]
+) -> Loop:
+    """Govern the list before every model call; ``govern`` returns the history to keep."""
+    messages: list[Any] = []
+    new: list[Any] = []
+    times: list[float] = []
+    raw: list[float] = []
+    for message, model_call in pairs:
+        new.append(message)
+        if model_call:
+            messages = [*messages, *new]
+            start = clock()
+            messages = govern(messages)
+            times.append(clock() - start)
+            raw.append(raw_pass(new))
+            new = []
+    tenth = max(1, len(times) // 10)
+    mean = statistics.mean
+    return Loop(
+        sum(times),
+        len(times),
+        mean(times[:tenth]),
+        mean(times[-tenth:]),
+        mean(raw[:tenth]),
+        mean(raw[-tenth:]),
+    )
+
+
+def per_call(sizes: list[int], runs: int) -> list[dict[str, Any]]:
+    from compactkit.integrations import MessageCompactor, compact_messages
+
+    rows = []
+    for size in sizes:
+        pairs = chat_session(size)
+        raw = min(raw_pass([m for m, _ in pairs]) for _ in range(3))
+        for run in range(runs):
+            cold()
+            compactor = MessageCompactor(MODEL)
+            stateful = run_loop(pairs, lambda ms, c=compactor: c(ms).history)
+            # A new conversation for the stateless loop: new dicts, so no compactor it caches
+            # from the stateful loop (or an earlier run) serves it.
+            fresh = [(dict(m), call) for m, call in pairs]
+            cold()
+            stateless = run_loop(fresh, lambda ms: compact_messages(ms, model=MODEL).history)
+            rows.append(
+                {
+                    "messages": size,
+                    "run": run + 1,
+                    "raw_s": raw,
+                    "stateful_s": stateful.total,
+                    "stateless_s": stateless.total,
+                    "calls": stateful.calls,
+                    "stateless_x_stateful": stateless.total / stateful.total,
+                    "stateful_x_raw": stateful.total / raw,
+                    "stateless_x_raw": stateless.total / raw,
+                    "stateful_flatness": stateful.flatness,
+                    "stateless_flatness": stateless.flatness,
+                    "raw_flatness": stateful.raw_flatness,
+                }
+            )
+    return rows
+
+
+# -- 2. the cold call ---------------------------------------------------------------------------
+
+_COLD = """
+import json, sys, time
+sys.path.insert(0, {here!r})
+from bench_plain_lists import chat_session
+messages = [m for m, _ in chat_session({size})]
+kind = {kind!r}
+if kind == "compactkit":
+    from compactkit.integrations import compact_messages
+    start = time.perf_counter()
+    compact_messages(messages, model={model!r}, compaction=False)
+else:
+    from langchain_core.messages import convert_to_messages
+    from langchain_core.messages.utils import count_tokens_approximately, trim_messages
+    from compactkit import budget_for
+    budget = budget_for({model!r}).usable_input
+    lc = convert_to_messages(messages)
+    start = time.perf_counter()
+    trim_messages(lc, max_tokens=budget, token_counter=count_tokens_approximately,
+                  strategy="last", include_system=True, start_on="human")
+print(json.dumps(time.perf_counter() - start))
+"""
+
+
+def fresh_process(code: str) -> Any:
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=_env()
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    root = str(HERE.parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    return env
+
+
+def cold_call(size: int, runs: int) -> dict[str, Any]:
+    times: dict[str, list[float]] = {"compactkit": [], "trim_messages": []}
+    for _ in range(runs):
+        for kind in times:  # interleaved, so that a busy moment hits both
+            code = _COLD.format(here=str(HERE), size=size, kind=kind, model=MODEL)
+            times[kind].append(fresh_process(code))
+    ck, lc = statistics.median(times["compactkit"]), statistics.median(times["trim_messages"])
+    return {"messages": size, "compactkit_s": ck, "trim_messages_s": lc, "ratio": ck / lc}
+
+
+# -- 3. start-up --------------------------------------------------------------------------------
+
+_TIKTOKEN_COUNT = """
+import json, sys, tiktoken
+from compactkit.budget._encodings import load_encoding
+encoding = load_encoding("o200k_base")
+messages = json.load(open(sys.argv[1]))
+total = 3
+for message in messages:
+    total += 3 + len(encoding.encode(message["content"] or ""))
+print(total)
+"""
+
+
+def wall(argv: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, capture_output=True, env=_env())
+    return time.perf_counter() - start
+
+
+def start_up(runs: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder, "small.json")
+        path.write_text(json.dumps([m for m, _ in chat_session(40)]))
+        script = Path(folder, "count.py")
+        script.write_text(_TIKTOKEN_COUNT)
+        cli = [sys.executable, "-m", "compactkit", "count", str(path), "--model", MODEL]
+        bare, imported, counted, plain = [], [], [], []
+        wall(cli)  # the first run may write the verified rank file cache
+        for _ in range(runs):
+            bare.append(wall([sys.executable, "-c", "pass"]))
+            imported.append(wall([sys.executable, "-c", "import compactkit"]))
+            counted.append(wall(cli))
+            plain.append(wall([sys.executable, str(script), str(path)]))
+    b, i = statistics.median(bare), statistics.median(imported)
+    c, p = statistics.median(counted), statistics.median(plain)
+    return {
+        "bare_s": b,
+        "import_s": i,
+        "import_over_bare_ms": (i - b) * 1e3,
+        "count_s": c,
+        "tiktoken_script_s": p,
+        "count_ratio": c / p,
+    }
+
+
+# -- 4. memory ----------------------------------------------------------------------------------
+
+_MEMORY = """
+import gc, json, sys, tracemalloc
+sys.path.insert(0, {here!r})
+from bench_plain_lists import chat_session
+pairs = chat_session({size})
+import compactkit.integrations  # loaded before tracing: modules are not the session's memory
+from compactkit.integrations import MessageCompactor
+from compactkit.budget._encodings import text_counts
+from compactkit.budget.tokens import get_encoding
+get_encoding("o200k_base")
+gc.collect()
+tracemalloc.start()
+raw = [json.loads(json.dumps(m)) for m, _ in pairs]  # the dicts as a loop holds them
+gc.collect()
+raw_bytes = tracemalloc.get_traced_memory()[0]
+raw_objects = len(gc.get_objects())
+if {kind!r} == "compactkit":
+    compactor = MessageCompactor({model!r}, compaction=False)
+    messages = []
+    for message, (_, call) in zip(raw, pairs):
+        messages.append(message)
+        if call:
+            compactor(messages)
+    del messages
+gc.collect()
+print(json.dumps([raw_bytes, tracemalloc.get_traced_memory()[0], len(gc.get_objects())]))
+"""
+
+
+def memory(size: int) -> dict[str, Any]:
+    code = _MEMORY.format(here=str(HERE), size=size, kind="compactkit", model=MODEL)
+    raw_bytes, total_bytes, objects = fresh_process(code)
+    raw_only = fresh_process(_MEMORY.format(here=str(HERE), size=size, kind="raw", model=MODEL))
+    return {
+        "messages": size,
+        "raw_mib": raw_bytes / 2**20,
+        "governed_mib": total_bytes / 2**20,
+        "ratio": total_bytes / raw_bytes,
+        "gc_objects": objects,
+        "raw_gc_objects": raw_only[2],
+    }
+
+
+# -- report -------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--tiny", action="store_true", help="CI smoke run (a few seconds)")
+    parser.add_argument("--runs", type=int, default=None, help="repetitions (default 3)")
+    parser.add_argument("--only", choices=["per-call", "cold", "startup", "memory"], default=None)
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = parser.parse_args()
+    runs = args.runs or (1 if args.tiny else 3)
+    results: dict[str, Any] = {}
+    if args.only in (None, "per-call"):
+        results["per_call"] = per_call([300] if args.tiny else [1_000, 10_000], runs)
+    if args.only in (None, "cold"):
+        results["cold"] = cold_call(1_000 if args.tiny else 10_000, runs)
+    if args.only in (None, "startup"):
+        results["startup"] = start_up(runs if args.tiny else 5 * runs)
+    if args.only in (None, "memory"):
+        results["memory"] = memory(1_000 if args.tiny else 50_000)
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    report(results)
+
+
+def report(results: dict[str, Any]) -> None:
+    if "per_call" in results:
+        print(f"1. per call, {MODEL}, whole session governed before every model call")
+        print(
+            f"{'messages':>8} {'run':>3} {'calls':>6} {'raw s':>7} {'stateful s':>10} "
+            f"{'stateless s':>11} {'less/ful':>8} {'ful/raw':>7} {'less/raw':>8} "
+            f"{'ful l/f':>7} {'less l/f':>8} {'raw l/f':>7}"
+        )
+        for r in results["per_call"]:
+            print(
+                f"{r['messages']:>8,} {r['run']:>3} {r['calls']:>6,} {r['raw_s']:>7.3f} "
+                f"{r['stateful_s']:>10.3f} {r['stateless_s']:>11.3f} "
+                f"{r['stateless_x_stateful']:>8.2f} {r['stateful_x_raw']:>7.2f} "
+                f"{r['stateless_x_raw']:>8.2f} {r['stateful_flatness']:>7.2f} "
+                f"{r['stateless_flatness']:>8.2f} {r['raw_flatness']:>7.2f}"
+            )
+        print(
+            "   targets: less/ful <= 1.5, l/f (mean of the last tenth of the calls / the first"
+            " tenth) <= 1.2 (raw l/f: the raw pass's own, over each call's new messages),"
+            " x raw <= 3"
+        )
+    if "cold" in results:
+        c = results["cold"]
+        print(
+            f"2. cold call, fresh process, {c['messages']:,} messages: compact_messages "
+            f"{c['compactkit_s'] * 1e3:.1f} ms, trim_messages (approximate counter) "
+            f"{c['trim_messages_s'] * 1e3:.1f} ms: {c['ratio']:.2f}x (target <= 2)"
+        )
+    if "startup" in results:
+        s = results["startup"]
+        print(
+            f"3. start-up: import compactkit {s['import_over_bare_ms']:.0f} ms over the bare "
+            f"interpreter (target <= 120); compactkit count {s['count_s'] * 1e3:.0f} ms vs a "
+            f"tiktoken script {s['tiktoken_script_s'] * 1e3:.0f} ms: {s['count_ratio']:.2f}x "
+            "(target <= 1.5)"
+        )
+    if "memory" in results:
+        m = results["memory"]
+        print(
+            f"4. memory, {m['messages']:,} messages governed to the end: {m['governed_mib']:.1f}"
+            f" MiB vs {m['raw_mib']:.1f} MiB of raw dicts: {m['ratio']:.2f}x (target <= 1.5); "
+            f"gc objects {m['gc_objects']:,} vs {m['raw_gc_objects']:,}"
+        )
+
+
+if __name__ == "__main__":
+    main()
