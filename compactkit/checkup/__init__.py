@@ -30,6 +30,7 @@ from compactkit.checkup._checks import (
     refs,
 )
 from compactkit.checkup._sources import StoredSession, read_sessions
+from compactkit.checkup.timeline import timeline_html
 
 __all__ = [
     "Check",
@@ -38,7 +39,9 @@ __all__ = [
     "StoredSession",
     "diagnose",
     "doctor",
+    "read_sessions",
     "refs",
+    "timeline_html",
 ]
 
 

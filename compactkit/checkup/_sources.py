@@ -10,12 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compactkit.errors import ConfigError, SessionNotFoundError
 from compactkit.items import Item
 from compactkit.sessions.file import FileSessionStore
 from compactkit.sessions.store import SessionStore
+
+if TYPE_CHECKING:
+    from compactkit.sql.records import CompactionRecord
 
 __all__ = ["StoredSession", "read_sessions"]
 
@@ -40,7 +43,7 @@ class StoredSession:
     summary: str
     active: tuple[Item, ...]
     history: tuple[Item, ...] = ()
-    compactions: tuple[Any, ...] = ()
+    compactions: tuple[CompactionRecord, ...] = ()
     rendered: tuple[Item, ...] | None = None
     source: str = ""
     saved_turns: int | None = field(default=None)

@@ -29,11 +29,22 @@ def _register_inspect(subparsers: Any) -> None:
         "--prefix", default="compactkit_", help="table name prefix (default: compactkit_)"
     )
     parser.add_argument("--json", action="store_true", help="print a JSON object")
+    parser.add_argument(
+        "--html",
+        metavar="FILE",
+        help="write the session's timeline page (tokens per item, compactions, summary, "
+        "doctor's findings) as a self-contained HTML file; URL may also be a store directory",
+    )
+    parser.add_argument(
+        "--model", "-m", help="with --html: count with this model and draw its budget and trigger"
+    )
     _add_quiet_arg(parser)
     parser.set_defaults(handler=_inspect)
 
 
 def _inspect(args: argparse.Namespace) -> int:
+    if args.html is not None:
+        return _write_timeline(args)
     try:
         from sqlalchemy import make_url
         from sqlalchemy.exc import ArgumentError
@@ -125,6 +136,23 @@ def _check_sqlite_file(path: Path) -> None:
             f"{str(path)!r} is not a SQLite database; name the file SQLMemory writes "
             "(sqlite:///agent.db) or a PostgreSQL URL"
         )
+
+
+def _write_timeline(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from compactkit.checkup import diagnose, read_sessions
+    from compactkit.checkup.timeline import timeline_html
+
+    if args.session_id is None:
+        raise ConfigError("--html draws one session: give its SESSION_ID")
+    (session,) = read_sessions(args.url, args.session_id, table_prefix=args.prefix)
+    (diagnosis,) = diagnose([session]).sessions
+    page = timeline_html(session, diagnosis.checks, model=args.model)
+    Path(args.html).write_text(page, encoding="utf-8")
+    if args.json:
+        _emit_json({"html": str(args.html), "healthy": diagnosis.healthy})
+    return EXIT_OK
 
 
 def _print_session_table(rows: list[dict[str, Any]]) -> None:

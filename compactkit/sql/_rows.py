@@ -164,9 +164,16 @@ def _json(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+SUMMARY_AFTER_KEY = "compactkit.summary_after"
+"""Where a compaction row keeps the summary it left (read back as ``summary_after``)."""
+
+
 def _compaction_values(session_id: str, result: CompactResult, now: datetime) -> dict[str, Any]:
     stats = result.stats
     details = stats.details
+    if result.outcome in ("compacted", "fallback"):  # the summary each compaction left, so a
+        # timeline can show how the summary changed (docs/doctor.md)
+        details = {**details, SUMMARY_AFTER_KEY: result.snapshot.summary}
 
     def text(key: str) -> str | None:
         value = details.get(key)

@@ -15,7 +15,7 @@ from compactkit.sql._engine import (
     connect,
     read_transaction,
 )
-from compactkit.sql._rows import _ACTIVE, _ARCHIVED, _utc
+from compactkit.sql._rows import _ACTIVE, _ARCHIVED, SUMMARY_AFTER_KEY, _utc
 from compactkit.sql._schema import Tables, tables
 
 __all__ = ["CompactionRecord", "SQLSessionInfo", "list_sql_sessions"]
@@ -60,6 +60,9 @@ class CompactionRecord(BaseModel):
     """The compressor's ``CompactStats.details``."""
     undone_at: datetime | None
     """When ``undo_last_compaction`` reverted it; ``None`` while it stands."""
+    summary_after: str | None = None
+    """The summary this compaction left (``None`` for failed ones and for records written
+    before compactkit kept it)."""
 
 
 class SQLSessionInfo(BaseModel):
@@ -100,6 +103,8 @@ def list_sql_sessions(
 
 
 def _record(row: Any) -> CompactionRecord:
+    details = json.loads(row["details"]) if row["details"] else {}
+    summary_after = details.pop(SUMMARY_AFTER_KEY, None)
     return CompactionRecord(
         id=row["id"],
         session_id=row["session_id"],
@@ -116,8 +121,9 @@ def _record(row: Any) -> CompactionRecord:
         items_after=row["items_after"],
         tokens_before=row["tokens_before"],
         tokens_after=row["tokens_after"],
-        details=json.loads(row["details"]) if row["details"] else {},
+        details=details,
         undone_at=None if row["undone_at"] is None else _utc(row["undone_at"]),
+        summary_after=summary_after if isinstance(summary_after, str) else None,
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from png_support import pixels
 from sqlalchemy import create_engine, text
 
 from compactkit import DigestCompressor, InMemoryMemory, WindowedCompressor
@@ -28,7 +30,7 @@ POSTGRES_URL = os.environ.get("COMPACTKIT_TEST_POSTGRES_URL")
 RULE = "Never push to main without review."
 
 
-def _call(memory: Any, n: int, path: str) -> None:
+def _call(memory: Any, n: int, path: str, size: int = 40) -> None:
     call_id = f"call_{uuid.uuid4().hex[:20]}"
     memory.add_output_items(
         [
@@ -48,14 +50,14 @@ def _call(memory: Any, n: int, path: str) -> None:
             }
         ]
     )
-    memory.add_tool_output(call_id, f"wrote {path} (step {n}) " + "ok " * 40)
+    memory.add_tool_output(call_id, f"wrote {path} (step {n}) " + "ok " * size)
 
 
-def conversation(memory: Any, steps: int = 6) -> None:
+def conversation(memory: Any, steps: int = 6, size: int = 40) -> None:
     """A coding task with a rule, file writes, and a newer request at the end."""
     memory.add_user_input(f"Fix the failing import in app.py. {RULE}")
     for n in range(steps):
-        _call(memory, n, f"src/module_{n}.py")
+        _call(memory, n, f"src/module_{n}.py", size)
     memory.add_user_input("Now run the tests.")
 
 
@@ -395,3 +397,84 @@ def test_bad_input_is_one_line_and_exit_2(
     assert main(["doctor", *args]) == 2
     err = capsys.readouterr().err
     assert says in err and err.count("\n") == 1
+
+
+# --- the timeline page ------------------------------------------------------------------------
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _timeline_session(url: str) -> None:
+    memory = SQLMemory(url, "t1")
+    for round_ in range(3):
+        conversation(memory, steps=4, size=700)  # rounds of ~3k tokens: gpt-4's range
+        digest_compaction(memory)
+        memory.add_user_input(f"Round {round_} done; keep going.")
+    custom_compaction(memory, "## Goal\n- Fix app.py.\n", tokens=(2_000, 300))
+
+
+def test_the_timeline_page_marks_each_compaction_and_pins_findings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path}/agent.db"
+    _timeline_session(url)
+    page = tmp_path / "t1.html"
+    assert main(["inspect", url, "t1", "--html", str(page), "--model", "gpt-4"]) == 0
+    text = page.read_text(encoding="utf-8")
+    records = SQLMemory(url, "t1").compactions()
+    assert len(records) == 4
+    for record in records:  # every compaction is on the page, with its span and strategy
+        assert f"Compaction #{record.id}: {record.strategy}" in text
+        assert f"#{record.first_seq}-{record.last_seq}" in text
+    assert ">budget " in text and ">trigger " in text  # the model's lines are drawn
+    assert "doctor found" in text and "facts" in text  # the lossy last summary is pinned
+    assert "<script" not in text and "http://" not in text.replace('xmlns="http://', "")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium)")
+def test_the_timeline_page_renders_in_a_browser(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/agent.db"
+    _timeline_session(url)
+    page = tmp_path / "t1.html"
+    assert main(["inspect", url, "t1", "--html", str(page), "--model", "gpt-4"]) == 0
+    shot = tmp_path / "t1.png"
+    subprocess.run(
+        [
+            str(CHROMIUM),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--screenshot={shot}",
+            "--window-size=1000,900",
+            page.as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    width, height, rows = pixels(shot.read_bytes())
+    assert (width, height) == (1000, 900)
+    channels = len(rows[0]) // width
+    seen = dict.fromkeys((b"\x1f\x77\xb4", b"\x2c\xa0\x2c", b"\xd6\x27\x28"), 0)
+    for row in rows:
+        for x in range(0, len(row), channels):
+            pixel = row[x : x + 3]
+            if pixel in seen:
+                seen[pixel] += 1
+    # The context curve (blue), the compaction markers (green) and the budget line (red).
+    assert all(n > 100 for n in seen.values()), seen
+
+
+def test_the_timeline_shows_how_each_compaction_changed_the_summary(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/agent.db"
+    _timeline_session(url)
+    page = tmp_path / "t1.html"
+    assert main(["inspect", url, "t1", "--html", str(page)]) == 0
+    text = page.read_text(encoding="utf-8")
+    records = sorted(SQLMemory(url, "t1").compactions(), key=lambda r: r.id)
+    assert all(r.summary_after is not None for r in records)  # each one's summary is kept
+    assert records[-1].summary_after == SQLMemory(url, "t1").summary
+    # the first digest adds the rule; the lossy last compaction is shown dropping it
+    assert f"<li class=added>+ {RULE}</li>" in text
+    assert f"<li class=removed>- {RULE}</li>" in text
