@@ -18,7 +18,8 @@ untouched, with a ``PassthroughEvent``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+import inspect
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from compactkit.integrations._extras import require
@@ -27,12 +28,19 @@ require("agents", extra="openai-agents", integration="compactkit.integrations.op
 
 from agents import Agent, FunctionTool, ModelResponse, RunContextWrapper, RunHooks  # noqa: E402
 from agents.memory import Session, SessionSettings  # noqa: E402
+from agents.memory.session_settings import coerce_session_settings  # noqa: E402
 from agents.run_config import CallModelData, ModelInputData  # noqa: E402
 
 from compactkit.budget.profiles import ProfileRegistry  # noqa: E402
 from compactkit.compressors.base import MemoryCompressor  # noqa: E402
 from compactkit.errors import ConfigError  # noqa: E402
 from compactkit.governance.policy import CompactPolicy  # noqa: E402
+from compactkit.integrations._responses_history import (  # noqa: E402
+    WireRestorer,
+    keep_wire,
+    latest_items,
+    require_json,
+)
 from compactkit.integrations._wire import Passthrough, WireConverter  # noqa: E402
 from compactkit.integrations.messages import CompactedMessages, MessageCompactor  # noqa: E402
 from compactkit.items import Item, Tool  # noqa: E402
@@ -199,8 +207,12 @@ class CompactkitSession:
             a compactkit ``AgentMemory`` (``SQLMemory``, ``InMemoryMemory``).
         model: The model the agent calls.
         session_id: The session's id (default: the store's ``session_id``).
-        session_settings: The SDK's ``SessionSettings`` (``limit``: the latest N items, cut
-            only where no call is separated from its output).
+        session_settings: The SDK's ``SessionSettings``, or a dict of its fields (``limit``:
+            the latest N items); default: the store's, else ``SessionSettings()``.
+        limit_keeps_groups: ``False`` (default, the SDK's contract): ``get_items(limit=N)``
+            returns at most N items, the summary counted, and the ``Runner`` drops an output
+            whose call was cut. ``True``: the summary plus the latest N items, the cut moved
+            back so no output comes without its call (more than N may come back).
         governor: A ready ``Governor``; the options below must not be given with it.
         registry: Where to look the model up.
         compaction: ``False``: only project (drop old turns, mask bulky outputs), never
@@ -213,9 +225,15 @@ class CompactkitSession:
     With an SDK session the summary is held in the process (a new process compacts the full
     history again on its first read; the default ladder does so without an LLM); with a
     compactkit memory it is stored there, beside every original item (``memory.history()``).
+    Every history method takes the ``wrapper=`` the ``Runner`` passes to sessions that accept
+    it, and hands it on to a wrapped SDK session that accepts it too.
+
+    Raises:
+        TypeError: ``session_settings`` names a field ``SessionSettings`` does not have (as
+            the SDK's sessions do).
     """
 
-    session_settings: SessionSettings | None
+    session_settings: SessionSettings
 
     def __init__(
         self,
@@ -223,7 +241,7 @@ class CompactkitSession:
         *,
         model: str,
         session_id: str | None = None,
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | Mapping[str, Any] | None = None,
         governor: Governor | None = None,
         registry: ProfileRegistry | None = None,
         compaction: bool = True,
@@ -231,6 +249,7 @@ class CompactkitSession:
         compressor: MemoryCompressor | None = None,
         summary_role: SummaryRole | None = None,
         on_event: Callable[[Event], None] | None = None,
+        limit_keeps_groups: bool = False,
     ) -> None:
         if isinstance(store, AgentMemory):
             self._memory: AgentMemory | None = store
@@ -248,7 +267,16 @@ class CompactkitSession:
                 f"a session needs an id: pass session_id= (the store has none: {given_id!r})"
             )
         self.session_id: str = given_id
-        self.session_settings = session_settings or getattr(store, "session_settings", None)
+        settings = session_settings
+        if settings is None:
+            settings = getattr(store, "session_settings", None)
+        if settings is None:
+            self.session_settings = SessionSettings()
+        else:  # a dict as the SDK takes it; unknown fields are its TypeError
+            plain = dict(settings) if isinstance(settings, Mapping) else settings
+            self.session_settings = coerce_session_settings(plain)
+        self.limit_keeps_groups = bool(limit_keeps_groups)
+        self._closed = False
         self.model = model
         self.on_event = on_event
         self.governor = _governor(
@@ -265,6 +293,7 @@ class CompactkitSession:
             model, format="responses", governor=self.governor, on_event=on_event
         )
         self._converter = WireConverter("responses")
+        self._originals = WireRestorer()
         self.last: CompactedMessages | None = None
         """The result of the latest ``get_items`` on an SDK session (tokens, report, events)."""
 
@@ -279,43 +308,87 @@ class CompactkitSession:
         """A ``call_model_input_filter`` for this session's model, sharing its governor."""
         return CompactkitInputFilter(self.model, governor=self.governor, on_event=self.on_event)
 
-    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+    async def get_items(
+        self, limit: int | None = None, *, wrapper: RunContextWrapper[Any] | None = None
+    ) -> list[TResponseInputItem]:
         """The summary (when there is one) and the kept items, oldest first; compacts first
-        when the policy fires. ``limit`` keeps the latest N items (more when the cut would
-        separate a call from its output), after the summary."""
+        when the policy fires. ``limit`` (default: ``session_settings.limit``) keeps the latest
+        N items (see ``limit_keeps_groups``)."""
         if self._memory is not None:
+            self._check_open()
             items = await asyncio.to_thread(self._memory_items)
         else:
             assert self._store is not None
-            stored = await self._store.get_items()
+            stored = await _call(self._store.get_items, wrapper)
             turn = await self._compactor.acall(stored)
             self.last = turn
             items = turn.history
-        return _latest(items, _limit(limit, self.session_settings))
+        return latest_items(
+            items,
+            _limit(limit, self.session_settings),
+            keep_groups=self.limit_keeps_groups,
+            is_summary=self._is_summary,
+        )
 
-    async def add_items(self, items: list[TResponseInputItem]) -> None:
-        """Store new items (the full history keeps every one)."""
+    async def add_items(
+        self, items: list[TResponseInputItem], *, wrapper: RunContextWrapper[Any] | None = None
+    ) -> None:
+        """Store new items (the full history keeps every one).
+
+        Raises:
+            TypeError: an item is not JSON (nothing of the call is stored).
+        """
         if self._memory is not None:
+            self._check_open()
+            require_json(items)
             await asyncio.to_thread(self._memory_add, list(items))
         else:
             assert self._store is not None
-            await self._store.add_items(items)
+            await _call(self._store.add_items, wrapper, items)
 
-    async def pop_item(self) -> TResponseInputItem | None:
+    async def pop_item(
+        self, *, wrapper: RunContextWrapper[Any] | None = None
+    ) -> TResponseInputItem | None:
         """Remove and return the latest item."""
         if self._memory is None:
             assert self._store is not None
-            return await self._store.pop_item()
+            return await _call(self._store.pop_item, wrapper)  # type: ignore[no-any-return]
+        self._check_open()
         return await asyncio.to_thread(self._memory_pop)
 
-    async def clear_session(self) -> None:
+    async def clear_session(self, *, wrapper: RunContextWrapper[Any] | None = None) -> None:
         """Forget the whole history (and the summary)."""
         if self._memory is not None:
+            self._check_open()
             await asyncio.to_thread(self._memory.clear)
         else:
             assert self._store is not None
-            await self._store.clear_session()
+            await _call(self._store.clear_session, wrapper)
         self._compactor.reset()
+
+    def close(self) -> None:
+        """Close the wrapped store when it can be closed (``SQLiteSession.close``, an
+        ``SQLMemory``'s connections); the session is unusable afterwards. Idempotent."""
+        self._closed = True
+        close = getattr(self.store, "close", None)
+        if callable(close):
+            close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"CompactkitSession {self.session_id!r} is closed")
+
+    @staticmethod
+    def _read_one(raw: Any) -> Item | None:
+        found: list[Passthrough] = []
+        items = WireConverter("responses").to_items(raw, 0, found.append)
+        return items[0] if len(items) == 1 and not found else None
+
+    def _is_summary(self, item: Any) -> bool:
+        found: list[Passthrough] = []
+        converter = WireConverter("responses")  # a probe: the session's own keeps call state
+        items = converter.to_items(item, 0, found.append) if isinstance(item, dict) else []
+        return len(items) == 1 and is_summary_message(items[0])
 
     # -- a compactkit memory as the store --------------------------------------------------
 
@@ -325,15 +398,16 @@ class CompactkitSession:
         self.governor.step(memory)  # compacts (and stores the result) when due
         snapshot = memory.snapshot()
         role = self.governor.projector.summary_role
-        _, items = self._converter.from_items(snapshot.render_items(summary_role=role))
-        return items
+        rendered = snapshot.render_items(summary_role=role)
+        _, items = self._converter.from_items(rendered)
+        return self._originals.restore(rendered, items, self._read_one)
 
     def _memory_add(self, items: list[Any]) -> None:
         memory = self._memory
         assert memory is not None
         converted: list[Item] = []
         for index, item in enumerate(items):
-            converted.extend(self._converter.to_items(item, index, self._warn))
+            converted.extend(keep_wire(item, self._converter.to_items(item, index, self._warn)))
         if converted:
             memory.add_output_items(converted)
 
@@ -349,6 +423,7 @@ class CompactkitSession:
             MemorySnapshot(summary=snapshot.summary, items=snapshot.items[:-1]), history=history
         )
         _, popped = self._converter.from_items([last])
+        popped = self._originals.restore([last], popped, self._read_one)
         return popped[0] if popped else None
 
     def _warn(self, passthrough: Passthrough) -> None:
@@ -368,49 +443,20 @@ def _limit(limit: int | None, settings: SessionSettings | None) -> int | None:
     return limit
 
 
-def _latest(items: Sequence[Any], limit: int | None) -> list[Any]:
-    """The summary message (if any) and the latest ``limit`` items, the cut moved back so
-    that no output is kept without its call (nor reasoning without what follows it)."""
-    if limit is None or limit >= len(items):
-        return list(items)
-    converter = WireConverter("responses")
-    lead = [item for item in items[:1] if _is_summary(converter, item)]
-    body = list(items[len(lead) :])
-    cut = max(0, len(body) - limit)
-    calls = {_call_id(item): index for index, item in enumerate(body) if _is_call(item)}
-    moved = True
-    while moved and cut > 0:
-        moved = False
-        for item in body[cut:]:
-            if _is_output(item) and calls.get(_call_id(item), cut) < cut:
-                cut = calls[_call_id(item)]
-                moved = True
-        while cut > 0 and _kind(body[cut - 1]) == "reasoning":
-            cut -= 1
-    return [*lead, *body[cut:]]
+async def _call(method: Callable[..., Any], wrapper: object, *args: Any) -> Any:
+    """Call a wrapped SDK session's method, with ``wrapper=`` only when it takes one (the
+    ``Runner``'s own rule, so a session written before ``wrapper`` existed still works)."""
+    if wrapper is not None and _accepts_wrapper(method):
+        return await method(*args, wrapper=wrapper)
+    return await method(*args)
 
 
-def _kind(item: Any) -> str | None:
-    kind = item.get("type") if isinstance(item, dict) else None
-    return kind if isinstance(kind, str) else None
-
-
-def _call_id(item: Any) -> str | None:
-    value = item.get("call_id") if isinstance(item, dict) else None
-    return value if isinstance(value, str) else None
-
-
-def _is_call(item: Any) -> bool:
-    kind = _kind(item)
-    return kind is not None and kind.endswith("_call") and _call_id(item) is not None
-
-
-def _is_output(item: Any) -> bool:
-    kind = _kind(item)
-    return kind is not None and kind.endswith("_call_output")
-
-
-def _is_summary(converter: WireConverter, item: Any) -> bool:
-    found: list[Passthrough] = []
-    items = converter.to_items(item, 0, found.append)
-    return len(items) == 1 and is_summary_message(items[0])
+def _accepts_wrapper(method: Callable[..., Any]) -> bool:
+    try:
+        parameters = inspect.signature(method).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(
+        p.name == "wrapper" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        for p in parameters
+    )

@@ -160,7 +160,9 @@ def test_a_compactkit_memory_as_the_store_keeps_summary_and_originals() -> None:
         config = RunConfig(call_model_input_filter=session.input_filter())
         for run in range(4):
             model.extend(tool_loop(6, run))
-            await Runner.run(agent(model), f"task {run}", session=session, run_config=config)
+            result = await Runner.run(
+                agent(model), f"task {run}", session=session, run_config=config
+            )
         check_calls(model)
         history = memory.history()  # every original item, folded ones included
         assert sum(isinstance(i, FunctionCallOutput) for i in history) == 24
@@ -173,19 +175,17 @@ def test_a_compactkit_memory_as_the_store_keeps_summary_and_originals() -> None:
         }
         assert calls == outputs
         popped = await session.pop_item()
-        assert popped is not None and popped.get("content") == [
-            {"type": "output_text", "text": "fixed 3", "annotations": []}
-        ]
+        assert popped == result.to_input_list()[-1]  # exactly the item the run stored
         await session.clear_session()
         assert await session.get_items() == []
 
     asyncio.run(scenario())
 
 
-def test_limit_never_starts_with_an_output_without_its_call() -> None:
+def test_limit_keeping_groups_never_starts_with_an_output_without_its_call() -> None:
     async def scenario() -> None:
         store = SQLiteSession("limit")
-        session = CompactkitSession(store, model=MODEL, compaction=False)
+        session = CompactkitSession(store, model=MODEL, compaction=False, limit_keeps_groups=True)
         model = ScriptedModel(tool_loop(3))
         await Runner.run(agent(model), "go", session=session)
         everything = await session.get_items()
@@ -193,6 +193,19 @@ def test_limit_never_starts_with_an_output_without_its_call() -> None:
             tail = await session.get_items(limit=limit)
             assert len(tail) >= limit
             validate_responses(tail, mode="raise")
+
+    asyncio.run(scenario())
+
+
+def test_limit_by_default_returns_exactly_the_latest_n_as_the_sdk_does() -> None:
+    async def scenario() -> None:
+        store = SQLiteSession("limit-exact")
+        session = CompactkitSession(store, model=MODEL, compaction=False)
+        model = ScriptedModel(tool_loop(3))
+        await Runner.run(agent(model), "go", session=session)
+        everything = await session.get_items()
+        for limit in range(len(everything) + 1):
+            assert await session.get_items(limit=limit) == everything[len(everything) - limit :]
 
     asyncio.run(scenario())
 
