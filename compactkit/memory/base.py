@@ -5,8 +5,8 @@ A memory holds the facts of one session: a running ``summary`` and the active it
 three writes into items (through the shared rules) and runs write-path compaction, so a backend
 only stores.
 
-Decisions every backend keeps (the conformance suite in ``tests/memory_conformance.py`` checks
-them):
+Decisions every backend keeps (the public conformance kit, ``compactkit.testing.conformance``,
+checks them):
 
 * ``seq`` starts at 1, increases strictly in the order items are stored and is never reused by a
   memory — not after a compaction, not after ``clear()``. It is identity and creation order; the

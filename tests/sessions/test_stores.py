@@ -7,28 +7,36 @@ import os
 import stat
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from store_contract import HOSTILE_IDS, StoreContract, session
 
 from compactkit.errors import ConfigError, StorageError
 from compactkit.sessions import (
     FileSessionStore,
     InMemorySessionStore,
-    SessionStore,
 )
 from compactkit.sessions.file import decode_session_id, encode_session_id
-from compactkit.sessions.session import SessionState
+from compactkit.sessions.session import AgentSession, SessionState
+from compactkit.testing.conformance import HOSTILE_IDS, SessionStoreConformance
 
 
-class TestLocalStores(StoreContract):
+def session(session_id: str = "s1", *inputs: str, **metadata: object) -> AgentSession:
+    made = AgentSession(session_id=session_id, metadata=metadata)
+    for text in inputs:
+        made.memory.add_user_input(text)
+    return made
+
+
+class TestLocalStores(SessionStoreConformance):
     @pytest.fixture(params=["memory", "file"])
-    def store(self, request: pytest.FixtureRequest, tmp_path: Path) -> SessionStore:
+    def store_factory(self, request: pytest.FixtureRequest, tmp_path: Path) -> Any:
         if request.param == "memory":
-            return InMemorySessionStore()
-        return FileSessionStore(tmp_path / "sessions")
+            return InMemorySessionStore
+        folders = iter(range(1000))
+        return lambda: FileSessionStore(tmp_path / f"sessions-{next(folders)}")
 
 
 # -- the file store --------------------------------------------------------------------------

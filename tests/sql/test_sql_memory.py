@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 import sql_workers
-from memory_conformance import MemoryConformance
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sql_support import (  # noqa: F401
     Database,
     database,
@@ -30,15 +31,23 @@ from compactkit.items.snapshot import CompactResult, CompactStats, MemorySnapsho
 from compactkit.sql import _engine as _sqlengine
 from compactkit.sql import _schema as _sqlschema
 from compactkit.sql.memory import SQLMemory, list_sql_sessions
+from compactkit.testing.conformance import (
+    OPERATIONS,
+    MemoryConformance,
+    MemoryKit,
+    operations_keep_invariants,
+)
 
 # -- the conformance suite -------------------------------------------------------------------
 
 
 class TestSQLiteMemory(MemoryConformance):
+    persistent = True  # SQLMemory(engine, id) twice: two handles on one stored session
+
     @pytest.fixture
     def memory_factory(self, tmp_path: Path) -> Iterator[Any]:
         engine = fast_engine(sqlite_database(tmp_path).url)
-        yield lambda **options: SQLMemory(engine, uuid.uuid4().hex, **options)
+        yield lambda session_id, **options: SQLMemory(engine, session_id, **options)
         engine.dispose()
 
 
@@ -50,11 +59,24 @@ def postgres_engine(postgres: Database) -> Iterator[Engine]:  # noqa: F811
 
 
 class TestPostgresMemory(MemoryConformance):
+    persistent = True
+
     @pytest.fixture
     def memory_factory(self, postgres_engine: Engine, postgres: Database) -> Any:  # noqa: F811
-        return lambda **options: SQLMemory(
-            postgres_engine, uuid.uuid4().hex, table_prefix=postgres.prefix, **options
+        return lambda session_id, **options: SQLMemory(
+            postgres_engine, session_id, table_prefix=postgres.prefix, **options
         )
+
+
+@settings(deadline=None, max_examples=30, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=st.lists(st.sampled_from(OPERATIONS), max_size=30))
+def test_random_operations_keep_the_invariants_on_sqlite(ops: list[str]) -> None:
+    engine = fast_engine("sqlite://")
+    try:
+        kit = MemoryKit(lambda session_id, **options: SQLMemory(engine, session_id, **options))
+        operations_keep_invariants(kit, ops)
+    finally:
+        engine.dispose()
 
 
 # -- helpers ---------------------------------------------------------------------------------

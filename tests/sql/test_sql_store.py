@@ -5,17 +5,18 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from sql_support import Database, database, drop, postgres  # noqa: F401
 from sqlalchemy import update
-from store_contract import StoreContract, session
 
 from compactkit.errors import ConfigError, StorageError
 from compactkit.sessions.session import AgentSession, SessionState, resume_session
 from compactkit.sql._schema import tables
 from compactkit.sql.memory import SQLMemory
 from compactkit.sql.store import SQLSessionStore
+from compactkit.testing.conformance import SessionStoreConformance
 
 HOSTILE_IDS = [
     "a/b",
@@ -45,10 +46,30 @@ def sql_memory(store: SQLSessionStore, session_id: str) -> SQLMemory:
     return SQLMemory(store.engine, session_id, table_prefix=store._t.prefix)
 
 
-class TestSQLStoreContract(StoreContract):
+def session(session_id: str = "s1", *inputs: str, **metadata: Any) -> AgentSession:
+    made = AgentSession(session_id=session_id, metadata=metadata)
+    for text in inputs:
+        made.memory.add_user_input(text)
+    return made
+
+
+class TestSQLStoreContract(SessionStoreConformance):
     """The store contract every ``SessionStore`` meets, on SQLite and PostgreSQL."""
 
     hostile_ids = HOSTILE_IDS  # SQL-flavoured ids; NUL and over-long ids are refused below
+
+    @pytest.fixture
+    def store_factory(self, database: Database) -> Iterator[Any]:  # noqa: F811
+        made: list[Database] = []
+
+        def fresh() -> SQLSessionStore:  # a prefix of its own: list() sees only its sessions
+            own = Database(database.name, database.url, f"s{uuid.uuid4().hex[:8]}_")
+            made.append(own)
+            return SQLSessionStore(own.url, table_prefix=own.prefix)
+
+        yield fresh
+        for own in made:
+            drop(own)
 
 
 @pytest.mark.parametrize("session_id", ["a\x00b", "x" * 256])
