@@ -12,7 +12,8 @@ import pkgutil
 
 import compactkit
 
-OWN_EXPORTS = {"checkup", "evals", "integrations", "redis"}  # these subpackages list their names themselves
+# These subpackages list their names themselves.
+OWN_EXPORTS = {"checkup", "evals", "integrations", "redis"}
 SKIPPED = {"cli", "testing"}
 # A backend author's toolkit: importable from its module, not crowding the top level.
 MODULE_EXPORTS = {"compactkit.memory.rules"}
