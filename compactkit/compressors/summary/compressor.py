@@ -13,7 +13,8 @@ into the old one, never regenerated from it:
 2. **Call**, one request per chunk, in order: the summary so far, the chunk, and the chunk's
    exact facts (``digest_items``). The model answers with *only the update*: new entries under
    the summary's headings (``sections.SECTIONS``); "Current state" and "Next steps" in full.
-3. **Apply** (pure). The answer is validated (headings present, not an error message); every
+3. **Apply** (pure). The answer is validated (not empty, not an error message; a prose answer
+   without the headings becomes the "Current state" section); every
    exact fact it left out is added back verbatim to its section; the update is merged into the
    running summary with ``SummaryDocument.merge`` (constraints, decisions, files, errors… are
    extended; values superseded; state and next steps replaced) and trimmed to
@@ -410,7 +411,7 @@ class SummaryCompressor:
         """Validate one answer, add back the exact facts it lost, merge it, keep it in its cap.
 
         Raises:
-            SummarizationError: the answer is an error message or has no summary headings.
+            SummarizationError: the answer is an error message, or empty.
         """
         fold.answers += 1
         if _ERROR_TEXT.match(answer):
@@ -419,6 +420,10 @@ class SummaryCompressor:
                 f"{answer.strip()[:200]!r}"
             )
         parsed = SummaryDocument.parse(answer)
+        if not parsed.sections and parsed.extra.get(_NOTES):
+            # A prose answer (a model that ignores the headings): its text is where the work
+            # stands; the exact facts it lost are re-added below as for any answer.
+            parsed = SummaryDocument(sections={"state": parsed.extra[_NOTES]})
         update = SummaryDocument(
             sections={
                 key: kept
