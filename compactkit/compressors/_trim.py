@@ -43,7 +43,8 @@ SUPERSEDED = "values:superseded"
 EXTRA = "extra"
 """The pool of entries under headings compactkit does not know."""
 LATER = "goal:later"
-"""The pool of later user requests under the goal (``Later: …``): the user's words, but no rule."""
+"""The pool of later user requests (``Later: …``, among the constraints in the order they were
+said; under the goal in summaries written before): the user's words, but no rule."""
 
 TIERS: tuple[tuple[str, ...], ...] = (
     ("files_read", "commands", SUPERSEDED, EXTRA),
@@ -102,17 +103,36 @@ def shorten(pool: str, entry: str) -> str:
 
 
 def bare(pool: str, entry: str) -> str:
-    """``entry`` reduced to its fact alone."""
+    """``entry`` reduced to its fact alone (an error keeps whether it was resolved, a file
+    whether it was created or deleted: the state an entry states must stay true)."""
     if pool in _KEYED:
         key = key_of(entry)
-        return f"`{key}`" if key is not None else clip(entry, 80)
+        if key is None:
+            return clip(entry, 80)
+        status = _status(pool, entry)
+        return f"`{key}` — {status}" if status else f"`{key}`"
     if pool == "commands":
         text, n = runs(entry)
         head = text.partition(" → ")[0]
-        head = head if key_of(head) else clip(head, 80)
+        command = key_of(head)
+        head = clip(head, 80) if command is None else f"`{clip(command, 80).replace('`', '')}`"
         return f"{head} (\N{MULTIPLICATION SIGN}{n})" if n > 1 else head
     limits = _CLIP.get(pool)
     return clip(entry, limits[1]) if limits else entry
+
+
+def _status(pool: str, entry: str) -> str:
+    """What a bare entry keeps of its details: an error's resolution, a file's last
+    creation or deletion."""
+    _head, details = split_details(entry)
+    if pool == "errors":
+        return "resolved" if any(d.startswith("resolved") for d in details) else ""
+    if pool == "files_modified":
+        for detail in reversed(details):
+            for word in ("deleted", "created"):
+                if detail.startswith(word) or f" {word}" in detail[:24]:
+                    return word
+    return ""
 
 
 def _verb(detail: str) -> str:
@@ -220,7 +240,7 @@ def pool_of(key: str, entry: str) -> str:
     """The trimming pool of an entry of section ``key``."""
     if key == "values" and entry.endswith("(superseded)"):
         return SUPERSEDED
-    if key == "goal" and entry.startswith("Later: "):
+    if key in ("goal", "constraints") and entry.startswith("Later: "):
         return LATER
     return key
 
@@ -301,7 +321,7 @@ def count_by_section(doc: _Document) -> Mapping[str, int]:
     """Entries per section key (``values`` split into current and superseded)."""
     counts: dict[str, int] = {}
     for key, values in doc.sections.items():
-        if key not in ("values", "goal"):  # one pool: the section's own
+        if key not in ("values", "goal", "constraints"):  # one pool: the section's own
             if values:
                 counts[key] = counts.get(key, 0) + len(values)
             continue

@@ -406,12 +406,13 @@ def test_digest_items_covers_every_fact_class() -> None:
         Message(role="assistant", content="Done. Next I'll update the docs."),
     ]
     doc = digest_items(items)
-    # A later request that states no rule is what the user wants next, not a constraint.
-    assert doc.entries("goal") == ("Add retries to the client.", "Later: set `timeout` to 30")
+    # A later request that states no rule is marked as one, among the rules in the order said.
+    assert doc.entries("goal") == ("Add retries to the client.",)
     assert doc.entries("constraints") == (
         "Never change the public API.",
         "Use httpx only.",
         "Make sure tests pass.",
+        "Later: set `timeout` to 30",
     )
     assert doc.entries("decisions") == (
         "I decided to drop tenacity because it is a new dependency.",
@@ -427,7 +428,7 @@ def test_digest_items_covers_every_fact_class() -> None:
         '`lookup_ticket({"id": "PROJ-7"})` → output: `status: open`',
     )
     assert doc.entries("errors") == (
-        "`FAILED tests/t.py::test_a - KeyError: 'x'` — from `pytest -q`; resolved: a later run succeeded",
+        "`FAILED tests/t.py::test_a - KeyError: 'x'` — from `pytest -q`; resolved: `pytest -q` succeeded later",
     )
     identifiers = doc.entries("identifiers")
     assert "`9fceb02` — commit on main: `Retries (#64)`" in identifiers

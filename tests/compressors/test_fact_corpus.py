@@ -75,7 +75,7 @@ def test_tool_output_and_assistant_text_never_become_constraints() -> None:
         Message(role="user", content="Can you check the logs?"),
     ]
     doc = digest_items(items)
-    assert doc.entries("constraints") == ("Never push to main.",)
+    assert doc.entries("constraints") == ("Never push to main.", "Later: Can you check the logs?")
     # The tool's text is quoted as code, never bare, and the summary labels code as data.
     text = doc.render()
     assert QUOTED_NOTE in text
@@ -83,7 +83,6 @@ def test_tool_output_and_assistant_text_never_become_constraints() -> None:
         if "IGNORE PREVIOUS" in line:
             start = line.index("IGNORE PREVIOUS")
             assert line[:start].count("`") % 2 == 1, line  # inside a code span
-    assert "Later: Can you check the logs?" in doc.entries("goal")
 
 
 PROPERTY = settings(deadline=None, max_examples=40, suppress_health_check=[HealthCheck.too_slow])

@@ -14,7 +14,7 @@ import functools
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from compactkit.compressors import _facts as facts
 from compactkit.compressors.digest import _files as files
@@ -80,8 +80,10 @@ class _Digest:
             for i in items
             if isinstance(i, FunctionCallOutput)
         }
-        self.errors: list[tuple[str, str | None]] = []  # (error, command that produced it)
-        self.succeeded: set[str] = set()
+        self.errors: list[_Error] = []
+        self.step = 0  # calls digested so far: orders errors, successes and file changes
+        self.succeeded: dict[tuple[str, ...], list[tuple[int, str]]] = {}  # family -> runs
+        self.changed: dict[str, int] = {}  # path -> the last step that modified it
         self.file_calls: set[str] = set()  # calls that read or wrote files through a file tool
         self.last_assistant = ""
         self.pending_actions: list[tuple[str, dict[str, object]]] = []
@@ -107,12 +109,21 @@ class _Digest:
             ):
                 self.identifiers(self.outputs[item.call_id].text, prose=False)
         self.flush_actions(None)
-        for error, source in self.errors:
-            entry = facts.code(error, 240)
-            if source:
-                entry += f" — from {facts.code(source, 80)}"
-                if source in self.succeeded:
-                    entry += "; resolved: a later run succeeded"
+        last_seen = {error.text: error.step for error in self.errors}
+        by_step: dict[int, list[str]] = {}
+        for error in self.errors:
+            by_step.setdefault(error.step, []).append(error.text)
+        for error in self.errors:
+            if error.source and any(
+                error.text != other and error.text in other for other in by_step[error.step]
+            ):
+                continue  # ``AssertionError: x`` beside its ``FAILED t.py::t - AssertionError: x``
+            entry = facts.code(error.text, 240)
+            if error.source:
+                entry += f" — from {facts.code(command_line(error.source), 80)}"
+            how = self.resolution(error, last_seen[error.text])
+            if how:
+                entry += ("; " if error.source else " — ") + how
             self.add("errors", entry)
         if self.last_assistant:
             self.add(
@@ -126,6 +137,24 @@ class _Digest:
             for step in steps[:3]:
                 self.add("next_steps", facts.clip(step, 200))
 
+    def resolution(self, error: _Error, last_seen: int) -> str:
+        """How ``error`` was resolved after it was last seen, or ``""`` while it is open: a
+        later successful run of the same command (or of the same tool over a scope that holds
+        the failed one's), else a later change to a file its traceback or command names."""
+        if error.source is not None:
+            name, scope = family(error.source), scope_of(error.source)
+            for step, command in self.succeeded.get(name, ()):
+                later_scope = scope_of(command)
+                if step > last_seen and all(
+                    any(p == q or p.startswith(q.rstrip("/") + "/") for q in later_scope)
+                    for p in scope
+                ):
+                    return f"resolved: {facts.code(command_line(command), 80)} succeeded later"
+        for path in error.files:
+            if self.changed.get(path, -1) > last_seen:
+                return f"resolved: {facts.code(path, 80)} changed after it"
+        return ""
+
     # -- messages -------------------------------------------------------------------------------
 
     def message(self, item: Message, following: Item | None) -> None:
@@ -137,13 +166,13 @@ class _Digest:
             if self.pending_actions:  # a text-action agent's observation: tool output
                 self.flush_actions(body)
             else:
-                self.errors += [(e, None) for e in facts.errors_in(body)]
+                self.errors += [_Error(e, None, self.step, ()) for e in facts.errors_in(body)]
             self.identifiers(body, prose=False)
             return
         self.flush_actions(None)
         if item.role == "user":
             self.user(text)
-            self.errors += [(e, None) for e in facts.errors_in(text)]
+            self.errors += [_Error(e, None, self.step, ()) for e in facts.errors_in(text)]
         elif item.role in ("system", "developer"):
             self.add("constraints", f"({item.role}) {facts.clip(text, 500)}")
         else:
@@ -164,7 +193,7 @@ class _Digest:
 
     def user(self, text: str) -> None:
         """The goal (first substantive message), the constraints (sentences that state a rule,
-        items of a list), and what else a later message says, under the goal as ``Later: …``
+        items of a list), and what else a later message says, among the constraints as ``Later: …``
         (a request, a correction: the user's words, sentence by sentence)."""
         if facts.TRIVIAL.match(text):
             return
@@ -186,7 +215,9 @@ class _Digest:
             self.add("goal", facts.clip(paragraphs[0], _GOAL_CHARS))
             self.with_goal = False
         elif said:
-            self.add("goal", "Later: " + facts.clip(" ".join(said), _REQUEST_CHARS))
+            # Among the constraints, in the order said: a later correction ("make it 45
+            # instead") comes after the rule it changes, so the newest word reads last.
+            self.add("constraints", "Later: " + facts.clip(" ".join(said), _REQUEST_CHARS))
 
     # -- calls ----------------------------------------------------------------------------------
 
@@ -205,7 +236,7 @@ class _Digest:
         ok: bool | None = None
         if command is not None:
             outcome, ok = _outcome(text, found)
-            self.add("commands", f"{facts.code(command, 200)} → {outcome}")
+            self.add("commands", f"{facts.code(command_line(command), 200)} → {outcome}")
             ops = files.shell_file_ops(command)
         else:
             ops = files.file_ops(name, args)
@@ -230,10 +261,19 @@ class _Digest:
                 else:  # the same settings, written through the shell
                     for old, new in files.shell_edits(command):
                         self.config_change(op.path, old, new)
-        if ok and command:
-            self.succeeded.add(command)
+        self.step += 1
+        for op in ops:
+            if op.modified:
+                self.changed[op.path] = self.step
+        source = command or (f"{name}({_arguments(args)})" if not ops else name)
+        if ok:
+            self.succeeded.setdefault(family(source), []).append((self.step, source))
         if found:
-            self.errors += [(e, command or name) for e in facts.limited(found)]
+            named = (*files.paths_named(text), *files.paths_in_command(command or ""))
+            self.errors += [
+                _Error(e, source, self.step, (*files.paths_named(e), *named))
+                for e in facts.limited(found)
+            ]
         plain = " ".join(
             [str(v) for k, v in args.items() if k not in _CONTENT_KEYS and isinstance(v, str)]
         )
@@ -315,6 +355,50 @@ def arguments_of(call: FunctionCall) -> dict[str, object]:
             parsed: dict[str, object] = value  # a dict: the text opened one
             return parsed
     return call.parsed_arguments()
+
+
+class _Error(NamedTuple):
+    """An error line, where it came from and the files it names (its traceback's, its
+    command's)."""
+
+    text: str
+    source: str | None
+    step: int
+    files: tuple[str, ...]
+
+
+def family(command: str) -> tuple[str, ...]:
+    """What makes two runs "the same command": the program and its subcommand for a shell
+    line (``pytest``, ``python -m pytest``, ``git commit``), the tool's name for a call."""
+    head = command_line(command)
+    if "(" in head and head.endswith(")") and " " not in head.partition("(")[0]:
+        return (head.partition("(")[0],)
+    words = [w for w in head.split() if "=" not in w or w.startswith("-")]
+    out: list[str] = []
+    for word in words:
+        if word in ("sudo", "time", "env", "uv", "poetry", "run", "npx", "-m"):
+            continue
+        if out and (word.startswith("-") or files.looks_like_path(word)):
+            break
+        out.append(word.rsplit("/", 1)[-1])
+        if len(out) == 2:
+            break
+    return tuple(out)
+
+
+def scope_of(command: str) -> tuple[str, ...]:
+    """The paths a run is about (``pytest tests/a.py`` → ``tests/a.py``; a call's path
+    arguments); none: the whole project."""
+    return tuple(files.paths_in_command(command_line(command)))
+
+
+def command_line(command: str) -> str:
+    """How a command is listed: a multi-line command (a heredoc, a script) by its first line
+    and how many lines follow — its body is the files it writes, listed under files."""
+    first, sep, rest = command.partition("\n")
+    if not sep:
+        return command
+    return f"{first.rstrip()} … (+{rest.count(chr(10)) + 1} lines)"
 
 
 def _value(value: str) -> str:

@@ -307,6 +307,37 @@ def shell_file_ops(command: str) -> list[FileOp]:
     return _unique(ops)
 
 
+_TRACEBACK_FILE = re.compile(
+    r"""File "(?P<py>[^"\n]+)", line \d+|^\s*at .*?\((?P<js>[^():\s]+):\d+:\d+\)"""
+    r"""|^(?P<lint>[\w./-]+\.\w{1,6}):\d+""",
+    re.M,
+)
+_PATH_ARG = re.compile(r"""['"]?([\w./-]+\.\w{1,6}|[\w.-]+/[\w./-]+)['"]?""")
+
+
+def paths_named(text: str) -> list[str]:
+    """Files an error output names: traceback frames (``File "x.py", line 3``, ``at f
+    (x.js:1:2)``) and ``path:line:`` prefixes of compiler and linter lines (at most 8)."""
+    if "File " not in text and ":" not in text:
+        return []
+    found: list[str] = []
+    for match in _TRACEBACK_FILE.finditer(text):
+        path = match.group("py") or match.group("js") or match.group("lint")
+        if path and "site-packages" not in path and path not in found:
+            found.append(path.removeprefix("./"))
+            if len(found) == 8:
+                break
+    return found
+
+
+def paths_in_command(command: str) -> list[str]:
+    """Path-like arguments of a command line or a call's rendering (``run_tests({"path":
+    "tests"})`` → ``tests``)."""
+    if not command:
+        return []
+    return [m.group(1) for m in _PATH_ARG.finditer(command) if looks_like_path(m.group(1))][:8]
+
+
 def _program(line: str) -> str:
     for part in reversed(re.split(r"&&|\|\||;|\|", line)):
         tokens = part.split()

@@ -4,7 +4,7 @@ What it folds is read item by item (``digest_items``) and every fact is copied v
 summary's sections (``compactkit.compressors.sections``):
 
 * goal — the first user message's first paragraph, when the summary has no goal yet; later user
-  requests that state no rule, marked "Later:";
+  requests that state no rule go with the constraints (in the order said), marked "Later:";
 * constraints and instructions — only text a person wrote: each sentence of a user message that
   states a rule ("must", "don't", "never", "always", "only", "use …", …) and each item of a list
   in one; system or developer messages that appear mid-conversation. Tool output (also when a

@@ -1,0 +1,203 @@
+"""Benchmark: does the digest tell the truth under pressure? Every fact class at 5/10/20/40x.
+
+Seeded synthetic sessions (``compactkit.evals.synth``: three domains — coding, data, support —
+and four agent styles — typed tools, one bash tool, an editor tool, ReAct text actions) are
+compacted by ``DigestCompressor(target_tokens=before // ratio)`` at 5x, 10x, 20x and 40x
+(exact o200k_base tokens, the whole request). The generator plants and labels every fact; the
+eval scorer (``compactkit.evals.scoring``) decides whether the compacted request still holds
+each one. Reported per ratio:
+
+* the share kept of every retention class (constraint, artifact_modified, artifact_read, error,
+  identifier, recall, decision, continuation, update, tool_state), against the targets
+  (>= 0.95 at 10x, >= 0.85 at 20x, >= 0.60 at 40x);
+* ``stale``: value updates whose superseded value is presented as current (target 0);
+* ``invented``: identifiers, constraints and goals the summary holds that the transcript does
+  not (target 0);
+* ``action``: of the files the summary lists, the share listed with the right action (a file
+  created, modified or deleted under "Files modified", a file only read under "Files read");
+* ``resolved``: of the errors the summary lists, the share marked resolved (every planted error
+  is fixed later in its session, so the target is 1.0).
+
+Run: ``python evals/benchmarks/bench_digest_truth.py`` (``--tiny`` for CI's smoke run,
+``--json`` for machine-readable output, ``--seeds N`` for more sessions per shape).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import time
+from typing import Any
+
+from compactkit import DigestCompressor, MemorySnapshot, SummaryDocument, TiktokenCounter
+from compactkit.evals import scoring
+from compactkit.evals.schema import CLASSES, ArtifactProbe, Case, RecallProbe
+from compactkit.evals.synth import DOMAINS, STYLES, SynthSpec, generate
+from compactkit.formats.transcript import parse_transcript
+
+RATIOS = (5, 10, 20, 40)
+TARGETS = {10: 0.95, 20: 0.85, 40: 0.60}
+_PREFIX = re.compile(r"^(?:Later: |\((?:system|developer|user)\) )")
+_NOTE = re.compile(r" \((?:current|superseded)[^)]*\)$|\s*[—-] (?:from|resolved).*$")
+
+
+def _plain(entry: str) -> str:
+    """An entry's words as the transcript would hold them: no label, no clip mark, no backticks."""
+    text = _PREFIX.sub("", entry).replace("`", "")
+    return text.removesuffix("…").removesuffix("...").strip()
+
+
+def invented_entries(doc: SummaryDocument, source: str) -> list[str]:
+    """Constraints and goals of ``doc`` whose words the transcript ``source`` does not hold."""
+    flat = scoring.normalize(source.replace("`", ""))
+    out = []
+    for key in ("constraints", "goal"):
+        for entry in doc.entries(key):
+            words = scoring.normalize(_plain(entry))
+            pieces = [p for p in re.split(r"\s*…\s*", words) if p]
+            if any(p not in flat for p in pieces):
+                out.append(f"{key}: {entry[:100]}")
+    return out
+
+
+def measure(case: Case, ratio: int, counter: TiktokenCounter) -> dict[str, Any]:
+    """Compact ``case`` to ``before // ratio`` tokens and score it."""
+    transcript = parse_transcript(json.dumps(case.transcript), format=case.format, source=case.id)
+    tools = tuple(transcript.tools)
+    snapshot = MemorySnapshot.from_items(transcript.items)
+    source = snapshot.render_items()
+    before = counter.count(source, tools=tools).tokens
+    target = max(1, before // ratio)
+    compressor = DigestCompressor(target_tokens=target, counter=counter, tools=tools)
+    start = time.perf_counter()
+    result = compressor.compress(snapshot)
+    seconds = time.perf_counter() - start
+    compacted = result.snapshot.render_items()
+    scores = scoring.score_probes(case.probes, compacted)
+    doc = SummaryDocument.parse(result.snapshot.summary or "")
+    source_text = scoring.source_text(source)
+    written = scoring.written_text(compacted, source)
+    kept: dict[str, list[int]] = {}
+    for s in scores:
+        kept.setdefault(s.cls, []).append(int(s.kept))
+    # files: the action the summary lists each file under
+    modified = "\n".join(doc.entries("files_modified"))
+    read = "\n".join(doc.entries("files_read"))
+    right = listed = 0
+    for probe in case.probes:
+        if not isinstance(probe, ArtifactProbe):
+            continue
+        in_modified, in_read = f"`{probe.path}`" in modified, f"`{probe.path}`" in read
+        if not (in_modified or in_read):
+            continue
+        listed += 1
+        changed = probe.action != "read"
+        right += int(in_modified == changed and (changed or in_read))
+    errors = doc.entries("errors")
+    shown = [
+        e
+        for p in case.probes
+        if isinstance(p, RecallProbe) and p.kind == "error"
+        for e in errors
+        if scoring.normalize(p.fact)[:60] in scoring.normalize(e.replace("`", ""))
+    ]
+    return {
+        "case": case.id,
+        "ratio": ratio,
+        "before": before,
+        "after": result.stats.tokens_after,
+        "target": target,
+        "outcome": result.outcome,
+        "seconds": seconds,
+        "kept": kept,
+        "stale": sum(s.stale for s in scores),
+        "invented": [
+            *scoring.hallucinated(written, source_text),
+            *invented_entries(doc, "\n".join(scoring.context_lines(source))),
+        ],
+        "action": (right, listed),
+        "resolved": (sum("resolved" in e for e in shown), len(shown)),
+    }
+
+
+def run(cases: list[Case]) -> dict[str, Any]:
+    """Every case at every ratio; the per-class shares pooled over the cases."""
+    counter = TiktokenCounter("o200k_base")
+    rows = [measure(case, ratio, counter) for case in cases for ratio in RATIOS]
+    table: dict[int, dict[str, Any]] = {}
+    for ratio in RATIOS:
+        mine = [r for r in rows if r["ratio"] == ratio]
+        shares = {}
+        for cls in CLASSES:
+            values = [v for r in mine for v in r["kept"].get(cls, [])]
+            if values:
+                shares[cls] = round(sum(values) / len(values), 3)
+        action = [r["action"] for r in mine]
+        resolved = [r["resolved"] for r in mine]
+        table[ratio] = {
+            "classes": shares,
+            "stale": sum(r["stale"] for r in mine),
+            "invented": sorted({i for r in mine for i in r["invented"]}),
+            "action": round(sum(a for a, _ in action) / max(1, sum(n for _, n in action)), 3),
+            "resolved": round(sum(a for a, _ in resolved) / max(1, sum(n for _, n in resolved)), 3),
+            "met_target": sum(r["after"] <= r["target"] for r in mine),
+            "cases": len(mine),
+            "median_ms": round(statistics.median(r["seconds"] for r in mine) * 1e3, 1),
+        }
+    return {"cases": [c.id for c in cases], "ratios": table}
+
+
+def _print(report: dict[str, Any]) -> None:
+    table = report["ratios"]
+    print(f"digest truth on {len(report['cases'])} synthetic sessions")
+    header = f"{'class':<18}" + "".join(f"{f'{r}x':>8}" for r in RATIOS)
+    print(header)
+    for cls in CLASSES:
+        cells = []
+        for ratio in RATIOS:
+            share = table[ratio]["classes"].get(cls)
+            miss = share is not None and ratio in TARGETS and share < TARGETS[ratio]
+            cells.append(f"{'-' if share is None else f'{share:.2f}'}{'!' if miss else ' ':1}")
+        print(f"{cls:<18}" + "".join(f"{c:>8}" for c in cells))
+    print(f"{'target':<18}" + "".join(f"{TARGETS.get(r, '-'):>8} " for r in RATIOS))
+    for key in ("stale", "action", "resolved", "met_target", "median_ms"):
+        print(f"{key:<18}" + "".join(f"{table[r][key]!s:>8} " for r in RATIOS))
+    print(f"{'invented':<18}" + "".join(f"{len(table[r]['invented']):>8} " for r in RATIOS))
+    for ratio in RATIOS:
+        for entry in table[ratio]["invented"][:5]:
+            print(f"  invented at {ratio}x: {entry}")
+    print("('!' marks a share under its target)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser.add_argument("--tiny", action="store_true", help="a few seconds, for CI")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--seeds", type=int, default=2, help="sessions per domain and style")
+    parser.add_argument("--size", type=int, default=40_000, help="session size in tokens")
+    args = parser.parse_args()
+    if args.tiny:
+        specs = [
+            SynthSpec(domain="coding", style="bash", size_tokens=12_000, seed=0),
+            SynthSpec(domain="support", style="typed", size_tokens=12_000, seed=0),
+        ]
+    else:
+        specs = [
+            SynthSpec(domain=domain, style=style, size_tokens=args.size, seed=seed)
+            for domain in DOMAINS
+            for style in STYLES
+            for seed in range(args.seeds)
+        ]
+    report = run([generate(spec) for spec in specs])
+    if args.json:
+        json.dump(report, sys.stdout, indent=1)
+        print()
+    else:
+        _print(report)
+
+
+if __name__ == "__main__":
+    main()
