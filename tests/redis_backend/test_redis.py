@@ -1,0 +1,194 @@
+"""RedisMemory and RedisSessionStore against a real redis-server: the public conformance kit
+unchanged, then what only Redis promises — O(1) appends, incremental reads, TTL, prefixes."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from datetime import timedelta
+from typing import Any
+
+import pytest
+import redis
+from redis_support import key_prefix, redis_client, redis_url  # noqa: F401
+
+from compactkit.errors import ConfigError, StorageError
+from compactkit.items import item_text
+from compactkit.items.snapshot import CompactResult, CompactStats
+from compactkit.redis import RedisMemory, RedisSessionStore
+from compactkit.sessions.session import AgentSession, resume_session
+from compactkit.testing.conformance import MemoryConformance, SessionStoreConformance
+
+# -- the public kit, unchanged ------------------------------------------------------------------
+
+
+class TestRedisMemory(MemoryConformance):
+    persistent = True  # RedisMemory(client, id) twice: two handles on one stored session
+
+    @pytest.fixture
+    def memory_factory(self, redis_client: redis.Redis, key_prefix: str) -> Any:  # noqa: F811
+        return lambda session_id, **options: RedisMemory(
+            redis_client, session_id, key_prefix=key_prefix, **options
+        )
+
+
+class TestRedisSessionStore(SessionStoreConformance):
+    @pytest.fixture
+    def store_factory(self, redis_client: redis.Redis, key_prefix: str) -> Any:  # noqa: F811
+        return lambda: RedisSessionStore(
+            redis_client, key_prefix=f"{key_prefix}:{uuid.uuid4().hex[:6]}"
+        )
+
+
+# -- what only Redis promises ---------------------------------------------------------------------
+
+
+def commands(client: redis.Redis) -> dict[str, int]:
+    """Calls per command so far, from the server's own statistics."""
+    stats = client.info("commandstats")
+    return {name.removeprefix("cmdstat_"): int(v["calls"]) for name, v in stats.items()}
+
+
+def delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
+
+
+def appended(client: redis.Redis, memory: RedisMemory, text: str) -> dict[str, int]:
+    before = commands(client)
+    memory.add_user_input(text)
+    after = commands(client)
+    return {k: v for k, v in delta(before, after).items() if k not in ("info",)}
+
+
+def test_an_append_costs_the_same_commands_at_any_session_size(
+    redis_client: redis.Redis,  # noqa: F811
+    key_prefix: str,  # noqa: F811
+) -> None:
+    small = RedisMemory(redis_client, "small", key_prefix=key_prefix)
+    large = RedisMemory(redis_client, "large", key_prefix=key_prefix)
+    small.add_user_input("first")
+    for n in range(400):
+        large.add_user_input(f"item {n}")
+    costs = [appended(redis_client, m, "next") for m in (small, large)]
+    assert costs[0] == costs[1]
+    assert not {"lrange", "hgetall", "hvals", "smembers"} & set(costs[0])  # no whole reads
+    assert costs[0]["rpush"] == 1 and costs[0]["exec"] == 1
+
+
+def test_a_read_fetches_only_what_was_appended_and_sees_other_writers(
+    redis_client: redis.Redis,  # noqa: F811
+    key_prefix: str,  # noqa: F811
+) -> None:
+    reader = RedisMemory(redis_client, "s", key_prefix=key_prefix)
+    writer = RedisMemory(redis_client, "s", key_prefix=key_prefix)
+    for n in range(50):
+        writer.add_user_input(f"m{n}")
+    assert len(reader.snapshot().items) == 50
+    writer.add_user_input("new")
+    assert [item_text(i) for i in reader.snapshot().items][-1] == "new"
+    snapshot = writer.snapshot()
+    writer.apply(_result(snapshot, 2))
+    assert [item_text(i) for i in reader.snapshot().items] == ["m49", "new"]
+    writer.pin(51)
+    assert reader.snapshot().items[-1].pinned
+    writer.clear()
+    assert reader.snapshot().items == () and reader.summary == ""
+
+
+def _result(snapshot: Any, keep: int) -> CompactResult:
+    kept = snapshot.model_copy(update={"items": snapshot.items[-keep:], "summary": "folded"})
+    return CompactResult(snapshot=kept, outcome="compacted", stats=CompactStats(compressor="t"))
+
+
+def test_ttl_expires_a_session_and_it_starts_again(
+    redis_client: redis.Redis,  # noqa: F811
+    key_prefix: str,  # noqa: F811
+) -> None:
+    memory = RedisMemory(redis_client, "brief", key_prefix=key_prefix, ttl=timedelta(seconds=0.3))
+    memory.add_output_items([{"role": "assistant", "content": "x"}])
+    keys = list(redis_client.scan_iter(match=f"{key_prefix}:*"))
+    assert keys and all(0 < redis_client.pttl(k) <= 300 for k in keys)
+    assert len(memory.snapshot().items) == 1
+    deadline = time.monotonic() + 5
+    while redis_client.exists(*keys) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert memory.snapshot().items == () and memory.version == 0
+    memory.add_user_input("again")
+    assert [item_text(i) for i in memory.items] == ["again"]
+
+
+def test_without_ttl_nothing_expires(
+    redis_client: redis.Redis,  # noqa: F811
+    key_prefix: str,  # noqa: F811
+) -> None:
+    RedisMemory(redis_client, "kept", key_prefix=key_prefix).add_user_input("x")
+    store = RedisSessionStore(redis_client, key_prefix=key_prefix)
+    store.save(AgentSession(session_id="kept"))
+    keys = list(redis_client.scan_iter(match=f"{key_prefix}:*"))
+    assert len(keys) == 5 and all(redis_client.pttl(k) == -1 for k in keys)
+
+
+def test_a_store_ttl_drops_expired_sessions_from_the_list(
+    redis_client: redis.Redis,  # noqa: F811
+    key_prefix: str,  # noqa: F811
+) -> None:
+    store = RedisSessionStore(redis_client, key_prefix=key_prefix, ttl=0.2)
+    store.save(AgentSession(session_id="brief"))
+    assert store.list() == ["brief"]
+    deadline = time.monotonic() + 5
+    while store.list() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert store.list() == []
+
+
+@pytest.mark.parametrize("prefix", ["", "a b", "x{y}", "trail:", ":lead", "x" * 65, 42, "a::b"])
+def test_bad_key_prefixes_are_refused(redis_client: redis.Redis, prefix: Any) -> None:  # noqa: F811
+    with pytest.raises(ConfigError, match=f"key_prefix .* got {prefix!r}"):
+        RedisMemory(redis_client, "s", key_prefix=prefix)
+    with pytest.raises(ConfigError, match="key_prefix"):
+        RedisSessionStore(redis_client, key_prefix=prefix)
+
+
+@pytest.mark.parametrize("ttl", [0, -1, "10", True, timedelta(0)])
+def test_bad_ttls_are_refused(redis_client: redis.Redis, ttl: Any) -> None:  # noqa: F811
+    with pytest.raises(ConfigError, match="ttl must be a positive number"):
+        RedisMemory(redis_client, "s", ttl=ttl)
+
+
+def test_bad_clients_and_ids_are_refused(redis_url: str) -> None:  # noqa: F811
+    with pytest.raises(ConfigError, match="decode_responses=False"):
+        RedisMemory(redis.Redis.from_url(redis_url, decode_responses=True), "s")
+    with pytest.raises(ConfigError, match=r"redis URL .* or a redis.Redis client"):
+        RedisSessionStore(object())
+    with pytest.raises(ConfigError, match="not a Redis URL"):
+        RedisMemory("http://localhost", "s")
+    with pytest.raises(ConfigError, match="non-empty string"):
+        RedisMemory(redis_url, "")
+    with pytest.raises(ConfigError, match="takes an AgentSession"):
+        RedisSessionStore(redis_url).save(RedisMemory(redis_url, "s"))  # type: ignore[arg-type]
+
+
+def test_an_unreachable_server_is_a_storage_error() -> None:
+    dead = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5)
+    memory = RedisMemory(dead, "s")
+    with pytest.raises(StorageError, match="cannot append to session 's' in Redis"):
+        memory.add_user_input("x")
+    with pytest.raises(StorageError, match="cannot save session 's' in Redis"):
+        RedisSessionStore(dead).save(AgentSession(session_id="s"))
+
+
+def test_memory_and_checkpoints_side_by_side_across_clients(
+    redis_url: str,  # noqa: F811
+    key_prefix: str,  # noqa: F811
+) -> None:
+    def factory(session_id: str) -> RedisMemory:
+        return RedisMemory(redis.Redis.from_url(redis_url), session_id, key_prefix=key_prefix)
+
+    store = RedisSessionStore(redis_url, key_prefix=key_prefix)
+    session = AgentSession(factory("chat-1"), session_id="chat-1")
+    session.memory.add_user_input("remember the blue door")
+    store.save(session)
+    session.memory.add_user_input("a later message")
+    resumed = resume_session(store, "chat-1", factory)  # another process, another client
+    assert [item_text(i) for i in resumed.memory.items] == ["remember the blue door"]
+    assert [item_text(i) for i in factory("chat-1").items] == ["remember the blue door"]
