@@ -57,7 +57,13 @@ def _register_eval(subparsers: Any) -> None:
         epilog=_RUN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    run.add_argument("suite", metavar="SUITE", help="a suite file (.jsonl/.yaml) or directory")
+    run.add_argument(
+        "suite",
+        metavar="SUITE",
+        nargs="?",
+        default=None,
+        help="a suite file (.jsonl/.yaml) or directory (default: the bundled suite)",
+    )
     run.add_argument(
         "--compressor",
         action="append",
@@ -130,6 +136,33 @@ def _register_eval(subparsers: Any) -> None:
     run.add_argument("--json", action="store_true", help="print the report as JSON")
     run.set_defaults(handler=_run)
 
+    imp = commands.add_parser(
+        "import",
+        help="turn agent logs into an eval suite with mechanically derived probes",
+        description="Read agent logs (files, or folders walked recursively; formats detected "
+        "unless --format names one) and write one eval case per conversation, its probes "
+        "derived by documented rules (docs/evals.md). What cannot be mapped is reported on "
+        "stderr, with progress.",
+    )
+    imp.add_argument("logs", nargs="+", metavar="LOGS", help="log files or folders")
+    imp.add_argument(
+        "--out", required=True, metavar="SUITE", help="the suite file to write (.jsonl)"
+    )
+    imp.add_argument(
+        "--format",
+        default=None,
+        metavar="NAME",
+        help="the logs' format (default: detected per file); one of: " + ", ".join(_log_formats()),
+    )
+    imp.add_argument(
+        "--case-model",
+        default=None,
+        metavar="MODEL",
+        help="the model whose counting the cases use (default: the log's, else gpt-4o)",
+    )
+    imp.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    imp.set_defaults(handler=_import)
+
     gen = commands.add_parser(
         "generate",
         help="write seeded synthetic cases with planted, labelled facts",
@@ -174,6 +207,55 @@ def _register_eval(subparsers: Any) -> None:
     gen.set_defaults(handler=_generate)
 
 
+def _log_formats() -> list[str]:
+    from compactkit.evals.importers import IMPORTERS
+
+    return list(IMPORTERS)
+
+
+def _import(args: argparse.Namespace) -> int:
+    from compactkit.evals import dump_cases
+    from compactkit.evals.log_suite import cases_from_logs
+
+    if args.format is not None and args.format not in _log_formats():
+        raise ConfigError(
+            f"--format {args.format!r} is not a log format; one of: {', '.join(_log_formats())}"
+        )
+
+    def progress(done: int, total: int, path: Path) -> None:
+        if not args.quiet:
+            sys.stderr.write(f"compactkit: [{done + 1}/{total}] {path}\n")
+
+    reports = cases_from_logs(
+        args.logs, format=args.format, model=args.case_model, on_file=progress
+    )
+    cases = [case for report in reports for case in report.cases]
+    for report in reports:
+        if report.error:
+            sys.stderr.write(f"compactkit: skipped {report.path}: {report.error}\n")
+        for skipped in report.skipped:
+            sys.stderr.write(f"compactkit: {report.path}: not mapped: {skipped}\n")
+    if not cases:
+        raise ConfigError(
+            "no eval case could be made from these logs (see the lines above); name the format "
+            "with --format if detection picked the wrong one"
+        )
+    dump_cases(cases, args.out)
+    probes = sum(len(case.probes) for case in cases)
+    sys.stderr.write(
+        f"compactkit: wrote {len(cases)} cases, {probes} probes to {args.out} "
+        f"(run them: compactkit eval run {args.out})\n"
+    )
+    return EXIT_OK
+
+
+def bundled_suite() -> Path:
+    """The suite ``compactkit eval run`` runs when none is named (shipped with compactkit)."""
+    from importlib import resources
+
+    return Path(str(resources.files("compactkit") / "data" / "suites" / "imported-logs.jsonl"))
+
+
 def _llm(model: str, base_url: str | None) -> Any:
     from compactkit.compressors.summary.llm import OpenAIChatLLM
 
@@ -197,7 +279,7 @@ def _run(args: argparse.Namespace) -> int:
     _check_base_url(args.base_url)
     under = parse_gates(args.fail_under)
     over = parse_gates(args.fail_over, ceilings=True)
-    suite = load_suite(args.suite)
+    suite = load_suite(args.suite if args.suite is not None else bundled_suite())
     models = list(dict.fromkeys(args.summarizer_model or []))
     llms = {m: _llm(m, args.base_url) for m in models}
     llm = llms[models[0]] if models else None

@@ -1,7 +1,8 @@
 """Eval suites: does a compressor keep what the agent needs? (see docs/evals.md).
 
 Cases (``Case``) are transcripts with typed probes; ``load_suite`` reads them from JSONL/YAML;
-``synth.generate`` makes seeded synthetic ones; ``run_suite`` compresses every case with every
+``synth.generate`` makes seeded synthetic ones, ``cases_from_logs`` makes them from agent logs
+(``import_log``, one importer per format; probes by ``derive_probes``); ``run_suite`` compresses every case with every
 compressor (``baseline(name)``, ``as_compressor(yours)``), scores the compacted context
 (``compactkit.evals.scoring``) and, with a ``Judge``, grades it in LLM mode; ``summarize``,
 ``write_reports`` and ``check_gates`` turn the results into reports and CI gates.
@@ -18,6 +19,15 @@ from compactkit.evals.baselines import (
     baseline,
 )
 from compactkit.evals.dataset import Suite, SuiteFormatError, dump_cases, load_suite
+from compactkit.evals.importers import (
+    IMPORTERS,
+    LOG_SUFFIXES,
+    ImportedLog,
+    Skipped,
+    detect_format,
+    import_log,
+    iter_logs,
+)
 from compactkit.evals.judge import (
     DIMENSIONS,
     JUDGE_PROMPT_VERSION,
@@ -27,6 +37,8 @@ from compactkit.evals.judge import (
     JudgeResult,
     questions,
 )
+from compactkit.evals.log_probes import derive_probes, item_text, probe_located
+from compactkit.evals.log_suite import ImportReport, case_from_log, cases_from_logs
 from compactkit.evals.report import (
     GATE_METRICS,
     REPORT_SCHEMA,
@@ -69,7 +81,9 @@ __all__ = [
     "DIMENSIONS",
     "DOMAINS",
     "GATE_METRICS",
+    "IMPORTERS",
     "JUDGE_PROMPT_VERSION",
+    "LOG_SUFFIXES",
     "READER_PROMPT_VERSION",
     "REPORT_SCHEMA",
     "SCHEMA_VERSION",
@@ -85,6 +99,8 @@ __all__ = [
     "DomainName",
     "GateFailure",
     "Grade",
+    "ImportReport",
+    "ImportedLog",
     "Judge",
     "JudgeResult",
     "Meter",
@@ -96,6 +112,7 @@ __all__ = [
     "RecallProbe",
     "RunResult",
     "Sizing",
+    "Skipped",
     "StyleName",
     "Suite",
     "SuiteFormatError",
@@ -104,16 +121,24 @@ __all__ = [
     "UpdateProbe",
     "as_compressor",
     "baseline",
+    "case_from_log",
+    "cases_from_logs",
     "check_gates",
     "context_lines",
+    "derive_probes",
+    "detect_format",
     "dump_cases",
     "generate",
     "identifiers",
+    "import_log",
+    "item_text",
+    "iter_logs",
     "load_suite",
     "metering",
     "normalize",
     "parse_gates",
     "probe_class",
+    "probe_located",
     "questions",
     "run_one",
     "run_suite",

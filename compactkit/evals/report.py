@@ -15,6 +15,8 @@ JSON keys (``REPORT_SCHEMA`` ``compactkit-eval-report/1``; keys are added, never
         summarizer_calls: {mean, std}, summarizer_tokens: {mean, std}  # input + output
         wall_seconds: {mean, std}                       # compress time, summed over cases
         failed_runs: int
+        target_ratio: float                             # sum of tokens before / sum of targets
+        target_met: {mean, std}                         # share of runs at or under their target
         judge: {overall: {mean, std}, dimensions: {DIM: mean}} | null }}
     runs: [RunResult, ...]                              # every run, with per-probe verdicts
 
@@ -48,7 +50,13 @@ __all__ = [
 ]
 
 REPORT_SCHEMA = "compactkit-eval-report/1"
-GATE_METRICS: tuple[str, ...] = (*CLASSES, "overall_retention", "ratio", "judge")
+GATE_METRICS: tuple[str, ...] = (
+    *CLASSES,
+    "overall_retention",
+    "ratio",
+    "target_met",
+    "judge",
+)
 """What ``--fail-under`` can name: a retention class, overall retention, the compression
 ratio, or the judge's overall score."""
 _CEILING_METRICS = ("stale_as_current", "hallucinated")
@@ -128,6 +136,11 @@ def _compressor(runs: Sequence[RunResult]) -> dict[str, Any]:
         ),
         "wall_seconds": _spread([total(rep, "wall_seconds") for rep in repeats]),
         "failed_runs": sum(1 for r in runs if r.outcome == "failed"),
+        "target_ratio": total(repeats[0], "tokens_before")
+        / max(1.0, total(repeats[0], "target_tokens")),
+        "target_met": _spread(
+            [statistics.fmean(r.tokens_after <= r.target_tokens for r in rep) for rep in repeats]
+        ),
         "judge": judge,
     }
 
@@ -161,8 +174,12 @@ class GateFailure:
     required: float
     ceiling: bool = False
     """The gate is a maximum (``--fail-over``) rather than a minimum."""
+    reason: str | None = None
+    """Why the gate could not be checked at all (no cases, no probes of the class)."""
 
     def __str__(self) -> str:
+        if self.reason:
+            return f"{self.compressor}: {self.metric}: {self.reason}"
         if self.ceiling:
             return (
                 f"{self.compressor}: {self.metric} = {self.value:g}, above the allowed "
@@ -204,16 +221,41 @@ def check_gates(
 ) -> list[GateFailure]:
     """Every compressor's shortfalls: metrics in ``under`` below their minimum, metrics in
     ``over`` (``stale_as_current``, ``hallucinated``) above their maximum."""
-    failures = []
+    failures: list[GateFailure] = []
+    gates = [*under, *(over or {})]
+    if gates and (not report.get("cases") or not report["compressors"]):
+        return [
+            GateFailure(
+                "suite",
+                metric,
+                0.0,
+                under.get(metric, 0.0),
+                reason="the suite ran no case, so nothing was checked; add cases (or import "
+                "logs with `compactkit eval import`)",
+            )
+            for metric in gates
+        ]
     for name, data in report["compressors"].items():
         for metric, required in under.items():
+            if metric in CLASSES and metric not in data["retention"]:
+                failures.append(
+                    GateFailure(
+                        name,
+                        metric,
+                        0.0,
+                        required,
+                        reason="the suite has no probe of this class, so the gate checks "
+                        "nothing; add cases that have some, or drop the gate",
+                    )
+                )
+                continue
             if metric in data["retention"]:
                 value = data["retention"][metric]["mean"]
             elif metric == "judge":
                 if data["judge"] is None:
                     raise ConfigError("a judge gate needs LLM mode (--judge-model)")
                 value = data["judge"]["overall"]["mean"]
-            elif metric in ("overall_retention", "ratio"):
+            elif metric in ("overall_retention", "ratio", "target_met"):
                 value = data[metric]["mean"]
             else:
                 continue  # a class this suite has no probes of
@@ -238,6 +280,15 @@ def _num(cell: Mapping[str, float], digits: int = 1, suffix: str = "") -> str:
     return text + (f" ±{cell['std']:.{digits}f}" if cell["std"] else "")
 
 
+def _target_cell(data: Mapping[str, Any]) -> str:
+    """``"no: 1.0x of 10.0x"`` — whether the compressor reached the size it was asked for."""
+    if "target_met" not in data:
+        return "-"
+    met = data["target_met"]["mean"]
+    word = "yes" if met >= 1 else ("no" if met == 0 else f"{100 * met:.0f}% of runs")
+    return f"{word}: {data['ratio']['mean']:.1f}x of {data['target_ratio']:.1f}x"
+
+
 def to_markdown(report: Mapping[str, Any]) -> str:
     """The report as Markdown tables: retention per class, then cost and safety per compressor."""
     names = list(report["compressors"])
@@ -254,6 +305,14 @@ def to_markdown(report: Mapping[str, Any]) -> str:
     lines.append(
         "| **overall** | " + " | ".join(_pct(data[n]["overall_retention"]) for n in names) + " |"
     )
+    lines.append("| *target met* | " + " | ".join(_target_cell(data[n]) for n in names) + " |")
+    short = [n for n in names if "target_met" in data[n] and data[n]["target_met"]["mean"] < 1]
+    if short:
+        lines += [
+            "",
+            f"Not comparable: {', '.join(short)} did not reach the target size on every run "
+            "(retention is easy when little is removed); compare compressors that met it.",
+        ]
     lines += ["", "## Cost and safety\n"]
     lines.append(
         "| compressor | ratio | tokens after | stale as current | hallucinated ids | artifact P / R "

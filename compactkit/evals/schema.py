@@ -77,6 +77,9 @@ class _Probe(BaseModel):
     """A stable name for the probe (defaults to its type and position)."""
     question: str | None = None
     """The question the LLM reader is asked (default: derived from the probe)."""
+    at: int | None = Field(default=None, ge=0)
+    """The index, in the case's transcript items, of the item that first shows the fact (set
+    by the mechanical probes of imported logs; ``None`` for hand-written probes)."""
 
 
 def _non_empty(value: str) -> str:
@@ -101,8 +104,11 @@ class RecallProbe(_Probe):
     type: Literal["recall"] = "recall"
     fact: str
     """The exact text that must be in the compacted context."""
-    kind: Literal["error", "identifier", "number", "other"] = "other"
-    """What the fact is; ``error`` and ``identifier`` are their own retention classes."""
+    kind: Literal["error", "identifier", "number", "task", "command", "other"] = "other"
+    """What the fact is; ``error`` and ``identifier`` are their own retention classes, the
+    others (the task, a command run, a number) are reported as ``recall``."""
+    resolved: bool | None = None
+    """Errors: whether a later run of the same tool on the same target succeeded."""
 
     _check = field_validator("fact")(_non_empty)
 
