@@ -6,15 +6,17 @@ below are the whole of it (deterministic; no model, no person):
 =================  =================================================================  ==========
 class              rule                                                               probe
 =================  =================================================================  ==========
-task               the first line of a user message with 4+ words, not a tag line     recall
-                   (``<...``) nor a heading ending in ``:``, up to 200 characters     (task)
+task               the first line with 4+ words, not a tag line (``<...``) nor one    recall
+                   ending in ``:``, of the first user message that does not open     (task)
+                   with a ``#`` heading (an injected AGENTS.md); up to 200 characters
 constraint         a sentence of a user message with a rule word (do not, don't,      constraint
                    never, always, must, make sure, avoid, should not), 15-250
                    characters, verbatim (first 8)
 artifact_modified  a file the agent wrote: an editing tool's path (Write, Edit,       artifact
                    str_replace_editor create/str_replace/insert, write_file,
                    replace, apply_patch ``*** Add/Update/Delete File:``) or a shell
-                   write (``>``, ``>>``, ``tee``, ``sed -i``, ``touch``, ``rm``);
+                   write (``>``, ``>>`` outside quotes, ``tee``, ``sed -i``, ``touch``, ``rm``,
+                   ``cp``/``mv`` targets, a ``mv`` source deleted);
                    the strongest action wins (deleted > created > modified)
 artifact_read      a file only read: Read/read_file/view, or shell ``cat``, ``head``,  artifact
                    ``tail``, ``nl``, ``sed -n`` of a path
@@ -30,7 +32,7 @@ identifier         a UUID, ticket id (ABC-123), hex id or URL in a user or      
                    assistant message (first 10; paths are artifacts)                 (identifier)
 update             a user's ``set/change/update NAME to VALUE`` or ``NAME = VALUE``  update
                    stated again with another value: the last is current
-tool_state         a call with no output when the log ends                            tool_state
+tool_state         a call with no output when the log ends (not ``finish``/``submit``) tool_state
 =================  =================================================================  ==========
 
 Shell commands are read from calls of shell tools (``bash``, ``shell``, ``exec_command``,
@@ -184,11 +186,13 @@ def _user_texts(items: Sequence[Item]) -> Iterator[tuple[int, str]]:
 
 def _task(items: Sequence[Item]) -> list[Probe]:
     for index, text in _user_texts(items):
-        for line in text.splitlines():
-            line = line.strip()
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        if not lines or lines[0].startswith("#"):
+            continue  # an injected instructions file (AGENTS.md, CLAUDE.md), not the task
+        for line in lines:
             if len(line.split()) >= 4 and not line.startswith("<") and not line.endswith(":"):
                 return [RecallProbe(id="task", fact=line[:200], kind="task", at=index)]
-        # a first user message of tags only (an environment block): look at the next one
+        # only tag lines (an environment block): the task is in a later message
     return []
 
 
@@ -303,7 +307,12 @@ def _patch_text(call: FunctionCall) -> str:
 
 def _shell_files(command: str) -> list[tuple[str, Action]]:
     found: list[tuple[str, Action]] = []
-    found += [(p, "modified") for p in re.findall(r"(?<![0-9&>])>>?\s*([^\s;&|<>()]+)", command)]
+    unquoted = re.sub(
+        r"'[^']*'|\"(?:\\.|[^\"\\])*\"", "''", command
+    )  # `sed 's/a -> b/'` writes nothing
+    found += [
+        (p, "modified") for p in re.findall(r"(?<![0-9&>=-])>>?\s*([^\s;&|<>()'\"]+)", unquoted)
+    ]
     for segment in re.split(r"&&|\|\||[;|\n]", command):
         try:
             words = shlex.split(segment, comments=False)
@@ -320,6 +329,10 @@ def _shell_files(command: str) -> list[tuple[str, Action]]:
             found.append((rest[-1], "read"))
         elif head == "touch":
             found += [(p, "created") for p in rest]
+        elif head in ("cp", "mv") and len(rest) == 2:
+            found.append((rest[1], "created"))
+            if head == "mv":
+                found.append((rest[0], "deleted"))
         elif head == "rm":
             found += [(p, "deleted") for p in rest]
         elif head in _SHELL_READERS and ">" not in segment:
@@ -420,10 +433,15 @@ def _updates(items: Sequence[Item]) -> list[Probe]:
     return probes
 
 
+_TERMINAL_TOOLS = {"finish", "submit", "attempt_completion", "task_complete", "exit"}
+
+
 def _pending(items: Sequence[Item]) -> list[Probe]:
     answered = {i.call_id for i in items if isinstance(i, FunctionCallOutput)}
     return [
         ToolStateProbe(id=f"pending:{item.call_id}", call_id=item.call_id, name=item.name, at=index)
         for index, item in enumerate(items)
-        if isinstance(item, FunctionCall) and item.call_id not in answered
+        if isinstance(item, FunctionCall)
+        and item.call_id not in answered
+        and item.name.lower() not in _TERMINAL_TOOLS  # ending the run answers nothing
     ]

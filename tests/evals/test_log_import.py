@@ -236,3 +236,44 @@ def test_import_names_a_bad_format(tmp_path: Path, capsys: pytest.CaptureFixture
     out = tmp_path / "s.jsonl"
     assert main(["eval", "import", str(LOGS), "--out", str(out), "--format", "nope"]) == 2
     assert "'nope' is not a log format" in capsys.readouterr().err
+
+
+def _shell(*commands: str) -> list[FunctionCall | FunctionCallOutput | Message]:
+    items: list[FunctionCall | FunctionCallOutput | Message] = [
+        Message(role="user", content="# AGENTS.md\nAlways run the linter before committing."),
+        Message(role="user", content="Please tidy up the release notes for version 2."),
+    ]
+    for n, command in enumerate(commands):
+        items.append(
+            FunctionCall(call_id=f"c{n}", name="bash", arguments=json.dumps({"command": command}))
+        )
+        items.append(FunctionCallOutput(call_id=f"c{n}", output="ok"))
+    return items
+
+
+def test_shell_rules_do_not_read_paths_inside_quotes_and_follow_copies() -> None:
+    items = _shell(
+        "sed -i 's/def f(a) -> float/def f(a) -> float:/' src/calc.py",
+        "cp notes.md notes.md.bak && mv draft.md final.md",
+    )
+    probes = derive_probes(items)
+    files = {p.path: p.action for p in probes if probe_class(p).startswith("artifact")}  # type: ignore[union-attr]
+    assert files == {
+        "src/calc.py": "modified",
+        "notes.md.bak": "created",
+        "final.md": "created",
+        "draft.md": "deleted",
+    }
+    task = next(p for p in probes if p.id == "task")
+    assert task.fact == "Please tidy up the release notes for version 2."  # type: ignore[union-attr]
+    assert task.at == 1  # the AGENTS.md block is instructions, not the task
+
+
+def test_a_finish_call_without_output_is_not_a_pending_tool() -> None:
+    items = [
+        Message(role="user", content="Write the report for the quarter please."),
+        FunctionCall(call_id="f1", name="finish", arguments="{}"),
+        FunctionCall(call_id="r1", name="read_file", arguments='{"path": "q3.md"}'),
+    ]
+    pending = [p for p in derive_probes(items) if probe_class(p) == "tool_state"]
+    assert [p.call_id for p in pending] == ["r1"]  # type: ignore[union-attr]
