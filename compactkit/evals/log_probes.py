@@ -3,37 +3,30 @@
 Every probe records ``at``, the index of the item that first shows the fact, and the rules
 below are the whole of it (deterministic; no model, no person):
 
-=================  =================================================================  ==========
-class              rule                                                               probe
-=================  =================================================================  ==========
-task               the first line with 4+ words, not a tag line (``<...``) nor one    recall
-                   ending in ``:``, of the first user message that does not open     (task)
-                   with a ``#`` heading (an injected AGENTS.md); up to 200 characters
-constraint         a sentence of a user message with a rule word (do not, don't,      constraint
-                   never, always, must, make sure, avoid, should not), 15-250
-                   characters, verbatim (first 8)
-artifact_modified  a file the agent wrote: an editing tool's path (Write, Edit,       artifact
-                   str_replace_editor create/str_replace/insert, write_file,
-                   replace, apply_patch ``*** Add/Update/Delete File:``) or a shell
-                   write (``>``, ``>>`` outside quotes, ``tee``, ``sed -i``, ``touch``, ``rm``,
-                   ``cp``/``mv`` targets, a ``mv`` source deleted);
-                   the strongest action wins (deleted > created > modified)
-artifact_read      a file only read: Read/read_file/view, or shell ``cat``, ``head``,  artifact
-                   ``tail``, ``nl``, ``sed -n`` of a path
-error              a tool output line that starts ``NameError: msg`` (any            recall
-                   ``...Error``/``Exception``/``Failure``), ``error: msg``,          (error)
-                   ``fatal: msg``, ``FAILED``, or holds ``command not found`` / ``No
-                   such file or directory``; or the first
-                   line of an output flagged ``is_error`` (first 8); resolved when a
-                   later call of the same tool on the same target has a clean output
-command            a shell command the agent ran, its first line (first 10)           recall
-                                                                                      (command)
-identifier         a UUID, ticket id (ABC-123), hex id or URL in a user or           recall
-                   assistant message (first 10; paths are artifacts)                 (identifier)
-update             a user's ``set/change/update NAME to VALUE`` or ``NAME = VALUE``  update
-                   stated again with another value: the last is current
-tool_state         a call with no output when the log ends (not ``finish``/``submit``) tool_state
-=================  =================================================================  ==========
+* **task** (recall, kind ``task``): the first line of 3+ words, outside code fences, that is not
+  a tag line (``<...>``), a traceback line or a line ending in ``:``, of the first user message
+  that does not open with a ``#`` heading (an injected AGENTS.md); up to 200 characters.
+* **constraint**: a sentence of a user message with a rule word (do not, don't, never, always,
+  must, make sure, avoid, should not), 15-250 characters, verbatim (the first 8).
+* **artifact_modified**: a file the agent wrote — an editing tool's path (Write, Edit,
+  str_replace_editor create/str_replace/insert, write_file, replace, apply_patch ``*** Add/
+  Update/Delete File:``) or a shell write (``>``/``>>`` outside quotes, ``tee``, ``sed -i``,
+  ``touch``, ``rm``, ``cp``/``mv`` targets, a ``mv`` source deleted; a ``>`` to a file the log
+  had not touched is *created*). The strongest action wins (deleted > created > modified).
+* **artifact_read**: a file only read — Read/read_file/view/open, or shell ``cat``, ``head``,
+  ``tail``, ``nl``, ``sed -n`` of a path.
+* **error** (recall, kind ``error``): a tool output line that starts ``NameError: msg`` (any
+  ``...Error``/``Exception``/``Failure``), ``error: msg``, ``fatal: msg``, ``FAILED``, or holds
+  ``command not found`` / ``No such file or directory``; else the first line of an output
+  flagged ``is_error`` (the first 8). ``resolved`` when a later call of the same tool on the same
+  target (the program and its first argument, or the path) has a clean output.
+* **command** (recall, kind ``command``): a shell command the agent ran, its first line (the
+  first 10).
+* **identifier**: a UUID, ticket id (ABC-123), hex id or URL in a user or assistant message (the
+  first 10; paths are artifacts).
+* **update**: a user's ``set/change/update NAME to VALUE`` or ``NAME = VALUE`` stated again with
+  another value; the last is current.
+* **tool_state**: a call with no output when the log ends (not ``finish``/``submit``).
 
 Shell commands are read from calls of shell tools (``bash``, ``shell``, ``exec_command``,
 ``run_shell_command``, ``execute_bash``, ...) and, for text-based agents, from fenced
@@ -82,6 +75,7 @@ _UPDATE = (
     ),
     re.compile(r"(?<![\w.])([A-Za-z_][\w.]{1,40})\s*=\s*([^\s,;]+)"),
 )
+_FENCED = re.compile(r"```.*?```", re.DOTALL)
 _FENCE = re.compile(r"```(?:bash|sh|shell|mswea_bash_command)\s*\n(.*?)```", re.DOTALL)
 
 _SHELL_TOOLS = {
@@ -186,11 +180,15 @@ def _user_texts(items: Sequence[Item]) -> Iterator[tuple[int, str]]:
 
 def _task(items: Sequence[Item]) -> list[Probe]:
     for index, text in _user_texts(items):
-        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        lines = [line.strip() for line in _FENCED.sub("", text).splitlines() if line.strip()]
         if not lines or lines[0].startswith("#"):
             continue  # an injected instructions file (AGENTS.md, CLAUDE.md), not the task
         for line in lines:
-            if len(line.split()) >= 4 and not line.startswith("<") and not line.endswith(":"):
+            if (
+                len(line.split()) >= 3
+                and not line.startswith(("<", 'File "', "Traceback"))
+                and not line.endswith(":")
+            ):
                 return [RecallProbe(id="task", fact=line[:200], kind="task", at=index)]
         # only tag lines (an environment block): the task is in a later message
     return []
@@ -254,6 +252,12 @@ def _artifacts(items: Sequence[Item], commands: list[_Command]) -> list[Probe]:
                 note(path, action, index)
     for command in commands:
         for path, action in _shell_files(command.text):
+            if (
+                action == "modified"
+                and path in _redirect_targets(command.text)
+                and path not in found
+            ):
+                action = "created"  # `cat > new.py`: a file the log has not touched before
             note(path, action, command.at)
     return [
         ArtifactProbe(id=f"artifact:{path}", path=path, action=action, at=at)
@@ -303,6 +307,12 @@ def _patch_text(call: FunctionCall) -> str:
         if isinstance(value, list) and value and isinstance(value[-1], str):
             return value[-1]
     return call.arguments
+
+
+def _redirect_targets(command: str) -> set[str]:
+    """Paths a single ``>`` (truncate or create, not ``>>``) writes."""
+    unquoted = re.sub(r"'[^']*'|\"(?:\\.|[^\"\\])*\"", "''", command)
+    return set(re.findall(r"(?<![0-9&>=-])>(?!>)\s*([^\s;&|<>()'\"]+)", unquoted))
 
 
 def _shell_files(command: str) -> list[tuple[str, Action]]:
