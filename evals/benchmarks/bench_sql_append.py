@@ -17,7 +17,11 @@ Issue 18/17 additions (``_sql_extras.py``): an SQLMemory append as a ratio of a 
 writes at 5k and 40k stored items (goal: O(1), the same time at both); compactions applied
 while another process appends every 20 ms (applied / attempted, on SQLite and PostgreSQL).
 
-PostgreSQL runs when ``COMPACTKIT_TEST_POSTGRES_URL`` is set (its tables are dropped after).
+Issue 33 (``_redis_row.py``): a Redis row — ``RedisMemory``'s append, read of the active window
+and compaction as ratios of the raw ``redis`` client call doing the same storage work.
+
+PostgreSQL runs when ``COMPACTKIT_TEST_POSTGRES_URL`` is set (its tables are dropped after);
+Redis on ``COMPACTKIT_TEST_REDIS_URL``, else on a ``redis-server`` started here if installed.
 Run: ``python evals/benchmarks/bench_sql_append.py`` (``--tiny`` for CI's smoke run).
 """
 
@@ -33,6 +37,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from _redis_row import print_redis_row, redis_row, redis_server
 from _sql_extras import compactions_under_appends, in_memory_writes, plain_insert_ratio
 from sqlalchemy import Column, Engine, Integer, MetaData, String, Table, Text, delete, select
 
@@ -217,6 +222,12 @@ def main() -> int:
             tables(prefix).metadata.drop_all(engine)
     else:
         print("\nPostgreSQL skipped: set COMPACTKIT_TEST_POSTGRES_URL to include it")
+    with redis_server() as redis_url:
+        if redis_url is None:
+            print("\nRedis skipped: install redis-server or set COMPACTKIT_TEST_REDIS_URL")
+        else:
+            size = plan.sizes[-1]
+            print_redis_row(size, redis_row(redis_url, size, 40 if args.tiny else 300, TEXT))
     return 0 if met or args.tiny else 1  # the tiny run is too short to judge; it only runs
 
 
