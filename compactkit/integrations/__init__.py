@@ -26,7 +26,11 @@ from compactkit.integrations.messages import (
 )
 
 if TYPE_CHECKING:
-    from compactkit.integrations.langchain import CompactkitMiddleware, LangChainLLM
+    from compactkit.integrations.langchain import (
+        ClearToolOutputs,
+        CompactkitMiddleware,
+        LangChainLLM,
+    )
     from compactkit.integrations.openai_agents import CompactkitInputFilter, CompactkitSession
     from compactkit.integrations.pydantic_ai import CompactkitCapability, CompactkitHistory
 
@@ -34,6 +38,7 @@ if TYPE_CHECKING:
 _LAZY: dict[str, str] = {
     "CompactkitCapability": "compactkit.integrations.pydantic_ai",
     "CompactkitHistory": "compactkit.integrations.pydantic_ai",
+    "ClearToolOutputs": "compactkit.integrations.langchain",
     "CompactkitMiddleware": "compactkit.integrations.langchain",
     "LangChainLLM": "compactkit.integrations.langchain",
     "CompactkitInputFilter": "compactkit.integrations.openai_agents",
@@ -51,6 +56,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ClearToolOutputs",
     "CompactedMessages",
     "CompactkitCapability",
     "CompactkitHistory",

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 from compactkit.budget.profiles import ProfileRegistry, budget_for
-from compactkit.budget.tokens import counter_for
+from compactkit.budget.tokens import TokenCounter, counter_for
 from compactkit.compressors.base import MemoryCompressor
 from compactkit.errors import ConfigError
 from compactkit.governance.policy import CompactPolicy, tokens_over, usage_over
@@ -75,8 +75,10 @@ class Governors:
         summary_role: SummaryRole,
         on_event: EventHandler | None,
         before_compaction: Callable[[CompactionRequest], bool] | None,
+        counter: TokenCounter | None = None,
     ) -> Governors:
-        """Check the options and build the governors (see the integrations' docstrings)."""
+        """Check the options and build the governors (see the integrations' docstrings);
+        ``counter`` replaces the model's counter in the default projector."""
         if mode not in ("project", "compact"):
             raise ConfigError(f"mode must be 'project' or 'compact', got {mode!r}")
         if mode == "project" and (policy is not None or compressor is not None):
@@ -98,7 +100,7 @@ class Governors:
             found = budget_for(model, registry=registry)
             usable = budget if budget is not None else found.usable_input
             projector = ContextProjector(
-                counter_for(model, registry=registry),
+                counter if counter is not None else counter_for(model, registry=registry),
                 budget=usable,
                 summary_role=summary_role,
                 cache_aware=found.profile.prompt_cache is not None,  # keep the prefix cacheable

@@ -11,8 +11,12 @@ Mapping (the same as compactkit's Chat Completions adapter, which is what ``Chat
 * content blocks: text -> ``TextPart``, ``image_url``/``image`` with a URL -> ``ImagePart``,
   anything else -> ``RawPart(format="langchain")`` (counted by size).
 
-compactkit's summary is a ``HumanMessage`` marked ``additional_kwargs["lc_source"] ==
-"compactkit_summary"`` (a mark only code can set, never text a user or a tool could type).
+compactkit's summary is a ``HumanMessage`` marked the way LangChain's own
+``SummarizationMiddleware`` marks its summary, ``additional_kwargs["lc_source"] ==
+"summarization"`` (so tooling that looks for LangChain's summary finds it), with the summary's
+text in ``additional_kwargs["compactkit_summary"]`` (marks only code can set, never text a user
+or a tool could type). A message with LangChain's mark alone (a summary LangChain's middleware
+wrote) stays an ordinary message: compactkit recognises only the mark it writes itself.
 
 Every item keeps the message it came from in ``extra["__langchain__"]`` (in process only; keys
 starting with ``__`` are never written to a provider). Going back, an item that is unchanged
@@ -57,9 +61,12 @@ from compactkit.items.snapshot import DEFAULT_SUMMARY_ROLE, SummaryRole, unseal_
 from compactkit.items.snapshot import summary_message as render_summary
 
 __all__ = [
+    "CALL_INDEX_KEY",
+    "LANGCHAIN_SUMMARY",
     "SOURCE_KEY",
     "Memo",
     "SUMMARY_SOURCE",
+    "has_content",
     "is_summary",
     "summary_message",
     "to_items",
@@ -70,10 +77,15 @@ __all__ = [
 SOURCE_KEY = "__langchain__"
 """The ``extra`` key holding the LangChain message an item came from."""
 _INDEX_KEY = "__langchain_call__"  # which entry of ``tool_calls`` a FunctionCall is
+CALL_INDEX_KEY = _INDEX_KEY
+"""The ``extra`` key holding which entry of its message's ``tool_calls`` a ``FunctionCall`` is."""
 
 SUMMARY_SOURCE = "compactkit_summary"
-"""``additional_kwargs["lc_source"]`` of the summary message compactkit writes into the state
-(the key LangChain's own ``SummarizationMiddleware`` uses; providers are never sent it)."""
+"""``additional_kwargs`` key holding the text of the summary compactkit writes into the state
+(providers are never sent ``additional_kwargs``)."""
+LANGCHAIN_SUMMARY = "summarization"
+"""``additional_kwargs["lc_source"]`` of a summary message: the value LangChain's own
+``SummarizationMiddleware`` writes (earlier compactkit states wrote ``SUMMARY_SOURCE`` there)."""
 
 _ROLES = {"system": "system", "developer": "developer", "user": "user", "human": "user"}
 _ROLES_AI = {"assistant": "assistant", "ai": "assistant"}
@@ -87,7 +99,7 @@ def summary_message(text: str, role: SummaryRole = DEFAULT_SUMMARY_ROLE) -> Base
     sealed); the summary itself rides in ``additional_kwargs``, so another process (with another
     seal key) still reads it back exactly.
     """
-    kwargs = {"lc_source": SUMMARY_SOURCE, SUMMARY_SOURCE: text}
+    kwargs = {"lc_source": LANGCHAIN_SUMMARY, SUMMARY_SOURCE: text}
     sealed = render_summary(text, role).text
     if role == "user":
         return HumanMessage(content=sealed, additional_kwargs=kwargs)
@@ -98,7 +110,7 @@ def is_summary(message: BaseMessage) -> bool:
     """Whether ``message`` is a summary compactkit wrote (its mark, never its text)."""
     return (
         isinstance(message, HumanMessage | SystemMessage)
-        and message.additional_kwargs.get("lc_source") == SUMMARY_SOURCE
+        and message.additional_kwargs.get("lc_source") in (LANGCHAIN_SUMMARY, SUMMARY_SOURCE)
         and isinstance(message.additional_kwargs.get(SUMMARY_SOURCE), str)
     )
 
@@ -359,6 +371,12 @@ def _content(content: str | tuple[ContentPart, ...]) -> str | list[str | dict[st
 
 def _has_content(content: str | tuple[ContentPart, ...]) -> bool:
     return bool(content) if isinstance(content, str) else len(content) > 0
+
+
+def has_content(content: Any) -> bool:
+    """Whether a LangChain message's ``content`` becomes a message item of its own (an
+    ``AIMessage`` with tool calls and no text becomes its calls only)."""
+    return _has_content(_view(content))
 
 
 def _arguments(args: Any) -> str:

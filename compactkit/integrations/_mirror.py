@@ -23,7 +23,7 @@ from typing import Any, Generic, TypeVar
 
 from compactkit.errors import BudgetError
 from compactkit.governance.projector import Projection
-from compactkit.items import FunctionCall, FunctionCallOutput, Item
+from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
 from compactkit.items.snapshot import MemorySnapshot
 from compactkit.memory.in_memory import InMemoryMemory
 
@@ -194,6 +194,8 @@ def require_newest(snapshot: MemorySnapshot, projection: Projection) -> None:
     The projector keeps the latest user input and unanswered calls, but a completed tool round
     that does not fit even masked is dropped as a whole; the model would then call the tools
     again and again (pydantic-ai's run loops until its request limit). Refusing is better.
+    The error names what is too big: the last round's tool results, or the assistant's (or
+    another role's) newest message when that is the newest item.
     """
     if not snapshot.items:
         return
@@ -203,15 +205,40 @@ def require_newest(snapshot: MemorySnapshot, projection: Projection) -> None:
         return
     if isinstance(newest, FunctionCallOutput) and not _answers_a_call(snapshot.items):
         return  # a result answering no call: the projector repaired it away (report notes)
-    calls = [item.call_id for item in snapshot.items[-8:] if isinstance(item, FunctionCallOutput)]
+    if isinstance(newest, Message):
+        who = (
+            "the assistant's own newest message"
+            if newest.role == "assistant"
+            else (f"the newest {newest.role} message")
+        )
+        raise BudgetError(
+            f"{who} does not fit the budget of {projection.budget:,} tokens, so the model "
+            "would answer without seeing it; raise the budget or shorten that message",
+            part="newest assistant message" if newest.role == "assistant" else "newest message",
+            tokens=projection.tokens,
+            budget=projection.budget,
+        )
+    calls = _last_round_outputs(snapshot.items)
     raise BudgetError(
-        f"the newest tool results (call ids {', '.join(map(repr, calls)) or 'none'}) do not fit "
-        f"the budget of {projection.budget:,} tokens even masked, so the model would call the "
-        "tools again without seeing them; raise the budget or make the tool calls smaller",
+        f"the newest tool results (call ids {', '.join(map(repr, calls)) or 'none'}, the last "
+        f"round) do not fit the budget of {projection.budget:,} tokens even masked, so the "
+        "model would call the tools again without seeing them; raise the budget or make the "
+        "tool calls smaller",
         part="newest tool results",
         tokens=projection.tokens,
         budget=projection.budget,
     )
+
+
+def _last_round_outputs(items: Sequence[Item]) -> list[str]:
+    """The call ids of the tool results of the newest round (the outputs after its calls)."""
+    calls: list[str] = []
+    for item in reversed(items):
+        if isinstance(item, FunctionCallOutput):
+            calls.append(item.call_id)
+        else:
+            break
+    return calls[::-1]
 
 
 def _answers_a_call(items: Sequence[Item]) -> bool:

@@ -23,6 +23,7 @@ Install with ``pip install 'compactkit[langchain]'``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
@@ -31,27 +32,52 @@ from compactkit.integrations._extras import require
 require("langchain", extra="langchain", integration="compactkit.integrations.langchain")
 
 from langchain.agents.middleware import AgentMiddleware, AgentState  # noqa: E402
+from langchain.agents.middleware.internal_call_transformer import (  # noqa: E402
+    InternalCallTransformer,
+    internal_call_metadata,
+)
 from langchain.agents.middleware.types import ModelRequest, ModelResponse  # noqa: E402
 from langchain_core.language_models import BaseChatModel  # noqa: E402
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, RemoveMessage  # noqa: E402
+from langchain_core.messages import (  # noqa: E402
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+)
 from langchain_core.messages.utils import convert_to_messages  # noqa: E402
+from langchain_core.runnables import RunnableConfig  # noqa: E402
+from langgraph.constants import TAG_NOSTREAM  # noqa: E402
 from langgraph.graph.message import REMOVE_ALL_MESSAGES  # noqa: E402
 
-from compactkit.budget.profiles import ProfileRegistry  # noqa: E402
+from compactkit.budget.profiles import ProfileRegistry, default_registry  # noqa: E402
 from compactkit.compressors.base import MemoryCompressor  # noqa: E402
+from compactkit.compressors.summary import SummaryCompressor  # noqa: E402
 from compactkit.compressors.summary.llm import ChatMessage  # noqa: E402
 from compactkit.errors import ConfigError  # noqa: E402
 from compactkit.governance.policy import CompactPolicy  # noqa: E402
 from compactkit.governance.projector import ContextProjector, Projection  # noqa: E402
 from compactkit.integrations import _langchain_convert as convert  # noqa: E402
 from compactkit.integrations._governed import Governors, Mode  # noqa: E402
+from compactkit.integrations._langchain_options import (  # noqa: E402
+    ClearToolOutputs,
+    CountMessages,
+    KeepMessages,
+    MessagesCounter,
+    check_keep,
+)
 from compactkit.integrations._mirror import Converted, Mirror, Mirrors, require_newest  # noqa: E402
 from compactkit.items import Message, Tool  # noqa: E402
 from compactkit.items.snapshot import DEFAULT_SUMMARY_ROLE, MemorySnapshot, SummaryRole  # noqa: E402
 from compactkit.runtime.events import CompactionRequest, EventHandler  # noqa: E402
 from compactkit.runtime.governor import GovernedStep  # noqa: E402
 
-__all__ = ["CompactkitMiddleware", "LangChainLLM"]
+__all__ = ["ClearToolOutputs", "CompactkitMiddleware", "LangChainLLM"]
+
+# profiles.toml is read now, not by the first middleware built inside a running event loop; a
+# bad COMPACTKIT_PROFILES file is raised, with its fix, where the registry is used.
+with contextlib.suppress(ConfigError):
+    default_registry()
 
 
 class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -74,13 +100,31 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         on_event: Called with every event: projections, compactions (failures too), messages
             passed through untouched.
         before_compaction: Asked before every compaction; returning ``False`` vetoes it.
+        summarizer: A chat model that writes the summary (``SummarizationMiddleware``'s
+            ``model=``): a ``SummaryCompressor`` over ``LangChainLLM(summarizer)``. Needs
+            ``mode="compact"``; not with ``compressor=``.
+        summary_prompt: The summarizer's instructions in place of compactkit's (with
+            ``summarizer=``); a ``{messages}`` placeholder receives the conversation part.
+        keep: What a compaction keeps verbatim (with ``summarizer=``): ``("messages", N)``,
+            the newest N messages, or ``("tokens", N)``, the newest messages within N tokens;
+            never a tool result without the message that called it.
+        token_counter: Counts a list of messages (LangChain's ``count_tokens_approximately``
+            or your own) in place of the model's tokenizer, for the budget, the triggers and
+            ``keep``; compactkit then calls its counts approximate.
+        clear_tool_outputs: ``ClearToolOutputs(trigger=, keep=, placeholder=,
+            exclude_tools=)``: over ``trigger`` tokens, older tool results are replaced by the
+            placeholder in what the model sees (``ContextEditingMiddleware``'s shape).
 
     Raises:
         ConfigError: the options contradict each other, or the model is unknown.
 
     One middleware may serve many threads (it keeps a mirror per ``thread_id``) and both
-    ``invoke`` and ``ainvoke``.
+    ``invoke`` and ``ainvoke``. The summarizer's calls are tagged internal and no-stream, as
+    LangChain's own middleware tags them, so a chat UI never shows the summary as if the
+    assistant said it.
     """
+
+    transformers = (InternalCallTransformer,)  # keeps internal calls out of ``run.messages``
 
     def __init__(
         self,
@@ -95,9 +139,29 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         registry: ProfileRegistry | None = None,
         on_event: EventHandler | None = None,
         before_compaction: Callable[[CompactionRequest], bool] | None = None,
+        summarizer: BaseChatModel | None = None,
+        summary_prompt: str | None = None,
+        keep: tuple[str, int] | None = None,
+        token_counter: CountMessages | None = None,
+        clear_tool_outputs: ClearToolOutputs | None = None,
     ) -> None:
         super().__init__()
         self.mode: Mode = mode
+        counter = None if token_counter is None else MessagesCounter(token_counter)
+        if counter is not None and projector is not None:
+            raise ConfigError(
+                "token_counter= sizes the default projector; with projector= given, build it "
+                "with your counter instead"
+            )
+        compressor = _summary_compressor(
+            mode, compressor, summarizer, summary_prompt, keep, counter
+        )
+        if clear_tool_outputs is not None and not isinstance(clear_tool_outputs, ClearToolOutputs):
+            raise ConfigError(
+                f"clear_tool_outputs must be a ClearToolOutputs(trigger=, keep=, placeholder=, "
+                f"exclude_tools=), got {type(clear_tool_outputs).__name__}"
+            )
+        self.clear_tool_outputs = clear_tool_outputs
         self.governors = Governors.build(
             model,
             format="langchain",
@@ -110,6 +174,7 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             summary_role=summary_role,
             on_event=on_event,
             before_compaction=before_compaction,
+            counter=counter,
         )
         self._mirrors: Mirrors[BaseMessage] = Mirrors(self._to_items)
         self._tools: tuple[tuple[object, ...], list[Tool]] = ((), [])
@@ -126,7 +191,7 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         mirror, snapshot, instructions, tools = self._prepare(request)
         step = self.governors.projecting.step(mirror.memory, instructions=instructions, tools=tools)
         projected = self._projected(mirror, snapshot, step, instructions)
-        response = handler(request.override(messages=projected))
+        response = handler(request.override(messages=self._cleared(projected, step)))
         self._observe(response, step.projection)
         return response
 
@@ -141,7 +206,7 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             mirror.memory, instructions=instructions, tools=tools
         )
         projected = self._projected(mirror, snapshot, step, instructions)
-        response = await handler(request.override(messages=projected))
+        response = await handler(request.override(messages=self._cleared(projected, step)))
         self._observe(response, step.projection)
         return response
 
@@ -213,6 +278,12 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         mirror.sent = (tuple(items), messages)
         return cast(list[AnyMessage], list(messages))  # a copy: the cache is not theirs to edit
 
+    def _cleared(self, messages: list[AnyMessage], step: GovernedStep) -> list[AnyMessage]:
+        if self.clear_tool_outputs is None:
+            return messages
+        cleared = self.clear_tool_outputs.apply(list(messages), step.projection.tokens)
+        return cast(list[AnyMessage], cleared)
+
     def _sync_state(
         self, state: AgentState[Any], runtime: Any
     ) -> tuple[Mirror[BaseMessage], int | None]:
@@ -272,28 +343,92 @@ class LangChainLLM:
     """A LangChain chat model as compactkit's summarizer (the ``LLM`` protocol), so that
     ``SummaryCompressor(LangChainLLM(llm))`` writes compactkit's summary with your model.
 
+    Its calls are tagged as LangChain's ``SummarizationMiddleware`` tags its own: metadata
+    ``lc_source="summarization"`` and the internal-call mark, tag ``nostream``; so the summary's
+    tokens never reach an agent's ``stream_mode="messages"`` or ``astream_events`` output.
+
     Args:
         model: Any ``BaseChatModel`` (``ChatOpenAI``, ``ChatAnthropic``, …). Its own retries
             add to the ``SummaryCompressor``'s (set ``max_retries=0`` on it to leave them to
             compactkit's circuit breaker).
+        summary_prompt: Instructions in place of compactkit's (its system message); a
+            ``{messages}`` placeholder receives compactkit's request (the summary so far, the
+            conversation part, its exact facts) and the whole is sent as one human message.
+            A prose answer is kept as the summary's current state, the exact facts re-added.
     """
 
-    def __init__(self, model: BaseChatModel) -> None:
+    def __init__(self, model: BaseChatModel, *, summary_prompt: str | None = None) -> None:
         if not isinstance(model, BaseChatModel):
             raise ConfigError(
                 f"LangChainLLM takes a LangChain chat model (BaseChatModel), got "
                 f"{type(model).__name__}"
             )
+        if summary_prompt is not None and (
+            not isinstance(summary_prompt, str) or not summary_prompt.strip()
+        ):
+            raise ConfigError(f"summary_prompt must be non-empty text, got {summary_prompt!r}")
         self.model = model
+        self.summary_prompt = summary_prompt
 
     def complete(self, messages: Sequence[ChatMessage]) -> str:
         """The model's answer to ``messages`` (role/content dicts), as text."""
-        return _answer(self.model.invoke(convert_to_messages([dict(m) for m in messages])))
+        return _answer(self.model.invoke(self._request(messages), config=_summary_config()))
 
     async def acomplete(self, messages: Sequence[ChatMessage]) -> str:
         """``complete`` for async code."""
-        reply = await self.model.ainvoke(convert_to_messages([dict(m) for m in messages]))
+        reply = await self.model.ainvoke(self._request(messages), config=_summary_config())
         return _answer(reply)
+
+    def _request(self, messages: Sequence[ChatMessage]) -> list[BaseMessage]:
+        prompt = self.summary_prompt
+        if prompt is None:
+            return convert_to_messages([dict(m) for m in messages])
+        data = "\n\n".join(str(m["content"]) for m in messages if m["role"] != "system")
+        if "{messages}" in prompt:
+            return [HumanMessage(content=prompt.replace("{messages}", data))]
+        return convert_to_messages(
+            [{"role": "system", "content": prompt}, {"role": "user", "content": data}]
+        )
+
+
+def _summary_config() -> RunnableConfig:
+    """The config of a summary call: LangChain's own for its summarization middleware."""
+    return {
+        "metadata": {"lc_source": "summarization", **internal_call_metadata()},
+        "tags": [TAG_NOSTREAM],
+    }
+
+
+def _summary_compressor(
+    mode: Mode,
+    compressor: MemoryCompressor | None,
+    summarizer: BaseChatModel | None,
+    summary_prompt: str | None,
+    keep: object,
+    counter: MessagesCounter | None,
+) -> MemoryCompressor | None:
+    """The compressor ``summarizer=``, ``summary_prompt=`` and ``keep=`` describe, if any."""
+    if summarizer is None:
+        if summary_prompt is not None or keep is not None:
+            raise ConfigError(
+                "summary_prompt= and keep= configure the summary summarizer= writes: pass "
+                "summarizer=<chat model> (or configure your compressor= itself)"
+            )
+        return compressor
+    if compressor is not None:
+        raise ConfigError(
+            "summarizer= builds the compressor: pass either summarizer= or compressor=, not both"
+        )
+    if mode != "compact":
+        raise ConfigError(
+            "summarizer= writes a summary into the state: pass mode='compact' with it"
+        )
+    options: dict[str, Any] = {} if counter is None else {"counter": counter}
+    kind, size = check_keep(keep) if keep is not None else (None, 0)
+    if kind == "tokens":
+        options["keep_tokens"] = size
+    built = SummaryCompressor(LangChainLLM(summarizer, summary_prompt=summary_prompt), **options)
+    return KeepMessages(built, size) if kind == "messages" else built
 
 
 def _answer(reply: object) -> str:

@@ -206,7 +206,7 @@ def test_compact_mode_writes_a_marked_summary_into_the_state(asynchronous: bool)
     assert compactions and all(e.applied for e in compactions)
     final = histories[-1]
     summary = final[0]
-    assert summary.additional_kwargs["lc_source"] == "compactkit_summary"
+    assert summary.additional_kwargs["lc_source"] == "summarization"
     assert len(final) < 2 + 2 * CALLS_PER_QUESTION * len(QUESTIONS)  # the state was compacted
     # The digest keeps the exact file names the folded tool calls read.
     assert "src/module_1.py" in summary.text
@@ -233,7 +233,7 @@ def test_the_state_resumes_from_the_checkpointer_in_a_new_middleware() -> None:
     for question in QUESTIONS[:3]:
         first.invoke({"messages": [HumanMessage(question)]}, CONFIG)
     state = agent().invoke({"messages": [HumanMessage(QUESTIONS[3])]}, CONFIG)
-    assert state["messages"][0].additional_kwargs["lc_source"] == "compactkit_summary"
+    assert state["messages"][0].additional_kwargs["lc_source"] == "summarization"
     assert state["messages"][-1].content == f"answered {QUESTIONS[3]}"
     assert max(server.prompt_tokens()) <= BUDGET
 
