@@ -82,6 +82,28 @@ def connect(client_or_url: Any, owner: str) -> Any:
     )
 
 
+def connect_async(client_or_url: Any, owner: str) -> Any:
+    """A ``redis.asyncio.Redis`` from a URL, or the asyncio client given."""
+    import redis.asyncio
+
+    if isinstance(client_or_url, str):
+        try:
+            return redis.asyncio.Redis.from_url(client_or_url)
+        except ValueError as exc:
+            raise ConfigError(f"{owner}: not a Redis URL {client_or_url!r}: {exc}") from exc
+    if isinstance(client_or_url, redis.asyncio.Redis):
+        if client_or_url.get_encoder().decode_responses:  # type: ignore[no-untyped-call]
+            raise ConfigError(
+                f"{owner} needs a client made with decode_responses=False (the default): it "
+                "stores JSON bytes"
+            )
+        return client_or_url
+    raise ConfigError(
+        f"{owner}: async_client takes a redis.asyncio.Redis client or a URL, got "
+        f"{type(client_or_url).__name__}"
+    )
+
+
 def dump_item(item: Item) -> bytes:
     """One item as JSON (the shared serialiser's element form)."""
     return ITEMS_ADAPTER.dump_json([item])[1:-1]

@@ -104,6 +104,7 @@ class RedisMemory(BaseMemory):
             summary_role=summary_role,
         )
         self._client = connect(client_or_url, "RedisMemory")
+        self._owns_client = isinstance(client_or_url, str)
         self._session_id = session_id
         tag = session_tag(require_prefix(key_prefix), session_id)
         self._meta, self._active = f"{tag}:meta", f"{tag}:active"
@@ -132,6 +133,11 @@ class RedisMemory(BaseMemory):
     def client(self) -> Any:
         """The ``redis.Redis`` client."""
         return self._client
+
+    def close(self) -> None:
+        """Close the client this memory made from a URL (a client you passed stays open)."""
+        if self._owns_client:
+            self._client.close()
 
     # -- storage ------------------------------------------------------------------------------
 

@@ -1,9 +1,13 @@
-"""``RedisSessionStore``: saved sessions (``SessionState`` JSON) in Redis.
+"""``RedisSessionStore``: saved sessions (``SessionState`` JSON) in Redis, sync and asyncio.
 
 A state lives at ``<prefix>:{<id>}:state``; a sorted set ``<prefix>:sessions`` lists the saved ids
 (scored by when they expire, so ``list()`` drops expired ones). ``save`` is one MULTI/EXEC (last
 writer wins; a reader never sees half a state). With ``ttl`` a saved state expires that long
 after its last save.
+
+``save``/``load``/``delete``/``list`` use the ``redis.Redis`` client; ``asave``/``aload``/
+``adelete``/``alist`` the same commands on a ``redis.asyncio.Redis`` client, for event loops.
+The commands are queued by shared helpers, so only the execution differs.
 """
 
 from __future__ import annotations
@@ -16,7 +20,13 @@ from datetime import timedelta
 from typing import Any
 
 from compactkit.errors import ConfigError, SessionNotFoundError, StorageError
-from compactkit.redis._keys import connect, require_prefix, require_ttl, session_tag
+from compactkit.redis._keys import (
+    connect,
+    connect_async,
+    require_prefix,
+    require_ttl,
+    session_tag,
+)
 from compactkit.sessions.session import AgentSession, SessionState
 
 __all__ = ["RedisSessionStore"]
@@ -29,23 +39,38 @@ class RedisSessionStore:
 
     def __init__(
         self,
-        client_or_url: Any,
+        client_or_url: Any = None,
         *,
+        async_client: Any = None,
         key_prefix: str = "compactkit",
         ttl: float | timedelta | None = None,
     ) -> None:
-        """Use the Redis at ``client_or_url``.
+        """Use the Redis at ``client_or_url`` (and ``async_client`` for the ``a*`` methods).
 
         Args:
-            client_or_url: A ``redis.Redis`` client (``decode_responses=False``) or a URL.
+            client_or_url: A ``redis.Redis`` client (``decode_responses=False``) or a URL; a URL
+                also gives the ``a*`` methods an asyncio client of their own.
+            async_client: A ``redis.asyncio.Redis`` client for ``asave``/``aload``/…; ``None``
+                with a client alone leaves the store sync only.
             key_prefix: The start of every key; use your ``RedisMemory``'s to keep a session's
                 memory and checkpoints side by side.
             ttl: Expire a saved state this long after its last save; ``None`` keeps it.
 
         Raises:
-            ConfigError: a bad client, URL, prefix or ttl.
+            ConfigError: a bad client, URL, prefix or ttl, or no client at all.
         """
-        self._client = connect(client_or_url, "RedisSessionStore")
+        if client_or_url is None and async_client is None:
+            raise ConfigError("RedisSessionStore needs a redis URL, a client or an async_client")
+        self._client = (
+            None if client_or_url is None else connect(client_or_url, "RedisSessionStore")
+        )
+        self._owns = isinstance(client_or_url, str), isinstance(async_client, str)
+        if async_client is None and isinstance(client_or_url, str):
+            async_client = client_or_url
+            self._owns = True, True
+        self._async_client = (
+            None if async_client is None else connect_async(async_client, "RedisSessionStore")
+        )
         self._prefix = require_prefix(key_prefix)
         self._index = f"{self._prefix}:sessions"
         self._ttl_ms = require_ttl(ttl)
@@ -53,8 +78,37 @@ class RedisSessionStore:
     def __repr__(self) -> str:
         return f"RedisSessionStore(key_prefix={self._prefix!r})"
 
+    # -- the commands, shared by both drivers ----------------------------------------------------
+
     def _key(self, session_id: str) -> str:
         return f"{session_tag(self._prefix, session_id)}:state"
+
+    def _queue_save(self, pipe: Any, session: AgentSession) -> None:
+        session = _require_session(session)
+        data = session.state().to_json()
+        key = self._key(session.session_id)
+        if self._ttl_ms is None:
+            pipe.set(key, data)
+            expires = _FOREVER
+        else:
+            pipe.set(key, data, px=self._ttl_ms)
+            expires = time.time() * 1000 + self._ttl_ms
+        pipe.zadd(self._index, {session.session_id.encode(): expires})
+
+    def _loaded(self, session_id: str, data: bytes | None) -> SessionState:
+        if data is None:
+            raise SessionNotFoundError(session_id)
+        return SessionState.from_json(data, source=f"Redis key {self._key(session_id)!r}")
+
+    def _queue_delete(self, pipe: Any, session_id: str) -> None:
+        pipe.delete(self._key(session_id))
+        pipe.zrem(self._index, session_id.encode())
+
+    def _queue_list(self, pipe: Any) -> None:
+        pipe.zremrangebyscore(self._index, "-inf", f"({time.time() * 1000}")
+        pipe.zrange(self._index, 0, -1)
+
+    # -- sync ----------------------------------------------------------------------------------
 
     def save(self, session: AgentSession) -> None:
         """Save ``session.state()`` atomically, replacing its earlier saved state.
@@ -63,17 +117,9 @@ class RedisSessionStore:
             ConfigError: ``session`` is not an ``AgentSession``.
             StorageError: Redis failed; the earlier state is unchanged.
         """
-        session = _require_session(session)
-        data = session.state().to_json()
-        key = self._key(session.session_id)
-        expires = _FOREVER if self._ttl_ms is None else time.time() * 1000 + self._ttl_ms
+        pipe = self._sync("save").pipeline(transaction=True)
+        self._queue_save(pipe, session)
         with self._storage(f"save session {session.session_id!r}"):
-            pipe = self._client.pipeline(transaction=True)
-            if self._ttl_ms is None:
-                pipe.set(key, data)
-            else:
-                pipe.set(key, data, px=self._ttl_ms)
-            pipe.zadd(self._index, {session.session_id.encode(): expires})
             pipe.execute()
 
     def load(self, session_id: str) -> SessionState:
@@ -83,29 +129,88 @@ class RedisSessionStore:
             SessionNotFoundError: nothing is saved under ``session_id`` (or it expired).
             StorageError: the saved state is corrupt or Redis failed.
         """
+        client = self._sync("load")
         with self._storage(f"load session {session_id!r}"):
-            data = self._client.get(self._key(session_id))
-        if data is None:
-            raise SessionNotFoundError(session_id)
-        return SessionState.from_json(data, source=f"Redis key {self._key(session_id)!r}")
+            data = client.get(self._key(session_id))
+        return self._loaded(session_id, data)
 
     def delete(self, session_id: str) -> bool:
         """Delete the saved state; ``False`` when there was none."""
+        pipe = self._sync("delete").pipeline(transaction=True)
+        self._queue_delete(pipe, session_id)
         with self._storage(f"delete session {session_id!r}"):
-            pipe = self._client.pipeline(transaction=True)
-            pipe.delete(self._key(session_id))
-            pipe.zrem(self._index, session_id.encode())
             deleted, _ = pipe.execute()
         return bool(deleted)
 
     def list(self) -> builtins.list[str]:
         """The ids of the saved sessions (not expired), sorted."""
+        pipe = self._sync("list").pipeline(transaction=True)
+        self._queue_list(pipe)
         with self._storage("list sessions"):
-            pipe = self._client.pipeline(transaction=True)
-            pipe.zremrangebyscore(self._index, "-inf", f"({time.time() * 1000}")
-            pipe.zrange(self._index, 0, -1)
             _, ids = pipe.execute()
         return sorted(raw.decode() for raw in ids)
+
+    # -- asyncio -------------------------------------------------------------------------------
+
+    async def asave(self, session: AgentSession) -> None:
+        """``save`` on the asyncio client."""
+        pipe = self._asyncio("asave").pipeline(transaction=True)
+        self._queue_save(pipe, session)
+        with self._storage(f"save session {session.session_id!r}"):
+            await pipe.execute()
+
+    async def aload(self, session_id: str) -> SessionState:
+        """``load`` on the asyncio client."""
+        client = self._asyncio("aload")
+        with self._storage(f"load session {session_id!r}"):
+            data = await client.get(self._key(session_id))
+        return self._loaded(session_id, data)
+
+    async def adelete(self, session_id: str) -> bool:
+        """``delete`` on the asyncio client."""
+        pipe = self._asyncio("adelete").pipeline(transaction=True)
+        self._queue_delete(pipe, session_id)
+        with self._storage(f"delete session {session_id!r}"):
+            deleted, _ = await pipe.execute()
+        return bool(deleted)
+
+    async def alist(self) -> builtins.list[str]:
+        """``list`` on the asyncio client."""
+        pipe = self._asyncio("alist").pipeline(transaction=True)
+        self._queue_list(pipe)
+        with self._storage("list sessions"):
+            _, ids = await pipe.execute()
+        return sorted(raw.decode() for raw in ids)
+
+    def close(self) -> None:
+        """Close the sync client this store made from a URL (clients you passed stay open)."""
+        if self._owns[0] and self._client is not None:
+            self._client.close()
+
+    async def aclose(self) -> None:
+        """Close the clients this store made from a URL, the asyncio one included (call it in
+        the event loop that used it)."""
+        self.close()
+        if self._owns[1] and self._async_client is not None:
+            await self._async_client.aclose()
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _sync(self, method: str) -> Any:
+        if self._client is None:
+            raise ConfigError(
+                f"RedisSessionStore.{method} needs a sync client: this store has only an "
+                f"async_client; await a{method}(...) or pass a redis.Redis client or a URL"
+            )
+        return self._client
+
+    def _asyncio(self, method: str) -> Any:
+        if self._async_client is None:
+            raise ConfigError(
+                f"RedisSessionStore.{method} needs an asyncio client: pass "
+                "async_client=redis.asyncio.Redis(...) or build the store from a URL"
+            )
+        return self._async_client
 
     @contextmanager
     def _storage(self, what: str) -> Iterator[None]:

@@ -3,6 +3,8 @@ unchanged, then what only Redis promises — O(1) appends, incremental reads, TT
 
 from __future__ import annotations
 
+import asyncio
+import multiprocessing
 import time
 import uuid
 from datetime import timedelta
@@ -12,11 +14,13 @@ import pytest
 import redis
 from redis_support import key_prefix, redis_client, redis_url  # noqa: F401
 
+from compactkit import Agent
 from compactkit.errors import ConfigError, StorageError
 from compactkit.items import item_text
 from compactkit.items.snapshot import CompactResult, CompactStats
 from compactkit.redis import RedisMemory, RedisSessionStore
 from compactkit.sessions.session import AgentSession, resume_session
+from compactkit.testing import FakeOpenAI, text, tool_call
 from compactkit.testing.conformance import MemoryConformance, SessionStoreConformance
 
 # -- the public kit, unchanged ------------------------------------------------------------------
@@ -181,14 +185,140 @@ def test_memory_and_checkpoints_side_by_side_across_clients(
     redis_url: str,  # noqa: F811
     key_prefix: str,  # noqa: F811
 ) -> None:
-    def factory(session_id: str) -> RedisMemory:
-        return RedisMemory(redis.Redis.from_url(redis_url), session_id, key_prefix=key_prefix)
+    opened: list[RedisMemory] = []
+
+    def factory(session_id: str) -> RedisMemory:  # a client of its own, as another process has
+        opened.append(RedisMemory(redis_url, session_id, key_prefix=key_prefix))
+        return opened[-1]
 
     store = RedisSessionStore(redis_url, key_prefix=key_prefix)
     session = AgentSession(factory("chat-1"), session_id="chat-1")
     session.memory.add_user_input("remember the blue door")
     store.save(session)
     session.memory.add_user_input("a later message")
-    resumed = resume_session(store, "chat-1", factory)  # another process, another client
+    resumed = resume_session(store, "chat-1", factory)
     assert [item_text(i) for i in resumed.memory.items] == ["remember the blue door"]
     assert [item_text(i) for i in factory("chat-1").items] == ["remember the blue door"]
+    for memory in opened:
+        memory.close()
+    asyncio.run(store.aclose())
+
+
+# -- asyncio, the agent loop, two processes -------------------------------------------------------
+
+
+def test_the_asyncio_methods_share_the_stored_form(
+    redis_url: str,  # noqa: F811
+    key_prefix: str,  # noqa: F811
+) -> None:
+    import redis.asyncio
+
+    store = RedisSessionStore(redis_url, key_prefix=key_prefix)
+    async_client = redis.asyncio.Redis.from_url(redis_url)
+    only_async = RedisSessionStore(async_client=async_client, key_prefix=key_prefix)
+
+    async def main() -> list[Any]:
+        try:
+            return await steps()
+        finally:
+            await async_client.aclose()
+            await store.aclose()
+
+    async def steps() -> list[Any]:
+        session = AgentSession(session_id="async-1", metadata={"via": "asyncio"})
+        session.memory.add_user_input("from the loop")
+        await only_async.asave(session)
+        seen = [store.load("async-1").metadata, await store.alist()]
+        store.save(AgentSession(session_id="sync-1"))
+        loaded = await only_async.aload("sync-1")
+        seen += [loaded.session_id, await only_async.adelete("sync-1"), await store.adelete("x")]
+        return seen
+
+    assert asyncio.run(main()) == [{"via": "asyncio"}, ["async-1"], "sync-1", True, False]
+    store = RedisSessionStore(redis_url, key_prefix=key_prefix)
+    assert store.list() == ["async-1"]
+    store.close()
+    with pytest.raises(ConfigError, match=r"await aload\(...\)"):
+        only_async.load("async-1")
+    sync_only = RedisSessionStore(redis.Redis.from_url(redis_url))
+    with pytest.raises(ConfigError, match="needs an asyncio client"):
+        asyncio.run(sync_only.aload("async-1"))
+
+
+def test_an_agent_runs_on_redis_sync_and_async(
+    redis_client: redis.Redis,  # noqa: F811
+    key_prefix: str,  # noqa: F811
+) -> None:
+    def memory_factory(session_id: str) -> RedisMemory:
+        return RedisMemory(redis_client, session_id, key_prefix=key_prefix)
+
+    fake = FakeOpenAI([tool_call("add", {"a": 2, "b": 3}), text("5"), text("async hello")])
+    store = RedisSessionStore(redis_client, key_prefix=key_prefix)
+    agent = Agent("gpt-4o", fake.client(), tools=[add], memory_factory=memory_factory, store=store)
+    session = agent.new_session()
+    assert session.run("what is 2 + 3?").output == "5"
+    again = memory_factory(session.session_id)  # what another process reads
+    assert [i.type for i in again.items] == [
+        "message",
+        "function_call",
+        "function_call_output",
+        "message",
+    ]
+    assert store.load(session.session_id).memory.items == again.snapshot().items
+    async_agent = Agent("gpt-4o", fake.async_client(), memory_factory=memory_factory, store=store)
+    result = asyncio.run(async_agent.new_session().arun("hi"))
+    assert result.output == "async hello"
+    assert len(store.list()) == 2
+    assert fake.requests[1]["messages"][-1]["content"] == "5"  # the tool output reached the model
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: The first number.
+        b: The second number.
+    """
+    return a + b
+
+
+def _append_many(url: str, prefix: str, session_id: str, tag: str, count: int) -> None:
+    memory = RedisMemory(url, session_id, key_prefix=prefix)
+    for n in range(count):  # the process exits: its client goes with it
+        memory.add_output_items(
+            [
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": f"{tag}{n}",
+                            "type": "function",
+                            "function": {"name": "f", "arguments": "{}"},
+                        }
+                    ],
+                }
+            ]
+        )
+        memory.add_tool_output(f"{tag}{n}", f"{tag}-out-{n}")
+
+
+def test_two_processes_append_to_one_session_and_lose_nothing(
+    redis_url: str,  # noqa: F811
+    key_prefix: str,  # noqa: F811
+) -> None:
+    context = multiprocessing.get_context("spawn")
+    workers = [
+        context.Process(target=_append_many, args=(redis_url, key_prefix, "shared", tag, 40))
+        for tag in ("p", "q")
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=60)
+    assert [w.exitcode for w in workers] == [0, 0]
+    history = RedisMemory(redis_url, "shared", key_prefix=key_prefix).history()
+    assert [i.seq for i in history] == list(range(1, 161))
+    for tag in ("p", "q"):
+        outputs = [item_text(i) for i in history if item_text(i).startswith(f"{tag}-out-")]
+        assert outputs == [f"{tag}-out-{n}" for n in range(40)]
