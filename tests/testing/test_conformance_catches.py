@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -384,3 +386,31 @@ class TestMine(MemoryConformance):
 def _docs_source() -> str:
     blocks = re.findall(r"^```python\n(.*?)^```", DOCS.read_text(), re.M | re.S)
     return next(b for b in blocks if "class DictMemory(BaseMemory)" in b)
+
+
+def test_the_kit_runs_without_pytest_installed() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['pytest'] = None  # as if pytest were not installed\n"
+        "sys.modules['hypothesis'] = None\n"
+        "from compactkit.memory import InMemoryMemory\n"
+        "from compactkit.sessions import InMemorySessionStore\n"
+        "from compactkit.testing.conformance import check_memory, check_store\n"
+        "report = check_memory(lambda session_id, **options: InMemoryMemory(**options))\n"
+        "assert report.ok, str(report)\n"
+        "assert check_store(InMemorySessionStore).ok\n"
+        "print(len(report.passed), len(report.not_run))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr
+    persistent_rules = [r for r in memory_rules() if "persistent" in r.needs]
+    assert run.stdout.split() == [
+        str(len(memory_rules()) - len(persistent_rules)),
+        str(len(persistent_rules)),
+    ]
+
+
+def test_the_docs_list_every_rule_as_the_kit_states_it() -> None:
+    page = DOCS.read_text()
+    for rule in [*memory_rules(), *store_rules()]:
+        assert f"| `{rule.name}` | {rule.statement} |" in page, rule.name
