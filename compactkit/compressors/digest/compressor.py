@@ -43,7 +43,7 @@ parts no compressor may shrink fit it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors._args import check_sizes, snapshot_arg
@@ -59,6 +59,7 @@ from compactkit.compressors._plan import (
     summary_cap,
     summary_tokens,
 )
+from compactkit.compressors._verify import unkept, verify
 from compactkit.compressors.digest._extract import digest_items, values_in
 from compactkit.compressors.digest._merging import Merging
 from compactkit.compressors.digest._sizer import SummarySizer
@@ -225,9 +226,18 @@ class DigestCompressor:
         if not folded:
             return result(self.name, snapshot, None, counter, self.tools, tokens_before=before)
         needs(first_kept)
+        # The post-condition (``compactkit.compressors._verify``): the folded span's must-keep
+        # facts are in the summary, and nothing the span does not support is.
+        merged, verification = verify(
+            needs.doc,
+            needs.new,
+            _originals(folded, originals),
+            previous=existing,
+            check_facts=False,
+        )
         # A value the verbatim tail sets anew is superseded in the summary, never "current".
-        superseded = values_in(kept[layout.lead :], needs.doc)
-        merged = needs.doc if superseded.is_empty else needs.doc.merge(superseded)
+        superseded = values_in(kept[layout.lead :], merged)
+        merged = merged if superseded.is_empty else merged.merge(superseded)
         if target is not None and (explicit_keep or not self.mask_tail):
             rest = sum(counter.count_item(i) for i in kept) + counter.count_overhead(self.tools)
             cap = max(1, min(cap, target - rest - counter.count_item(summary_message(""))))
@@ -254,6 +264,8 @@ class DigestCompressor:
             summary_cap_tokens=cap,
             masked_outputs=len(masked),
         )
+        if trimmed is not merged:
+            verification = replace(verification, dropped=unkept(trimmed, needs.new))
         details: dict[str, object] = {
             "folded_groups": sum(1 for i in range(first_kept) if layout.protected[i] is None),
             "digest_entries": len(needs.new),
@@ -262,6 +274,7 @@ class DigestCompressor:
             "summary_cap_tokens": cap,
             "masked_in_tail": len(masked),
             "facts": report.model_dump(),
+            "verification": verification.details(),
         }
         if target is not None:
             details["target_tokens"] = target
@@ -298,6 +311,15 @@ class DigestCompressor:
             summary_cap=self.cap,
             tools=self.tools,
         )
+
+
+def _originals(
+    items: Sequence[Item], originals: Mapping[str, FunctionCallOutput]
+) -> Sequence[Item]:
+    """``items`` with each masked output replaced by its original, when known."""
+    if not originals:
+        return items
+    return [originals.get(i.call_id, i) if isinstance(i, FunctionCallOutput) else i for i in items]
 
 
 def masker(items: Sequence[Item]) -> Callable[[FunctionCallOutput, int], FunctionCallOutput]:

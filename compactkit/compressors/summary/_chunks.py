@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from compactkit.budget.tokens import TokenCounter
+from compactkit.compressors._verify import Verification
 from compactkit.compressors.digest import digest_items
 from compactkit.compressors.sections import SummaryDocument
 from compactkit.compressors.summary._answer import (
@@ -65,6 +66,8 @@ class _Fold:
     answers: int = 0
     rejected_constraints: int = 0
     """Constraint entries of answers that are not verbatim user text (dropped)."""
+    verification: Verification = field(default_factory=Verification)
+    """What the post-condition verified, re-added and rejected, every answer together."""
     untrimmed: SummaryDocument | None = None
 
 

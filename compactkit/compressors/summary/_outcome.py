@@ -73,6 +73,7 @@ def report_details(compressor: _Compressor, plan: _Plan, fold: _Fold | None) -> 
             facts_readded=fold.facts_readded,
             trimmed_entries=fold.trimmed,
             rejected_constraints=fold.rejected_constraints,
+            verification=fold.verification.details(),
         )
         if fold.untrimmed is not None:
             details["facts"] = FactReport.compare(

@@ -46,6 +46,7 @@ from compactkit.compressors._plan import (
     split_by_need,
     summary_cap,
 )
+from compactkit.compressors._verify import verify
 from compactkit.compressors.base import MemoryCompressor
 from compactkit.compressors.digest.compressor import FactsNeed, masker
 from compactkit.compressors.sections import SummaryDocument
@@ -58,7 +59,6 @@ from compactkit.compressors.summary._answer import (
     _absent,
     _answer_text,
     _body,
-    _verbatim_constraints,
 )
 from compactkit.compressors.summary._chunks import _Chunk, _Fold, _Plan, cut_chunks
 from compactkit.compressors.summary._resilience import (
@@ -438,11 +438,19 @@ class SummaryCompressor:
                 "the summarizer's answer has none of the summary's headings: "
                 f"{answer.strip()[:200]!r}"
             )
-        update, rejected = _verbatim_constraints(update, chunk.items, fold.summary)
-        fold.rejected_constraints += rejected
-        missing = _absent(_absent(chunk.facts, fold.summary), update)
-        fold.facts_readded += len(missing)
-        merged = fold.summary.merge(update).merge(missing)
+        # The post-condition (``compactkit.compressors._verify``): what the chunk's text does not
+        # support is refused (a cut that drops a negation, a one-word rule, an invented goal or
+        # file), and its must-keep facts the answer lost are added back.
+        answered = fold.summary.merge(update)
+        checked, verification = verify(answered, chunk.facts, chunk.items, previous=fold.summary)
+        fold.verification += verification
+        fold.rejected_constraints += sum(
+            r.startswith("constraints:") for r in verification.rejected
+        )
+        # every other exact fact the answer lost (commands, files read, identifiers)
+        missing = _absent(_absent(chunk.facts, fold.summary), answered)
+        fold.facts_readded += len(missing) + len(verification.re_added)
+        merged = checked.merge(missing)
         trimmed = merged.trim_to(self._running_cap, self.counter)
         fold.trimmed += trimmed.trimmed - merged.trimmed
         fold.summary = trimmed

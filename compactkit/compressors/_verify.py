@@ -1,0 +1,325 @@
+"""The post-condition of every compaction: what the folded span must leave in the summary.
+
+After a summary is built (by the digest or by an LLM) and before it is applied, ``verify``
+checks it deterministically against the facts extracted from the folded span (``digest_items``)
+and the text of that span:
+
+* **rejected** — entries the folded text does not support: a constraint that is not a whole
+  sentence or clause of text a person wrote (so never a cut that drops a negation, as "push to
+  main without review" cut out of "do not push to main without review"), a one-word
+  constraint, a goal whose words the span does not hold, a file, error or identifier that
+  appears nowhere in it. Entries the previous summary already held are not re-judged;
+* **re-added** — must-keep facts of the span the summary lacks: every user constraint, every
+  file modified (under "Files modified"), every open error, every current value (a value the
+  summary presents as current is corrected when the span set a newer one);
+* **verified** — the must-keep facts found in place.
+
+``Verification`` lists the three; compressors put it in ``stats.details["verification"]``
+(and so in the compaction events, which carry the result). Every check is linear in the
+entries and the span's text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from compactkit.compressors._entries import VALUE, entry_key, key_of
+from compactkit.compressors._facts import is_observation
+from compactkit.compressors.sections import SectionKey, SummaryDocument
+from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
+
+__all__ = ["MUST_KEEP", "Verification", "folded_text", "unkept", "verify"]
+
+MUST_KEEP: tuple[SectionKey, ...] = ("constraints", "files_modified", "errors", "values")
+"""The sections whose facts a summary of a span must hold: the user's constraints, the files
+modified, the errors still open and the current values."""
+
+_ROLE = re.compile(r"^\((?:system|developer|user)\) ")
+_LATER = "Later: "
+_QUOTES = "\"'`\u201c\u201d\u2018\u2019*_ "
+_CLIP = re.compile(r"\s*(?:…|\.\.\.)\s*")
+# Where a clause may start: the text's start, after a sentence end, a semicolon or colon, a
+# line break, an opening quote or bracket, a list marker.
+_CLAUSE_START = re.compile(r"(?:^|[.!?;:\n(\[\"'\u201c]|(?:^|\n)\s*(?:[-*+>]|\d+[.)]))\s*$")
+_CLAUSE_END = re.compile(r"^\s*(?:$|[.!?;:,\n)\]\"'\u201d])")
+_WORD = re.compile(r"[^\W_]{4,}")
+_STOP = frozenset(
+    "that this with from have will into about them they then than your what when which would "
+    "there their these those should could please make sure also just like want need some".split()
+)
+_GOAL_SUPPORT = 0.6  # share of a goal's content words the span must hold
+_LISTED = 20  # entries listed per kind in the details (the counts are exact)
+
+
+@dataclass(frozen=True)
+class Verification:
+    """What the post-condition found: must-keep facts in place, added back, and entries
+    refused."""
+
+    verified: tuple[str, ...] = ()
+    """Must-keep facts of the folded span found in the summary."""
+    re_added: tuple[str, ...] = ()
+    """Must-keep facts the summary lacked, added back from the extraction."""
+    rejected: tuple[str, ...] = ()
+    """Entries refused, each with why (``constraints: not a whole clause of user text: …``)."""
+    dropped: tuple[str, ...] = ()
+    """Must-keep facts left out only because the token cap could not hold them (counted in
+    the summary's trimming note)."""
+
+    def __add__(self, other: Verification) -> Verification:
+        return Verification(
+            self.verified + other.verified,
+            self.re_added + other.re_added,
+            self.rejected + other.rejected,
+            self.dropped + other.dropped,
+        )
+
+    def details(self) -> dict[str, Any]:
+        """The counts and (the first few of) the entries, for ``stats.details``."""
+        out: dict[str, Any] = {}
+        for name in ("verified", "re_added", "rejected", "dropped"):
+            values: tuple[str, ...] = getattr(self, name)
+            out[name] = len(values)
+            if values and name != "verified":
+                out[f"{name}_entries"] = list(values[:_LISTED])
+        return out
+
+
+@dataclass(frozen=True)
+class _Span:
+    """The folded span's text, normalised: what people wrote, and everything."""
+
+    authored: str
+    everything: str
+    known: frozenset[str] = field(default_factory=frozenset)
+
+
+def folded_text(items: Sequence[Item], previous: SummaryDocument | None = None) -> tuple[str, str]:
+    """``(authored, everything)``: the text people wrote in ``items`` (user messages that are
+    not a tool's output fed back, system and developer messages; plus the previous summary's
+    goal and constraints) and all of the span's text (plus the previous summary)."""
+    authored: list[str] = []
+    everything: list[str] = []
+    for item in items:
+        if isinstance(item, Message):
+            text = item.text
+            if item.role in ("system", "developer") or (
+                item.role == "user" and not is_observation(text)
+            ):
+                authored.append(text)
+            everything.append(text)
+        elif isinstance(item, FunctionCall):
+            everything.append(f"{item.name} {item.arguments}")
+        elif isinstance(item, FunctionCallOutput):
+            everything.append(item.text)
+    if previous is not None and not previous.is_empty:
+        authored += [_plain(e) for key in ("goal", "constraints") for e in previous.entries(key)]
+        everything.append(previous.render())
+    return _lines("\n".join(authored)), _norm("\n".join(everything))
+
+
+def verify(
+    summary: SummaryDocument,
+    facts: SummaryDocument,
+    items: Sequence[Item],
+    *,
+    previous: SummaryDocument | None = None,
+    text: tuple[str, str] | None = None,
+    check_facts: bool = True,
+) -> tuple[SummaryDocument, Verification]:
+    """``summary`` checked against the folded span (see the module docstring).
+
+    Args:
+        summary: The summary built (the previous one merged with what the span adds).
+        facts: The facts extracted from the folded span (``digest_items``).
+        items: The folded items (their originals, when outputs were masked).
+        previous: The summary before this compaction (its entries are not re-judged).
+        text: ``folded_text(items, previous)``, when the caller has it already.
+        check_facts: Also reject files, errors and identifiers the span does not hold (the
+            digest, which copies them out of the span, skips this scan of the span's text).
+
+    Returns:
+        The summary with unsupported entries removed and missing must-keep facts added back,
+        and what was verified, re-added and rejected.
+    """
+    authored, everything = text if text is not None else folded_text(items, previous)
+    if not check_facts:
+        everything = ""
+    known = frozenset(
+        entry for key in summary.sections for entry in (previous or SummaryDocument()).entries(key)
+    )
+    span = _Span(authored, everything, known)
+    checked, rejected = _reject(summary, span)
+    checked, verified, re_added = _restore(checked, facts)
+    return checked, Verification(verified, re_added, rejected)
+
+
+def unkept(summary: SummaryDocument, facts: SummaryDocument) -> tuple[str, ...]:
+    """The must-keep facts of ``facts`` that ``summary`` does not hold (after a trim: the ones
+    its token cap left out)."""
+    return _restore(summary, facts)[2]
+
+
+# -- rejection --------------------------------------------------------------------------------
+
+
+def _reject(summary: SummaryDocument, span: _Span) -> tuple[SummaryDocument, tuple[str, ...]]:
+    rejected: list[str] = []
+    sections = dict(summary.sections)
+    for key, entries in summary.sections.items():
+        kept = []
+        for entry in entries:
+            why = None if entry in span.known else _unsupported(key, entry, span)
+            if why is None:
+                kept.append(entry)
+            else:
+                rejected.append(f"{key}: {why}: {entry[:160]}")
+        if len(kept) != len(entries):
+            if kept:
+                sections[key] = tuple(kept)
+            else:
+                sections.pop(key)
+    if not rejected:
+        return summary, ()
+    return replace(summary, sections=sections), tuple(rejected)
+
+
+def _unsupported(key: SectionKey, entry: str, span: _Span) -> str | None:
+    """Why the span does not support ``entry`` of section ``key``, or ``None``."""
+    if key == "constraints":
+        quote = _plain(entry)
+        if entry.startswith(_LATER):  # the user's later words, joined: held word by word
+            ok = _supported(quote, _flat(span.authored))
+            return None if ok else "the folded text does not hold it"
+        if len(quote.split()) < 2:
+            return "a single word is no rule"
+        if not _whole_clause(quote, span.authored):
+            return "not a whole clause of text a person wrote"
+        return None
+    if key == "goal":
+        goal = _plain(entry)
+        if _norm(goal) in _flat(span.authored) or _supported(
+            goal, _flat(span.authored) + span.everything
+        ):
+            return None
+        return "the folded text does not hold it"
+    if key in ("files_read", "files_modified", "errors", "identifiers") and span.everything:
+        fact = key_of(entry)
+        if fact is None or _norm(fact).rstrip("…").strip() in span.everything:
+            return None
+        # a clipped fact: what is left of it must be there
+        head = _CLIP.split(_norm(fact))[0]
+        return None if head and head in span.everything else "appears nowhere in the folded text"
+    return None
+
+
+def _whole_clause(quote: str, authored: str) -> bool:
+    """Whether every clipped piece of ``quote`` occurs in ``authored`` and the first starts a
+    clause there (so no negation or condition before it was cut off); an unclipped quote must
+    also end one."""
+    pieces = [p for p in _CLIP.split(_norm(quote)) if p]
+    if not pieces:
+        return False
+    clipped = len(pieces) > 1 or bool(_CLIP.search(quote.rstrip()[-3:]))
+    first = pieces[0].rstrip(".").strip(_QUOTES)
+    if not first:
+        return False
+    flat = _flat(authored)  # line breaks as spaces, at the same positions
+    start = 0
+    found = False
+    while (at := flat.find(first, start)) >= 0:
+        before, after = authored[:at], authored[at + len(first) :]
+        if _CLAUSE_START.search(before[-12:] if at else "") and (
+            clipped or _CLAUSE_END.match(after)
+        ):
+            found = True
+            break
+        start = at + 1
+    return found and all(p.strip(_QUOTES) in flat for p in pieces[1:])
+
+
+def _supported(goal: str, text: str) -> bool:
+    words = {w for w in _WORD.findall(goal.casefold()) if w not in _STOP}
+    if not words:
+        return _norm(goal) in text
+    held = sum(1 for w in words if w in text)
+    return held / len(words) >= _GOAL_SUPPORT
+
+
+# -- restoring what is missing ----------------------------------------------------------------
+
+
+def _restore(
+    summary: SummaryDocument, facts: SummaryDocument
+) -> tuple[SummaryDocument, tuple[str, ...], tuple[str, ...]]:
+    verified: list[str] = []
+    missing: dict[SectionKey, list[str]] = {}
+    have_constraints = {_norm(_plain(e)).rstrip(".") for e in summary.entries("constraints")}
+    for entry in facts.entries("constraints"):
+        if entry.startswith(_LATER):
+            continue  # a request, not a rule: not must-keep
+        if _norm(_plain(entry)).rstrip(".") in have_constraints:
+            verified.append(f"constraints: {entry[:160]}")
+        else:
+            missing.setdefault("constraints", []).append(entry)
+    for key in ("files_modified", "errors"):
+        have = {entry_key(e) for e in summary.entries(key)}
+        text: str | None = None  # the section's text, read only for a fact not found by key
+        for entry in facts.entries(key):
+            if key == "errors" and "resolved" in entry.partition(" — ")[2]:
+                continue  # only open errors are must-keep
+            found = entry_key(entry) in have
+            if not found:  # written in other words around it (no `code` span, a remark)
+                if text is None:
+                    text = _norm("\n".join(summary.entries(key)).replace("`", ""))
+                found = _norm(key_of(entry) or entry).rstrip("…").strip() in text
+            if found:
+                verified.append(f"{key}: {entry[:160]}")
+            else:
+                missing.setdefault(key, []).append(entry)
+    current = _current_values(summary.entries("values"))
+    for name, (value, entry) in _current_values(facts.entries("values")).items():
+        if current.get(name, (None, ""))[0] == value:
+            verified.append(f"values: {entry[:160]}")
+        else:  # absent, or an older value presented as current: the span's newest wins
+            missing.setdefault("values", []).append(entry)
+    if facts.entries("goal") and not summary.entries("goal"):  # a refused goal: the user's own
+        missing["goal"] = [facts.entries("goal")[0]]
+    if not missing:
+        return summary, tuple(verified), ()
+    added = SummaryDocument.of(**missing)
+    re_added = tuple(f"{key}: {e[:160]}" for key, entries in missing.items() for e in entries)
+    return summary.merge(added), tuple(verified), re_added
+
+
+def _current_values(entries: Iterable[str]) -> dict[str, tuple[str, str]]:
+    """name -> (its current value, the entry), the last current entry of each name."""
+    out: dict[str, tuple[str, str]] = {}
+    for entry in entries:
+        match = VALUE.match(entry)
+        if match and match.group("status") != "superseded":
+            out[match.group("name")] = (match.group("value").strip(), entry)
+    return out
+
+
+def _plain(entry: str) -> str:
+    """An entry's quoted words: no role or ``Later:`` label, no surrounding quotes."""
+    text = _ROLE.sub("", entry.strip())
+    text = text.removeprefix(_LATER)
+    return text.strip(_QUOTES)
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _lines(text: str) -> str:
+    """``_norm`` line by line: the line breaks stay (a clause may start after one)."""
+    return "\n".join(" ".join(line.split()) for line in text.splitlines()).casefold()
+
+
+def _flat(text: str) -> str:
+    return text.replace("\n", " ")
