@@ -34,6 +34,9 @@ from compactkit.testing.fake_openai import (
     text,
     tool_call,
 )
+from compactkit.testing.fake_openai import (  # private, but tests import it from here
+    _httpx as _httpx,
+)
 from compactkit.testing.llm import FunctionLLM, ScriptedLLM
 from compactkit.testing.network import NetworkBlockedError, block_network
 
