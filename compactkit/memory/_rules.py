@@ -361,15 +361,24 @@ class RestorePlan:
     """The seq counter afterwards."""
 
 
-def plan_restore(snapshot: MemorySnapshot, history: Sequence[Item], next_seq: int) -> RestorePlan:
+def plan_restore(
+    snapshot: MemorySnapshot,
+    history: Sequence[Item],
+    next_seq: int,
+    *,
+    accept_unknown: bool = False,
+) -> RestorePlan:
     """Work out the state ``restore(snapshot, history=history)`` loads.
 
     History entries win over active items with the same seq (they are the originals of items
-    a compaction replaced). Items without a seq get fresh ones after every seq present.
+    a compaction replaced). Items without a seq get fresh ones after every seq present. The
+    result must be a state appends could have built: no two calls with one call id, no second
+    output for a call, no output for a call it does not hold (unless ``accept_unknown``).
 
     Raises:
-        ConfigError: a seq appears twice, a history item has no seq, or an item is a rendered
-            summary message, or ``snapshot``/``history`` is not what restore takes.
+        ConfigError: a seq appears twice, a history item has no seq, an item is a rendered
+            summary message, the call ids break the rules above (the message names the item),
+            or ``snapshot``/``history`` is not what restore takes.
     """
     snapshot = require_snapshot(snapshot, "restore()")
     if history is None or isinstance(history, (str, bytes, Mapping)):
@@ -405,7 +414,23 @@ def plan_restore(snapshot: MemorySnapshot, history: Sequence[Item], next_seq: in
             if current is not None
             else original
         )
-    return RestorePlan(items=items, history=dict(sorted(merged.items())), next_seq=next_seq)
+    ordered = dict(sorted(merged.items()))
+    _check_restored_calls(ordered.values(), accept_unknown=accept_unknown)
+    return RestorePlan(items=items, history=ordered, next_seq=next_seq)
+
+
+def _check_restored_calls(items: Iterable[Item], *, accept_unknown: bool) -> None:
+    """Refuse a restored history (by seq) that appends could not have built, naming the item."""
+    index = CallIndex()
+    for item in items:
+        try:
+            index.check([item], accept_unknown=accept_unknown)
+        except ConfigError as exc:
+            raise ConfigError(
+                f"restore() refused item seq={item.seq} ({item.type}, call id "
+                f"{getattr(item, 'call_id', None)!r}): {exc}"
+            ) from None
+        index.add(item)
 
 
 def require_result(result: object) -> CompactResult:

@@ -138,7 +138,9 @@ class InMemoryMemory(BaseMemory):
         result computed before the restore can be applied after it. Never compacts.
         """
         with self._lock:
-            plan = plan_restore(snapshot, history, self._next_seq)
+            plan = plan_restore(
+                snapshot, history, self._next_seq, accept_unknown=self.accept_unknown_call_ids
+            )
             self._summary = snapshot.summary
             self._active = plan.items
             self._history = plan.history

@@ -66,8 +66,7 @@ class AgentSession:
         """
         if session_id is None:
             session_id = uuid.uuid4().hex
-        if not isinstance(session_id, str) or not session_id:
-            raise ConfigError(f"a session id must be a non-empty string, got {session_id!r}")
+        _check_session_id(session_id)
         self._memory = InMemoryMemory() if memory is None else _checked_memory(memory)
         _bind(self._memory, session_id)
         self._session_id = session_id
@@ -129,7 +128,12 @@ class AgentSession:
     @classmethod
     def from_state(cls, state: SessionState, memory: AgentMemory | None = None) -> AgentSession:
         """Rebuild a session from its saved form, restoring ``memory`` (a new
-        ``InMemoryMemory`` by default) to the saved snapshot and history."""
+        ``InMemoryMemory`` by default) to the saved snapshot and history.
+
+        A persistent memory that already holds the session at the checkpoint's version or
+        later (an ``SQLMemory`` other workers kept writing) is the newer truth and is kept as
+        it is: restoring the checkpoint would delete what was committed after it.
+        """
         session = cls(
             memory,
             session_id=state.session_id,
@@ -138,7 +142,8 @@ class AgentSession:
             metadata=dict(state.metadata),
             created_at=state.created_at,
         )
-        session.memory.restore(state.memory, history=state.history)
+        if not _holds_checkpoint(session.memory, state):
+            session.memory.restore(state.memory, history=state.history)
         return session
 
     @classmethod
@@ -161,6 +166,7 @@ def new_session(
             continue a saved session.
     """
     session_id = uuid.uuid4().hex if session_id is None else session_id
+    _check_session_id(session_id)
     memory = (
         InMemoryMemory()
         if memory_factory is None
@@ -190,7 +196,9 @@ def resume_session(
     """Continue a saved session: load its state from ``store`` and restore it into
     ``memory_factory(session_id)`` (a new ``InMemoryMemory`` by default).
 
-    A persistent memory that already holds the session is rolled back to the saved state.
+    A persistent memory that already holds the session at or past the saved version keeps
+    what it holds (nothing committed after the checkpoint is deleted); others are restored to
+    the saved state.
 
     Raises:
         SessionNotFoundError: the store has no session ``session_id``.
@@ -203,6 +211,26 @@ def resume_session(
         else _checked_memory(memory_factory(session_id), "memory_factory returned")
     )
     return AgentSession.from_state(state, memory)
+
+
+def _holds_checkpoint(memory: AgentMemory, state: SessionState) -> bool:
+    """Whether ``memory`` already holds ``state``'s memory or a later version of it."""
+    version = memory.snapshot().version or 0
+    return version > 0 and version >= (state.memory.version or 0)
+
+
+def _check_session_id(session_id: object) -> None:
+    """Refuse an id no store can hold: not a non-empty string, or not valid Unicode (a lone
+    surrogate cannot be written as UTF-8 — to a file name, JSON or a database)."""
+    if not isinstance(session_id, str) or not session_id:
+        raise ConfigError(f"a session id must be a non-empty string, got {session_id!r}")
+    try:
+        session_id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(
+            f"session id {session_id!r:.80} is not valid Unicode text (it holds a lone "
+            "surrogate) and no store can hold it; use another id"
+        ) from None
 
 
 def _checked_memory(memory: object, what: str = "the session's memory is") -> AgentMemory:

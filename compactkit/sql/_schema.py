@@ -98,7 +98,8 @@ def validate_session_id(session_id: str) -> str:
 
     Raises:
         ConfigError: it is not a non-empty string of at most 255 characters without NUL
-            (PostgreSQL text cannot hold NUL).
+            (PostgreSQL text cannot hold NUL), or it is not valid Unicode (a lone surrogate,
+            which no database driver can encode).
     """
     if (
         not isinstance(session_id, str)
@@ -110,6 +111,14 @@ def validate_session_id(session_id: str) -> str:
             f"a session id for the SQL tables must be a non-empty string of at most {_MAX_ID} "
             f"characters without NUL, got {session_id!r:.80}"
         )
+    try:
+        session_id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(
+            f"session id {session_id!r:.80} is not valid Unicode text (it holds a lone "
+            "surrogate) and cannot be stored; use another id, e.g. "
+            "session_id.encode('utf-8', 'replace').decode()"
+        ) from None
     return session_id
 
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import delete, insert, select, update
 
+from compactkit.errors import ConcurrencyError
 from compactkit.items import Item
 from compactkit.items.snapshot import MemorySnapshot
 from compactkit.memory._rules import not_active_error, plan_restore, require_seq
@@ -56,13 +57,42 @@ class Writes(SQLSession):
         The version becomes one more than both the current and the snapshot's version. The
         session's compaction records are deleted (they described the state replaced).
         Never compacts.
+
+        Raises:
+            ConcurrencyError: the session holds items appended after the snapshot (a seq
+                above every seq it restores): restoring would delete them — another worker's
+                turns, most likely. Nothing is written; ``clear()`` first to discard them.
+            ConfigError: the snapshot is not a state appends could build (see
+                ``AgentMemory.restore``).
         """
         i, s = self._t.items, self._t.sessions
+        top = max([0, *(item.seq for item in (*snapshot.items, *history) if item.seq is not None)])
         with write_transaction(
             self._engine, f"cannot restore session {self._session_id!r}"
         ) as conn:
             row = self._lock_row(conn)
-            plan = plan_restore(snapshot, history, row.next_seq)
+            newer = (
+                conn.execute(
+                    select(i.c.seq)
+                    .where(
+                        i.c.session_id == self._session_id, i.c.seq > top, i.c.created_by.is_(None)
+                    )
+                    .order_by(i.c.seq)
+                )
+                .scalars()
+                .all()
+            )
+            if newer:
+                raise ConcurrencyError(
+                    f"restore() would delete {len(newer)} items of session "
+                    f"{self._session_id!r} appended after the snapshot it restores (seq "
+                    f"{newer[0]}..{newer[-1]}, above its newest seq {top}); another worker may "
+                    "have written them. Nothing was restored: resume from the memory as it is, "
+                    "or clear() first to discard them deliberately"
+                )
+            plan = plan_restore(
+                snapshot, history, row.next_seq, accept_unknown=self.accept_unknown_call_ids
+            )
             self._delete_contents(conn)
             base = plan.next_seq - len(plan.items)
             active = {_seq(item): (k, item) for k, item in enumerate(plan.items)}

@@ -11,7 +11,7 @@ import pytest
 from sql_support import Database, database, drop, postgres  # noqa: F401
 from sqlalchemy import update
 
-from compactkit.errors import ConfigError, StorageError
+from compactkit.errors import ConcurrencyError, ConfigError, StorageError
 from compactkit.sessions.session import AgentSession, SessionState, resume_session
 from compactkit.sql._schema import tables
 from compactkit.sql.memory import SQLMemory
@@ -72,7 +72,7 @@ class TestSQLStoreContract(SessionStoreConformance):
             drop(own)
 
 
-@pytest.mark.parametrize("session_id", ["a\x00b", "x" * 256])
+@pytest.mark.parametrize("session_id", ["a\x00b", "x" * 256, "lone \ud800 surrogate"])
 def test_ids_sql_cannot_hold_are_refused(store: SQLSessionStore, session_id: str) -> None:
     with pytest.raises(ConfigError, match="session id"):
         store.save(session(session_id))
@@ -90,18 +90,32 @@ def test_a_corrupt_or_newer_state_raises_storage_error(store: SQLSessionStore) -
             store.load("s1")
 
 
-def test_a_session_on_sql_memory_saves_and_resumes_by_rolling_back(
+def test_resuming_never_deletes_what_was_written_after_the_checkpoint(
     store: SQLSessionStore,
 ) -> None:
     live = AgentSession(sql_memory(store, "s1"), session_id="s1", metadata={"k": 1})
     live.memory.add_user_input("one")
     live.memory.add_user_input("two")
     store.save(live)
-    live.memory.add_user_input("after the checkpoint")
+    live.memory.add_user_input("after the checkpoint")  # another worker's committed turn
     resumed = resume_session(store, "s1", lambda sid: sql_memory(store, sid))
-    assert [i.text for i in resumed.memory.items] == ["one", "two"]  # type: ignore[union-attr]
+    texts = ["one", "two", "after the checkpoint"]
+    assert [i.text for i in resumed.memory.items] == texts  # type: ignore[union-attr]
     assert resumed.metadata == {"k": 1}
-    assert [i.text for i in live.memory.items] == ["one", "two"]  # type: ignore[union-attr]
+    assert [i.text for i in sql_memory(store, "s1").history()] == texts  # type: ignore[union-attr]
+
+
+def test_restoring_a_checkpoint_over_newer_appends_is_refused(store: SQLSessionStore) -> None:
+    memory = sql_memory(store, "s1")
+    memory.add_user_input("one")
+    checkpoint = memory.snapshot()
+    sql_memory(store, "s1").add_user_input("another worker's turn")
+    with pytest.raises(ConcurrencyError, match=r"delete 1 items .* \(seq 2\.\.2"):
+        memory.restore(checkpoint)
+    assert [i.text for i in memory.history()] == ["one", "another worker's turn"]  # type: ignore[union-attr]
+    memory.clear()  # deliberate: then the checkpoint restores
+    memory.restore(checkpoint)
+    assert [i.text for i in memory.items] == ["one"]  # type: ignore[union-attr]
 
 
 def test_delete_keeps_the_memory_and_purge_removes_everything(store: SQLSessionStore) -> None:
