@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["timeline_html"]
 
 _WIDTH, _HEIGHT, _PAD = 960, 300, 48
-_DETAIL_KEYS = ("verified", "re_added", "readded", "rejected")
+_DETAIL_KEYS = ("verified", "re_added", "rejected", "dropped")
 
 
 @dataclass(frozen=True)
@@ -253,14 +253,19 @@ def _sections(
 
 
 def _verifier(details: dict[str, Any]) -> str:
-    shown = [(k, details[k]) for k in _DETAIL_KEYS if details.get(k)]
+    """What the compaction's verifier reported (``details["verification"]``: verified,
+    re-added, rejected, dropped), when the compressor ran one."""
+    found = details.get("verification")
+    if not isinstance(found, dict):
+        found = details
+    shown = [(k, found[k]) for k in _DETAIL_KEYS if found.get(k)]
     if not shown:
         return ""
     lines = "".join(
         f"<li><b>{html.escape(k.replace('_', '-'))}</b>: {html.escape(_listing(v))}</li>"
         for k, v in shown
     )
-    return f"<ul class=verifier>{lines}</ul>"
+    return f"<ul class=verifier><li>verifier:</li>{lines}</ul>"
 
 
 def _listing(value: object) -> str:

@@ -428,6 +428,7 @@ def test_the_timeline_page_marks_each_compaction_and_pins_findings(
         assert f"#{record.first_seq}-{record.last_seq}" in text
     assert ">budget " in text and ">trigger " in text  # the model's lines are drawn
     assert "doctor found" in text and "facts" in text  # the lossy last summary is pinned
+    assert "<li>verifier:</li><li><b>verified</b>" in text  # the digest's post-condition
     assert "<script" not in text and "http://" not in text.replace('xmlns="http://', "")
 
 
