@@ -1,8 +1,9 @@
 """compactkit: context governance for long-running LLM agents.
 
-Everything public is importable from here. The SQL backends (``SQLMemory``,
-``SQLSessionStore``, …) load on first use, so SQLAlchemy is only needed when they are used
-(``pip install 'compactkit[sql]'``).
+Everything public is importable from here, and loads with its module on first use: ``import
+compactkit`` loads none of its layers, and counting or projecting never loads the agent runtime,
+the summarizer or the SDKs. The SQL backends (``SQLMemory``, ``SQLSessionStore``, …) need
+SQLAlchemy only when they are used (``pip install 'compactkit[sql]'``).
 """
 
 from __future__ import annotations
@@ -10,252 +11,251 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from compactkit.budget.profile import PromptCaching
-from compactkit.budget.profiles import (
-    DEFAULT_RESERVED_OUTPUT,
-    PROFILES_ENV,
-    Budget,
-    BudgetPolicy,
-    Counting,
-    MessageRules,
-    ModelProfile,
-    ProfileRegistry,
-    ToolSchemaRules,
-    budget_for,
-    default_registry,
-    get_profile,
-)
-from compactkit.budget.tokens import (
-    EstimateCounter,
-    TiktokenCounter,
-    TokenCount,
-    TokenCounter,
-    counter_for,
-    get_encoding,
-    image_tokens,
-)
-from compactkit.compressors.base import (
-    MemoryCompressor,
-)
-from compactkit.compressors.digest import (
-    DigestCompressor,
-    digest_items,
-)
-from compactkit.compressors.ladder import (
-    LadderCompressor,
-)
-from compactkit.compressors.masking import (
-    MASK_PREFIX,
-    MaskingCompressor,
-    is_masked,
-    mask_output,
-)
-from compactkit.compressors.report import (
-    FactClass,
-    FactCount,
-    FactReport,
-)
-from compactkit.compressors.sections import (
-    SECTIONS,
-    SUMMARY_TITLE,
-    SectionKey,
-    SectionSpec,
-    SummaryDocument,
-)
-from compactkit.compressors.summary import (
-    PROMPT_VERSION,
-    CircuitBreaker,
-    RetryPolicy,
-    SummaryCompressor,
-    summary_prompt,
-)
-from compactkit.compressors.summary.llm import (
-    LLM,
-    ChatMessage,
-    OpenAIChatLLM,
-)
-from compactkit.compressors.window import (
-    WindowedCompressor,
-)
-from compactkit.errors import (
-    BudgetError,
-    CircuitOpenError,
-    CompactkitError,
-    ConcurrencyError,
-    ConfigError,
-    ContextOverflowError,
-    EncodingUnavailableError,
-    FormatError,
-    MaxStepsError,
-    ModelError,
-    SessionNotFoundError,
-    StorageError,
-    SummarizationError,
-)
-from compactkit.formats.anthropic import (
-    AnthropicPrompt,
-    anthropic_to_items,
-    items_to_anthropic,
-    tools_from_anthropic,
-    tools_to_anthropic,
-)
-from compactkit.formats.anthropic_cache import (
-    CachedAnthropicPrompt,
-    add_cache_breakpoints,
-)
-from compactkit.formats.chat import (
-    ChatProblem,
-    chat_to_items,
-    items_to_chat,
-    tools_from_chat,
-    tools_to_chat,
-    validate_chat,
-)
-from compactkit.formats.responses import (
-    items_to_responses,
-    responses_to_items,
-    tools_from_responses,
-    tools_to_responses,
-)
-from compactkit.formats.transcript import (
-    FORMATS,
-    Dropped,
-    Format,
-    Transcript,
-    dump_transcript,
-    load_transcript,
-    parse_transcript,
-)
-from compactkit.formats.validate import (
-    ProblemKind,
-    PromptProblem,
-    validate_anthropic,
-    validate_items,
-    validate_responses,
-)
-from compactkit.governance.policy import (
-    CompactPolicy,
-    PolicyState,
-    Trigger,
-    all_of,
-    any_of,
-    every_turns,
-    items_over,
-    ratio_over,
-    tokens_over,
-    usage_over,
-)
-from compactkit.governance.projector import (
-    ContextProjector,
-    Projection,
-    ProjectionReport,
-)
-from compactkit.items import (
-    ITEMS_ADAPTER,
-    ContentPart,
-    FunctionCall,
-    FunctionCallOutput,
-    ImagePart,
-    Item,
-    Message,
-    RawPart,
-    Reasoning,
-    Role,
-    TextPart,
-    Tool,
-    dump_items,
-    item_text,
-    load_items,
-)
-from compactkit.items.groups import (
-    Group,
-    group_items,
-)
-from compactkit.items.snapshot import (
-    DEFAULT_SUMMARY_ROLE,
-    SUMMARY_FRAME,
-    SUMMARY_KEY_ENV,
-    SUMMARY_NAME,
-    CompactResult,
-    CompactStats,
-    MemorySnapshot,
-    Outcome,
-    SummaryRole,
-    is_summary_message,
-    leading_instructions,
-    set_summary_key,
-    summary_message,
-    unseal_summary,
-)
-from compactkit.items.view import ItemsChain, ItemsView
-from compactkit.memory.base import (
-    AgentMemory,
-    BaseMemory,
-    SnapshotTrigger,
-)
-from compactkit.memory.in_memory import (
-    InMemoryMemory,
-)
-from compactkit.runtime.agent import (
-    Agent,
-)
-from compactkit.runtime.background import (
-    BackgroundCompaction,
-    BackgroundStats,
-)
-from compactkit.runtime.events import (
-    BackgroundCompactionEvent,
-    CompactionEvent,
-    CompactionRequest,
-    CompactionVetoed,
-    Event,
-    ModelCallEvent,
-    ModelRetryEvent,
-    OverflowEvent,
-    PassthroughEvent,
-    PendingCallEvent,
-    ProjectionEvent,
-    ToolCallEvent,
-)
-from compactkit.runtime.governor import (
-    GovernedStep,
-    Governor,
-)
-from compactkit.runtime.result import (
-    RunResult,
-    StepRecord,
-    Usage,
-)
-from compactkit.runtime.session import (
-    RunnableSession,
-)
-from compactkit.runtime.tools import (
-    FunctionTool,
-    ToolOutcome,
-    tool,
-)
-from compactkit.sessions.file import (
-    FileSessionStore,
-)
-from compactkit.sessions.in_memory import (
-    InMemorySessionStore,
-)
-from compactkit.sessions.session import (
-    SESSION_SCHEMA_VERSION,
-    AgentSession,
-    new_session,
-    resume_session,
-)
-from compactkit.sessions.state import (
-    SessionState,
-    StateSource,
-)
-from compactkit.sessions.store import (
-    SessionStore,
-)
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
+    from compactkit.budget.profile import PromptCaching
+    from compactkit.budget.profiles import (
+        DEFAULT_RESERVED_OUTPUT,
+        PROFILES_ENV,
+        Budget,
+        BudgetPolicy,
+        Counting,
+        MessageRules,
+        ModelProfile,
+        ProfileRegistry,
+        ToolSchemaRules,
+        budget_for,
+        default_registry,
+        get_profile,
+    )
+    from compactkit.budget.tokens import (
+        EstimateCounter,
+        TiktokenCounter,
+        TokenCount,
+        TokenCounter,
+        counter_for,
+        get_encoding,
+        image_tokens,
+    )
     from compactkit.checkup import doctor
+    from compactkit.compressors.base import (
+        MemoryCompressor,
+    )
+    from compactkit.compressors.digest import (
+        DigestCompressor,
+        digest_items,
+    )
+    from compactkit.compressors.ladder import (
+        LadderCompressor,
+    )
+    from compactkit.compressors.masking import (
+        MASK_PREFIX,
+        MaskingCompressor,
+        is_masked,
+        mask_output,
+    )
+    from compactkit.compressors.report import (
+        FactClass,
+        FactCount,
+        FactReport,
+    )
+    from compactkit.compressors.sections import (
+        SECTIONS,
+        SUMMARY_TITLE,
+        SectionKey,
+        SectionSpec,
+        SummaryDocument,
+    )
+    from compactkit.compressors.summary import (
+        PROMPT_VERSION,
+        CircuitBreaker,
+        RetryPolicy,
+        SummaryCompressor,
+        summary_prompt,
+    )
+    from compactkit.compressors.summary.llm import (
+        LLM,
+        ChatMessage,
+        OpenAIChatLLM,
+    )
+    from compactkit.compressors.window import (
+        WindowedCompressor,
+    )
+    from compactkit.errors import (
+        BudgetError,
+        CircuitOpenError,
+        CompactkitError,
+        ConcurrencyError,
+        ConfigError,
+        ContextOverflowError,
+        EncodingUnavailableError,
+        FormatError,
+        MaxStepsError,
+        ModelError,
+        SessionNotFoundError,
+        StorageError,
+        SummarizationError,
+    )
+    from compactkit.formats.anthropic import (
+        AnthropicPrompt,
+        anthropic_to_items,
+        items_to_anthropic,
+        tools_from_anthropic,
+        tools_to_anthropic,
+    )
+    from compactkit.formats.anthropic_cache import (
+        CachedAnthropicPrompt,
+        add_cache_breakpoints,
+    )
+    from compactkit.formats.chat import (
+        ChatProblem,
+        chat_to_items,
+        items_to_chat,
+        tools_from_chat,
+        tools_to_chat,
+        validate_chat,
+    )
+    from compactkit.formats.responses import (
+        items_to_responses,
+        responses_to_items,
+        tools_from_responses,
+        tools_to_responses,
+    )
+    from compactkit.formats.transcript import (
+        FORMATS,
+        Dropped,
+        Format,
+        Transcript,
+        dump_transcript,
+        load_transcript,
+        parse_transcript,
+    )
+    from compactkit.formats.validate import (
+        ProblemKind,
+        PromptProblem,
+        validate_anthropic,
+        validate_items,
+        validate_responses,
+    )
+    from compactkit.governance.policy import (
+        CompactPolicy,
+        PolicyState,
+        Trigger,
+        all_of,
+        any_of,
+        every_turns,
+        items_over,
+        ratio_over,
+        tokens_over,
+        usage_over,
+    )
+    from compactkit.governance.projector import (
+        ContextProjector,
+        Projection,
+        ProjectionReport,
+    )
+    from compactkit.items import (
+        ITEMS_ADAPTER,
+        ContentPart,
+        FunctionCall,
+        FunctionCallOutput,
+        ImagePart,
+        Item,
+        Message,
+        RawPart,
+        Reasoning,
+        Role,
+        TextPart,
+        Tool,
+        dump_items,
+        item_text,
+        load_items,
+    )
+    from compactkit.items.groups import (
+        Group,
+        group_items,
+    )
+    from compactkit.items.snapshot import (
+        DEFAULT_SUMMARY_ROLE,
+        SUMMARY_FRAME,
+        SUMMARY_KEY_ENV,
+        SUMMARY_NAME,
+        CompactResult,
+        CompactStats,
+        MemorySnapshot,
+        Outcome,
+        SummaryRole,
+        is_summary_message,
+        leading_instructions,
+        set_summary_key,
+        summary_message,
+        unseal_summary,
+    )
+    from compactkit.items.view import ItemsChain, ItemsView
+    from compactkit.memory.base import (
+        AgentMemory,
+        BaseMemory,
+        SnapshotTrigger,
+    )
+    from compactkit.memory.in_memory import (
+        InMemoryMemory,
+    )
+    from compactkit.runtime.agent import (
+        Agent,
+    )
+    from compactkit.runtime.background import (
+        BackgroundCompaction,
+        BackgroundStats,
+    )
+    from compactkit.runtime.events import (
+        BackgroundCompactionEvent,
+        CompactionEvent,
+        CompactionRequest,
+        CompactionVetoed,
+        Event,
+        ModelCallEvent,
+        ModelRetryEvent,
+        OverflowEvent,
+        PassthroughEvent,
+        PendingCallEvent,
+        ProjectionEvent,
+        ToolCallEvent,
+    )
+    from compactkit.runtime.governor import (
+        GovernedStep,
+        Governor,
+    )
+    from compactkit.runtime.result import (
+        RunResult,
+        StepRecord,
+        Usage,
+    )
+    from compactkit.runtime.session import (
+        RunnableSession,
+    )
+    from compactkit.runtime.tools import (
+        FunctionTool,
+        ToolOutcome,
+        tool,
+    )
+    from compactkit.sessions.file import (
+        FileSessionStore,
+    )
+    from compactkit.sessions.in_memory import (
+        InMemorySessionStore,
+    )
+    from compactkit.sessions.session import (
+        SESSION_SCHEMA_VERSION,
+        AgentSession,
+        new_session,
+        resume_session,
+    )
+    from compactkit.sessions.state import (
+        SessionState,
+        StateSource,
+    )
+    from compactkit.sessions.store import (
+        SessionStore,
+    )
     from compactkit.sql.memory import (
         CompactionRecord,
         SQLMemory,
@@ -271,13 +271,185 @@ __version__ = "0.1.0"
 # Library logging stays silent unless the application configures it.
 logging.getLogger("compactkit").addHandler(logging.NullHandler())
 
+# Every public name loads with its module on first use (PEP 562), so `import compactkit`
+# costs almost nothing and `count`/`project` never load the runtime, compressors or SDKs.
 _LAZY = {
+    "Agent": "compactkit.runtime.agent",
+    "AgentMemory": "compactkit.memory.base",
+    "AgentSession": "compactkit.sessions.session",
+    "AnthropicPrompt": "compactkit.formats.anthropic",
+    "BackgroundCompaction": "compactkit.runtime.background",
+    "BackgroundCompactionEvent": "compactkit.runtime.events",
+    "BackgroundStats": "compactkit.runtime.background",
+    "BaseMemory": "compactkit.memory.base",
+    "Budget": "compactkit.budget.profiles",
+    "BudgetError": "compactkit.errors",
+    "BudgetPolicy": "compactkit.budget.profiles",
+    "CachedAnthropicPrompt": "compactkit.formats.anthropic_cache",
+    "ChatMessage": "compactkit.compressors.summary.llm",
+    "ChatProblem": "compactkit.formats.chat",
+    "CircuitBreaker": "compactkit.compressors.summary",
+    "CircuitOpenError": "compactkit.errors",
+    "CompactPolicy": "compactkit.governance.policy",
+    "CompactResult": "compactkit.items.snapshot",
+    "CompactStats": "compactkit.items.snapshot",
+    "CompactionEvent": "compactkit.runtime.events",
     "CompactionRecord": "compactkit.sql.memory",
+    "CompactionRequest": "compactkit.runtime.events",
+    "CompactionVetoed": "compactkit.runtime.events",
+    "CompactkitError": "compactkit.errors",
+    "ConcurrencyError": "compactkit.errors",
+    "ConfigError": "compactkit.errors",
+    "ContentPart": "compactkit.items",
+    "ContextOverflowError": "compactkit.errors",
+    "ContextProjector": "compactkit.governance.projector",
+    "Counting": "compactkit.budget.profiles",
+    "DEFAULT_RESERVED_OUTPUT": "compactkit.budget.profiles",
+    "DEFAULT_SUMMARY_ROLE": "compactkit.items.snapshot",
+    "DigestCompressor": "compactkit.compressors.digest",
+    "Dropped": "compactkit.formats.transcript",
+    "EncodingUnavailableError": "compactkit.errors",
+    "EstimateCounter": "compactkit.budget.tokens",
+    "Event": "compactkit.runtime.events",
+    "FORMATS": "compactkit.formats.transcript",
+    "FactClass": "compactkit.compressors.report",
+    "FactCount": "compactkit.compressors.report",
+    "FactReport": "compactkit.compressors.report",
+    "FileSessionStore": "compactkit.sessions.file",
+    "Format": "compactkit.formats.transcript",
+    "FormatError": "compactkit.errors",
+    "FunctionCall": "compactkit.items",
+    "FunctionCallOutput": "compactkit.items",
+    "FunctionTool": "compactkit.runtime.tools",
+    "GovernedStep": "compactkit.runtime.governor",
+    "Governor": "compactkit.runtime.governor",
+    "Group": "compactkit.items.groups",
+    "ITEMS_ADAPTER": "compactkit.items",
+    "ImagePart": "compactkit.items",
+    "InMemoryMemory": "compactkit.memory.in_memory",
+    "InMemorySessionStore": "compactkit.sessions.in_memory",
+    "Item": "compactkit.items",
+    "ItemsChain": "compactkit.items.view",
+    "ItemsView": "compactkit.items.view",
+    "LLM": "compactkit.compressors.summary.llm",
+    "LadderCompressor": "compactkit.compressors.ladder",
+    "MASK_PREFIX": "compactkit.compressors.masking",
+    "MaskingCompressor": "compactkit.compressors.masking",
+    "MaxStepsError": "compactkit.errors",
+    "MemoryCompressor": "compactkit.compressors.base",
+    "MemorySnapshot": "compactkit.items.snapshot",
+    "Message": "compactkit.items",
+    "MessageRules": "compactkit.budget.profiles",
+    "ModelCallEvent": "compactkit.runtime.events",
+    "ModelError": "compactkit.errors",
+    "ModelProfile": "compactkit.budget.profiles",
+    "ModelRetryEvent": "compactkit.runtime.events",
+    "OpenAIChatLLM": "compactkit.compressors.summary.llm",
+    "Outcome": "compactkit.items.snapshot",
+    "OverflowEvent": "compactkit.runtime.events",
+    "PROFILES_ENV": "compactkit.budget.profiles",
+    "PROMPT_VERSION": "compactkit.compressors.summary",
+    "PassthroughEvent": "compactkit.runtime.events",
+    "PendingCallEvent": "compactkit.runtime.events",
+    "PolicyState": "compactkit.governance.policy",
+    "ProblemKind": "compactkit.formats.validate",
+    "ProfileRegistry": "compactkit.budget.profiles",
+    "Projection": "compactkit.governance.projector",
+    "ProjectionEvent": "compactkit.runtime.events",
+    "ProjectionReport": "compactkit.governance.projector",
+    "PromptCaching": "compactkit.budget.profile",
+    "PromptProblem": "compactkit.formats.validate",
+    "RawPart": "compactkit.items",
+    "Reasoning": "compactkit.items",
+    "RetryPolicy": "compactkit.compressors.summary",
+    "Role": "compactkit.items",
+    "RunResult": "compactkit.runtime.result",
+    "RunnableSession": "compactkit.runtime.session",
+    "SECTIONS": "compactkit.compressors.sections",
+    "SESSION_SCHEMA_VERSION": "compactkit.sessions.session",
     "SQLMemory": "compactkit.sql.memory",
     "SQLSessionInfo": "compactkit.sql.memory",
     "SQLSessionStore": "compactkit.sql.store",
+    "SUMMARY_FRAME": "compactkit.items.snapshot",
+    "SUMMARY_KEY_ENV": "compactkit.items.snapshot",
+    "SUMMARY_NAME": "compactkit.items.snapshot",
+    "SUMMARY_TITLE": "compactkit.compressors.sections",
+    "SectionKey": "compactkit.compressors.sections",
+    "SectionSpec": "compactkit.compressors.sections",
+    "SessionNotFoundError": "compactkit.errors",
+    "SessionState": "compactkit.sessions.state",
+    "SessionStore": "compactkit.sessions.store",
+    "SnapshotTrigger": "compactkit.memory.base",
+    "StateSource": "compactkit.sessions.state",
+    "StepRecord": "compactkit.runtime.result",
+    "StorageError": "compactkit.errors",
+    "SummarizationError": "compactkit.errors",
+    "SummaryCompressor": "compactkit.compressors.summary",
+    "SummaryDocument": "compactkit.compressors.sections",
+    "SummaryRole": "compactkit.items.snapshot",
+    "TextPart": "compactkit.items",
+    "TiktokenCounter": "compactkit.budget.tokens",
+    "TokenCount": "compactkit.budget.tokens",
+    "TokenCounter": "compactkit.budget.tokens",
+    "Tool": "compactkit.items",
+    "ToolCallEvent": "compactkit.runtime.events",
+    "ToolOutcome": "compactkit.runtime.tools",
+    "ToolSchemaRules": "compactkit.budget.profiles",
+    "Transcript": "compactkit.formats.transcript",
+    "Trigger": "compactkit.governance.policy",
+    "Usage": "compactkit.runtime.result",
+    "WindowedCompressor": "compactkit.compressors.window",
+    "add_cache_breakpoints": "compactkit.formats.anthropic_cache",
+    "all_of": "compactkit.governance.policy",
+    "anthropic_to_items": "compactkit.formats.anthropic",
+    "any_of": "compactkit.governance.policy",
+    "budget_for": "compactkit.budget.profiles",
+    "chat_to_items": "compactkit.formats.chat",
+    "counter_for": "compactkit.budget.tokens",
+    "default_registry": "compactkit.budget.profiles",
+    "digest_items": "compactkit.compressors.digest",
     "doctor": "compactkit.checkup",
+    "dump_items": "compactkit.items",
+    "dump_transcript": "compactkit.formats.transcript",
+    "every_turns": "compactkit.governance.policy",
+    "get_encoding": "compactkit.budget.tokens",
+    "get_profile": "compactkit.budget.profiles",
+    "group_items": "compactkit.items.groups",
+    "image_tokens": "compactkit.budget.tokens",
+    "is_masked": "compactkit.compressors.masking",
+    "is_summary_message": "compactkit.items.snapshot",
+    "item_text": "compactkit.items",
+    "items_over": "compactkit.governance.policy",
+    "items_to_anthropic": "compactkit.formats.anthropic",
+    "items_to_chat": "compactkit.formats.chat",
+    "items_to_responses": "compactkit.formats.responses",
+    "leading_instructions": "compactkit.items.snapshot",
     "list_sql_sessions": "compactkit.sql.memory",
+    "load_items": "compactkit.items",
+    "load_transcript": "compactkit.formats.transcript",
+    "mask_output": "compactkit.compressors.masking",
+    "new_session": "compactkit.sessions.session",
+    "parse_transcript": "compactkit.formats.transcript",
+    "ratio_over": "compactkit.governance.policy",
+    "responses_to_items": "compactkit.formats.responses",
+    "resume_session": "compactkit.sessions.session",
+    "set_summary_key": "compactkit.items.snapshot",
+    "summary_message": "compactkit.items.snapshot",
+    "summary_prompt": "compactkit.compressors.summary",
+    "tokens_over": "compactkit.governance.policy",
+    "tool": "compactkit.runtime.tools",
+    "tools_from_anthropic": "compactkit.formats.anthropic",
+    "tools_from_chat": "compactkit.formats.chat",
+    "tools_from_responses": "compactkit.formats.responses",
+    "tools_to_anthropic": "compactkit.formats.anthropic",
+    "tools_to_chat": "compactkit.formats.chat",
+    "tools_to_responses": "compactkit.formats.responses",
+    "unseal_summary": "compactkit.items.snapshot",
+    "usage_over": "compactkit.governance.policy",
+    "validate_anthropic": "compactkit.formats.validate",
+    "validate_chat": "compactkit.formats.chat",
+    "validate_items": "compactkit.formats.validate",
+    "validate_responses": "compactkit.formats.validate",
 }
 
 
@@ -290,6 +462,10 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 __all__ = [

@@ -13,9 +13,12 @@ memory instead of encoded again.
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import hashlib
 import importlib.util
+import marshal
+import os
 import re
 import threading
 from collections.abc import Callable
@@ -27,6 +30,7 @@ import tiktoken
 from compactkit.errors import EncodingUnavailableError
 
 __all__ = [
+    "CACHE_ENV",
     "LINE_ADDITIVE",
     "TextCounts",
     "get_encoding",
@@ -80,6 +84,10 @@ _ENCODING_SPECS: dict[str, tuple[str, dict[str, int]]] = {
 def get_encoding(name: str) -> tiktoken.Encoding:
     """Load a tiktoken encoding from the bundled rank files, without network.
 
+    The first process checks the bundled file against OpenAI's published sha256 and writes the
+    ranks it read to the disk cache (``CACHE_ENV``); later processes load them from there
+    (``_cached_ranks``), skipping the gunzip, the hash of the uncompressed file and the parse.
+
     Raises:
         EncodingUnavailableError: the encoding is unknown or its rank file is not installed.
     """
@@ -89,6 +97,18 @@ def get_encoding(name: str) -> tiktoken.Encoding:
             f"no bundled rank file for encoding {name!r}; known: {sorted(_ENCODING_SPECS)}. "
             "Use a model profile with encoding=None to count with an estimate instead"
         )
+    cache_file = _cache_file(name)
+    ranks = _cached_ranks(cache_file) if cache_file is not None else None
+    if ranks is None:
+        ranks = _verified_ranks(name)
+        if cache_file is not None:
+            _write_cache(cache_file, ranks)
+    pattern, special = spec
+    return tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=ranks, special_tokens=special)
+
+
+def _verified_ranks(name: str) -> dict[bytes, int]:
+    """The ranks of the bundled rank file, checked against OpenAI's published sha256."""
     try:
         raw = _bundled_rank_file(name).read_bytes()
     except OSError as exc:
@@ -102,12 +122,66 @@ def get_encoding(name: str) -> tiktoken.Encoding:
             f"the bundled rank file for {name!r} does not match OpenAI's published sha256; "
             "reinstall bpe-openai"
         )
-    ranks = {
+    return {
         base64.b64decode(token): int(rank)
         for token, rank in (line.split() for line in data.splitlines() if line)
     }
-    pattern, special = spec
-    return tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=ranks, special_tokens=special)
+
+
+CACHE_ENV = "COMPACTKIT_CACHE_DIR"
+"""Where verified rank files are cached (default: ``$XDG_CACHE_HOME/compactkit`` or
+``~/.cache/compactkit``); ``off`` disables the cache."""
+_CACHE_FORMAT = b"compactkit-ranks-1"
+
+
+def _cache_file(name: str) -> Path | None:
+    folder = os.environ.get(CACHE_ENV)
+    if folder == "off":
+        return None
+    if not folder:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        folder = os.path.join(base, "compactkit")
+    # The published hash in the name: a cache written for other ranks is never read.
+    return Path(folder, f"{name}-{_RANK_SHA256[name][:16]}.ranks")
+
+
+def _cached_ranks(path: Path) -> dict[bytes, int] | None:
+    """The ranks cached at ``path``, or ``None`` when absent, unreadable or not intact.
+
+    The file holds a format line, the sha256 of the payload, and the payload (the ranks,
+    ``marshal``-ed: loading it is about a third of the parse it replaces). The payload is
+    unmarshalled only when its hash matches, so a truncated or corrupted file (a crash while
+    writing, a full disk) is ignored and rewritten. Like tiktoken's own cache, it trusts the
+    user's cache folder: whoever can write there could also change the installed packages.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    header, _, rest = data.partition(b"\n")
+    digest, _, payload = rest.partition(b"\n")
+    if header != _CACHE_FORMAT or hashlib.sha256(payload).hexdigest().encode() != digest:
+        return None
+    try:
+        ranks = marshal.loads(payload)
+    except (EOFError, ValueError, TypeError):
+        return None
+    return ranks if type(ranks) is dict else None
+
+
+def _write_cache(path: Path, ranks: dict[bytes, int]) -> None:
+    """Write the cache atomically (a temporary file renamed over it); a folder that cannot be
+    written (read-only home, sandbox) only means the next process parses the ranks again."""
+    payload = marshal.dumps(ranks)
+    digest = hashlib.sha256(payload).hexdigest().encode()
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary.write_bytes(b"\n".join((_CACHE_FORMAT, digest, payload)))
+        os.replace(temporary, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
 
 
 def _bundled_rank_file(name: str) -> Path:

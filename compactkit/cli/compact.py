@@ -8,8 +8,9 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from compactkit import compressors  # its names load on first use: `count` does not pay for them
 from compactkit.budget.tokens import TokenCounter
 from compactkit.cli._common import (
     EXIT_FAILURE,
@@ -28,19 +29,15 @@ from compactkit.cli._common import (
     _read,
 )
 from compactkit.cli._progress import Progress, _add_quiet_arg
-from compactkit.compressors import (
-    DigestCompressor,
-    LadderCompressor,
-    MaskingCompressor,
-    MemoryCompressor,
-    WindowedCompressor,
-)
 from compactkit.errors import ConfigError
 from compactkit.formats.chat import items_to_chat
 from compactkit.formats.transcript import (
     Transcript,
 )
 from compactkit.items import Item, Tool
+
+if TYPE_CHECKING:
+    from compactkit.compressors import MemoryCompressor
 
 
 @dataclass(frozen=True)
@@ -95,7 +92,7 @@ def _ladder(options: _CompactOptions) -> MemoryCompressor:
     summary = None
     if options.summarizer_model:
         summary = _summary_compressor(options, target_tokens=options.target)
-    ladder = LadderCompressor(
+    ladder = compressors.LadderCompressor(
         options.target, summary=summary, counter=options.counter, tools=options.tools
     )
     if options.keep_last_groups is None:
@@ -104,7 +101,7 @@ def _ladder(options: _CompactOptions) -> MemoryCompressor:
 
 
 def _mask(options: _CompactOptions) -> MemoryCompressor:
-    mask = MaskingCompressor(
+    mask = compressors.MaskingCompressor(
         target_tokens=options.target, counter=options.counter, tools=options.tools
     )
     if options.keep_last_groups is None:
@@ -113,9 +110,13 @@ def _mask(options: _CompactOptions) -> MemoryCompressor:
 
 
 _COMPRESSORS: dict[str, Callable[[_CompactOptions], MemoryCompressor]] = {
-    "window": lambda o: WindowedCompressor(max_tokens=o.target, counter=o.counter, tools=o.tools),
+    "window": lambda o: compressors.WindowedCompressor(
+        max_tokens=o.target, counter=o.counter, tools=o.tools
+    ),
     "mask": _mask,
-    "digest": lambda o: DigestCompressor(target_tokens=o.target, counter=o.counter, tools=o.tools),
+    "digest": lambda o: compressors.DigestCompressor(
+        target_tokens=o.target, counter=o.counter, tools=o.tools
+    ),
     "summary": lambda o: _summary_compressor(o, target_tokens=o.target),
     "ladder": _ladder,
 }

@@ -6,19 +6,66 @@ history into a sectioned digest of exact facts) and ``LadderCompressor`` (cheap 
 a token target fits). ``SummaryDocument`` is the sectioned summary they all write and merge into.
 """
 
-from compactkit.compressors.base import MemoryCompressor
-from compactkit.compressors.digest import DigestCompressor, digest_items
-from compactkit.compressors.ladder import LadderCompressor
-from compactkit.compressors.masking import MASK_PREFIX, MaskingCompressor, is_masked, mask_output
-from compactkit.compressors.report import FactClass, FactCount, FactReport
-from compactkit.compressors.sections import (
-    SECTIONS,
-    SUMMARY_TITLE,
-    SectionKey,
-    SectionSpec,
-    SummaryDocument,
-)
-from compactkit.compressors.window import WindowedCompressor
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
+    from compactkit.compressors.base import MemoryCompressor
+    from compactkit.compressors.digest import DigestCompressor, digest_items
+    from compactkit.compressors.ladder import LadderCompressor
+    from compactkit.compressors.masking import (
+        MASK_PREFIX,
+        MaskingCompressor,
+        is_masked,
+        mask_output,
+    )
+    from compactkit.compressors.report import FactClass, FactCount, FactReport
+    from compactkit.compressors.sections import (
+        SECTIONS,
+        SUMMARY_TITLE,
+        SectionKey,
+        SectionSpec,
+        SummaryDocument,
+    )
+    from compactkit.compressors.window import WindowedCompressor
+
+# Loaded with their module on first use (PEP 562): importing the package costs nothing, and a
+# caller that needs one part does not load the others.
+_LAZY: dict[str, str] = {
+    "DigestCompressor": "compactkit.compressors.digest",
+    "FactClass": "compactkit.compressors.report",
+    "FactCount": "compactkit.compressors.report",
+    "FactReport": "compactkit.compressors.report",
+    "LadderCompressor": "compactkit.compressors.ladder",
+    "MASK_PREFIX": "compactkit.compressors.masking",
+    "MaskingCompressor": "compactkit.compressors.masking",
+    "MemoryCompressor": "compactkit.compressors.base",
+    "SECTIONS": "compactkit.compressors.sections",
+    "SUMMARY_TITLE": "compactkit.compressors.sections",
+    "SectionKey": "compactkit.compressors.sections",
+    "SectionSpec": "compactkit.compressors.sections",
+    "SummaryDocument": "compactkit.compressors.sections",
+    "WindowedCompressor": "compactkit.compressors.window",
+    "digest_items": "compactkit.compressors.digest",
+    "is_masked": "compactkit.compressors.masking",
+    "mask_output": "compactkit.compressors.masking",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'compactkit.compressors' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "MASK_PREFIX",

@@ -1,25 +1,73 @@
 """The runtime layer: the shared governance step (``Governor``), its events, and the reference
 agent loop (``Agent`` → ``RunnableSession.run``) with tools, retries and overflow recovery."""
 
-from compactkit.runtime.agent import Agent
-from compactkit.runtime.background import BackgroundCompaction, BackgroundStats
-from compactkit.runtime.events import (
-    BackgroundCompactionEvent,
-    CompactionEvent,
-    CompactionRequest,
-    CompactionVetoed,
-    Event,
-    ModelCallEvent,
-    ModelRetryEvent,
-    OverflowEvent,
-    PendingCallEvent,
-    ProjectionEvent,
-    ToolCallEvent,
-)
-from compactkit.runtime.governor import GovernedStep, Governor
-from compactkit.runtime.result import RunResult, StepRecord, Usage
-from compactkit.runtime.session import RunnableSession
-from compactkit.runtime.tools import FunctionTool, ToolOutcome, tool
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
+    from compactkit.runtime.agent import Agent
+    from compactkit.runtime.background import BackgroundCompaction, BackgroundStats
+    from compactkit.runtime.events import (
+        BackgroundCompactionEvent,
+        CompactionEvent,
+        CompactionRequest,
+        CompactionVetoed,
+        Event,
+        ModelCallEvent,
+        ModelRetryEvent,
+        OverflowEvent,
+        PendingCallEvent,
+        ProjectionEvent,
+        ToolCallEvent,
+    )
+    from compactkit.runtime.governor import GovernedStep, Governor
+    from compactkit.runtime.result import RunResult, StepRecord, Usage
+    from compactkit.runtime.session import RunnableSession
+    from compactkit.runtime.tools import FunctionTool, ToolOutcome, tool
+
+# Loaded with their module on first use (PEP 562): importing the package costs nothing, and a
+# caller that needs one part does not load the others.
+_LAZY: dict[str, str] = {
+    "Agent": "compactkit.runtime.agent",
+    "BackgroundCompaction": "compactkit.runtime.background",
+    "BackgroundCompactionEvent": "compactkit.runtime.events",
+    "BackgroundStats": "compactkit.runtime.background",
+    "CompactionEvent": "compactkit.runtime.events",
+    "CompactionRequest": "compactkit.runtime.events",
+    "CompactionVetoed": "compactkit.runtime.events",
+    "Event": "compactkit.runtime.events",
+    "FunctionTool": "compactkit.runtime.tools",
+    "GovernedStep": "compactkit.runtime.governor",
+    "Governor": "compactkit.runtime.governor",
+    "ModelCallEvent": "compactkit.runtime.events",
+    "ModelRetryEvent": "compactkit.runtime.events",
+    "OverflowEvent": "compactkit.runtime.events",
+    "PendingCallEvent": "compactkit.runtime.events",
+    "ProjectionEvent": "compactkit.runtime.events",
+    "RunResult": "compactkit.runtime.result",
+    "RunnableSession": "compactkit.runtime.session",
+    "StepRecord": "compactkit.runtime.result",
+    "ToolCallEvent": "compactkit.runtime.events",
+    "ToolOutcome": "compactkit.runtime.tools",
+    "Usage": "compactkit.runtime.result",
+    "tool": "compactkit.runtime.tools",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'compactkit.runtime' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "Agent",
