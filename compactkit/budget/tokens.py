@@ -319,6 +319,31 @@ class TiktokenCounter(_BaseCounter):
             tokens = self._role_tokens[role] = self.count_text(role)
         return tokens
 
+    def bound_item(self, item: Item) -> int:
+        """An upper bound of ``count_item(item)``, without encoding: the count when the item
+        was counted before, else its texts priced at their UTF-8 length (a byte-level BPE
+        token covers at least one byte; a lone surrogate is encoded as U+FFFD, 3 bytes, as
+        ``encode_ordinary`` repairs it). For pricing history no prompt can reach."""
+        tokens = self._tokens.get(id(item))
+        if tokens is not None:
+            return tokens
+        if isinstance(item, Message) and isinstance(item.content, str) and item.name is None:
+            return self.tokens_per_message + self._role(item.role) + _utf8_bound(item.content)
+        if isinstance(item, FunctionCall):
+            return (
+                self.tokens_per_message
+                + self._role("assistant")
+                + _utf8_bound(item.name)
+                + _utf8_bound(item.arguments)
+            )
+        if (
+            isinstance(item, FunctionCallOutput)
+            and isinstance(item.output, str)
+            and item.name is None
+        ):
+            return self.tokens_per_message + self._role("tool") + _utf8_bound(item.output)
+        return self.count_item(item)  # content parts, names: counted exactly
+
     def _price(self, item: Item) -> int:
         if isinstance(item, Message):
             tokens = self.tokens_per_message + self._role(item.role)
@@ -388,6 +413,12 @@ class TiktokenCounter(_BaseCounter):
                 if isinstance(spec, dict) and any(k in _NESTED_KEYS for k in spec):
                     return ["nested tool schemas are approximated"]
         return []
+
+
+def _utf8_bound(text: str) -> int:
+    """``len(text.encode("utf-8"))`` with lone surrogates as 3 bytes: at least the tokens of
+    ``text`` in any byte-level BPE encoding."""
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 class EstimateCounter(_BaseCounter):

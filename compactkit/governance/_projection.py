@@ -10,7 +10,7 @@ tokens, the outputs that could be masked, and what breaks the tool-call rules.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Literal
@@ -25,6 +25,10 @@ from compactkit.items.groups import Group, group_items
 from compactkit.items.snapshot import is_summary_message, leading_instructions
 
 __all__ = ["Mask", "Masker", "Piece", "Pieces", "View", "ViewCache"]
+
+_COLD_GROUPS = 64
+"""More closed groups than this new at once (a history read for the first time): price the
+ones no window reaches by an upper bound (``Pieces.catch_up``)."""
 
 
 @dataclass(slots=True)  # not frozen: built every turn, and frozen init costs more
@@ -254,12 +258,13 @@ class Pieces:
     ) -> None:
         self._view = view
         self._count = counter.count_item
+        self._bound: Callable[[Item], int] | None = getattr(counter, "bound_item", None)
         self._masker = masker
         self._threshold = threshold
         self._validate = validate
         self._tail: Piece | None = None
 
-    def catch_up(self) -> Sums:
+    def catch_up(self, reach: int | None = None) -> Sums:
         """The view's running totals, after summing the closed groups not summed yet (each
         closed group once in the life of its history).
 
@@ -267,17 +272,55 @@ class Pieces:
         rendering need, and only the few groups a projection asks for by index (the required
         ones, repaired ones) are kept, measured again if need be. Keeping one per group
         would keep several objects per group alive for the life of the history, which the
-        garbage collector then walks on every full collection."""
+        garbage collector then walks on every full collection.
+
+        ``reach`` (the most tokens a window may take; ``None``: unknown) lets a long history
+        read for the first time (a cold call) encode only what a window can reach: the groups
+        are measured newest first until they take more than ``reach`` even masked, and the
+        older ones are priced by the counter's upper bound (``bound_item``, no encoding). A
+        window is chosen from suffix sums (``window_start``), which never include those
+        groups: their suffix is already over ``reach``, and an upper bound only adds to it.
+        A later call with a larger reach sums the history again, exactly."""
         view = self._view
         sums = view.sums
+        if sums.bounded and (reach is None or reach > sums.reach):
+            with sums.lock:
+                if sums.bounded and (reach is None or reach > sums.reach):
+                    sums.clear()
         if sums.closed < view.n_closed:
             measured = view.measured
             with sums.lock:
+                newest: dict[int, Piece] = {}
+                if reach is not None and view.n_closed - sums.closed > _COLD_GROUPS:
+                    newest = self._reachable(sums.closed, reach)
+                exact_from = min(newest, default=sums.closed)
+                if exact_from > sums.closed:
+                    sums.bounded, sums.reach = exact_from, reach or 0
                 while sums.closed < view.n_closed:
                     index = sums.closed
-                    piece = measured.get(index) or self._reused(index) or self._measure(index)
+                    piece = (
+                        measured.get(index)
+                        or newest.get(index)
+                        or (self._measure(index, bounded=True) if index < exact_from else None)
+                        or self._reused(index)
+                        or self._measure(index)
+                    )
                     sums.add(piece, view.items)
         return sums
+
+    def _reachable(self, first: int, reach: int) -> dict[int, Piece]:
+        """The closed groups from the newest back while they take at most ``reach`` tokens
+        masked, and the one that goes over (exact measurements, by index); all of them from
+        ``first`` on when they fit."""
+        out: dict[int, Piece] = {}
+        total = 0
+        for index in range(self._view.n_closed - 1, first - 1, -1):
+            piece = self._view.measured.get(index) or self._measure(index)
+            out[index] = piece
+            total += piece.min_tokens
+            if total > reach:
+                break
+        return out
 
     def get(self, index: int) -> Piece:
         """The measured group at ``index``."""
@@ -308,7 +351,9 @@ class Pieces:
             return None
         return piece
 
-    def _measure(self, index: int) -> Piece:
+    def _measure(self, index: int, *, bounded: bool = False) -> Piece:
+        """The group at ``index`` as sent, every bulky output masked; ``bounded``: priced by
+        the counter's upper bound instead, nothing masked (a group no window reaches)."""
         view = self._view
         group = view.group(index)
         items = view.items
@@ -333,7 +378,8 @@ class Pieces:
         kept: list[Item] = []
         masks: list[Mask] = []
         total = 0
-        count = self._count
+        count = self._bound if bounded and self._bound is not None else self._count
+        threshold = self._threshold if not bounded else None
         for item in items[group.start : group.stop]:  # a slice: one call on an ItemsView
             if isinstance(item, FunctionCall):
                 if item.call_id in unanswered:
@@ -341,8 +387,9 @@ class Pieces:
                 names[item.call_id] = item.name
             tokens = count(item)
             if (
-                isinstance(item, FunctionCallOutput)
-                and tokens > self._threshold
+                threshold is not None
+                and isinstance(item, FunctionCallOutput)
+                and tokens > threshold
                 and not item.pinned
             ):
                 tool = item.name or names.get(item.call_id)

@@ -161,7 +161,18 @@ class Sums:
     group used), ascending: only a prompt holding one needs the whole-prompt check."""
     call_ids: set[str] = field(default_factory=set)
     output_ids: set[str] = field(default_factory=set)
+    bounded: int = 0
+    """Closed groups ``< bounded`` are priced by an upper bound (no encoding, no masks): no
+    window of up to ``reach`` tokens can reach them (``Pieces.catch_up``)."""
+    reach: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def clear(self) -> None:
+        """Forget every total (the caller holds ``lock``), to sum the groups again."""
+        fresh = Sums()
+        for name in self.__dataclass_fields__:
+            if name != "lock":
+                setattr(self, name, getattr(fresh, name))
 
     @property
     def closed(self) -> int:

@@ -300,7 +300,7 @@ class ContextProjector:
             head.append(self._messages.get(self.summary_role, snapshot.summary, summary=True))
         fixed = sum(map(count, head)) + self._overhead(self.counter, tools)
         pieces = Pieces(view, self.counter, self._masker, self.mask_threshold, self.validate)
-        sums = pieces.catch_up()
+        sums = pieces.catch_up(reach=limit)
         required = view.required()
         needed = {index: pieces.get(index).min_tokens for index in required}
         if fixed + sum(needed.values()) > limit:
@@ -312,6 +312,9 @@ class ContextProjector:
         tail = pieces.get(n_closed) if view.tail is not None else None
         tail_tokens = None if tail is None else tail.min_tokens
         start, used = window_start(sums, n_closed, tail_tokens, needed, room)
+        if start < sums.bounded:  # never, by catch_up's choice; were it to, sum exactly
+            sums = pieces.catch_up(reach=None)
+            start, used = window_start(sums, n_closed, tail_tokens, needed, room)
         room -= used
         ahead = [pieces.get(index) for index in sorted(required) if index < start]
         in_window = [tail] if tail is not None and tail.index >= start else []

@@ -248,3 +248,45 @@ def test_a_forgotten_history_projects_the_same_prompts_again(
         if end % 2:
             ours.forget(snapshot)
         assert project(ours, items[:end], budget) == project(plain, items[:end], budget)
+
+
+@st.composite
+def long_histories(draw: st.DrawFn) -> list[Item]:
+    """Histories of 70-200 groups (more than a cold call reads exactly: older groups are
+    priced by an upper bound), drawn from a seed so that drawing stays cheap."""
+    import random
+
+    rng = random.Random(draw(st.integers(0, 10_000)))
+    items: list[Item] = [Message(role="system", content="be careful")]
+    for turn in range(rng.randint(25, 60)):
+        text = " ".join(rng.choices(WORDS, k=rng.randint(1, 30)))
+        items.append(Message(role="user", content=text, pinned=rng.random() < 0.05))
+        for round_ in range(rng.randint(0, 3)):
+            ids = [f"c{turn}_{round_}_{k}" for k in range(rng.randint(1, 2))]
+            items += [FunctionCall(call_id=i, name="read", arguments="{}") for i in ids]
+            for i in ids:
+                size = rng.choice([5, 40, 300, 900, 2500])
+                items.append(FunctionCallOutput(call_id=i, output=" ".join(WORDS[:3] * size)))
+            if rng.random() < 0.05:
+                items.append(FunctionCallOutput(call_id=f"lost{turn}", output="late"))
+        items.append(Message(role="assistant", content=text + " ünïcødé 東京"))
+    return [item.model_copy(update={"seq": n}) for n, item in enumerate(items, 1)]
+
+
+@settings(deadline=None, max_examples=40, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    items=long_histories(),
+    budgets=st.lists(st.integers(300, 60_000), min_size=1, max_size=3),
+    threshold=st.sampled_from([0, 100, 500]),
+)
+def test_a_cold_call_on_a_long_history_gives_the_plain_fills_prompt(
+    items: list[Item], budgets: list[int], threshold: int
+) -> None:
+    """A long history read at once encodes only the groups a window can reach (the older ones
+    priced by an upper bound): the same prompts as the plain fill, for every budget after it
+    (a larger one sums the history again, exactly)."""
+    ours, plain = ContextProjector(COUNTER, mask_threshold=threshold), PlainFill(COUNTER)
+    plain = PlainFill(COUNTER, mask_threshold=threshold)
+    fresh = [item.model_copy() for item in items]  # new objects: no count cached for them
+    for budget in budgets:
+        assert project(ours, fresh, budget) == project(plain, fresh, budget)

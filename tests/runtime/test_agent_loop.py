@@ -182,7 +182,8 @@ def test_a_sync_tool_never_blocks_the_event_loop() -> None:
         async def tick() -> None:
             while not unblocked.is_set():
                 await asyncio.sleep(0.001)
-                if session.memory.snapshot().items[-1].type == "function_call":
+                items = session.memory.snapshot().items  # empty until the run adds the input
+                if items and items[-1].type == "function_call":
                     unblocked.set()
 
         ticker = asyncio.create_task(tick())
