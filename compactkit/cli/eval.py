@@ -138,6 +138,7 @@ def _register_eval(subparsers: Any) -> None:
 
     imp = commands.add_parser(
         "import",
+        formatter_class=_FormatsHelp,
         help="turn agent logs into an eval suite with mechanically derived probes",
         description="Read agent logs (files, or folders walked recursively; formats detected "
         "unless --format names one) and write one eval case per conversation, its probes "
@@ -152,7 +153,7 @@ def _register_eval(subparsers: Any) -> None:
         "--format",
         default=None,
         metavar="NAME",
-        help="the logs' format (default: detected per file); one of: " + ", ".join(_log_formats()),
+        help="the logs' format (default: detected per file); one of: {formats}",
     )
     imp.add_argument(
         "--case-model",
@@ -205,6 +206,17 @@ def _register_eval(subparsers: Any) -> None:
         "--transcript", metavar="FILE", help="write the first case's transcript (JSON) here instead"
     )
     gen.set_defaults(handler=_generate)
+
+
+class _FormatsHelp(argparse.HelpFormatter):
+    """Lists the log formats when the help is printed: reading them imports the evals, which
+    every other command (``count`` first) would otherwise pay for at start-up."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = super()._get_help_string(action)
+        if text and "{formats}" in text:
+            text = text.replace("{formats}", ", ".join(_log_formats()))
+        return text
 
 
 def _log_formats() -> list[str]:
