@@ -19,7 +19,8 @@ below are the whole of it (deterministic; no model, no person):
   ``...Error``/``Exception``/``Failure``), ``error: msg``, ``fatal: msg``, ``FAILED``, or holds
   ``command not found`` / ``No such file or directory``; else the first line of an output
   flagged ``is_error`` (the first 8). ``resolved`` when a later call of the same tool on the same
-  target (the program and its first argument, or the path) has a clean output.
+  target (the path, or the last program of the command line, heredocs aside, with its first
+  argument) has a clean output.
 * **command** (recall, kind ``command``): a shell command the agent ran, its first line (the
   first 10).
 * **identifier**: a UUID, ticket id (ABC-123), hex id or URL in a user or assistant message (the
@@ -76,6 +77,7 @@ _UPDATE = (
     re.compile(r"(?<![\w.])([A-Za-z_][\w.]{1,40})\s*=\s*([^\s,;]+)"),
 )
 _FENCED = re.compile(r"```.*?```", re.DOTALL)
+_HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?[^\n]*\n.*?^\s*\1\s*$", re.DOTALL | re.MULTILINE)
 _FENCE = re.compile(r"```(?:bash|sh|shell|mswea_bash_command)\s*\n(.*?)```", re.DOTALL)
 
 _SHELL_TOOLS = {
@@ -371,8 +373,10 @@ def _target(call: FunctionCall | None) -> tuple[str, str]:
         return ("", "")
     args = call.parsed_arguments()
     command = _command_of(args, "") if call.name.lower() in _SHELL_TOOLS else ""
-    if command:  # the program and its first argument, after any leading `cd DIR &&`
-        words = re.sub(r"^(?:\s*cd\s+\S+\s*&&)+", "", command).split()
+    if command:  # the program that ran last (and its first argument): heredocs dropped
+        body = _HEREDOC.sub("", command)
+        segments = [s.strip() for s in re.split(r"&&|\|\||[;|\n]", body) if s.strip()]
+        words = segments[-1].split() if segments else []
         return (call.name, " ".join(words[:2]))
     path = next((args[k] for k in _PATH_KEYS if isinstance(args.get(k), str)), "")
     return (call.name, str(path))

@@ -277,3 +277,30 @@ def test_a_finish_call_without_output_is_not_a_pending_tool() -> None:
     ]
     pending = [p for p in derive_probes(items) if probe_class(p) == "tool_state"]
     assert [p.call_id for p in pending] == ["r1"]  # type: ignore[union-attr]
+
+
+def test_an_error_is_resolved_only_by_a_clean_run_of_the_same_program() -> None:
+    failing = "cat > check.py << 'EOF'\nimport missing_module\nEOF\npython check.py"
+    items: list[FunctionCall | FunctionCallOutput | Message] = [
+        Message(role="user", content="Make check.py run cleanly on the build box."),
+        FunctionCall(call_id="a", name="bash", arguments=json.dumps({"command": failing})),
+        FunctionCallOutput(
+            call_id="a", output="ModuleNotFoundError: No module named 'missing_module'"
+        ),
+        FunctionCall(
+            call_id="b",
+            name="bash",
+            arguments=json.dumps({"command": "cat > other.py << 'EOF'\nx = 1\nEOF"}),
+        ),
+        FunctionCallOutput(call_id="b", output=""),
+    ]
+    (error,) = [p for p in derive_probes(items) if probe_class(p) == "error"]
+    assert error.resolved is False  # type: ignore[union-attr]  (another `cat >` is not a fix)
+    items += [
+        FunctionCall(
+            call_id="c", name="bash", arguments=json.dumps({"command": "cd /w && python check.py"})
+        ),
+        FunctionCallOutput(call_id="c", output="ok"),
+    ]
+    (error,) = [p for p in derive_probes(items) if probe_class(p) == "error"]
+    assert error.resolved is True  # type: ignore[union-attr]
