@@ -21,9 +21,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from compactkit.budget.profiles import budget_for
 from compactkit.checkup._checks import (
     SESSION_CHECKS,
     Check,
+    check_drift,
     check_reuse,
     check_summary,
     isolation_checks,
@@ -95,6 +97,7 @@ def doctor(
     *,
     summary_role: str | None = None,
     table_prefix: str = "compactkit_",
+    model: str | None = None,
 ) -> Diagnosis:
     """Run the debugging checklist on stored sessions.
 
@@ -105,6 +108,8 @@ def doctor(
         session_id: Check only this session (default: every session ``target`` holds).
         summary_role: The role the summary should speak with, checked on a live memory.
         table_prefix: The SQL tables' prefix, when ``target`` is a database.
+        model: The session's model: compactions that left the context over its usable input
+            budget are reported (``drift``).
 
     Returns:
         A ``Diagnosis``; ``diagnosis.healthy`` is what a CI check asserts.
@@ -113,16 +118,27 @@ def doctor(
         ConfigError: ``target`` cannot be read, or holds no session ``session_id``.
     """
     sessions = read_sessions(target, session_id, table_prefix=table_prefix)
-    return diagnose(sessions, summary_role=summary_role)
+    budget = budget_for(model).usable_input if model is not None else None
+    return diagnose(sessions, summary_role=summary_role, budget=budget)
 
 
-def diagnose(sessions: Sequence[StoredSession], *, summary_role: str | None = None) -> Diagnosis:
-    """The checklist over sessions already read (``doctor`` without the reading)."""
+def diagnose(
+    sessions: Sequence[StoredSession],
+    *,
+    summary_role: str | None = None,
+    budget: int | None = None,
+) -> Diagnosis:
+    """The checklist over sessions already read (``doctor`` without the reading); ``budget``
+    is the model's usable input, for the ``drift`` check."""
     shared = isolation_checks(sessions)
     out = []
     for session in sessions:
         checks = [
-            check_summary(session, summary_role) if check is check_summary else check(session)
+            check_summary(session, summary_role)
+            if check is check_summary
+            else check_drift(session, budget)
+            if check is check_drift
+            else check(session)
             for check in SESSION_CHECKS
         ]
         reuse = check_reuse(session)

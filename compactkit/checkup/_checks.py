@@ -23,6 +23,7 @@ __all__ = ["Check", "SESSION_CHECKS", "isolation_checks", "refs"]
 _FILLED_CALL_ID = re.compile(r"tool_step_\d+_\d+")
 _WORD = re.compile(r"[a-z0-9]+")
 _RANDOM_ID = 12
+_SHRINK_FLOOR = 400  # chars: below this a summary halving is noise, not lost state
 
 
 @dataclass(frozen=True)
@@ -249,11 +250,33 @@ def _covered(entry: str, summary_words: set[str], summary: str) -> bool:
     return sum(w in summary_words for w in words) >= 0.8 * len(words)
 
 
-def check_drift(session: StoredSession) -> Check:
-    """Compactions that gained nothing, compaction storms, a summary larger than its source."""
+def check_drift(session: StoredSession, budget: int | None = None) -> Check:
+    """Compactions that gained nothing, compaction storms, a summary that shrank abruptly or is
+    larger than its source, and (given the model's budget) compactions that left the context
+    over it."""
     problems: list[str] = []
     evidence: list[str] = []
     standing = [c for c in session.compactions if c.undone_at is None]
+    previous = ""
+    for c in standing:  # a summary that loses most of itself at once lost state with it
+        after = c.summary_after
+        if after is None:
+            continue
+        if len(previous) >= _SHRINK_FLOOR and len(after) < len(previous) // 2:
+            problems.append(
+                f"compaction {c.id} shrank the summary from {len(previous):,} to "
+                f"{len(after):,} chars (what it held may be lost)"
+            )
+            evidence.append(f"compaction {c.id}")
+        previous = after
+    if budget is not None:
+        over = [c for c in standing if c.tokens_after is not None and c.tokens_after > budget]
+        if over:
+            problems.append(
+                f"{len(over)} compaction(s) left the context over the model's budget "
+                f"({budget:,} tokens)"
+            )
+            evidence.extend(f"compaction {c.id}" for c in over[:5])
     futile = [
         c
         for c in standing

@@ -27,6 +27,11 @@ def _register_doctor(subparsers: Any) -> None:
     parser.add_argument(
         "--prefix", default="compactkit_", help="table name prefix (default: compactkit_)"
     )
+    parser.add_argument(
+        "--model",
+        "-m",
+        help="the sessions' model: also report compactions that left the context over its budget",
+    )
     parser.add_argument("--json", action="store_true", help="print a JSON object")
     parser.set_defaults(handler=_doctor)
 
@@ -34,7 +39,7 @@ def _register_doctor(subparsers: Any) -> None:
 def _doctor(args: argparse.Namespace) -> int:
     from compactkit.checkup import doctor
 
-    diagnosis = doctor(args.url, args.session_id, table_prefix=args.prefix)
+    diagnosis = doctor(args.url, args.session_id, table_prefix=args.prefix, model=args.model)
     if args.json:
         _emit_json(diagnosis.to_json())
     else:

@@ -479,3 +479,24 @@ def test_the_timeline_shows_how_each_compaction_changed_the_summary(tmp_path: Pa
     # the first digest adds the rule; the lossy last compaction is shown dropping it
     assert f"<li class=added>+ {RULE}</li>" in text
     assert f"<li class=removed>- {RULE}</li>" in text
+
+
+def test_drift_a_summary_that_lost_most_of_itself_and_a_budget_left_exceeded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path}/agent.db"
+    memory = SQLMemory(url, "s1")
+    conversation(memory, steps=6, size=700)
+    digest_compaction(memory)  # a full digest summary
+    memory.add_user_input("Next round.")
+    conversation(memory, steps=2)
+    custom_compaction(memory, "## Goal\n- Fix app.py.\n", tokens=(12_000, 9_000))
+    code, report = run_doctor(_sql_backend("sqlite", url, "compactkit_"), capsys, "-m", "gpt-4")
+    assert code == 1
+    drift = verdicts(report, "s1")["drift"]
+    assert not drift["ok"]
+    assert "shrank the summary" in drift["message"]
+    assert "over the model's budget" in drift["message"]  # 9,000 after, gpt-4 allows ~6k
+    # without the model, the budget is not judged
+    _, plain = run_doctor(_sql_backend("sqlite", url, "compactkit_"), capsys)
+    assert "over the model's budget" not in verdicts(plain, "s1")["drift"]["message"]
