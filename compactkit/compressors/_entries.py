@@ -138,20 +138,39 @@ def runs(entry: str) -> tuple[str, int]:
     return (match.group("text"), int(match.group("n"))) if match else (entry, 1)
 
 
+_EARLIER = " — earlier: "
+MAX_EARLIER = 3  # outcomes of earlier runs kept per command
+
+
 def merge_commands(existing: list[str], new: Iterable[str]) -> list[str]:
-    """Commands merged per command: the newest outcome, and how often it ran (``(x3)``)."""
+    """Commands merged per command: the newest outcome, how often it ran (``(x3)``), and the
+    last few different outcomes of earlier runs (``— earlier: 2 failed | 5 failed``)."""
     entries: dict[str, tuple[str, int]] = {}
     for entry in [*existing, *new]:
         text, n = runs(entry)
         key = key_of(text) or fold(text)
         if key in entries:
-            _, old_n = entries.pop(key)  # re-inserted last, with the newest outcome
-            entries[key] = (text, old_n + n)
+            old_text, old_n = entries.pop(key)  # re-inserted last, with the newest outcome
+            entries[key] = (_with_earlier(text, old_text), old_n + n)
         else:
             entries[key] = (text, n)
     return [
         f"{text} (\N{MULTIPLICATION SIGN}{n})" if n > 1 else text for text, n in entries.values()
     ]
+
+
+def _with_earlier(text: str, old_text: str) -> str:
+    """``text`` (a newer run) carrying the outcome of ``old_text`` (an older run of the same
+    command) among its earlier outcomes, when it differs."""
+    newest, _, mine = text.partition(_EARLIER)
+    old_newest, _, theirs = old_text.partition(_EARLIER)
+    outcome = newest.partition(" → ")[2]
+    earlier = [o for o in (mine.split(" | ") if mine else []) if o]
+    for older in [old_newest.partition(" → ")[2], *(theirs.split(" | ") if theirs else [])]:
+        if older and older != outcome and older not in earlier:
+            earlier.append(older)
+    earlier = earlier[:MAX_EARLIER]
+    return f"{newest}{_EARLIER}{' | '.join(earlier)}" if earlier else newest
 
 
 def append_unique(existing: list[str], new: Iterable[str]) -> list[str]:

@@ -59,6 +59,15 @@ _TRACEBACK = "Traceback (most recent call last):"
 _CI_PREFIX = re.compile(
     r"^(?:\d{4}-\d\d-\d\dT[\d:.]+Z\s+|[^\t]+\t[^\t]+\t|\S[^\t]*?\ {2}\S[^\t]*?\ {2}(?=\S))"
 )
+# What service and application logs put before a line: a compose service (``svc-billing  | ``),
+# a bracketed tag or timestamp (``[worker]``, ``[12:00:01]``), a bare timestamp, a syslog
+# ``name[pid]: ``; stripped one after another until an error line shows (at most four).
+_LOG_PREFIX = re.compile(
+    r"^(?:[\w.@/-]{1,60}\s*\|\s*|\[[^\]\n]{1,60}\]:?\s*"
+    r"|\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\s*|\d\d:\d\d:\d\d(?:[.,]\d+)?\s*"
+    r"|[\w.-]+\[\d+\]:\s*)"
+)
+_ANNOTATION = re.compile(r"^##\[error\]\s*|^::error(?: [^:]*)?::")  # GitHub Actions' error marks
 _EXIT = re.compile(
     r"(?:exit code|exit status|exited with(?: code| status)?|returncode|return code|exit_code)"
     r"[\s:=]+(-?\d+)",
@@ -144,13 +153,33 @@ def _scan_errors(text: str) -> list[str]:
         if len(stripped) > 400:  # long lines are never error lines
             continue
         if not _ERROR_LINE.match(stripped):
-            # a CI log's line: "job  step  <line>", or a timestamp before it
-            stripped = _PYTEST_E.sub("", _CI_PREFIX.sub("", stripped, count=1))
-            if not _ERROR_LINE.match(stripped):
+            stripped = _logged_error(stripped)
+            if stripped is None:
                 continue
         if clip(stripped, 240) not in found:
             found.append(clip(stripped, 240))
     return found
+
+
+def _logged_error(line: str) -> str | None:
+    """The error line inside a log line, or ``None``: after a CI log's "job  step" or
+    timestamp, after a GitHub Actions ``##[error]`` mark (its message is the error), after
+    service, tag and timestamp prefixes (``svc-billing  | TypeError: …``)."""
+    stripped = _PYTEST_E.sub("", _CI_PREFIX.sub("", line, count=1))
+    if _ERROR_LINE.match(stripped):
+        return stripped
+    marked = _ANNOTATION.sub("", stripped, count=1)
+    if marked != stripped and marked.strip():
+        return marked.strip()
+    stripped = line
+    for _ in range(4):
+        shorter = _LOG_PREFIX.sub("", stripped, count=1)
+        if shorter == stripped or not shorter:
+            return None
+        stripped = shorter
+        if _ERROR_LINE.match(stripped):
+            return stripped
+    return None
 
 
 def last_error(text: str, found: list[str] | None = None) -> str | None:
@@ -173,6 +202,9 @@ def _last_exit(text: str) -> re.Match[str] | None:
             return None
     exits = list(_EXIT.finditer(text))
     return exits[-1] if exits else None
+
+
+_SHORT_OUTPUT = 200  # characters: an output this short is quoted whole as a command's outcome
 
 
 def outcome_of(text: str, found: list[str] | None = None) -> tuple[str, bool | None]:
@@ -203,9 +235,16 @@ def outcome_of(text: str, found: list[str] | None = None) -> tuple[str, bool | N
         ok = False if ok is None else ok
     if not parts:
         rest = text.lstrip()  # from the first non-blank line on (line breaks are whitespace)
-        # its first line, split off the text's first line only: the rest is not read
-        first = rest.partition("\n")[0].splitlines()[0].strip() if rest else ""
-        parts.append(f"output: {code(first, 100)}" if first else "no output")
+        if len(rest) <= _SHORT_OUTPUT and rest.count("\n") < 8:
+            # a short output is the result itself (a measurement, a status): all of it
+            lines = [ln.strip() for ln in rest.splitlines() if ln.strip()]
+            parts.append(
+                f"output: {code('; '.join(lines), _SHORT_OUTPUT)}" if lines else "no output"
+            )
+        else:
+            # its first line, split off the text's first line only: the rest is not read
+            first = rest.partition("\n")[0].splitlines()[0].strip() if rest else ""
+            parts.append(f"output: {code(first, 100)}" if first else "no output")
     return "; ".join(parts), ok
 
 

@@ -90,9 +90,9 @@ def shorten(pool: str, entry: str) -> str:
         head, details = split_details(entry)
         if not details:
             return clip(entry, 200) if key_of(entry) is None else entry
-        short = [_verb(d) for d in details]
+        short = [_verb(d) for d in details if not d.startswith("from ")]  # its source goes
         merged, _ = add_details([], short)
-        return f"{head} — {'; '.join(merged)}"
+        return f"{head} — {'; '.join(merged)}" if merged else head
     if pool == "commands":
         text, n = runs(entry)
         head, sep, outcome = text.partition(" → ")

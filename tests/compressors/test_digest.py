@@ -423,7 +423,9 @@ def test_digest_items_covers_every_fact_class() -> None:
     )
     # One entry per command (its newest outcome, how often it ran); tool output quoted.
     assert doc.entries("commands") == (
-        "`pytest -q` → exit 0; `4 passed` (\N{MULTIPLICATION SIGN}2)",
+        # the newest outcome, and the different one of the earlier run
+        "`pytest -q` → exit 0; `4 passed` — earlier: exit 1; `1 failed`; "
+        "`FAILED tests/t.py::test_a - KeyError: 'x'` (\N{MULTIPLICATION SIGN}2)",
         "`git commit -qam 'Retries (#64)'` → exit 0",
         '`lookup_ticket({"id": "PROJ-7"})` → output: `status: open`',
     )

@@ -145,8 +145,12 @@ def _outcome_reference(text: str) -> tuple[str, bool | None]:
         parts.append(facts.code(error, 160))
         ok = False if ok is None else ok
     if not parts:
-        first = next((line.strip() for line in text.splitlines() if line.strip()), "")
-        parts.append(f"output: {facts.code(first, 100)}" if first else "no output")
+        rest = text.lstrip()
+        lines = [line.strip() for line in rest.splitlines() if line.strip()]
+        if len(rest) <= 200 and rest.count("\n") < 8:  # a short output, quoted whole
+            parts.append(f"output: {facts.code('; '.join(lines), 200)}" if lines else "no output")
+        else:
+            parts.append(f"output: {facts.code(lines[0], 100)}" if lines else "no output")
     return "; ".join(parts), ok
 
 

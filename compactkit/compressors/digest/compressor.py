@@ -264,8 +264,10 @@ class DigestCompressor:
             summary_cap_tokens=cap,
             masked_outputs=len(masked),
         )
-        if trimmed is not merged:
-            verification = replace(verification, dropped=unkept(trimmed, needs.new))
+        if trimmed is not merged:  # must-keep facts the cap left out (the tail's newer values
+            # supersede the span's own: those are no longer current, hence not must-keep)
+            must = needs.new if superseded.is_empty else needs.new.merge(superseded)
+            verification = replace(verification, dropped=unkept(trimmed, must))
         details: dict[str, object] = {
             "folded_groups": sum(1 for i in range(first_kept) if layout.protected[i] is None),
             "digest_entries": len(needs.new),
