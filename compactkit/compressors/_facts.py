@@ -153,9 +153,10 @@ def _scan_errors(text: str) -> list[str]:
         if len(stripped) > 400:  # long lines are never error lines
             continue
         if not _ERROR_LINE.match(stripped):
-            stripped = _logged_error(stripped)
-            if stripped is None:
+            logged = _logged_error(stripped)
+            if logged is None:
                 continue
+            stripped = logged
         if clip(stripped, 240) not in found:
             found.append(clip(stripped, 240))
     return found
