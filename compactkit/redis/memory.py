@@ -6,7 +6,8 @@ Keys of one session (``<prefix>:{<id>}:…``, see ``_keys``):
   ``next_seq`` and ``summary``;
 * ``active`` — a list of the active items as JSON: an append is one ``RPUSH``, O(batch);
 * ``history`` — a hash seq → the item as first stored (archive and originals of replaced ones);
-* ``calls`` / ``answered`` — sets of call ids, so an append checks only its own ids.
+* ``calls`` / ``answered`` — sets of call ids, so an append checks only its own ids;
+* ``made`` — seqs of the items compactions created (placeholders), which ``restore`` may drop.
 
 Every write is one MULTI/EXEC transaction under ``WATCH meta``: an append reads the counter and
 the call ids it needs, checks them with the shared rules, and commits only if no other writer
@@ -113,7 +114,15 @@ class RedisMemory(BaseMemory):
             f"{tag}:calls",
             f"{tag}:answered",
         )
-        self._keys = (self._meta, self._active, self._history, self._calls, self._answered)
+        self._made = f"{tag}:made"
+        self._keys = (
+            self._meta,
+            self._active,
+            self._history,
+            self._calls,
+            self._answered,
+            self._made,
+        )
         self._ttl_ms = require_ttl(ttl)
         self._lineage = Lineage()
         self._lock = threading.Lock()  # guards the cached window below
@@ -251,6 +260,8 @@ class RedisMemory(BaseMemory):
             if history:
                 pipe.hset(self._history, mapping=history)
             self._index_calls(pipe, new)
+            if new:
+                pipe.sadd(self._made, *[str(i.seq) for i in new])
             meta = {"summary": result.snapshot.summary, "next_seq": plan.next_seq}
             pipe.hset(self._meta, mapping={**meta, "version": version + 1, "window": window + 1})
             self._expire(pipe)
@@ -260,13 +271,35 @@ class RedisMemory(BaseMemory):
 
     def restore(self, snapshot: MemorySnapshot, *, history: Sequence[Item] = ()) -> None:
         """Replace the whole session with ``snapshot`` (and ``history``) in one transaction;
-        the version becomes one more than both the current and the snapshot's. Never compacts."""
+        the version becomes one more than both the current and the snapshot's. Never compacts.
+
+        Raises:
+            ConcurrencyError: the session holds items appended after the snapshot (a seq above
+                every seq it restores) — another worker's turns, most likely; nothing is
+                written. ``clear()`` first to discard them deliberately.
+            ConfigError: the snapshot is not a state appends could build.
+        """
+        top = max([0, *(i.seq for i in (*snapshot.items, *history) if i.seq is not None)])
 
         def load(pipe: Any) -> None:
             version, window, next_seq = self._counters(pipe)
-            plan = plan_restore(snapshot, history, next_seq)
+            above = sorted(int(k) for k in pipe.hkeys(self._history) if int(k) > top)
+            if above:
+                made = pipe.smismember(self._made, [str(seq) for seq in above])
+                newer = [seq for seq, created in zip(above, made, strict=True) if not created]
+                if newer:
+                    raise ConcurrencyError(
+                        f"restore() would delete {len(newer)} items of session "
+                        f"{self._session_id!r} appended after the snapshot it restores (seq "
+                        f"{newer[0]}..{newer[-1]}, above its newest seq {top}); another worker "
+                        "may have written them. Nothing was restored: resume from the memory as "
+                        "it is, or clear() first to discard them deliberately"
+                    )
+            plan = plan_restore(
+                snapshot, history, next_seq, accept_unknown=self.accept_unknown_call_ids
+            )
             pipe.multi()
-            pipe.delete(self._active, self._history, self._calls, self._answered)
+            pipe.delete(self._active, self._history, self._calls, self._answered, self._made)
             if plan.items:
                 pipe.rpush(self._active, *[dump_item(i) for i in plan.items])
             if plan.history:
@@ -292,7 +325,7 @@ class RedisMemory(BaseMemory):
         """Forget the summary, items, pins and history; seqs are still never reused."""
         with self._storage("clear"):
             pipe = self._client.pipeline(transaction=True)
-            pipe.delete(self._active, self._history, self._calls, self._answered)
+            pipe.delete(self._active, self._history, self._calls, self._answered, self._made)
             pipe.hset(self._meta, "summary", "")
             pipe.hincrby(self._meta, "version", 1)
             pipe.hincrby(self._meta, "window", 1)

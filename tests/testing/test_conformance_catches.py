@@ -186,6 +186,14 @@ class RestoresWithoutCallIds(DictMemory):  # type: ignore[misc, valid-type]
         self._r["calls"] = type(self._r["calls"])()
 
 
+class RestoresOverNewerAppends(DictMemory):  # type: ignore[misc, valid-type]
+    """Restores a checkpoint even when another worker appended since: their turns vanish."""
+
+    def restore(self, snapshot: Any, *, history: Any = ()) -> None:
+        self._r["history"] = {}
+        super().restore(snapshot, history=history)
+
+
 BROKEN: list[tuple[Any, str, dict[str, Any]]] = [
     (DropsToolOutputWithoutCallId, "tool-output-needs-call-id", {}),
     (CollapsesSummaryIntoItems, "summary-is-its-own-message", {}),
@@ -204,6 +212,7 @@ BROKEN: list[tuple[Any, str, dict[str, Any]]] = [
     (ForgetsPins, "pins-survive-compaction", {}),
     (RestoresWithoutCallIds, "restore-round-trips", {}),
     (RestoresWithoutCallIds, "checkpoint-round-trips-through-a-store", {}),
+    (RestoresOverNewerAppends, "restore-never-deletes-newer-appends", {}),
 ]
 
 
