@@ -379,11 +379,15 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=None, help="repetitions (default 3)")
     parser.add_argument("--only", choices=["per-call", "cold", "startup", "memory"], default=None)
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument(
+        "--sizes", type=int, nargs="+", default=None, help="per-call list sizes (1000 10000)"
+    )
     args = parser.parse_args()
     runs = args.runs or (1 if args.tiny else 3)
     results: dict[str, Any] = {}
     if args.only in (None, "per-call"):
-        results["per_call"] = per_call([300] if args.tiny else [1_000, 10_000], runs)
+        sizes = args.sizes or ([300] if args.tiny else [1_000, 10_000])
+        results["per_call"] = per_call(sizes, runs)
     if args.only in (None, "cold"):
         results["cold"] = cold_call(1_000 if args.tiny else 10_000, runs)
     if args.only in (None, "startup"):
