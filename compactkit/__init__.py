@@ -91,6 +91,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
         FormatError,
         MaxStepsError,
         ModelError,
+        RecallUnsupportedError,
         SessionNotFoundError,
         StorageError,
         SummarizationError,
@@ -198,6 +199,13 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
     )
     from compactkit.memory.in_memory import (
         InMemoryMemory,
+    )
+    from compactkit.memory.recall import (
+        Recallable,
+        RecallHit,
+        format_ref,
+        parse_ref,
+        require_recall,
     )
     from compactkit.runtime.agent import (
         Agent,
@@ -327,6 +335,12 @@ _LAZY = {
     "ITEMS_ADAPTER": "compactkit.items",
     "ImagePart": "compactkit.items",
     "InMemoryMemory": "compactkit.memory.in_memory",
+    "RecallHit": "compactkit.memory.recall",
+    "Recallable": "compactkit.memory.recall",
+    "RecallUnsupportedError": "compactkit.errors",
+    "format_ref": "compactkit.memory.recall",
+    "parse_ref": "compactkit.memory.recall",
+    "require_recall": "compactkit.memory.recall",
     "InMemorySessionStore": "compactkit.sessions.in_memory",
     "Item": "compactkit.items",
     "ItemsChain": "compactkit.items.view",
@@ -562,6 +576,9 @@ __all__ = [
     "PromptProblem",
     "RawPart",
     "Reasoning",
+    "RecallHit",
+    "RecallUnsupportedError",
+    "Recallable",
     "RetryPolicy",
     "Role",
     "RunResult",
@@ -607,6 +624,7 @@ __all__ = [
     "dump_items",
     "dump_transcript",
     "every_turns",
+    "format_ref",
     "get_encoding",
     "get_profile",
     "group_items",
@@ -624,8 +642,10 @@ __all__ = [
     "load_transcript",
     "mask_output",
     "new_session",
+    "parse_ref",
     "parse_transcript",
     "ratio_over",
+    "require_recall",
     "responses_to_items",
     "resume_session",
     "set_summary_key",

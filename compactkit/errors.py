@@ -5,7 +5,8 @@ One small tree. Misuse (a wrong argument, a malformed transcript, an unknown mod
 
     CompactkitError
     ├── ConfigError            misuse: bad arguments, configuration or input
-    │   └── FormatError        input that is not a valid conversation in the named format
+    │   ├── FormatError        input that is not a valid conversation in the named format
+    │   └── RecallUnsupportedError  the memory offers no recall(query)/expand(ref)
     ├── BudgetError            the irreducible part of a prompt does not fit the budget
     ├── SummarizationError     the summarizer failed (after retries) or gave an unusable answer
     │   └── CircuitOpenError   the summarizer kept failing; it is not called until a cool-down ends
@@ -37,6 +38,7 @@ __all__ = [
     "FormatError",
     "MaxStepsError",
     "ModelError",
+    "RecallUnsupportedError",
     "SessionNotFoundError",
     "StorageError",
     "SummarizationError",
@@ -63,6 +65,11 @@ class ConfigError(CompactkitError, ValueError):
 
 class FormatError(ConfigError):
     """The input is not a valid conversation in the format it claims (or was detected as)."""
+
+
+class RecallUnsupportedError(ConfigError):
+    """The memory does not offer ``recall(query)`` and ``expand(ref)`` (see
+    ``compactkit.memory.Recallable``); use a backend that does."""
 
 
 class EncodingUnavailableError(ConfigError):

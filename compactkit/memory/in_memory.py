@@ -6,7 +6,7 @@ import threading
 from collections.abc import Sequence
 
 from compactkit.compressors.base import MemoryCompressor
-from compactkit.items import Item
+from compactkit.items import Item, item_text
 from compactkit.items.snapshot import (
     DEFAULT_SUMMARY_ROLE,
     CompactResult,
@@ -14,6 +14,7 @@ from compactkit.items.snapshot import (
     SummaryRole,
 )
 from compactkit.items.view import ItemsView
+from compactkit.memory._bm25 import BM25Index
 from compactkit.memory._rules import (
     CallIndex,
     Lineage,
@@ -26,12 +27,27 @@ from compactkit.memory._rules import (
     require_seq,
 )
 from compactkit.memory.base import BaseMemory, CompactCallback, SnapshotTrigger
+from compactkit.memory.recall import (
+    DEFAULT_RECALL_LIMIT,
+    RecallHit,
+    candidates,
+    check_limit,
+    hit_for_item,
+    parse_ref,
+    query_words,
+    rank_hits,
+    search_words,
+    summary_hits,
+)
 
 __all__ = ["InMemoryMemory"]
 
 
 class InMemoryMemory(BaseMemory):
     """A memory held in the process; safe to share between threads.
+
+    Offers recall (``compactkit.memory.Recallable``): ``recall(query)`` ranks archived items
+    with BM25, indexed lazily (a call indexes only the items stored since the one before).
 
     Every operation runs under one re-entrant lock, so readers never see half a write or half a
     compaction. Write-path compaction runs outside the lock (see ``BaseMemory``), so a slow
@@ -66,6 +82,8 @@ class InMemoryMemory(BaseMemory):
         self._version = 0
         self._window_version = 0  # bumped by every write that is not an append
         self._lineage = Lineage()
+        self._index = BM25Index()  # recall: every history item, added lazily by seq
+        self._unindexed: list[int] = []
 
     def _append(self, items: Sequence[Item]) -> None:
         with self._lock:
@@ -74,6 +92,7 @@ class InMemoryMemory(BaseMemory):
             for item in stored:
                 self._calls.add(item)
                 self._history[_seq(item)] = item
+                self._unindexed.append(_seq(item))
             self._active.extend(stored)
             self._version += 1
 
@@ -122,6 +141,7 @@ class InMemoryMemory(BaseMemory):
                 if original is None:
                     self._calls.add(item)
                     self._history[seq] = item
+                    self._unindexed.append(seq)
                 elif original.pinned != item.pinned:
                     self._history[seq] = original.model_copy(update={"pinned": item.pinned})
             self._summary = result.snapshot.summary
@@ -144,6 +164,7 @@ class InMemoryMemory(BaseMemory):
             self._summary = snapshot.summary
             self._active = plan.items
             self._history = plan.history
+            self._index, self._unindexed = BM25Index(), list(plan.history)
             self._calls = CallIndex.of(plan.history.values())
             self._next_seq = plan.next_seq
             self._version = max(self._version, snapshot.version or 0) + 1
@@ -156,9 +177,51 @@ class InMemoryMemory(BaseMemory):
             self._summary = ""
             self._active = []
             self._history = {}
+            self._index, self._unindexed = BM25Index(), []
             self._calls = CallIndex()
             self._version += 1
             self._window_version += 1
+
+    def recall(self, query: str, *, limit: int = DEFAULT_RECALL_LIMIT) -> list[RecallHit]:
+        """The archived items (and summary lines) that best match ``query``, best first (see
+        ``compactkit.memory.recall``).
+
+        Raises:
+            ConfigError: ``query`` has no words, or ``limit`` is not between 1 and 1000.
+        """
+        words = query_words(query)
+        check_limit(limit)
+        with self._lock:
+            index, history = self._index, self._history
+            for seq in self._unindexed:
+                item = history.get(seq)
+                if item is not None:
+                    index.add(seq, search_words(item_text(item)))
+            self._unindexed = []
+            active = {item.seq: item for item in self._active}
+
+            def archived(seq: int) -> bool:  # folded away, or replaced in the window
+                return active.get(seq) != history[seq]
+
+            ranked = index.search(words, limit=candidates(limit), accept=archived)
+            hits = [hit_for_item(history[seq], score) for seq, score in ranked]
+            return rank_hits(hits, summary_hits(self._summary, words), words, limit)
+
+    def expand(self, ref: str) -> list[Item]:
+        """Every stored item the reference names (``#412``, ``#412-418``), as first stored, by
+        seq; empty when none is stored (cleared, or never written).
+
+        Raises:
+            ConfigError: ``ref`` is not a reference.
+        """
+        first, last = parse_ref(ref)
+        with self._lock:
+            history = self._history
+            if last - first < len(history):
+                found = [history[seq] for seq in range(first, last + 1) if seq in history]
+            else:
+                found = [item for seq, item in history.items() if first <= seq <= last]
+        return sorted(found, key=_seq)
 
     def pin(self, seq: int) -> None:
         """Pin the active item ``seq`` (no-op when already pinned).

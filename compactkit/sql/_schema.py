@@ -1,6 +1,6 @@
 """The SQL schema of ``SQLMemory`` and ``SQLSessionStore``, and its forward migrations.
 
-Four tables, every name starting with the table prefix (``compactkit_`` by default)::
+Four tables (and the recall index of ``compactkit.sql._recall_schema``), every name starting with the table prefix (``compactkit_`` by default)::
 
     <prefix>schema_version   one row per applied migration (version, applied_at)
     <prefix>sessions         one row per session: version counters, next seq, summary,
@@ -57,6 +57,7 @@ from sqlalchemy import (
 )
 
 from compactkit.errors import ConfigError, StorageError
+from compactkit.sql._recall_schema import create_recall_index, recall_table
 
 __all__ = [
     "MIGRATIONS",
@@ -208,6 +209,7 @@ def tables(prefix: str) -> Tables:
         Index(f"{prefix}items_window", "session_id", "status", "position"),
         Index(f"{prefix}items_call", "session_id", "call_id"),
     )
+    recall_table(metadata, prefix, items)  # schema version 2 (compactkit.sql._recall_schema)
     found = Tables(prefix, metadata, schema_version, sessions, items, compactions)
     _TABLES[prefix] = found
     return found
@@ -220,7 +222,7 @@ def _v1_create_tables(conn: Connection, t: Tables) -> None:
 
 Migration = Callable[[Connection, Tables], None]
 
-MIGRATIONS: list[Migration] = [_v1_create_tables]
+MIGRATIONS: list[Migration] = [_v1_create_tables, create_recall_index]
 """The forward migrations, in order: entry ``n - 1`` brings version ``n - 1`` to ``n``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

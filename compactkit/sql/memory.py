@@ -31,6 +31,7 @@ from compactkit.items.snapshot import DEFAULT_SUMMARY_ROLE, MemorySnapshot, Summ
 from compactkit.memory.base import BaseMemory, CompactCallback, SnapshotTrigger
 from compactkit.sql._compaction import Compactions
 from compactkit.sql._engine import connect, read_transaction
+from compactkit.sql._recall import Recall
 from compactkit.sql._rows import _ARCHIVED
 from compactkit.sql._schema import tables, validate_session_id
 from compactkit.sql._writes import Writes
@@ -45,11 +46,12 @@ from compactkit.sql.records import (
 __all__ = ["CompactionRecord", "SQLMemory", "SQLSessionInfo", "list_sql_sessions"]
 
 
-class SQLMemory(Compactions, Writes, BaseMemory):
+class SQLMemory(Recall, Compactions, Writes, BaseMemory):
     """A memory stored in SQLite or PostgreSQL through SQLAlchemy Core (see the module docs).
 
     Safe to share between threads; any number of ``SQLMemory`` objects in any number of
-    processes may serve one session at the same time.
+    processes may serve one session at the same time. Offers recall
+    (``compactkit.memory.Recallable``: SQLite FTS5, PostgreSQL full-text search).
     """
 
     def __init__(

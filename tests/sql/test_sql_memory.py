@@ -485,7 +485,9 @@ def test_a_custom_prefix_and_an_engine_of_your_own(tmp_path: Path) -> None:
     memory = SQLMemory(engine, "s", table_prefix="agent_")
     memory.add_user_input("hi")
     names = set(inspect(engine).get_table_names())
-    assert names == {"agent_schema_version", "agent_sessions", "agent_items", "agent_compactions"}
+    core = {"agent_schema_version", "agent_sessions", "agent_items", "agent_compactions"}
+    assert core | {"agent_recall", "agent_recall_fts"} <= names  # + FTS5's own tables
+    assert all(name.startswith("agent_") for name in names)
     with engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
     engine.dispose()
@@ -511,7 +513,8 @@ def test_workers_starting_together_create_the_tables_once(
         assert sorted(texts(memory.history())) == ["w0", "w1", "w2"]
         t = _sqlschema.tables(db.prefix)
         with memory.engine.connect() as conn:
-            assert conn.execute(select(t.schema_version.c.version)).scalars().all() == [1]
+            versions = conn.execute(select(t.schema_version.c.version)).scalars().all()
+            assert versions == list(range(1, _sqlschema.SCHEMA_VERSION + 1))
     finally:
         drop(db)
 
@@ -525,13 +528,15 @@ def test_migrations_run_forward_once_and_newer_schemas_are_refused(
         open_memory(db).add_user_input("v1 data")
         calls: list[int] = []
 
-        def v2(conn: Any, t: _sqlschema.Tables) -> None:
+        known = len(_sqlschema.MIGRATIONS)
+
+        def v2(conn: Any, t: _sqlschema.Tables) -> None:  # the next version
             calls.append(2)
             conn.execute(text(f"ALTER TABLE {t.sessions.name} ADD COLUMN label VARCHAR(20)"))
 
         monkeypatch.setattr(_sqlschema, "MIGRATIONS", [*_sqlschema.MIGRATIONS, v2])
         fresh = create_engine(db.url)
-        with pytest.raises(StorageError, match=r"schema version 1; .* create_schema=True"):
+        with pytest.raises(StorageError, match=rf"schema version {known}; .* create_schema=True"):
             SQLMemory(fresh, "s", table_prefix=db.prefix, create_schema=False)
         fresh.dispose()
         for _ in range(2):
@@ -544,9 +549,9 @@ def test_migrations_run_forward_once_and_newer_schemas_are_refused(
         fresh = create_engine(db.url)
         with fresh.connect() as conn:
             versions = conn.execute(select(t.schema_version.c.version)).scalars().all()
-        assert sorted(versions) == [1, 2]
-        monkeypatch.setattr(_sqlschema, "MIGRATIONS", _sqlschema.MIGRATIONS[:1])
-        with pytest.raises(StorageError, match="schema version 2, newer"):
+        assert sorted(versions) == list(range(1, known + 2))
+        monkeypatch.setattr(_sqlschema, "MIGRATIONS", _sqlschema.MIGRATIONS[:known])
+        with pytest.raises(StorageError, match=f"schema version {known + 1}, newer"):
             SQLMemory(fresh, "s", table_prefix=db.prefix)
         fresh.dispose()
     finally:

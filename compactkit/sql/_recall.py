@@ -1,0 +1,193 @@
+"""Recall and expand for ``SQLMemory``: SQLite FTS5, PostgreSQL full-text search.
+
+``recall(query)`` first indexes the items stored since the last indexed seq (one short write,
+O(new items); nothing when none are new), then asks the database for the best archived items —
+``bm25()`` over the FTS5 table on SQLite, ``ts_rank`` over the GIN-indexed ``tsvector`` on
+PostgreSQL. The query's words are ORed; they are bound as parameters and never parsed as
+full-text query syntax. Schema: ``compactkit.sql._recall_schema``.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Table,
+    and_,
+    bindparam,
+    func,
+    literal_column,
+    or_,
+    select,
+    text,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+
+from compactkit.items import Item, item_text
+from compactkit.memory.recall import (
+    DEFAULT_RECALL_LIMIT,
+    RecallHit,
+    candidates,
+    check_limit,
+    hit_for_item,
+    parse_ref,
+    query_words,
+    rank_hits,
+    search_words,
+    summary_hits,
+)
+from compactkit.sql._engine import read_transaction, single_statement, write_transaction
+from compactkit.sql._reads import SQLSession
+from compactkit.sql._recall_schema import fts_name
+from compactkit.sql._rows import _ARCHIVED
+
+__all__ = ["Recall"]
+
+_BATCH = 2000  # items indexed per INSERT
+
+
+class Recall(SQLSession):
+    """``recall`` and ``expand`` of ``SQLMemory`` (see ``compactkit.memory.Recallable``)."""
+
+    def recall(self, query: str, *, limit: int = DEFAULT_RECALL_LIMIT) -> list[RecallHit]:
+        """The archived items (and summary lines) that best match ``query``, best first (see
+        ``compactkit.memory.recall``).
+
+        Raises:
+            ConfigError: ``query`` has no words, or ``limit`` is not between 1 and 1000.
+            StorageError: the database cannot be read or the index written.
+        """
+        words = query_words(query)
+        check_limit(limit)
+        self._index_new_items()
+        failure = f"cannot search session {self._session_id!r}"
+        with read_transaction(self._engine, failure) as conn:
+            if conn.dialect.name == "postgresql":
+                rows = self._search_postgresql(conn, words, candidates(limit))
+            else:
+                rows = self._search_sqlite(conn, words, candidates(limit))
+        items = self._items([(payload, seq, pinned) for seq, payload, pinned, _ in rows])
+        hits = [hit_for_item(item, float(row[3])) for item, row in zip(items, rows, strict=True)]
+        summary = self._read().row.summary
+        return rank_hits(hits, summary_hits(summary, words), words, limit)
+
+    def expand(self, ref: str) -> list[Item]:
+        """Every stored item the reference names (``#412``, ``#412-418``), as first stored, by
+        seq; empty when none is stored.
+
+        Raises:
+            ConfigError: ``ref`` is not a reference.
+            StorageError: the database cannot be read.
+        """
+        first, last = parse_ref(ref)
+        i = self._t.items
+        query = (
+            select(i.c.payload, i.c.seq, i.c.pinned)
+            .where(i.c.session_id == self._session_id, i.c.seq.between(first, last))
+            .order_by(i.c.seq)
+        )
+        with read_transaction(self._engine, f"cannot read session {self._session_id!r}") as conn:
+            rows = conn.execute(query).all()
+        return self._items([(r.payload, r.seq, r.pinned) for r in rows])
+
+    # -- the index -------------------------------------------------------------------------
+
+    def _index_new_items(self) -> None:
+        """Index the items stored since the last indexed one (nothing when there are none)."""
+        failure = f"cannot index session {self._session_id!r} for recall"
+        with single_statement(self._engine, failure) as conn:
+            newest, indexed = self._index_marks(conn)
+        if newest <= indexed:
+            return
+        with write_transaction(self._engine, failure) as conn:
+            if self._lock_existing(conn) is None:  # serialises with the session's writers
+                return
+            newest, indexed = self._index_marks(conn)
+            i, r = self._t.items, self._recall_table
+            query = (
+                select(i.c.payload, i.c.seq, i.c.pinned)
+                .where(i.c.session_id == self._session_id, i.c.seq > indexed)
+                .order_by(i.c.seq)
+            )
+            rows = conn.execute(query).all()
+            for start in range(0, len(rows), _BATCH):
+                batch = rows[start : start + _BATCH]
+                items = self._items([(row.payload, row.seq, row.pinned) for row in batch])
+                values = [
+                    {
+                        "session_id": self._session_id,
+                        "seq": item.seq,
+                        "words": " ".join(search_words(item_text(item))),
+                    }
+                    for item in items
+                ]
+                if conn.dialect.name == "postgresql":
+                    statement = postgresql.insert(r).values(
+                        session_id=bindparam("session_id"),
+                        seq=bindparam("seq"),
+                        words=func.to_tsvector("simple", bindparam("words")),
+                    )
+                    conn.execute(statement.on_conflict_do_nothing(), values)
+                else:
+                    conn.execute(sqlite.insert(r).on_conflict_do_nothing(), values)
+
+    def _index_marks(self, conn: Connection) -> tuple[int, int]:
+        """The newest stored seq and the newest indexed seq of the session (0 for none)."""
+        i, r = self._t.items, self._recall_table
+        newest = select(func.max(i.c.seq)).where(i.c.session_id == self._session_id)
+        indexed = select(func.max(r.c.seq)).where(r.c.session_id == self._session_id)
+        found = conn.execute(select(newest.scalar_subquery(), indexed.scalar_subquery())).one()
+        return int(found[0] or 0), int(found[1] or 0)
+
+    @property
+    def _recall_table(self) -> Table:
+        return self._t.metadata.tables[f"{self._t.prefix}recall"]
+
+    # -- searches ----------------------------------------------------------------------------
+
+    def _archived(self) -> ColumnElement[bool]:
+        """Folded away, or replaced in the active window (a masked output's original)."""
+        i = self._t.items
+        return or_(i.c.status == _ARCHIVED, i.c.replacement.is_not(None))
+
+    def _search_sqlite(
+        self, conn: Connection, words: list[str], limit: int
+    ) -> list[tuple[int, str, bool, float]]:
+        i, r = self._t.items, self._recall_table
+        fts = fts_name(self._t.prefix)
+        match = " OR ".join(f'"{word}"' for word in words)  # words are letters and digits only
+        score: ColumnElement[float] = literal_column(f"-bm25({fts})")
+        query = (
+            select(i.c.seq, i.c.payload, i.c.pinned, score.label("score"))
+            .select_from(text(fts))
+            .join(r, r.c.id == literal_column(f"{fts}.rowid"))
+            .join(i, and_(i.c.session_id == r.c.session_id, i.c.seq == r.c.seq))
+            .where(
+                literal_column(fts).op("MATCH")(match),
+                r.c.session_id == self._session_id,
+                self._archived(),
+            )
+            .order_by(literal_column("score").desc(), i.c.seq)
+            .limit(limit)
+        )
+        return [tuple(row) for row in conn.execute(query).all()]
+
+    def _search_postgresql(
+        self, conn: Connection, words: list[str], limit: int
+    ) -> list[tuple[int, str, bool, float]]:
+        i, r = self._t.items, self._recall_table
+        wanted = func.to_tsquery("simple", " | ".join(f"'{word}'" for word in words))
+        score = func.ts_rank(r.c.words, wanted).label("score")
+        query = (
+            select(i.c.seq, i.c.payload, i.c.pinned, score)
+            .select_from(r)
+            .join(i, and_(i.c.session_id == r.c.session_id, i.c.seq == r.c.seq))
+            .where(
+                r.c.session_id == self._session_id,
+                r.c.words.op("@@")(wanted),
+                self._archived(),
+            )
+            .order_by(score.desc(), i.c.seq)
+            .limit(limit)
+        )
+        return [tuple(row) for row in conn.execute(query).all()]
