@@ -16,6 +16,12 @@ governance, conversions, state and session handling.
 * OpenAI Agents SDK: ``Runner.run_sync`` with an in-memory ``SQLiteSession`` and a scripted
   ``Model`` (tracing off). It has no compaction for a chat session: its history only grows.
 
+Like with like (issue 35): compactkit runs three times, once per persistence: no store (the
+loop alone), an ``InMemorySessionStore`` (the peer of LangChain's ``InMemorySaver``) and a
+``SQLSessionStore`` on an SQLite file (the peer of the Agents SDK's ``SQLiteSession``; compactkit's
+is durable, the peer's in memory); each peer's ratio is against the compactkit loop that
+persists as it does, and the table says which.
+
 Measured: cost per step with 100, 1,000 and 10,000 items already in the session (a model with
 a 1M-token window, so no loop compacts), and a 2,000-step session end to end on gpt-4o's budget
 (compactkit compacts several times), with the flatness of compactkit's cost (mean per step over
@@ -91,6 +97,10 @@ def prefill(n: int) -> list[tuple[str, str]]:
 
 class Compactkit:
     name = "compactkit"
+    persistence = "no store"
+
+    def _store(self) -> Any:
+        return None
 
     def __init__(self, model: str, history: list[tuple[str, str]]) -> None:
         import openai
@@ -111,7 +121,12 @@ class Compactkit:
         self.compacted = 0
         self.compaction_turns: list[int] = []  # the turns in which a compaction was applied
         self.agent = Agent(
-            model, client, tools=[self.timer.wrap(read)], max_steps=100, on_event=self._count
+            model,
+            client,
+            tools=[self.timer.wrap(read)],
+            max_steps=100,
+            on_event=self._count,
+            store=self._store(),
         )
         self.session: RunnableSession = self.agent.new_session()
         _fill_memory(self.session, history)
@@ -148,6 +163,36 @@ class Compactkit:
         self.session.run(f"turn {n}: read the next modules")
         if self.compacted != before:
             self.compaction_turns.append(n)
+
+
+class CompactkitInMemoryStore(Compactkit):
+    """compactkit saving every step to an ``InMemorySessionStore`` (LangChain's peer here keeps
+    an ``InMemorySaver`` checkpoint)."""
+
+    name = "compactkit+InMemorySessionStore"
+    persistence = "InMemorySessionStore"
+
+    def _store(self) -> Any:
+        from compactkit import InMemorySessionStore
+
+        return InMemorySessionStore()
+
+
+class CompactkitSQLStore(Compactkit):
+    """compactkit saving every step to a ``SQLSessionStore`` on an SQLite file (the Agents
+    SDK's peer here keeps an in-memory ``SQLiteSession``: compactkit's store is the durable
+    one, which costs it a commit to a file per save)."""
+
+    name = "compactkit+SQLSessionStore"
+    persistence = "SQLSessionStore, SQLite file"
+
+    def _store(self) -> Any:
+        import tempfile
+
+        from compactkit import SQLSessionStore
+
+        folder = tempfile.mkdtemp(prefix="bench-runtime-")
+        return SQLSessionStore(f"sqlite:///{folder}/sessions.db")
 
 
 def _fill_memory(session: RunnableSession, history: list[tuple[str, str]]) -> None:
@@ -339,7 +384,12 @@ class AgentsSDK:
         )
 
 
-LOOPS = (Compactkit, LangChain, AgentsSDK)
+LOOPS = (Compactkit, CompactkitInMemoryStore, CompactkitSQLStore, LangChain, AgentsSDK)
+# Each peer against the compactkit loop that persists as it does (like with like).
+PEERS = {
+    "langchain": ("InMemorySaver", CompactkitInMemoryStore.name),
+    "openai-agents": ("SQLiteSession, in memory", CompactkitSQLStore.name),
+}
 
 
 def own_cost(loop: Any, turns: int, start: int = 0) -> list[float]:
@@ -456,7 +506,7 @@ def main() -> None:
         # compactkit's session is short: run it five times and keep the run of median flatness
         # (a busy machine, and where a full garbage collection falls, move one run's ratio by
         # several hundredths); the peers' runs take 20-60 s each and are run once.
-        runs = 5 if kind is Compactkit and not args.tiny else 1
+        runs = 5 if kind is Compactkit and not args.tiny else 1  # the stores' once, as the peers
         entries = sorted(
             (session_entry(kind, half, session_steps) for _ in range(runs)),
             key=lambda entry: entry["flatness"],
@@ -482,16 +532,17 @@ def main() -> None:
         print()
         return
     print(
-        "own cost per step (µs, median), by items already in the session; ratio = peer / compactkit"
+        "own cost per step (µs, median), by items already in the session; each peer beside the "
+        "compactkit loop that persists as it does; ratio = peer / that compactkit loop"
     )
     for size, row in results["per_step_us"].items():
-        ck = row["compactkit"]
-        peers = ", ".join(
-            f"{name} {row[name]:,.0f} ({row[name] / ck:.1f}x)"
-            for name in row
-            if name != "compactkit"
-        )
-        print(f"  {size:>6,} items: compactkit {ck:,.0f}; {peers}")
+        line = [f"compactkit (no store) {row['compactkit']:,.0f}"]
+        for peer, (persistence, match) in PEERS.items():
+            line.append(
+                f"{match} {row[match]:,.0f} vs {peer} ({persistence}) {row[peer]:,.0f} "
+                f"({row[peer] / row[match]:.2f}x)"
+            )
+        print(f"  {size:>6,} items: " + "; ".join(line))
     print(f"{session_steps:,}-step session end to end (own cost)")
     ck = results["session"]["compactkit"]
     for name, entry in results["session"].items():
@@ -510,9 +561,15 @@ def main() -> None:
                 f"garbage collections in their last half: {entry['last_half_full_gcs_runs']}); "
                 f"each turn's fastest of the runs: {entry['flatness_fastest_turns']:.2f}"
             )
-        ratio = "" if name == "compactkit" else f" ({entry['total_s'] / ck['total_s']:.1f}x)"
+        match = PEERS.get(name, (None, "compactkit"))[1]
+        base = results["session"][match]
+        ratio = (
+            ""
+            if name.startswith("compactkit")
+            else f" ({entry['total_s'] / base['total_s']:.2f}x {match})"
+        )
         print(
-            f"  {name:<14} {entry['total_s']:7.2f} s{ratio}, {entry['per_step_us']:,.0f} µs/step, "
+            f"  {name:<32} {entry['total_s']:7.2f} s{ratio}, {entry['per_step_us']:,.0f} µs/step, "
             f"last/first half {entry['flatness']:.2f} (median step "
             f"{entry['flatness_median']:.2f}){extra}"
         )
