@@ -191,9 +191,11 @@ class MemorySnapshot(BaseModel):
     def from_items(cls, items: Sequence[Item]) -> MemorySnapshot:
         """Read a conversation back: summary messages compactkit rendered become ``summary``.
 
-        Only a message whose seal verifies is a summary (see ``summary_message``); text that
-        merely looks like one stays an ordinary message of its role, in place. Several summary
-        messages (unusual) are joined in order; everything else stays an item.
+        Only a message whose seal verifies is a summary (see ``summary_message``), and only at
+        the summary's own position, right after the leading instructions: text that merely
+        looks like one, or a sealed summary pasted later into the conversation, stays an
+        ordinary message of its role, in place. Several summary messages there (unusual) are
+        joined in order; everything else stays an item.
 
         Raises:
             ConfigError: ``items`` is not a sequence of items.
@@ -205,15 +207,21 @@ class MemorySnapshot(BaseModel):
             )
         summaries: list[str] = []
         rest: list[Item] = []
+        at_head = True  # only instructions (and summaries) so far: the summary's own position
         for item in items:
             if not isinstance(item, (Message, FunctionCall, FunctionCallOutput, Reasoning)):
                 raise ConfigError(
                     f"MemorySnapshot.from_items takes items, got {type(item).__name__}; "
                     "convert wire messages first (chat_to_items, responses_to_items, …)"
                 )
-            summary = _summary_in(item)
+            # A sealed summary pasted later into the conversation (by a user, a tool) is
+            # quoted text, not the current summary: only the one compactkit placed, right
+            # after the instructions, is.
+            summary = _summary_in(item) if at_head else None
             if summary is None:
                 rest.append(item)
+                if not (isinstance(item, Message) and item.role in ("system", "developer")):
+                    at_head = False
             elif summary:
                 summaries.append(summary)
         return cls(summary="\n\n".join(summaries), items=tuple(rest))
