@@ -133,6 +133,12 @@ def _register_eval(subparsers: Any) -> None:
         action="store_true",
         help="no progress bar (default: shown when stderr is a terminal)",
     )
+    run.add_argument(
+        "--recall",
+        action="store_true",
+        help="recall mode: also count the probes one recall(query) call over the archive "
+        "recovers, beside what the compacted context keeps",
+    )
     run.add_argument("--json", action="store_true", help="print the report as JSON")
     run.set_defaults(handler=_run)
 
@@ -319,6 +325,7 @@ def _run(args: argparse.Namespace) -> int:
         judge=judge,
         fingerprints=fingerprints,
         progress=False if args.no_progress else None,
+        recall=args.recall,
     )
     report = summarize(results, suite=suite.name, judged=judge is not None)
     failures = check_gates(report, under, over)

@@ -6,6 +6,8 @@ JSON keys (``REPORT_SCHEMA`` ``compactkit-eval-report/1``; keys are added, never
     compressors: {NAME: {
         retention: {CLASS: {mean, std, kept, total}}    # share of probes kept, 0..1; kept/total
                                                         # summed over cases and repeats
+        recoverable: {CLASS: {mean, kept, total}}       # recall mode only: kept, or found by
+                                                        # one recall(probe's words) call
         overall_retention: {mean, std}                  # every probe, every class
         ratio: {mean, std}                              # sum of tokens before / sum after
         tokens_before: int, tokens_after: {mean, std}   # summed over cases
@@ -86,6 +88,14 @@ def _compressor(runs: Sequence[RunResult]) -> dict[str, Any]:
         if total_all:
             retention[cls] = {**_spread(shares), "kept": kept_all, "total": total_all}
 
+    recovered: dict[str, Any] = {}
+    if any(r.recoverable is not None for r in runs):
+        for cls in retention:
+            kept = sum((r.recoverable or {}).get(cls, (0, 0))[0] for r in runs)
+            probes = sum((r.recoverable or {}).get(cls, (0, 0))[1] for r in runs)
+            if probes:
+                recovered[cls] = {"mean": kept / probes, "kept": kept, "total": probes}
+
     def total(rep: list[RunResult], attr: str) -> float:
         return float(sum(getattr(r, attr) for r in rep))
 
@@ -117,6 +127,7 @@ def _compressor(runs: Sequence[RunResult]) -> dict[str, Any]:
         }
     return {
         "retention": retention,
+        **({"recoverable": recovered} if recovered else {}),
         "overall_retention": _spread([overall(rep) for rep in repeats]),
         "ratio": _spread(
             [total(rep, "tokens_before") / max(1.0, total(rep, "tokens_after")) for rep in repeats]
@@ -289,6 +300,14 @@ def _target_cell(data: Mapping[str, Any]) -> str:
     return f"{word}: {data['ratio']['mean']:.1f}x of {data['target_ratio']:.1f}x"
 
 
+def _cell(data: Mapping[str, Any], cls: str) -> str:
+    """Retention, and in recall mode ``kept / with recall`` side by side."""
+    kept = _pct(data["retention"].get(cls))
+    if "recoverable" not in data:
+        return kept
+    return f"{kept} / {_pct(data['recoverable'].get(cls))} with recall"
+
+
 def to_markdown(report: Mapping[str, Any]) -> str:
     """The report as Markdown tables: retention per class, then cost and safety per compressor."""
     names = list(report["compressors"])
@@ -299,9 +318,7 @@ def to_markdown(report: Mapping[str, Any]) -> str:
     lines.append("| class | " + " | ".join(names) + " |")
     lines.append("|---" * (len(names) + 1) + "|")
     for cls in classes:
-        lines.append(
-            f"| {cls} | " + " | ".join(_pct(data[n]["retention"].get(cls)) for n in names) + " |"
-        )
+        lines.append(f"| {cls} | " + " | ".join(_cell(data[n], cls) for n in names) + " |")
     lines.append(
         "| **overall** | " + " | ".join(_pct(data[n]["overall_retention"]) for n in names) + " |"
     )

@@ -28,6 +28,7 @@ import compactkit
 from compactkit import ConfigError, MemorySnapshot, counter_for
 from compactkit.evals import scoring
 from compactkit.evals._meter import metering
+from compactkit.evals._recall_mode import recoverable
 from compactkit.evals.baselines import CompressorFactory, Sizing
 from compactkit.evals.dataset import Suite
 from compactkit.evals.judge import Judge, JudgeResult
@@ -99,6 +100,10 @@ class RunResult(BaseModel):
     """Every probe's verdict, in the case's order."""
     judge: JudgeResult | None = None
     """The LLM-mode verdict, when a judge ran."""
+    recoverable: dict[str, tuple[int, int]] | None = None
+    """Recall mode: per class, ``(recoverable, total)`` — kept, or found by one ``recall`` call
+    whose query is the probe's own words (``compactkit.evals._recall_mode``); ``None``
+    without recall mode."""
     details: dict[str, Any] = {}
     """The compressor's own ``stats.details`` (for the digest: its ``facts`` report of what
     it found, kept and dropped per class), as JSON values."""
@@ -123,8 +128,11 @@ def _content(suite: Suite, case: Case) -> str:
     return digest.hexdigest()
 
 
-def _key(content: str, compressor: str, fingerprint: str, repeat: int, judge: str) -> str:
-    payload = json.dumps([content, compressor, fingerprint, repeat, SCORER_VERSION, judge])
+def _key(
+    content: str, compressor: str, fingerprint: str, repeat: int, judge: str, recall: bool
+) -> str:
+    mode = [SCORER_VERSION, judge] + (["recall"] if recall else [])
+    payload = json.dumps([content, compressor, fingerprint, repeat, *mode])
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
@@ -135,8 +143,11 @@ def run_one(
     factory: CompressorFactory,
     repeat: int,
     judge: Judge | None = None,
+    *,
+    recall: bool = False,
 ) -> RunResult:
-    """Compress and score one case with one compressor (one repeat)."""
+    """Compress and score one case with one compressor (one repeat); with ``recall``, also
+    count the probes recoverable through one ``recall`` call each."""
     transcript = suite.transcript(case)
     counter = counter_for(case.model)
     tools = tuple(transcript.tools)
@@ -165,6 +176,7 @@ def run_one(
         retention[s.cls] = (kept + int(s.kept), total + 1)
     artifacts = [s for s in scores if s.cls.startswith("artifact")]
     graded = judge.grade(case.probes, compacted) if judge is not None else None
+    found = recoverable(scores, transcript.items, after_snapshot) if recall else None
     return RunResult(
         case_id=case.id,
         compressor=name,
@@ -194,6 +206,7 @@ def run_one(
             for i, s in enumerate(scores)
         ),
         judge=graded,
+        recoverable=None if found is None else {c: found[c] for c in CLASSES if c in found},
         details=details,
     )
 
@@ -215,6 +228,7 @@ def run_suite(
     fingerprints: Mapping[str, str] | None = None,
     progress: bool | None = None,
     on_result: Callable[[RunResult], None] | None = None,
+    recall: bool = False,
 ) -> list[RunResult]:
     """Run every case with every compressor ``repeat`` times.
 
@@ -230,6 +244,8 @@ def run_suite(
             (default: the compactkit version).
         progress: Show a progress bar on stderr (default: when stderr is a terminal).
         on_result: Called with each result as it arrives.
+        recall: Recall mode: also report, per class, the probes recoverable through one
+            ``recall`` call whose query is the probe's own words (``RunResult.recoverable``).
 
     Returns:
         The results, ordered by compressor, case and repeat.
@@ -253,7 +269,9 @@ def run_suite(
         for case in suite.cases:
             content = contents.setdefault(case.id, _content(suite, case))
             for r in range(repeat):
-                jobs.append((name, case, r, _key(content, name, fingerprint, r, judge_print)))
+                jobs.append(
+                    (name, case, r, _key(content, name, fingerprint, r, judge_print, recall))
+                )
     results: dict[str, RunResult] = {}
     todo = []
     for job in jobs:
@@ -269,7 +287,9 @@ def run_suite(
                 on_result(hit)
         with ThreadPoolExecutor(max_workers=concurrency) as pool:
             futures = {
-                pool.submit(run_one, suite, case, name, compressors[name], r, judge): key
+                pool.submit(
+                    run_one, suite, case, name, compressors[name], r, judge, recall=recall
+                ): key
                 for name, case, r, key in todo
             }
             for future in as_completed(futures):
