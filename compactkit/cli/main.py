@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import compactkit
-from compactkit.cli import compact, convert, count, doctor, inspect, project
+from compactkit.cli import compact, convert, count, doctor, inspect, project, recall
 from compactkit.cli._common import (
     EXIT_FAILURE,
     EXIT_USAGE,
@@ -43,6 +43,8 @@ _COMMANDS: tuple[Callable[[Any], None], ...] = (
     convert._register_convert,
     compact._register_compact,
     inspect._register_inspect,
+    recall._register_recall,
+    recall._register_expand,
     doctor._register_doctor,
     _register_eval,
 )
