@@ -15,6 +15,7 @@ from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from compactkit.compressors._entries import key_of
 from compactkit.compressors._trim import EXTRA, LATER, SUPERSEDED, count_by_section, pool_of
 from compactkit.compressors.sections import SummaryDocument
 from compactkit.items.snapshot import CompactResult
@@ -56,7 +57,10 @@ class FactCount(BaseModel):
     """Entries the summary would hold untrimmed: the previous summary's, merged with the facts
     of what was folded (a fact mentioned twice counts once)."""
     kept: int = 0
-    """Entries still in the summary."""
+    """Entries still in the summary with their fact whole (``clipped`` ones are not kept)."""
+    clipped: int = 0
+    """Entries still in the summary whose fact itself was cut short to fit (a command, a
+    decision, a sentence ending in "…"): not kept verbatim, and not counted as kept."""
     shortened: int = 0
     """Kept entries whose context was shortened to fit (the fact itself is verbatim)."""
     dropped: int = 0
@@ -100,22 +104,27 @@ class FactReport(BaseModel):
     ) -> FactReport:
         """The report of trimming ``untrimmed`` down to ``summary``."""
         before = count_by_section(untrimmed)
+        shortened: dict[str, int] = {}
+        clipped: dict[str, int] = {}
         if summary is untrimmed:  # it fit: every fact kept, none shortened
-            after, shortened = before, {}
+            after = before
         else:
-            after, shortened = count_by_section(summary), _shortened(untrimmed, summary)
+            after = count_by_section(summary)
+            shortened, clipped = _shortened(untrimmed, summary)
         totals: dict[str, list[int]] = {}
         for name in sorted(set(before) | set(after)):
             found, kept = before.get(name, 0), after.get(name, 0)
             if found or kept:
-                slot = totals.setdefault(_CLASS_OF.get(name, name), [0, 0, 0, 0])
+                cut = min(clipped.get(name, 0), kept)
+                slot = totals.setdefault(_CLASS_OF.get(name, name), [0, 0, 0, 0, 0])
                 slot[0] += max(found, kept)
-                slot[1] += kept
-                slot[2] += min(shortened.get(name, 0), kept)
+                slot[1] += kept - cut
+                slot[2] += min(shortened.get(name, 0), kept) - cut
                 slot[3] += max(0, found - kept)
+                slot[4] += cut
         classes: dict[Any, FactCount] = {
-            label: FactCount(found=f, kept=k, shortened=sh, dropped=d)
-            for label, (f, k, sh, d) in totals.items()
+            label: FactCount(found=f, kept=k, shortened=sh, dropped=d, clipped=c)
+            for label, (f, k, sh, d, c) in totals.items()
         }
         return cls(classes=classes, **fields)
 
@@ -139,14 +148,30 @@ class FactReport(BaseModel):
         return cls.from_details(summary) if isinstance(summary, Mapping) else None
 
 
-def _shortened(untrimmed: SummaryDocument, summary: SummaryDocument) -> dict[str, int]:
-    """Entries of ``summary`` per pool that are not in ``untrimmed`` as they are (shortened)."""
+def _shortened(
+    untrimmed: SummaryDocument, summary: SummaryDocument
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Entries of ``summary`` per pool that are not in ``untrimmed`` as they are (shortened),
+    and among them those whose fact itself was cut (clipped: a leading `` `code` `` span, or
+    the whole entry when it has none, ends in "…" where no entry of ``untrimmed`` did)."""
     originals = {key: set(entries) for key, entries in untrimmed.sections.items()}
     shortened: dict[str, int] = {}
+    clipped: dict[str, int] = {}
     for key, entries in summary.sections.items():
         known = originals.get(key, set())
         for entry in entries:
             if entry not in known:
                 name = pool_of(key, entry)
                 shortened[name] = shortened.get(name, 0) + 1
-    return shortened
+                if _fact_cut(entry):
+                    clipped[name] = clipped.get(name, 0) + 1
+    return shortened, clipped
+
+
+def _fact_cut(entry: str) -> bool:
+    """Whether an entry's fact was cut short to fit: its `` `code` `` span, or (without one) its
+    text before any " — " context, holds the clipping mark."""
+    fact = key_of(entry)
+    if fact is None:
+        fact = entry.partition(" — ")[0]
+    return "…" in fact

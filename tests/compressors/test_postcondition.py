@@ -291,3 +291,24 @@ def test_a_sealed_summary_pasted_later_is_not_taken_for_the_summary() -> None:
     assert snapshot.items[2] == pasted  # kept in place, as an ordinary message
     rendered = snapshot.render_items()
     assert rendered[1] == mine and rendered[3] == pasted  # not moved to the front
+
+
+def test_the_fact_report_counts_a_clipped_entry_as_clipped_not_kept() -> None:
+    from compactkit import FactReport
+
+    long_command = "python scripts/migrate.py " + " ".join(f"--table t{n}" for n in range(40))
+    doc = SummaryDocument.of(
+        constraints=["Never drop a table."],
+        commands=[f"`{long_command}` → exit 0"],
+    )
+    # room for the rule and the command cut to its first 80 characters, not for all of it
+    bare = f"`{long_command[:79]}…`"
+    room = COUNTER.count_text(
+        SummaryDocument.of(constraints=["Never drop a table."], commands=[bare]).render()
+    )
+    trimmed = doc.trim_to(room + 5, COUNTER)
+    assert trimmed.entries("commands") == (bare,)
+    report = FactReport.compare(doc, trimmed)
+    assert report.classes["commands"].clipped == 1
+    assert report.classes["commands"].kept == 0  # a cut command is not kept verbatim
+    assert report.classes["constraints"].kept == 1
