@@ -232,6 +232,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
         GovernedStep,
         Governor,
     )
+    from compactkit.runtime.recall_tools import recall_tools
     from compactkit.runtime.result import (
         RunResult,
         StepRecord,
@@ -341,6 +342,7 @@ _LAZY = {
     "format_ref": "compactkit.memory.recall",
     "parse_ref": "compactkit.memory.recall",
     "require_recall": "compactkit.memory.recall",
+    "recall_tools": "compactkit.runtime.recall_tools",
     "InMemorySessionStore": "compactkit.sessions.in_memory",
     "Item": "compactkit.items",
     "ItemsChain": "compactkit.items.view",
@@ -645,6 +647,7 @@ __all__ = [
     "parse_ref",
     "parse_transcript",
     "ratio_over",
+    "recall_tools",
     "require_recall",
     "responses_to_items",
     "resume_session",

@@ -11,12 +11,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compactkit.cli._common import EXIT_OK, _emit_json
 from compactkit.errors import ConfigError, SessionNotFoundError
-from compactkit.items import Item, Message, dump_items, item_text
-from compactkit.memory import InMemoryMemory, Recallable, require_recall
+
+if TYPE_CHECKING:  # the memories load when a command runs, not when the CLI starts
+    from compactkit.items import Item
+    from compactkit.memory import Recallable
 
 _SHOWN = 240  # characters of a hit's text in the plain listing (--json has all of it)
 
@@ -74,6 +76,8 @@ def _recall(args: argparse.Namespace) -> int:
 
 
 def _expand(args: argparse.Namespace) -> int:
+    from compactkit.items import dump_items, item_text
+
     memory = _open(args.url, args.session_id, args.prefix)
     items = memory.expand(args.ref)
     if args.json:
@@ -88,6 +92,8 @@ def _expand(args: argparse.Namespace) -> int:
 
 def _open(url: str, session_id: str, prefix: str) -> Recallable:
     """The session's memory, from a session directory or a SQL database."""
+    from compactkit.memory import InMemoryMemory, require_recall
+
     if "://" not in url and Path(url).is_dir():
         from compactkit.sessions.file import FileSessionStore
 
@@ -128,6 +134,8 @@ def _open(url: str, session_id: str, prefix: str) -> Recallable:
 
 
 def _who(item: Item) -> str:
+    from compactkit.items import Message
+
     return f"{item.type}/{item.role}" if isinstance(item, Message) else item.type
 
 

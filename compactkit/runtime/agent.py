@@ -21,6 +21,7 @@ from compactkit.memory import AgentMemory, InMemoryMemory
 from compactkit.runtime._model import Api, Client, ModelCaller
 from compactkit.runtime.events import CompactionRequest, EventHandler
 from compactkit.runtime.governor import Governor
+from compactkit.runtime.recall_tools import RECALL_TOOL_NAMES, recall_tools
 from compactkit.runtime.session import RunnableSession
 from compactkit.runtime.tools import FunctionTool, as_tools
 from compactkit.sessions import AgentSession, SessionStore, new_session, resume_session
@@ -57,6 +58,9 @@ class Agent:
         tool_timeout: Seconds before a tool call is abandoned as an error output.
         on_event: Called with every event of every run.
         before_compaction: Asked before every compaction; ``False`` vetoes it.
+        recall: Add the ``recall(query)`` and ``expand(ref)`` tools, bound to each session's
+            memory, so the model can get folded details back (docs/recall.md); the memory
+            must offer recall (``InMemoryMemory``, ``SQLMemory``).
 
     Raises:
         ConfigError: unknown model, bad tools, or options that contradict each other.
@@ -85,6 +89,7 @@ class Agent:
         tool_timeout: float | None = None,
         on_event: EventHandler | None = None,
         before_compaction: Callable[[CompactionRequest], bool] | None = None,
+        recall: bool = False,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ConfigError(f"model must be a model name, got {model!r}")
@@ -141,6 +146,15 @@ class Agent:
         self.model = model
         self.api: Api = api
         self.tools: dict[str, FunctionTool] = as_tools(tools)
+        self.recall = bool(recall)
+        if self.recall:
+            taken = sorted(set(RECALL_TOOL_NAMES) & set(self.tools))
+            if taken:
+                raise ConfigError(
+                    f"recall=True adds tools named {RECALL_TOOL_NAMES!r}; rename your tools "
+                    f"{taken!r} or drop recall=True"
+                )
+            self.tools.update({t.name: t for t in recall_tools(InMemoryMemory())})
         self.schemas: tuple[Tool, ...] = tuple(t.schema() for t in self.tools.values())
         self.memory_factory = memory_factory or (lambda _session_id: InMemoryMemory())
         self.governor = governor
@@ -155,6 +169,18 @@ class Agent:
             f"Agent(model={self.model!r}, api={self.api!r}, tools={sorted(self.tools)!r}, "
             f"max_steps={self.max_steps})"
         )
+
+    def tools_for(self, memory: AgentMemory) -> dict[str, FunctionTool]:
+        """The tools a session with ``memory`` runs: the agent's, with ``recall`` and
+        ``expand`` bound to ``memory`` when ``recall=True``.
+
+        Raises:
+            RecallUnsupportedError: ``recall=True`` and the memory offers no recall.
+        """
+        if not self.recall:
+            return self.tools
+        bound = recall_tools(memory, counter=self.governor.counter)
+        return {**self.tools, **{t.name: t for t in bound}}
 
     def new_session(self, session_id: str | None = None) -> RunnableSession:
         """A new session with a fresh memory from ``memory_factory``.

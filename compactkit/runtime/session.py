@@ -66,6 +66,8 @@ class RunnableSession(AgentSession):
     def __init__(self, agent: AgentLike, memory: AgentMemory | None = None, **options: Any) -> None:
         super().__init__(memory, **options)
         self._agent = agent
+        tools_for = getattr(agent, "tools_for", None)  # an AgentLike without recall tools
+        self._tools = agent.tools if tools_for is None else tools_for(self.memory)
         self._wire = WireCache()  # this conversation's last prompt, for incremental conversion
 
     @classmethod
@@ -117,7 +119,7 @@ class RunnableSession(AgentSession):
             self._settle(
                 run,
                 [
-                    run_call(c, agent.tools, agent.tool_timeout) if r else None
+                    run_call(c, self._tools, agent.tool_timeout) if r else None
                     for c, r in self._pending()
                 ],
             )
@@ -137,7 +139,7 @@ class RunnableSession(AgentSession):
                     run.governed(governed, compactions)
                     reply = self._call(run, governed, number, started, retried=exc)
                 calls = self._record_reply(run, governed, reply, number, started)
-                outcomes = [run_call(call, agent.tools, agent.tool_timeout) for call in calls]
+                outcomes = [run_call(call, self._tools, agent.tool_timeout) for call in calls]
                 self._record_outputs(run, reply, calls, outcomes, number, governed, compactions)
                 if not calls:
                     return run.result(reply.text)
@@ -156,7 +158,7 @@ class RunnableSession(AgentSession):
             run = RunState(self, self._agent)
             pending = await asyncio.to_thread(self._pending)
             reruns = await asyncio.gather(
-                *(_maybe(arun_call(c, agent.tools, agent.tool_timeout), r) for c, r in pending)
+                *(_maybe(arun_call(c, self._tools, agent.tool_timeout), r) for c, r in pending)
             )
             await asyncio.to_thread(self._settle, run, list(reruns))
             await asyncio.to_thread(self._start, input)
@@ -178,7 +180,7 @@ class RunnableSession(AgentSession):
                     self._record_reply, run, governed, reply, number, started
                 )
                 outcomes = await asyncio.gather(
-                    *(arun_call(call, agent.tools, agent.tool_timeout) for call in calls)
+                    *(arun_call(call, self._tools, agent.tool_timeout) for call in calls)
                 )
                 await asyncio.to_thread(
                     self._record_outputs,
@@ -225,7 +227,7 @@ class RunnableSession(AgentSession):
                     pending.append(item)
             elif isinstance(item, Message):
                 break
-        tools = self._agent.tools
+        tools = self._tools
         return [
             (call, call.name in tools and tools[call.name].rerun_on_resume)
             for call in reversed(pending)
