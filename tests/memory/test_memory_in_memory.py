@@ -22,6 +22,8 @@ def in_memory(session_id: str, **options: Any) -> InMemoryMemory:
 
 
 class TestInMemoryMemory(MemoryConformance):
+    recall = True
+
     @pytest.fixture
     def memory_factory(self) -> Any:
         return in_memory

@@ -43,6 +43,7 @@ from compactkit.testing.conformance import (
 
 class TestSQLiteMemory(MemoryConformance):
     persistent = True  # SQLMemory(engine, id) twice: two handles on one stored session
+    recall = True
 
     @pytest.fixture
     def memory_factory(self, tmp_path: Path) -> Iterator[Any]:
@@ -60,6 +61,7 @@ def postgres_engine(postgres: Database) -> Iterator[Engine]:  # noqa: F811
 
 class TestPostgresMemory(MemoryConformance):
     persistent = True
+    recall = True
 
     @pytest.fixture
     def memory_factory(self, postgres_engine: Engine, postgres: Database) -> Any:  # noqa: F811

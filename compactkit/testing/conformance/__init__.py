@@ -19,9 +19,9 @@ With pytest, subclass and give one fixture — everything else is the kit's::
 
 Each rule becomes a test (``test_memory_rule[tool-output-needs-call-id]``). Declare what your
 backend offers with class attributes: ``thread_safe`` (one object used from many threads),
-``persistent`` (``factory(id)`` twice opens the same stored session, as two processes would)
-and ``options`` (the factory takes ``BaseMemory``'s keyword options); rules needing what you do
-not declare are not generated. ``SessionStoreConformance`` does the same for a
+``persistent`` (``factory(id)`` twice opens the same stored session, as two processes would),
+``options`` (the factory takes ``BaseMemory``'s keyword options) and ``recall`` (it offers
+``recall``/``expand``); rules needing what you do not declare are not generated. ``SessionStoreConformance`` does the same for a
 ``SessionStore`` with a ``store_factory`` fixture (a callable returning a fresh, empty store).
 
 Without pytest, ``check_memory(factory)`` and ``check_store(factory)`` run every rule and return
@@ -35,6 +35,7 @@ from typing import Any
 
 from compactkit.testing.conformance import (  # noqa: F401 (they register their rules)
     _memory_compaction,
+    _memory_recall,
     _memory_sessions,
 )
 from compactkit.testing.conformance._kit import (
@@ -84,8 +85,15 @@ def store_rules() -> list[Rule[StoreKit]]:
     return list(_STORE_RULES)
 
 
-def _capabilities(*, thread_safe: bool, persistent: bool, options: bool) -> set[str]:
-    named = {"threads": thread_safe, "persistent": persistent, "options": options}
+def _capabilities(
+    *, thread_safe: bool, persistent: bool, options: bool, recall: bool = False
+) -> set[str]:
+    named = {
+        "threads": thread_safe,
+        "persistent": persistent,
+        "options": options,
+        "recall": recall,
+    }
     return {name for name, offered in named.items() if offered}
 
 
@@ -95,6 +103,7 @@ def check_memory(
     thread_safe: bool = True,
     persistent: bool = False,
     options: bool = True,
+    recall: bool = False,
     rules: list[str] | None = None,
 ) -> ConformanceReport:
     """Run the memory rules against ``factory`` and report which it keeps.
@@ -105,11 +114,14 @@ def check_memory(
         persistent: ``factory(id)`` twice opens the same stored session.
         options: The factory takes ``BaseMemory``'s keyword options (``policy``,
             ``compressor``, ``on_compact``, ``accept_unknown_call_ids``, ``summary_role``).
+        recall: The memory offers ``recall(query)`` / ``expand(ref)`` (``Recallable``).
         rules: Run only the rules with these names.
     """
     kit = MemoryKit(factory, thread_safe=thread_safe, persistent=persistent, options=options)
     chosen = [r for r in _MEMORY_RULES if rules is None or r.name in rules]
-    capabilities = _capabilities(thread_safe=thread_safe, persistent=persistent, options=options)
+    capabilities = _capabilities(
+        thread_safe=thread_safe, persistent=persistent, options=options, recall=recall
+    )
     return run_rules(chosen, kit, capabilities)
 
 
@@ -141,12 +153,17 @@ class MemoryConformance:
     """``factory(id)`` twice opens the same stored session (two handles, as two processes)."""
     options: bool = True
     """The factory takes ``BaseMemory``'s keyword options."""
+    recall: bool = False
+    """The memory offers ``recall(query)`` / ``expand(ref)`` (``compactkit.memory.Recallable``)."""
 
     def pytest_generate_tests(self, metafunc: Any) -> None:
         """Parametrize ``memory_rule`` with the rules this backend's capabilities cover."""
         if "memory_rule" in metafunc.fixturenames:
             capabilities = _capabilities(
-                thread_safe=self.thread_safe, persistent=self.persistent, options=self.options
+                thread_safe=self.thread_safe,
+                persistent=self.persistent,
+                options=self.options,
+                recall=self.recall,
             )
             chosen = [r for r in _MEMORY_RULES if r.needs <= capabilities]
             metafunc.parametrize("memory_rule", chosen, ids=[r.name for r in chosen])
