@@ -54,23 +54,39 @@ class BM25Index:
                 found[key] = count
 
     def search(
-        self, words: Iterable[str], *, limit: int, accept: Callable[[int], bool] | None = None
+        self,
+        words: Iterable[str],
+        *,
+        limit: int,
+        accept: Callable[[int], bool] | None = None,
+        every_word: bool = False,
     ) -> list[tuple[int, float]]:
-        """The ``limit`` best ``(key, score)`` pairs for ``words`` (ORed), best first; ties
-        by key. ``accept`` filters the keys (the archive of a memory)."""
+        """The ``limit`` best ``(key, score)`` pairs for ``words`` (ORed; with ``every_word``
+        only documents holding all of them), best first; ties by key. ``accept`` filters the
+        keys (the archive of a memory)."""
+        words = list(dict.fromkeys(words))
         n_docs = len(self._lengths)
         if not n_docs:
             return []
+        only: set[int] | None = None
+        if every_word:  # intersect the postings, smallest first: cheap for a rare word
+            lists = sorted((self._postings.get(w, {}) for w in words), key=len)
+            only = set(lists[0]) if lists else set()
+            for other in lists[1:]:
+                only.intersection_update(other)
+                if not only:
+                    return []
         average = self._total_length / n_docs or 1.0
         lengths = self._lengths
         scores: dict[int, float] = {}
-        for word in dict.fromkeys(words):
+        for word in words:
             postings = self._postings.get(word)
             if not postings:
                 continue
             n = len(postings)
             idf = math.log(1.0 + (n_docs - n + 0.5) / (n + 0.5))
-            for key, count in postings.items():
+            counts = postings.items() if only is None else ((k, postings[k]) for k in only)
+            for key, count in counts:
                 norm = K1 * (1.0 - B + B * lengths[key] / average)
                 scores[key] = scores.get(key, 0.0) + idf * count * (K1 + 1.0) / (count + norm)
         pairs = scores.items() if accept is None else (p for p in scores.items() if accept(p[0]))

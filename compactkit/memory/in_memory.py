@@ -203,7 +203,9 @@ class InMemoryMemory(BaseMemory):
             def archived(seq: int) -> bool:  # folded away, or replaced in the window
                 return active.get(seq) != history[seq]
 
-            ranked = index.search(words, limit=candidates(limit), accept=archived)
+            ranked = index.search(words, limit=limit, accept=archived, every_word=True)
+            if not ranked:  # none holds every word: rank those holding any
+                ranked = index.search(words, limit=candidates(limit), accept=archived)
             hits = [hit_for_item(history[seq], score) for seq, score in ranked]
             return rank_hits(hits, summary_hits(self._summary, words), words, limit)
 

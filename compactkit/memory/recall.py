@@ -10,17 +10,17 @@ What is searched — the *archive* and the summary:
 * the archive: every item stored since the last ``clear()`` whose original is not in the active
   window as it was stored — items a compaction folded away, and the originals of items it
   replaced (a masked tool output is found by its original text);
-Ranking: an item holding more of the query's distinct words ranks first, then by BM25 (or the
-backend's equivalent: FTS5 ``bm25()``, PostgreSQL ``ts_rank``) over the backend's best matches.
+Matching: the archived items holding every word of the query; when none does, the items holding
+any of them, an item holding more of the query's distinct words first. Then by BM25 (or the
+backend's equivalent: FTS5 ``bm25()``, PostgreSQL ``ts_rank``).
 
 * the summary: a line of the running summary that holds every word of the query is a hit of
   kind ``summary`` (``seq`` 0, ref ``summary``), after the archived items (the summary is in
   the prompt already; its lines point at the items they came from).
 
 Words are runs of letters and digits (Unicode), compared lower-cased, without stemming — exact
-identifiers, error codes and numbers are what recall is for. A query's words are ORed and hits
-ranked by BM25 (or the backend's equivalent), best first; query syntax is never interpreted,
-so any text is a valid query.
+identifiers, error codes and numbers are what recall is for. Query syntax is never
+interpreted, so any text is a valid query.
 
 References name items by sequence number: ``#412`` or the range ``#412-418`` (printed with an
 en dash, U+2013; a hyphen, brackets ``[#412-418]`` and a missing ``#`` are accepted on input).

@@ -62,10 +62,16 @@ class Recall(SQLSession):
         self._index_new_items()
         failure = f"cannot search session {self._session_id!r}"
         with read_transaction(self._engine, failure) as conn:
-            if conn.dialect.name == "postgresql":
-                rows = self._search_postgresql(conn, words, candidates(limit))
-            else:
-                rows = self._search_sqlite(conn, words, candidates(limit))
+            search = (
+                self._search_postgresql
+                if conn.dialect.name == "postgresql"
+                else self._search_sqlite
+            )
+            # Items holding every word: a posting-list intersection, fast when one word is
+            # rare; only when none does, the items holding any word (a wider, slower match).
+            rows = search(conn, words, limit, every_word=True)
+            if not rows:
+                rows = search(conn, words, candidates(limit), every_word=False)
         items = self._items([(payload, seq, pinned) for seq, payload, pinned, _ in rows])
         hits = [hit_for_item(item, float(row[3])) for item, row in zip(items, rows, strict=True)]
         summary = self._read().row.summary
@@ -151,11 +157,12 @@ class Recall(SQLSession):
         return or_(i.c.status == _ARCHIVED, i.c.replacement.is_not(None))
 
     def _search_sqlite(
-        self, conn: Connection, words: list[str], limit: int
+        self, conn: Connection, words: list[str], limit: int, *, every_word: bool
     ) -> list[tuple[int, str, bool, float]]:
         i, r = self._t.items, self._recall_table
         fts = fts_name(self._t.prefix)
-        match = " OR ".join(f'"{word}"' for word in words)  # words are letters and digits only
+        joiner = " AND " if every_word else " OR "
+        match = joiner.join(f'"{word}"' for word in words)  # words are letters and digits only
         score: ColumnElement[float] = literal_column(f"-bm25({fts})")
         query = (
             select(i.c.seq, i.c.payload, i.c.pinned, score.label("score"))
@@ -173,10 +180,11 @@ class Recall(SQLSession):
         return [tuple(row) for row in conn.execute(query).all()]
 
     def _search_postgresql(
-        self, conn: Connection, words: list[str], limit: int
+        self, conn: Connection, words: list[str], limit: int, *, every_word: bool
     ) -> list[tuple[int, str, bool, float]]:
         i, r = self._t.items, self._recall_table
-        wanted = func.to_tsquery("simple", " | ".join(f"'{word}'" for word in words))
+        joiner = " & " if every_word else " | "
+        wanted = func.to_tsquery("simple", joiner.join(f"'{word}'" for word in words))
         score = func.ts_rank(r.c.words, wanted).label("score")
         query = (
             select(i.c.seq, i.c.payload, i.c.pinned, score)

@@ -69,7 +69,9 @@ def test_a_folded_item_is_found_with_its_seq_and_original_text(new_memory: Facto
     assert hits[0].text == "step 7: deploy failed with ECONNREFUSED 10.0.0.7:5432"
     assert (hits[0].ref, hits[0].seq, hits[0].kind, hits[0].role) == ("#15", 15, "message", "user")
     assert hits[0].item == Message(role="user", content=hits[0].text, seq=15)
-    assert len(hits) == 3 and hits[0].score >= hits[1].score >= hits[2].score
+    assert len(hits) == 1  # the only item holding every word
+    some = reopened(memory).recall("10.0.0.7 nowhere", limit=3)  # none holds both: any word
+    assert some[0].seq == 15 and len(some) == 3 and some[0].score >= some[1].score >= some[2].score
 
 
 def test_active_items_are_not_hits_and_new_ones_are_found_once_folded(new_memory: Factory) -> None:
