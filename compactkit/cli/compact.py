@@ -38,6 +38,7 @@ from compactkit.items import Item, Tool
 
 if TYPE_CHECKING:
     from compactkit.compressors import MemoryCompressor
+    from compactkit.items.snapshot import MemorySnapshot
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,8 @@ class _CompactOptions:
     keep_last_groups: int | None = None
     on_progress: Callable[[int, int], None] | None = None
     """``SummaryCompressor(on_progress=...)``: (chunks done, total) as the summarizer works."""
+    dry_run: bool = False
+    """A preview: the summarizer is never called, so it needs no API key."""
 
 
 def _summary_compressor(options: _CompactOptions, **sizing: Any) -> MemoryCompressor:
@@ -67,7 +70,9 @@ def _summary_compressor(options: _CompactOptions, **sizing: Any) -> MemoryCompre
             "the summary compressor calls an LLM: name it with --summarizer-model "
             "(and --base-url for a server other than OpenAI)"
         )
-    api_key = os.environ.get("OPENAI_API_KEY") or ("unused" if options.base_url else None)
+    api_key = os.environ.get("OPENAI_API_KEY") or (
+        "unused" if options.base_url or options.dry_run else None
+    )
     if api_key is None:  # say it in command-line terms, not the library's api_key=
         raise ConfigError(
             "the summarizer needs an API key: set OPENAI_API_KEY, or give --base-url for a "
@@ -166,6 +171,12 @@ def _register_compact(subparsers: Any) -> None:
         "--base-url", default=None, help="the summarizer's OpenAI-compatible API root"
     )
     parser.add_argument("--out", default=None, help="write the compacted messages to this file")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="report what the compaction would do (kept, masked, folded, tokens, summarizer "
+        "calls) without calling the summarizer or writing anything",
+    )
     _add_quiet_arg(parser)
     parser.add_argument(
         "--json",
@@ -192,6 +203,8 @@ def _compact(args: argparse.Namespace) -> int:
             f"{args.compressor}; drop it or pick one of those"
         )
     _check_base_url(args.base_url)
+    if args.dry_run and args.out is not None:
+        raise ConfigError("--dry-run writes nothing: drop --out, or drop --dry-run to write it")
     transcript = _read(args)
     clamped = False
     if args.target is None:
@@ -212,9 +225,12 @@ def _compact(args: argparse.Namespace) -> int:
             base_url=args.base_url,
             keep_last_groups=args.keep_last_groups,
             on_progress=on_progress if progress.shown else None,
+            dry_run=args.dry_run,
         )
         compressor = _COMPRESSORS[args.compressor](options)
         snapshot = MemorySnapshot.from_items(transcript.items)
+        if args.dry_run:
+            return _dry_run(compressor, snapshot, options, args.json, clamped)
         result = compressor.compress(snapshot)
 
     marked = [item for item in transcript.items if is_summary_message(item)]
@@ -284,6 +300,37 @@ def _compact(args: argparse.Namespace) -> int:
             f"compactkit: warning: {stats.compressor} left {stats.tokens_after:,} tokens, over "
             f"the target {target:,} (the ladder fails instead of stopping short)\n"
         )
+    return EXIT_OK
+
+
+def _dry_run(
+    compressor: MemoryCompressor,
+    snapshot: MemorySnapshot,
+    options: _CompactOptions,
+    as_json: bool,
+    clamped: bool,
+) -> int:
+    """``--dry-run``: the preview, on stdout; nothing is called or written."""
+    from compactkit.compressors.preview import preview_compaction
+
+    preview = preview_compaction(compressor, snapshot, counter=options.counter, tools=options.tools)
+    if as_json:
+        _emit_json({**preview.to_json(), "target": options.target, "clamped": clamped})
+        return EXIT_OK
+    shown = preview.to_json()
+    after = f"{preview.tokens_after:,}" + (" (estimate)" if preview.estimated else "")
+    lines = [
+        f"dry run: {preview.compressor} would "
+        + ("compact" if preview.changed else "change nothing"),
+        f"tokens: {preview.tokens_before:,} -> {after} (target {options.target:,})",
+        f"kept: {len(preview.kept)} items {shown['kept']}".rstrip(),
+        f"masked: {len(preview.masked)} items {shown['masked']}".rstrip(),
+        f"folded: {len(preview.folded)} items {shown['folded']}".rstrip(),
+        f"summarizer calls: {preview.summarizer_calls} "
+        f"(~{preview.summarizer_input_tokens:,} input tokens)",
+        "cost: " + ("unknown" if preview.cost is None else f"${preview.cost:.6f}"),
+    ]
+    sys.stdout.write("\n".join(lines) + "\n")
     return EXIT_OK
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from compactkit.budget import ProfileRegistry, TokenCounter, budget_for, counter_for
 from compactkit.compressors import LadderCompressor, MemoryCompressor
+from compactkit.compressors.preview import CompactionPreview, preview_compaction
 from compactkit.errors import ConcurrencyError, ConfigError
 from compactkit.governance._cache import cache_hysteresis
 from compactkit.governance.policy import CompactPolicy, PolicyState, tokens_over, usage_over
@@ -380,6 +381,33 @@ class Governor:
             else:
                 result = await asyncio.to_thread(_safe_compress, compressor, plan.snapshot)
         return await asyncio.to_thread(self._finish, memory, plan, result, instructions, tools)
+
+    def preview(
+        self,
+        memory: AgentMemory,
+        *,
+        instructions: Instructions = None,
+        tools: Sequence[Tool] = (),
+    ) -> CompactionPreview:
+        """What a compaction of ``memory`` would do now, without doing it or writing anything:
+        the items kept, masked and folded, the tokens before and after, the summarizer calls
+        (an LLM summarizer is never called: its calls are planned and their tokens estimated).
+
+        It previews the compaction ``step(force=True)`` would run, whether or not the policy
+        would fire (``step`` reports that in ``state``).
+
+        Raises:
+            ConfigError: compaction is off, or the compressor is of a kind a preview cannot
+                run without calling a model.
+        """
+        tools = checked_tools(tools)
+        self.projector.check_instructions(instructions)
+        compressor = self._compressor_for(instructions, tools, self._track(memory))
+        if compressor is None:
+            raise ConfigError(
+                "this governor has no compressor (compaction is off): nothing to preview"
+            )
+        return preview_compaction(compressor, memory.snapshot(), counter=self.counter, tools=tools)
 
     # -- internals -----------------------------------------------------------------------------
 

@@ -53,6 +53,23 @@ class _Plan:
     """Tool outputs in the kept tail masked to make room for the summary."""
 
 
+@dataclass(frozen=True)
+class SummaryPlan:
+    """What ``SummaryCompressor.compress`` would fold and send, planned without calling it."""
+
+    kept: tuple[Item, ...]
+    """The items that would stay active (bulky outputs in the tail possibly masked)."""
+    folded: tuple[Item, ...]
+    """The items that would be folded into the summary."""
+    request_tokens: tuple[int, ...]
+    """Estimated input tokens of each summarizer request, one per chunk (each counted with the
+    summary as it is now; later requests also carry what the earlier answers added)."""
+    tokens_before: int
+    """Tokens of the whole request before."""
+    tokens_after_estimate: int
+    """Tokens after, estimated with the summary at the room it is given (an upper bound)."""
+
+
 @dataclass
 class _Fold:
     """The running state of one compaction: the summary so far and what the calls cost."""

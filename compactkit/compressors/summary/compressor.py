@@ -60,7 +60,7 @@ from compactkit.compressors.summary._answer import (
     _answer_text,
     _body,
 )
-from compactkit.compressors.summary._chunks import _Chunk, _Fold, _Plan, cut_chunks
+from compactkit.compressors.summary._chunks import SummaryPlan, _Chunk, _Fold, _Plan, cut_chunks
 from compactkit.compressors.summary._resilience import (
     CircuitBreaker,
     Guard,
@@ -279,6 +279,29 @@ class SummaryCompressor:
         except SummarizationError as exc:
             return _outcome.failed(self, snapshot, plan, fold, exc, originals)
         return _outcome.done(self, snapshot, plan, fold, after)
+
+    def plan(self, snapshot: MemorySnapshot) -> SummaryPlan:
+        """What ``compress(snapshot)`` would fold and the requests it would send, without
+        sending any (``Governor.preview``, ``compactkit compact --dry-run``)."""
+        plan = self._plan(snapshot, {})
+        fold = _Fold(plan.previous)
+        total = len(plan.chunks)
+        sizes = tuple(
+            self._count_request(self._request(fold, chunk, number, total))
+            for number, chunk in enumerate(plan.chunks, 1)
+        )
+        kept = MemorySnapshot.of(plan.kept, summary="")
+        room = self.cap if plan.summary_room is None else plan.summary_room
+        after = request_tokens(kept, self.counter, self.tools) + (room if plan.folded else 0)
+        if not plan.folded:
+            after = plan.tokens_before
+        return SummaryPlan(
+            kept=tuple(plan.kept),
+            folded=tuple(plan.folded),
+            request_tokens=sizes,
+            tokens_before=plan.tokens_before,
+            tokens_after_estimate=after,
+        )
 
     def _progress(self, done: int, total: int) -> None:
         if self.on_progress is not None:
