@@ -16,7 +16,8 @@ import compactkit
 OWN_EXPORTS = {"checkup", "evals", "integrations", "redis"}
 SKIPPED = {"cli", "testing"}
 # A backend author's toolkit: importable from its module, not crowding the top level.
-MODULE_EXPORTS = {"compactkit.memory.rules"}
+# The dry-run toolkit (Governor.preview's result type and its helpers): from its module.
+MODULE_EXPORTS = {"compactkit.memory.rules", "compactkit.compressors.preview"}
 
 
 def isort_key(name: str) -> tuple[int, str]:  # constants, then classes, then functions

@@ -7,6 +7,9 @@ would fold, the requests it would send and their estimated input tokens; the tok
 then an estimate (the summary at the room it is given). A ladder runs its deterministic rungs
 and plans its summary rung only when they leave the request over the target. Any other
 compressor may call a model, so it is refused rather than run.
+
+Its names (and ``SummaryPlan``, what ``SummaryCompressor.plan`` returns) are imported from this
+module; ``Governor.preview`` and ``compactkit compact --dry-run`` are the usual doors.
 """
 
 from __future__ import annotations
@@ -21,13 +24,14 @@ from compactkit.compressors.base import MemoryCompressor
 from compactkit.compressors.digest import DigestCompressor
 from compactkit.compressors.ladder import LadderCompressor
 from compactkit.compressors.masking import MaskingCompressor, is_masked
+from compactkit.compressors.summary._chunks import SummaryPlan
 from compactkit.compressors.summary.compressor import SummaryCompressor
 from compactkit.compressors.window import WindowedCompressor
 from compactkit.errors import ConfigError
 from compactkit.items import FunctionCallOutput, Item, Tool
 from compactkit.items.snapshot import MemorySnapshot, require_snapshot
 
-__all__ = ["CompactionPreview", "item_refs", "preview_compaction"]
+__all__ = ["CompactionPreview", "SummaryPlan", "item_refs", "preview_compaction"]
 
 _DETERMINISTIC = (WindowedCompressor, MaskingCompressor, DigestCompressor)
 

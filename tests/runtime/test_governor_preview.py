@@ -32,9 +32,9 @@ def _fill(memory: SQLMemory, turns: int) -> None:
         memory.add_output_items([Message(role="assistant", content=f"fixed file_{turn}.py")])
 
 
-def _stored(database: Database, session: str) -> dict[str, Any]:
+def _stored(db: Database, session: str) -> dict[str, Any]:
     """What a second reader of the session sees."""
-    reader = SQLMemory(database.url, session, table_prefix=database.prefix)
+    reader = SQLMemory(db.url, session, table_prefix=db.prefix)
     snapshot = reader.snapshot()
     return {
         "snapshot": snapshot.model_dump(mode="json", exclude={"version"}),
