@@ -53,6 +53,11 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
         is_masked,
         mask_output,
     )
+    from compactkit.compressors.provider import (
+        ANTHROPIC_COMPACT_BETA,
+        ProviderCompactor,
+        export_portable,
+    )
     from compactkit.compressors.report import (
         FactClass,
         FactCount,
@@ -162,6 +167,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
         ImagePart,
         Item,
         Message,
+        ProviderCompaction,
         RawPart,
         Reasoning,
         Role,
@@ -375,6 +381,10 @@ _LAZY = {
     "ProjectionReport": "compactkit.governance.projector",
     "PromptCaching": "compactkit.budget.profile",
     "PromptProblem": "compactkit.formats.validate",
+    "ANTHROPIC_COMPACT_BETA": "compactkit.compressors.provider",
+    "ProviderCompaction": "compactkit.items",
+    "ProviderCompactor": "compactkit.compressors.provider",
+    "export_portable": "compactkit.compressors.provider",
     "RawPart": "compactkit.items",
     "Reasoning": "compactkit.items",
     "RetryPolicy": "compactkit.compressors.summary",
@@ -485,6 +495,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "ANTHROPIC_COMPACT_BETA",
     "DEFAULT_RESERVED_OUTPUT",
     "DEFAULT_SUMMARY_ROLE",
     "FORMATS",
@@ -576,6 +587,8 @@ __all__ = [
     "ProjectionReport",
     "PromptCaching",
     "PromptProblem",
+    "ProviderCompaction",
+    "ProviderCompactor",
     "RawPart",
     "Reasoning",
     "RecallHit",
@@ -626,6 +639,7 @@ __all__ = [
     "dump_items",
     "dump_transcript",
     "every_turns",
+    "export_portable",
     "format_ref",
     "get_encoding",
     "get_profile",

@@ -44,6 +44,7 @@ from compactkit.items import (
     ImagePart,
     Item,
     Message,
+    ProviderCompaction,
     RawPart,
     Reasoning,
     TextPart,
@@ -398,6 +399,8 @@ class TiktokenCounter(_BaseCounter):
             return "images or other content parts are estimated"
         if isinstance(item, Reasoning):
             return "reasoning items are estimated"
+        if isinstance(item, ProviderCompaction):
+            return "provider compaction items are estimated (their content is encrypted)"
         return "tool calls and tool outputs are approximated"
 
     def _tools_approximation(self, tools: Sequence[Tool]) -> list[str]:
@@ -514,7 +517,7 @@ def _counter_for_profile(profile: ModelProfile) -> TokenCounter:
 
 
 _NESTED_KEYS = ("properties", "items", "anyOf", "oneOf", "allOf", "$ref")
-_ITEM_TYPES = (Message, FunctionCall, FunctionCallOutput, Reasoning)
+_ITEM_TYPES = (Message, FunctionCall, FunctionCallOutput, Reasoning, ProviderCompaction)
 
 
 def _check_item(item: object) -> None:
@@ -577,8 +580,9 @@ def _raw_tokens(part: RawPart) -> int:
     return math.ceil(len(json.dumps(part.data, separators=(",", ":"))) / 4)
 
 
-def _opaque_tokens(item: Reasoning) -> int:
-    # Encrypted reasoning is re-sent but its billing is undocumented: estimate by size.
+def _opaque_tokens(item: Reasoning | ProviderCompaction) -> int:
+    # Encrypted reasoning and provider compactions are re-sent but their billing is
+    # undocumented: estimate by size.
     encrypted = item.payload.get("encrypted_content") or item.payload.get("data") or ""
     return math.ceil(len(str(encrypted)) / 4)
 

@@ -310,6 +310,9 @@ def _run(args: argparse.Namespace) -> int:
                 factories[f"summary:{model}"] = baseline("summary", llm=each)
                 fingerprints[f"summary:{model}"] = f"summary/{each!r}"
             continue
+        if name == "provider":
+            factories[name] = baseline(name, client=_provider_client(args.base_url))
+            continue
         factories[name] = baseline(name, llm=llm)
         if llm is not None and name in ("summary", "ladder"):
             fingerprints[name] = f"{name}/{llm!r}"
@@ -392,3 +395,15 @@ def _generate(args: argparse.Namespace) -> int:
         for case in cases:
             sys.stdout.write(case.model_dump_json(exclude_none=True) + "\n")
     return EXIT_OK
+
+
+def _provider_client(base_url: str | None) -> Any:
+    """The client the ``provider`` compressor compacts through: OpenAI's (``--base-url``, key
+    from ``OPENAI_API_KEY``), or offline an in-process fake of its compact endpoint."""
+    if base_url is None:
+        from compactkit.evals import FakeCompactEndpoint
+
+        return FakeCompactEndpoint().client()
+    import openai
+
+    return openai.OpenAI(base_url=base_url, max_retries=0)

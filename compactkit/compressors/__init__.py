@@ -21,6 +21,11 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
         is_masked,
         mask_output,
     )
+    from compactkit.compressors.provider import (
+        ANTHROPIC_COMPACT_BETA,
+        ProviderCompactor,
+        export_portable,
+    )
     from compactkit.compressors.report import FactClass, FactCount, FactReport
     from compactkit.compressors.sections import (
         SECTIONS,
@@ -34,6 +39,9 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
 # Loaded with their module on first use (PEP 562): importing the package costs nothing, and a
 # caller that needs one part does not load the others.
 _LAZY: dict[str, str] = {
+    "ANTHROPIC_COMPACT_BETA": "compactkit.compressors.provider",
+    "ProviderCompactor": "compactkit.compressors.provider",
+    "export_portable": "compactkit.compressors.provider",
     "DigestCompressor": "compactkit.compressors.digest",
     "FactClass": "compactkit.compressors.report",
     "FactCount": "compactkit.compressors.report",
@@ -68,6 +76,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "ANTHROPIC_COMPACT_BETA",
     "MASK_PREFIX",
     "SECTIONS",
     "SUMMARY_TITLE",
@@ -78,11 +87,13 @@ __all__ = [
     "LadderCompressor",
     "MaskingCompressor",
     "MemoryCompressor",
+    "ProviderCompactor",
     "SectionKey",
     "SectionSpec",
     "SummaryDocument",
     "WindowedCompressor",
     "digest_items",
+    "export_portable",
     "is_masked",
     "mask_output",
 ]

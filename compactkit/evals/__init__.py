@@ -19,6 +19,7 @@ from compactkit.evals.baselines import (
     baseline,
 )
 from compactkit.evals.dataset import Suite, SuiteFormatError, dump_cases, load_suite
+from compactkit.evals.fake_compact import FakeCompactEndpoint
 from compactkit.evals.importers import (
     IMPORTERS,
     LOG_SUFFIXES,
@@ -97,6 +98,7 @@ __all__ = [
     "ContinuationProbe",
     "DecisionProbe",
     "DomainName",
+    "FakeCompactEndpoint",
     "GateFailure",
     "Grade",
     "ImportReport",

@@ -3,7 +3,11 @@
 ``BASELINES`` are built per case, sized from the case's ``target_tokens`` and counted with the
 case model's counter: ``none`` (nothing changes), ``window`` (keep the newest that fits),
 ``mask`` (old tool outputs become placeholders), ``digest`` (exact-fact digest, no LLM),
-``summary`` (LLM summary; needs a summarizer), ``ladder`` (mask → digest → [summary] → window).
+``summary`` (LLM summary; needs a summarizer), ``ladder`` (mask → digest → [summary] → window),
+and ``provider`` (``ProviderCompactor``: the provider compacts; ``compactkit eval run
+--compressor provider`` without ``--base-url`` answers it offline with
+``compactkit.testing.FakeCompactEndpoint``, whose compaction is opaque like the real one, so
+only what stays readable — the retained user messages and the newest group — scores).
 
 ``as_compressor`` wraps anything else: a ``MemoryCompressor``, or a plain function from Chat
 Completions messages to messages — LangChain's ``trim_messages`` (its ``BaseMessage`` results are
@@ -27,6 +31,7 @@ from compactkit import (
     MaskingCompressor,
     MemoryCompressor,
     MemorySnapshot,
+    ProviderCompactor,
     SummaryCompressor,
     TokenCounter,
     Tool,
@@ -68,12 +73,20 @@ class _NoCompression:
         )
 
 
-BASELINES: tuple[str, ...] = ("none", "window", "mask", "digest", "summary", "ladder")
+BASELINES: tuple[str, ...] = ("none", "window", "mask", "digest", "summary", "ladder", "provider")
 """The named baseline compressors."""
 
 
-def baseline(name: str, *, llm: LLM | None = None) -> CompressorFactory:
-    """The factory of the baseline ``name`` (``summary`` and, optionally, ``ladder`` use ``llm``).
+def baseline(
+    name: str,
+    *,
+    llm: LLM | None = None,
+    client: Any = None,
+    provider_model: str = "gpt-5.1-codex",
+) -> CompressorFactory:
+    """The factory of the baseline ``name`` (``summary`` and, optionally, ``ladder`` use ``llm``;
+    ``provider`` uses ``client`` — an ``openai.OpenAI`` or ``anthropic.Anthropic`` client, or
+    ``compactkit.testing.FakeCompactEndpoint().client()`` offline — and ``provider_model``).
 
     Raises:
         ConfigError: an unknown name, or ``summary`` without a summarizer.
@@ -102,6 +115,14 @@ def baseline(name: str, *, llm: LLM | None = None) -> CompressorFactory:
         return lambda s: SummaryCompressor(
             summarizer, target_tokens=s.target_tokens, counter=s.counter, tools=s.tools
         )
+    if name == "provider":
+        if client is None:
+            raise ConfigError(
+                "the 'provider' compressor needs the provider's client: client=openai.OpenAI() "
+                "(or anthropic.Anthropic()); offline, compactkit.testing.FakeCompactEndpoint()"
+                ".client()"
+            )
+        return lambda s: ProviderCompactor(client, model=provider_model, counter=s.counter)
     if name == "ladder":
 
         def ladder(s: Sizing) -> MemoryCompressor:

@@ -21,6 +21,7 @@ from compactkit.items import (
     FunctionCallOutput,
     Item,
     Message,
+    ProviderCompaction,
     RawPart,
     Reasoning,
     TextPart,
@@ -151,7 +152,7 @@ def describe(subject: Item | Tool) -> str:
         facts += [f"call_id={shown(subject.call_id)}", f"name={shown(subject.name)}"]
     elif isinstance(subject, FunctionCallOutput):
         facts.append(f"call_id={shown(subject.call_id)}")
-    elif isinstance(subject, Reasoning):
+    elif isinstance(subject, (Reasoning, ProviderCompaction)):
         facts.append(f"from {shown(subject.format)}")
     if subject.id:
         facts.append(f"id={shown(subject.id)}")
@@ -233,7 +234,7 @@ def wire_list(value: Any, caller: str, what: str, hint: str = "") -> list[Any]:
         ) from None
 
 
-_ITEM_TYPES = (Message, FunctionCall, FunctionCallOutput, Reasoning)
+_ITEM_TYPES = (Message, FunctionCall, FunctionCallOutput, Reasoning, ProviderCompaction)
 
 
 def item_list(value: Any, caller: str) -> list[Item]:

@@ -9,8 +9,10 @@ Mapping:
   (``tool_use_id`` -> ``call_id``, ``is_error`` kept), each run of other blocks -> a user
   ``Message``;
 * an ``assistant`` message -> ``thinking``/``redacted_thinking`` -> ``Reasoning(format=
-  "anthropic", payload=<the block untouched>)``, ``tool_use`` -> ``FunctionCall`` (``input``
-  -> compact JSON ``arguments``), each run of other blocks -> an assistant ``Message``;
+  "anthropic", payload=<the block untouched>)``, ``compaction`` (the server-side compaction
+  block) -> ``ProviderCompaction(format="anthropic", payload=<the block untouched>)``,
+  ``tool_use`` -> ``FunctionCall`` (``input`` -> compact JSON ``arguments``), each run of other
+  blocks -> an assistant ``Message``;
 * blocks: ``text`` -> ``TextPart``; ``image`` with a base64 or URL source -> ``ImagePart``
   (base64 as a ``data:`` URL); anything else, or a block with keys compactkit does not model
   (``cache_control``, ``citations``) -> ``RawPart``; unmodelled keys of ``tool_use`` and
@@ -59,6 +61,7 @@ from compactkit.items import (
     ImagePart,
     Item,
     Message,
+    ProviderCompaction,
     RawPart,
     Reasoning,
     TextPart,
@@ -279,6 +282,8 @@ def _message_to_items(message: Mapping[str, Any]) -> list[Item]:
             items.append(_tool_result(block))
         elif special == "tool_use":
             items.append(_tool_use(block))
+        elif special == "compaction":
+            items.append(ProviderCompaction(format="anthropic", payload=dict(block)))
         else:
             items.append(Reasoning(format="anthropic", payload=dict(block)))
     flush()
@@ -292,10 +297,10 @@ def _message_to_items(message: Mapping[str, Any]) -> list[Item]:
 
 
 def _special_block(role: str, kind: Any) -> str | None:
-    allowed = ("tool_result",) if role == "user" else ("tool_use", *_THINKING)
+    allowed = ("tool_result",) if role == "user" else ("tool_use", "compaction", *_THINKING)
     if kind in allowed:
         return str(kind)
-    if kind in ("tool_result", "tool_use", *_THINKING):
+    if kind in ("tool_result", "tool_use", "compaction", *_THINKING):
         raise FormatError(f"a {shown(kind)} block cannot be in a {role} message")
     return None
 
@@ -397,6 +402,11 @@ def _entry(
     if isinstance(item, Reasoning):
         if item.format != "anthropic":
             losses.lose(item, f"a reasoning item from {shown(item.format)}")
+            return None
+        return "assistant", _Entry([dict(item.payload)])
+    if isinstance(item, ProviderCompaction):
+        if item.format != "anthropic":
+            losses.lose(item, f"a compaction item from {shown(item.format)} (opaque to Anthropic)")
             return None
         return "assistant", _Entry([dict(item.payload)])
     if isinstance(item, FunctionCall):

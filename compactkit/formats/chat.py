@@ -12,7 +12,7 @@ Mapping:
   part with keys compactkit does not model, -> ``RawPart`` carried through untouched;
 * keys of a message that compactkit does not model -> ``Message.extra``, restored on output.
 
-Chat cannot express ``Reasoning``, ``is_error`` on a tool result, or the raw parts and
+Chat cannot express ``Reasoning``, ``ProviderCompaction``, ``is_error`` on a tool result, or the raw parts and
 unmodelled fields of another format: converting one raises ``FormatError`` naming the item unless
 ``lossy=True``, which drops it and reports it to ``on_drop``.
 """
@@ -43,6 +43,7 @@ from compactkit.items import (
     ImagePart,
     Item,
     Message,
+    ProviderCompaction,
     RawPart,
     TextPart,
     Tool,
@@ -129,6 +130,12 @@ def items_to_chat(
             tool.update(losses.native_extra(item, item.extra))
             out.append(tool)
             open_assistant = None
+        elif isinstance(item, ProviderCompaction):
+            losses.lose(
+                item,
+                f"a provider compaction item from {shown(item.format)} (export_portable turns it "
+                "into a plaintext summary)",
+            )
         else:
             losses.lose(item, f"a reasoning item from {shown(item.format)}")
     return out

@@ -11,7 +11,10 @@ Mapping (one input item is one compactkit item, in order):
 * ``function_call`` -> ``FunctionCall`` (``arguments`` verbatim); ``function_call_output`` ->
   ``FunctionCallOutput`` (string or parts); unmodelled keys -> ``extra``;
 * ``reasoning`` -> ``Reasoning(format="responses", payload=<the item untouched>)``: encrypted
-  content, summaries and id go back exactly as they came.
+  content, summaries and id go back exactly as they came;
+* ``compaction`` (from ``client.responses.compact``, ``context_management`` or a
+  ``compaction_trigger``) -> ``ProviderCompaction(format="responses", payload=<the item
+  untouched>)``, going back exactly as it came.
 
 Other item types (built-in tool calls, item references) are rejected with the item's index.
 
@@ -46,6 +49,7 @@ from compactkit.items import (
     ImagePart,
     Item,
     Message,
+    ProviderCompaction,
     RawPart,
     Reasoning,
     TextPart,
@@ -129,6 +133,8 @@ def items_to_responses(
             out.append(result)
         elif item.format == "responses":
             out.append(dict(item.payload))
+        elif isinstance(item, ProviderCompaction):
+            losses.lose(item, f"a compaction block from {shown(item.format)} (opaque to OpenAI)")
         else:
             losses.lose(item, f"a reasoning item from {shown(item.format)}")
     return out
@@ -243,9 +249,13 @@ def _item_from_responses(raw: Mapping[str, Any]) -> Item:
         )
     if kind == "reasoning":
         return Reasoning(id=item_id, format="responses", payload=dict(raw))
+    if kind == "compaction":
+        if not isinstance(raw.get("encrypted_content"), str):
+            raise FormatError("a compaction item needs its 'encrypted_content' string")
+        return ProviderCompaction(id=item_id, format="responses", payload=dict(raw))
     raise FormatError(
         f"item type {shown(kind)} is not supported; compactkit models message, function_call, "
-        "function_call_output and reasoning items"
+        "function_call_output, reasoning and compaction items"
     )
 
 

@@ -26,7 +26,14 @@ from compactkit.errors import ConfigError, FormatError
 from compactkit.formats._common import check_mode, item_list, shown, wire_list
 from compactkit.formats.anthropic import anthropic_to_items, items_to_anthropic
 from compactkit.formats.responses import responses_to_items
-from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, Reasoning
+from compactkit.items import (
+    FunctionCall,
+    FunctionCallOutput,
+    Item,
+    Message,
+    ProviderCompaction,
+    Reasoning,
+)
 
 __all__ = [
     "ProblemKind",
@@ -363,8 +370,8 @@ class _Planner:
 
 def _side(item: Item) -> Literal["assistant", "user"] | None:
     """Which Anthropic turn an item belongs to; ``None`` for system messages (not in turns)."""
-    if isinstance(item, (FunctionCall, Reasoning)):
-        return "assistant"
+    if isinstance(item, (FunctionCall, Reasoning, ProviderCompaction)):
+        return "assistant"  # (Anthropic's compaction block is part of an assistant message)
     if isinstance(item, FunctionCallOutput):
         return "user"
     if item.role in ("assistant", "user"):

@@ -19,7 +19,14 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from compactkit.errors import ConfigError
-from compactkit.items.model import FunctionCall, FunctionCallOutput, Item, Message, Reasoning
+from compactkit.items.model import (
+    FunctionCall,
+    FunctionCallOutput,
+    Item,
+    Message,
+    ProviderCompaction,
+    Reasoning,
+)
 
 __all__ = ["Group", "group_items"]
 
@@ -88,7 +95,7 @@ def group_items(items: Sequence[Item], start: int = 0) -> list[Group]:
                 if isinstance(item, FunctionCall):
                     calls.append(item.call_id)
                     pending[item.call_id] = None
-                elif not isinstance(item, (Message, Reasoning)):
+                elif not isinstance(item, (Message, Reasoning, ProviderCompaction)):
                     raise ConfigError(
                         f"group_items takes items, got {type(item).__name__} at index "
                         f"{offset + i}; "

@@ -30,6 +30,7 @@ __all__ = [
     "ImagePart",
     "Item",
     "Message",
+    "ProviderCompaction",
     "RawPart",
     "Reasoning",
     "Role",
@@ -199,6 +200,36 @@ class Reasoning(_Item):
         return "\n".join(str(s.get("text", "")) for s in summary if isinstance(s, dict))
 
 
+class ProviderCompaction(_Item):
+    """A provider's own compaction of the history before it, kept byte-exact and opaque.
+
+    OpenAI's Responses API returns a ``compaction`` item (``client.responses.compact``, or a
+    request with ``context_management`` or a final ``compaction_trigger``); Anthropic returns a
+    ``compaction`` block in an assistant message (the ``compact_20260112`` context edit). The
+    provider reads it in place of what it covers, so compactkit carries it exactly as it came,
+    never masks, folds or summarises it (it is pinned), and never feeds its encrypted content to
+    the digest or an LLM summarizer. ``export_portable`` turns it into a plaintext summary of
+    the span it covers, for a move to another provider.
+    """
+
+    type: Literal["compaction"] = "compaction"
+    format: Literal["responses", "anthropic"]
+    """The format the payload belongs to; only that format can take it back."""
+    payload: dict[str, Any]
+    """The item or block exactly as the provider sent it."""
+    pinned: bool = True
+    """Always kept: dropping it would drop everything it covers (see ``AgentMemory.pin``)."""
+
+    @property
+    def text(self) -> str:
+        """The plaintext summary where the provider gave one (Anthropic's ``content``); OpenAI's
+        compaction is encrypted and has none."""
+        if self.format == "anthropic":
+            content = self.payload.get("content")
+            return content if isinstance(content, str) else ""
+        return ""
+
+
 class Tool(_Frozen):
     """A function tool the model may call (its schema counts against the token budget)."""
 
@@ -213,9 +244,11 @@ class Tool(_Frozen):
 
 
 Item: TypeAlias = Annotated[
-    Message | FunctionCall | FunctionCallOutput | Reasoning, Field(discriminator="type")
+    Message | FunctionCall | FunctionCallOutput | Reasoning | ProviderCompaction,
+    Field(discriminator="type"),
 ]
-"""One entry of a conversation: a message, a tool call, its output, or a reasoning item."""
+"""One entry of a conversation: a message, a tool call, its output, a reasoning item, or a
+provider's compaction."""
 
 ITEMS_ADAPTER: TypeAdapter[list[Item]] = TypeAdapter(list[Item])
 """The one serialiser for item lists (``validate_python``/``dump_python``/``…_json``)."""

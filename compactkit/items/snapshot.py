@@ -31,6 +31,7 @@ from compactkit.items.model import (
     FunctionCallOutput,
     Item,
     Message,
+    ProviderCompaction,
     Reasoning,
     TextPart,
 )
@@ -209,7 +210,9 @@ class MemorySnapshot(BaseModel):
         rest: list[Item] = []
         at_head = True  # only instructions (and summaries) so far: the summary's own position
         for item in items:
-            if not isinstance(item, (Message, FunctionCall, FunctionCallOutput, Reasoning)):
+            if not isinstance(
+                item, (Message, FunctionCall, FunctionCallOutput, Reasoning, ProviderCompaction)
+            ):
                 raise ConfigError(
                     f"MemorySnapshot.from_items takes items, got {type(item).__name__}; "
                     "convert wire messages first (chat_to_items, responses_to_items, …)"
@@ -348,7 +351,7 @@ class CompactResult(BaseModel):
 # The tag each item model's instances carry in their ``type`` field (the union's discriminator).
 _ITEM_TAGS: Final[dict[type, object]] = {
     model: model.model_fields["type"].default
-    for model in (Message, FunctionCall, FunctionCallOutput, Reasoning)
+    for model in (Message, FunctionCall, FunctionCallOutput, Reasoning, ProviderCompaction)
 }
 _type_of = attrgetter("type")
 

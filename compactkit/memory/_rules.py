@@ -30,6 +30,7 @@ from compactkit.items import (
     ImagePart,
     Item,
     Message,
+    ProviderCompaction,
     RawPart,
     Reasoning,
     TextPart,
@@ -55,8 +56,10 @@ _FROM_FORMAT = {
     "anthropic": anthropic_to_items,
 }
 
-_ItemT = TypeVar("_ItemT", bound="Message | FunctionCall | FunctionCallOutput | Reasoning")
-_ITEM_TYPES = (Message, FunctionCall, FunctionCallOutput, Reasoning)
+_ItemT = TypeVar(
+    "_ItemT", bound="Message | FunctionCall | FunctionCallOutput | Reasoning | ProviderCompaction"
+)
+_ITEM_TYPES = (Message, FunctionCall, FunctionCallOutput, Reasoning, ProviderCompaction)
 _PART_TYPES = (TextPart, ImagePart, RawPart)
 
 
@@ -95,6 +98,18 @@ def output_items(values: Iterable[object]) -> list[Item]:
                 raise ConfigError(f"output item {index} ({format} SDK object): {exc}") from exc
         elif isinstance(value, _ITEM_TYPES):
             items.append(_checked(value))
+        elif (
+            isinstance(value, Mapping)
+            and value.get("type") == "compaction"
+            and "format" not in value
+            and "encrypted_content" in value
+        ):  # an OpenAI compaction item as a dict (``CompactedResponse.model_dump()["output"]``)
+            try:
+                items.extend(_checked(i) for i in responses_to_items([value]))
+            except FormatError as exc:
+                raise ConfigError(
+                    f"output item {index} (a Responses compaction item): {exc}"
+                ) from exc
         elif isinstance(value, Mapping) and "type" in value:
             try:
                 items.extend(_checked(i) for i in ITEMS_ADAPTER.validate_python([value]))
@@ -170,7 +185,7 @@ def _check_storable(item: Item) -> None:
     """Raise ``ValueError`` when ``item`` would not come back from a store as it went in: a lone
     surrogate (not valid Unicode), NaN or infinity in provider data (JSON writes ``null``), or
     data nested too deeply to serialise. Cheap on the append path: strings are only encoded."""
-    if isinstance(item, Reasoning):
+    if isinstance(item, (Reasoning, ProviderCompaction)):
         _check_data(item.payload)
         return
     _check_data(item.extra)

@@ -337,8 +337,8 @@ class ModelCaller:
                     else part
                     for part in raw.get("content", [])
                 ]
-            elif kind != "reasoning":
-                continue  # built-in tool results are not modelled
+            elif kind not in ("reasoning", "compaction"):  # (a server-side compaction is kept
+                continue  # byte-exact and sent back); built-in tool results are not modelled
             raw_items.append(raw)
         try:
             return responses_to_items(raw_items)

@@ -20,10 +20,16 @@ Both fakes implement the ``LLM`` protocol (``complete`` and ``acomplete``).
   in-memory transport, and ``.client()`` / ``.async_client()`` return real ``openai`` clients
   wired to it. Every request body is kept in ``.requests``.
 
+* ``FakeCompactEndpoint`` is OpenAI's ``POST /v1/responses/compact`` in process (retained user
+  messages and one opaque ``compaction`` item, built from the SDK's types), for testing
+  ``ProviderCompactor`` and evaluating provider compaction offline.
+
 * ``compactkit.testing.conformance`` is the conformance kit: run the memory and session-store
   contracts against your own backend (see its docstring; it needs pytest only for its pytest
   base classes).
 """
+
+from typing import Any
 
 from compactkit.testing.fake_openai import (
     FakeOpenAI,
@@ -53,3 +59,13 @@ __all__ = [
     "text",
     "tool_call",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # ``FakeCompactEndpoint`` lives with the evals (their offline baseline uses it; documented
+    # there): reachable here too, loaded on first use so that this package stays light.
+    if name == "FakeCompactEndpoint":
+        from compactkit.evals.fake_compact import FakeCompactEndpoint
+
+        return FakeCompactEndpoint
+    raise AttributeError(f"module 'compactkit.testing' has no attribute {name!r}")

@@ -308,7 +308,8 @@ def test_unknown_shapes_are_sent_and_kept_untouched_with_a_warning(
             "action": {"type": "search", "query": "compactkit"},
         }
     )[0]
-    compaction = {"type": "compaction", "id": "cmp_1", "encrypted_content": "opaque"}
+    # (an OpenAI compaction item is modelled now: an item reference is the unknown shape)
+    compaction = {"type": "item_reference", "id": "msg_0123"}
     messages: list[Any] = [compaction, {"role": "user", "content": "search it"}, search]
     with caplog.at_level(logging.WARNING, logger="compactkit"):
         turn = compactor(messages)

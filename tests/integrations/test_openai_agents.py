@@ -214,7 +214,8 @@ def test_items_compactkit_does_not_model_pass_through_the_session() -> None:
     async def scenario() -> None:
         events: list[Any] = []
         store = SQLiteSession("opaque")
-        compaction = {"type": "compaction", "id": "cmp_1", "encrypted_content": "opaque"}
+        # (an OpenAI compaction item is modelled now: an item reference is the unknown shape)
+        compaction = {"type": "item_reference", "id": "msg_0123"}
         await store.add_items([compaction, {"role": "user", "content": "hello"}])
         session = CompactkitSession(store, model=MODEL, on_event=events.append)
         items = await session.get_items()
