@@ -19,10 +19,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, overload
 
 from compactkit.budget.profiles import ProfileRegistry
 from compactkit.compressors.base import MemoryCompressor
+from compactkit.compressors.preview import CompactionPreview
 from compactkit.errors import ConfigError
 from compactkit.governance.policy import CompactPolicy
 from compactkit.governance.projector import ContextProjector, Projection, ProjectionReport
@@ -223,6 +224,26 @@ class MessageCompactor:
             self._memory, instructions=prepared.instructions, tools=prepared.tools, usage=usage
         )
         return self._finish(messages, prepared, step)
+
+    def preview(
+        self,
+        messages: Sequence[Any],
+        *,
+        tools: Sequence[Any] | None = None,
+        instructions: str | None = None,
+        system: Any = None,
+    ) -> CompactionPreview:
+        """What a compaction of ``messages`` would do now (``Governor.preview``), without
+        compacting: the compactor reads the messages as a call would, and changes nothing else.
+
+        Raises:
+            ConfigError: as for a call, or the compressor cannot be previewed.
+        """
+        with self._lock:
+            prepared = self._prepare(messages, tools, instructions, system)
+            return self.governor.preview(
+                self._memory, instructions=prepared.instructions, tools=prepared.tools
+            )
 
     def observe_usage(self, prompt_tokens: int) -> None:
         """Report the provider's ``prompt_tokens`` for the latest call's prompt: it calibrates
@@ -425,6 +446,7 @@ class MessageCompactor:
         )
 
 
+@overload
 def compact_messages(
     messages: Sequence[Any],
     *,
@@ -434,8 +456,38 @@ def compact_messages(
     instructions: str | None = None,
     system: Any = None,
     usage: int | None = None,
+    dry_run: Literal[False] = False,
     **options: Any,
-) -> CompactedMessages:
+) -> CompactedMessages: ...
+
+
+@overload
+def compact_messages(
+    messages: Sequence[Any],
+    *,
+    model: str,
+    tools: Sequence[Any] | None = None,
+    format: MessageFormat | None = None,
+    instructions: str | None = None,
+    system: Any = None,
+    usage: int | None = None,
+    dry_run: Literal[True],
+    **options: Any,
+) -> CompactionPreview: ...
+
+
+def compact_messages(
+    messages: Sequence[Any],
+    *,
+    model: str,
+    tools: Sequence[Any] | None = None,
+    format: MessageFormat | None = None,
+    instructions: str | None = None,
+    system: Any = None,
+    usage: int | None = None,
+    dry_run: bool = False,
+    **options: Any,
+) -> CompactedMessages | CompactionPreview:
     """Govern one call's messages: what to send (under budget, pairs intact) and what to keep.
 
     The stateless form of ``MessageCompactor``: ``options`` are its (``compaction``,
@@ -449,7 +501,18 @@ def compact_messages(
         turn = compact_messages(messages, model="gpt-4o", tools=tools)
         reply = client.chat.completions.create(model="gpt-4o", messages=turn.send, tools=tools)
         messages = [*turn.history, reply.choices[0].message]
+
+    With ``dry_run=True`` it returns a ``CompactionPreview`` instead (``Governor.preview``):
+    what a compaction of these messages would keep, mask and fold (items numbered from 0 in
+    the order read: an assistant message with tool calls is several items), the tokens before
+    and after and the summarizer calls it would make. Nothing is sent to a summarizer and
+    nothing is kept.
     """
+    if dry_run:
+        # A compactor of its own, not a kept one: the preview leaves the conversations
+        # compact_messages remembers exactly as they were.
+        compactor = MessageCompactor(model, format=format, **options)
+        return compactor.preview(messages, tools=tools, instructions=instructions, system=system)
     compactor = _COMPACTORS.find(messages, model, format, options)
     return compactor(messages, tools=tools, instructions=instructions, system=system, usage=usage)
 
