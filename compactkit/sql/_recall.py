@@ -185,17 +185,20 @@ class Recall(SQLSession):
         i, r = self._t.items, self._recall_table
         joiner = " & " if every_word else " | "
         wanted = func.to_tsquery("simple", joiner.join(f"'{word}'" for word in words))
-        score = func.ts_rank(r.c.words, wanted).label("score")
+        # Materialised first: the GIN index finds the matches, whatever the planner estimates
+        # for the items table (stale statistics made it filter every row of the session).
+        matches = (
+            select(r.c.seq, func.ts_rank(r.c.words, wanted).label("score"))
+            .where(r.c.session_id == self._session_id, r.c.words.op("@@")(wanted))
+            .cte("matches")
+            .prefix_with("MATERIALIZED")
+        )
         query = (
-            select(i.c.seq, i.c.payload, i.c.pinned, score)
-            .select_from(r)
-            .join(i, and_(i.c.session_id == r.c.session_id, i.c.seq == r.c.seq))
-            .where(
-                r.c.session_id == self._session_id,
-                r.c.words.op("@@")(wanted),
-                self._archived(),
-            )
-            .order_by(score.desc(), i.c.seq)
+            select(i.c.seq, i.c.payload, i.c.pinned, matches.c.score)
+            .select_from(matches)
+            .join(i, and_(i.c.session_id == self._session_id, i.c.seq == matches.c.seq))
+            .where(self._archived())
+            .order_by(matches.c.score.desc(), i.c.seq)
             .limit(limit)
         )
         return [tuple(row) for row in conn.execute(query).all()]
