@@ -12,7 +12,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
-    from compactkit.budget.profile import PromptCaching
+    from compactkit.budget.profile import Prices, PromptCaching
     from compactkit.budget.profiles import (
         DEFAULT_RESERVED_OUTPUT,
         PROFILES_ENV,
@@ -379,6 +379,7 @@ _LAZY = {
     "Projection": "compactkit.governance.projector",
     "ProjectionEvent": "compactkit.runtime.events",
     "ProjectionReport": "compactkit.governance.projector",
+    "Prices": "compactkit.budget.profile",
     "PromptCaching": "compactkit.budget.profile",
     "PromptProblem": "compactkit.formats.validate",
     "ANTHROPIC_COMPACT_BETA": "compactkit.compressors.provider",
@@ -580,6 +581,7 @@ __all__ = [
     "PassthroughEvent",
     "PendingCallEvent",
     "PolicyState",
+    "Prices",
     "ProblemKind",
     "ProfileRegistry",
     "Projection",

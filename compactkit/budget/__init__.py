@@ -5,7 +5,13 @@ reserves and budget policies (``profiles`` and the bundled, cited ``profiles.tom
 only ``items`` and ``errors``.
 """
 
-from compactkit.budget.profile import Counting, MessageRules, PromptCaching, ToolSchemaRules
+from compactkit.budget.profile import (
+    Counting,
+    MessageRules,
+    Prices,
+    PromptCaching,
+    ToolSchemaRules,
+)
 from compactkit.budget.profiles import (
     DEFAULT_RESERVED_OUTPUT,
     PROFILES_ENV,
@@ -37,6 +43,7 @@ __all__ = [
     "MessageRules",
     "ModelProfile",
     "ProfileRegistry",
+    "Prices",
     "PromptCaching",
     "TiktokenCounter",
     "TokenCount",

@@ -31,6 +31,7 @@ __all__ = [
     "Counting",
     "MessageRules",
     "ModelProfile",
+    "Prices",
     "PromptCaching",
     "ToolSchemaRules",
 ]
@@ -134,6 +135,50 @@ class PromptCaching(_Frozen):
         return self.min_prefix_tokens + steps * self.granularity_tokens
 
 
+class Prices(_Frozen):
+    """What a model's tokens cost, in US dollars per million tokens (the providers' unit).
+
+    Only ``input`` and ``output`` are required; a price left out is not known (``cost`` then
+    refuses tokens of that kind rather than guess).
+    """
+
+    input: float = Field(ge=0)
+    """An input (prompt) token not read from the cache."""
+    output: float = Field(ge=0)
+    """An output (completion) token, reasoning tokens included."""
+    cached_input: float | None = Field(default=None, ge=0)
+    """An input token read from the provider's prompt cache."""
+    cache_write: float | None = Field(default=None, ge=0)
+    """An input token written to the prompt cache (Anthropic charges extra for it)."""
+    source: str = Field(min_length=1)
+    """The provider's pricing page."""
+
+    def cost(
+        self, *, input: int = 0, output: int = 0, cached_input: int = 0, cache_write: int = 0
+    ) -> float:
+        """The cost in dollars of the given token counts (``input`` excludes cached ones).
+
+        Raises:
+            ConfigError: a count below 0, or tokens of a kind whose price is not known.
+        """
+        total = 0.0
+        for kind, tokens, price in (
+            ("input", input, self.input),
+            ("output", output, self.output),
+            ("cached_input", cached_input, self.cached_input),
+            ("cache_write", cache_write, self.cache_write),
+        ):
+            if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+                raise ConfigError(f"{kind} must be a token count >= 0, got {tokens!r}")
+            if tokens and price is None:
+                raise ConfigError(
+                    f"{tokens} {kind} tokens but no {kind} price is known: add "
+                    f"prices.{kind} to the model's profile (docs/models.md)"
+                )
+            total += tokens * (price or 0.0) / 1_000_000
+        return total
+
+
 class ModelProfile(_Frozen):
     """Facts about a model or a family of models, with the documentation they come from.
 
@@ -173,6 +218,9 @@ class ModelProfile(_Frozen):
     """How the provider caches prompt prefixes (``None``: it does not, or it is not known).
     Where it caches, the projector keeps each prompt a prefix extension of the last one
     (cache-aware mode, docs/projector.md)."""
+
+    prices: Prices | None = None
+    """What its tokens cost, per million (``None``: not known; compactkit never guesses)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelProfile:
