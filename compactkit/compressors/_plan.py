@@ -2,8 +2,9 @@
 
 A snapshot's items are read as ``instructions + groups``: the leading system/developer messages
 (never altered), then atomic groups (``group_items``). A group is *protected* when it holds a
-pinned item, the latest user input, or a call still waiting for its output; protected groups are
-always kept. A compressor keeps the protected groups plus one contiguous suffix of the newest
+pinned item, the latest user input, or a call still waiting for its output, or when it is the
+newest group (the last assistant turn with its calls and outputs); protected groups are always
+kept. A compressor keeps the protected groups plus one contiguous suffix of the newest
 groups and folds the rest, so the result has the projector's shape and no group is ever split.
 """
 
@@ -108,6 +109,10 @@ class Layout:
                 reason = "pending calls"
             elif any(item.pinned for item in group.slice(items)):
                 reason = "pinned items"
+            elif group is groups[-1] and group.kind != "orphan":
+                # The newest group is what the model asked for last (a call and its output):
+                # folding or masking it would answer the call with nothing.
+                reason = "newest group"
             protected.append(reason)
         return cls(items, lead, groups, tuple(protected))
 

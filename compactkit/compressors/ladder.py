@@ -13,9 +13,13 @@ conversation, tool schemas, reply priming) and the ladder stops as soon as it fi
 a later step reaches the target the outcome is ``fallback`` and ``error`` says what failed.
 
 All or nothing: when no step can reach the target — the instructions, the summary, the latest
-user input, pinned items and pending calls are never reduced — the outcome is ``failed``, the
-error names those parts and their sizes, and **the input snapshot is returned unchanged**: a
-ladder that cannot meet its target loses nothing.
+user input, pinned items, pending calls and the newest group are never reduced — the outcome is
+``failed``, the error names those parts and their sizes, and **the input snapshot is returned
+unchanged**: a ladder that cannot meet its target loses nothing. The one exception: when what
+is left after the steps is only those parts (everything else was folded into the summary), the
+reduction is kept (``compacted``, ``details["target_unreachable"]`` says why the target was
+missed): the newest group alone may be larger than a target, and refusing would stop every
+compaction until it is no longer the newest.
 """
 
 from __future__ import annotations
@@ -166,8 +170,20 @@ class LadderCompressor:
             if tokens <= target:
                 break
         details["target_met"] = tokens <= target
-        if tokens > target:
-            parts = sorted(irreducible(current, counter, self.tools), key=lambda p: -p[1])
+        parts = (
+            sorted(irreducible(current, counter, self.tools), key=lambda p: -p[1])
+            if tokens > target
+            else []
+        )
+        if tokens > target and used and tokens < before and sum(t for _, t in parts) >= tokens:
+            # Everything that could be reduced was: what is left may never be (the newest
+            # group, the latest input, pins). Keep the reduction rather than none at all.
+            details["irreducible"] = dict(parts)
+            details["target_unreachable"] = (
+                f"the parts no compressor may reduce take {tokens:,} tokens, over the target "
+                f"{target:,}: " + ", ".join(f"{name} ({size:,} tokens)" for name, size in parts)
+            )
+        elif tokens > target:
             listing = ", ".join(f"{name} ({size:,} tokens)" for name, size in parts)
             error = (
                 f"cannot reach target {target:,} tokens: {tokens:,} remain after "

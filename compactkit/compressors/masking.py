@@ -58,6 +58,67 @@ def mask_output(
     return output.model_copy(update={"output": note + ". Call the tool again to see it.]"})
 
 
+CUT_PREFIX = "[cut by compactkit: "
+"""How the marker inside a cut output starts (``cut_output``)."""
+
+
+def cut_output(
+    output: FunctionCallOutput,
+    *,
+    max_tokens: int,
+    counter: TokenCounter,
+    tool: str | None = None,
+) -> FunctionCallOutput:
+    """``output`` shortened to at most ``max_tokens`` (by ``counter.count_item``): its head and
+    its end, with a marker between them saying how much was cut and how to see it::
+
+        ...first lines...
+        [cut by compactkit: 5,210 of 7,530 tokens of this output of read_file (call_id
+        call_7) were not sent, to fit the context budget. Call the tool again for a narrower
+        part (a range, a filter, a page) to see them.]
+        ...last lines...
+
+    For the newest output when it alone is larger than the whole budget: masking it would
+    leave the model nothing of the result it just asked for. ``output`` itself when it fits
+    already; the marker alone (nothing of the text kept) when even that is over
+    ``max_tokens`` (the caller compares the count).
+    """
+    text = output.text
+    total = counter.count_item(output)
+    if total <= max_tokens:
+        return output
+    tool = tool or output.name or "a tool"
+    size = counter.count_text(text)
+
+    def shortened(kept: int) -> FunctionCallOutput:
+        head, tail = text[: kept * 2 // 3], text[len(text) - kept // 3 :] if kept // 3 else ""
+        dropped = size - counter.count_text(head) - counter.count_text(tail)
+        note = (
+            f"\n{CUT_PREFIX}{max(dropped, 0):,} of {size:,} tokens of this output of {tool} "
+            f"(call_id {output.call_id}) were not sent, to fit the context budget. Call the "
+            "tool again for a narrower part (a range, a filter, a page) to see them.]\n"
+        )
+        return output.model_copy(update={"output": head + note + tail})
+
+    low, high = 0, len(text)  # the most characters kept whose rendering fits: binary search
+    best = shortened(0)
+    if counter.count_item(best) > max_tokens:
+        return best
+    while low < high:
+        middle = (low + high + 1) // 2
+        candidate = shortened(middle)
+        if counter.count_item(candidate) <= max_tokens:
+            low, best = middle, candidate
+        else:
+            high = middle - 1
+    return best
+
+
+def is_cut(item: Item) -> bool:
+    """Whether ``item`` is an output shortened by ``cut_output``."""
+    return isinstance(item, FunctionCallOutput) and CUT_PREFIX in item.text
+
+
 def is_masked(item: Item) -> bool:
     """Whether ``item`` is a masking placeholder."""
     return isinstance(item, FunctionCallOutput) and item.text.startswith(MASK_PREFIX)

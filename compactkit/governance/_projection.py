@@ -79,6 +79,9 @@ class View:
             required[self.last_user] = "latest user input"
         if self.tail is not None and self.tail.pending:
             required[self.n_closed] = "pending calls"
+        elif self.tail is not None and self.tail.kind != "orphan":
+            # The newest group, sent whole: the model's last calls with their outputs.
+            required.setdefault(self.n_closed, "newest group")
         return required
 
 

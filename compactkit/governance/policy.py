@@ -293,32 +293,43 @@ class CompactPolicy:
         cls,
         model: str,
         *,
+        budget: int | None = None,
         trigger: TriggerLike | int | float | None = None,
         target: int | float | None = None,
         registry: ProfileRegistry | None = None,
         **unknown: object,
     ) -> CompactPolicy:
         """The model's defaults from its ``BudgetPolicy``: fire over its trigger tokens, aim for
-        its target tokens, with its usable input budget. ``trigger``/``target`` override them
-        (a number means tokens, a float in (0, 1) a share of the budget); ``registry`` looks the
-        model up there instead of the default registry.
+        its target tokens, with its usable input budget.
+
+        Args:
+            model: The model name as sent to the provider.
+            budget: The usable input budget in tokens, instead of the profile's; the default
+                trigger and target keep their share of it (80 % and 50 % by default).
+            trigger: When to compact: tokens (``int``), a share of the budget (``float`` in
+                (0, 1]) or a trigger (``ratio_over(0.8) | items_over(500)``).
+            target: Down to what: tokens or a share of the budget. Without it, a ``trigger``
+                gets a target below it (the default target, or 5/8 of the trigger's lowest
+                token threshold when that is lower), so the two never contradict.
+            registry: Where to look the model up (default: the process-wide registry).
 
         Raises:
-            ConfigError: the model is unknown, or its budget policy does not fit its profile.
+            ConfigError: the model is unknown, an option is misspelt (the message names the
+                closest one), or the target is not below the trigger.
         """
-        from compactkit.budget.profiles import budget_for
-
         if unknown:
             raise ConfigError.unknown_options(
-                "CompactPolicy.for_model", unknown, ["trigger", "target", "registry"]
+                "CompactPolicy.for_model", unknown, ["budget", "trigger", "target", "registry"]
             )
-        budget = budget_for(model, registry=registry)
-        return cls(
-            tokens_over(budget.trigger_tokens) if trigger is None else _as_trigger(trigger),
-            target=budget.target_tokens if target is None else target,
-            budget=budget.usable_input,
-            model=model,
-        )
+        usable, default_trigger, default_target = model_thresholds(model, budget, registry)
+        chosen = _as_trigger(default_trigger if trigger is None else trigger)
+        if target is None:
+            target = default_target
+            probe = cls(chosen, target=1, budget=usable, model=model)
+            lowest = min((threshold for threshold, _ in probe._thresholds()), default=None)
+            if lowest is not None and target >= lowest:
+                target = max(1, lowest * 5 // 8)
+        return cls(chosen, target=target, budget=usable, model=model)
 
     def target_tokens(self) -> int:
         """The target in tokens (a ratio target is resolved against ``budget``)."""
@@ -408,6 +419,26 @@ class CompactPolicy:
                 yield leaf.value, leaf
             elif isinstance(leaf, ratio_over) and self.budget is not None:
                 yield int(leaf.ratio * self.budget), leaf
+
+
+def model_thresholds(
+    model: str, budget: int | None = None, registry: ProfileRegistry | None = None
+) -> tuple[int, int, int]:
+    """``(usable input budget, trigger tokens, target tokens)`` of ``model``'s profile; with
+    ``budget`` given, that budget with the trigger and target at the same shares of it."""
+    from compactkit.budget.profiles import budget_for
+
+    found = budget_for(model, registry=registry)
+    usable = found.usable_input
+    if budget is None:
+        return usable, found.trigger_tokens, found.target_tokens
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
+        raise ConfigError(
+            f"budget must be a positive whole number of tokens, got {budget!r}; pass an int "
+            "such as budget=6000"
+        )
+    trigger = max(2, int(budget * found.trigger_tokens / usable))
+    return budget, trigger, max(1, min(trigger - 1, int(budget * found.target_tokens / usable)))
 
 
 def _as_trigger(trigger: TriggerLike | int | float | None) -> TriggerLike | None:

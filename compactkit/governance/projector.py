@@ -30,6 +30,7 @@ from typing import Any, Literal, TypeAlias
 
 from compactkit.budget.profiles import ProfileRegistry, budget_for
 from compactkit.budget.tokens import TokenCounter, counter_for
+from compactkit.compressors.masking import cut_output
 from compactkit.errors import BudgetError, ConfigError, FormatError
 from compactkit.formats.validate import validate_items
 from compactkit.governance._cache import DEFAULT_REFILL, PrefixTracker, StablePrefix
@@ -37,7 +38,15 @@ from compactkit.governance._incremental import MessageCache, OverheadCache
 from compactkit.governance._projection import Mask, Masker, Piece, Pieces, View, ViewCache
 from compactkit.governance._render import complement, greedy, render_window
 from compactkit.governance._select import may_be_invalid, unmasked, window_start
-from compactkit.items import Item, ItemsChain, ItemsView, Message, Tool
+from compactkit.items import (
+    FunctionCall,
+    FunctionCallOutput,
+    Item,
+    ItemsChain,
+    ItemsView,
+    Message,
+    Tool,
+)
 from compactkit.items.snapshot import (
     DEFAULT_SUMMARY_ROLE,
     MemorySnapshot,
@@ -303,14 +312,23 @@ class ContextProjector:
         sums = pieces.catch_up(reach=limit)
         required = view.required()
         needed = {index: pieces.get(index).min_tokens for index in required}
+        n_closed = view.n_closed
+        tail = pieces.get(n_closed) if view.tail is not None else None
+        cuts: dict[int, Item] = {}
+        if tail is not None and n_closed in required:
+            # The newest group is sent whole, never masked; an output of it larger than what
+            # the budget leaves is cut (with a marker saying so), not dropped or masked.
+            needed[n_closed] = tail.min_tokens + sum(mask.saving for mask in tail.masks)
+            over = fixed + sum(needed.values()) - limit
+            if over > 0:
+                cuts, saved_by_cut = self._cut_newest(tail, over)
+                needed[n_closed] -= saved_by_cut
         if fixed + sum(needed.values()) > limit:
-            raise self._budget_error(snapshot, head, tools, pieces, required, limit)
+            raise self._budget_error(snapshot, head, tools, pieces, required, limit, needed)
         room = limit - fixed - sum(needed.values())
 
         # -- select: the window, every bulky output masked, newest groups while they fit ----
-        n_closed = view.n_closed
-        tail = pieces.get(n_closed) if view.tail is not None else None
-        tail_tokens = None if tail is None else tail.min_tokens
+        tail_tokens = None if tail is None else needed.get(n_closed, tail.min_tokens)
         start, used = window_start(sums, n_closed, tail_tokens, needed, room)
         if start < sums.bounded:  # never, by catch_up's choice; were it to, sum exactly
             sums = pieces.catch_up(reach=None)
@@ -326,12 +344,16 @@ class ContextProjector:
         self._check(problems)
         # ... then outputs whole again, newest first, wherever the rest of the budget allows:
         # the oldest stay masked, and so does an output too large to fit whole at any age.
-        masked_tail, room = greedy(reversed(tail.masks) if in_window and tail else (), room)
+        masked_tail: list[Mask] = []
+        if in_window and tail is not None and n_closed not in required:
+            masked_tail, room = greedy(reversed(tail.masks), room)
         low, high = sums.first_mask[min(start, n_closed)], sums.first_mask[n_closed]
         whole, room = unmasked(sums, low, high, room)
         whole.sort()
         masked_ahead: list[Mask] = []
         for piece in reversed(ahead):
+            if piece is tail:
+                continue  # sent whole (or cut), counted in full already
             kept_masked, room = greedy(reversed(piece.masks), room)
             masked_ahead = kept_masked + masked_ahead
         masked_tail.reverse()
@@ -359,6 +381,7 @@ class ContextProjector:
         # -- render: head, the groups kept ahead of the window, then the window -------------
         swap: dict[int, Item] = {id(m.original): m.placeholder for m in masked_ahead}
         swap.update((id(m.original), m.placeholder) for m in masked_tail)
+        swap.update(cuts)
         runs: list[Run] = [(head, 0, len(head))]  # joined, not copied: O(runs) per call
         for piece in ahead:
             kept = [swap.get(id(item), item) for item in piece.items]
@@ -382,6 +405,9 @@ class ContextProjector:
                 own.append((tail, [swap.get(id(item), item) for item in tail.items]))
             sent += render_window(runs, snapshot.items, sums, first, whole, own)
         notes = self._notes(view, problems, ahead, start, n_masked, saved, required)
+        if cuts:
+            ids = ", ".join(repr(getattr(item, "call_id", "")) for item in cuts.values())
+            notes.append(f"cut the newest output(s) {ids} to fit the budget (marked in the text)")
         last = tail if in_window else None
         items: Sequence[Item] = ItemsChain.joined(runs)
         if self.validate is not None and may_be_invalid(sums, start, n_closed, ahead, last):
@@ -412,6 +438,33 @@ class ContextProjector:
             ),
         )
         return Projection(items, tokens, limit, report)
+
+    def _cut_newest(self, tail: Piece, over: int) -> tuple[dict[int, Item], int]:
+        """Cuts of the newest group's outputs, largest first, until ``over`` tokens are saved
+        (or nothing more can be): ``id(original) -> cut output``, and the tokens saved."""
+        count = self.counter.count_item
+        names = {item.call_id: item.name for item in tail.items if isinstance(item, FunctionCall)}
+        outputs = sorted(
+            (item for item in tail.items if isinstance(item, FunctionCallOutput)),
+            key=count,
+            reverse=True,
+        )
+        cuts: dict[int, Item] = {}
+        saved = 0
+        for output in outputs:
+            if saved >= over:
+                break
+            size = count(output)
+            cut = cut_output(
+                output,
+                max_tokens=max(0, size - (over - saved)),
+                counter=self.counter,
+                tool=names.get(output.call_id),
+            )
+            if count(cut) < size:  # (the marker alone may be longer than a short output)
+                cuts[id(output)] = cut
+                saved += size - count(cut)
+        return cuts, saved
 
     def check_instructions(self, instructions: object) -> None:
         """Raise ``ConfigError`` unless ``instructions`` is what ``project`` takes: ``None``, a
@@ -468,6 +521,7 @@ class ContextProjector:
         pieces: Pieces,
         required: dict[int, str],
         limit: int,
+        sizes: Mapping[int, int] | None = None,
     ) -> BudgetError:
         count = self.counter.count_item
         summary = count(head[-1]) if snapshot.summary else 0
@@ -479,7 +533,8 @@ class ContextProjector:
             "reply priming": priming,
         }
         for index, part in required.items():
-            parts[part] = parts.get(part, 0) + pieces.get(index).min_tokens
+            size = sizes[index] if sizes is not None else pieces.get(index).min_tokens
+            parts[part] = parts.get(part, 0) + size
         total = sum(parts.values())
         part, tokens = max(parts.items(), key=lambda entry: entry[1])
         others = ", ".join(f"{name} {size:,}" for name, size in parts.items() if size)

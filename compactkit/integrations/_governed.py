@@ -1,8 +1,9 @@
 """What the LangChain middleware and the pydantic-ai capability share: their two governors.
 
 Both frameworks hold the history and call a hook before every model call. ``mode="project"``
-governs only what the model sees (the history is never changed); ``mode="compact"`` also folds
-the history when the policy fires and writes the result back. Two governors share one projector:
+governs only what the model sees (the history is never changed: compaction runs on the mirror
+of it, whose summary the integration holds); ``mode="compact"`` also folds the history when the
+policy fires and writes the result back. Two governors share one projector:
 the compacting one runs where the framework lets a hook rewrite the history, the projecting one
 (compaction off) on every model call, so a compaction never runs twice for one step and every
 prompt is projected under the budget.
@@ -18,18 +19,31 @@ from compactkit.budget.profiles import ProfileRegistry, budget_for
 from compactkit.budget.tokens import TokenCounter, counter_for
 from compactkit.compressors.base import MemoryCompressor
 from compactkit.errors import ConfigError
-from compactkit.governance.policy import CompactPolicy, tokens_over, usage_over
+from compactkit.governance.policy import CompactPolicy, TriggerLike, model_thresholds
 from compactkit.governance.projector import ContextProjector, Projection
 from compactkit.items.snapshot import SummaryRole
 from compactkit.runtime.events import CompactionRequest, EventHandler, PassthroughEvent, emit
-from compactkit.runtime.governor import Governor
+from compactkit.runtime.governor import Governor, default_policy
 
-__all__ = ["Governors", "Mode"]
+__all__ = ["OPTIONS", "Governors", "Mode"]
 
 Mode: TypeAlias = Literal["project", "compact"]
 """``project``: only what the model sees is governed; ``compact``: the history is compacted too."""
 
-_TRIGGER, _TARGET = 0.8, 0.5  # of an explicit budget=, as the profiles' defaults are
+OPTIONS = (
+    "mode",
+    "budget",
+    "trigger",
+    "target",
+    "compressor",
+    "policy",
+    "projector",
+    "summary_role",
+    "registry",
+    "on_event",
+    "before_compaction",
+)
+"""The options the LangChain middleware and the pydantic-ai capability take beyond ``model``."""
 
 
 def model_name(model: object) -> str:
@@ -69,6 +83,8 @@ class Governors:
         mode: Mode,
         budget: int | None,
         registry: ProfileRegistry | None,
+        trigger: TriggerLike | int | float | None = None,
+        target: int | float | None = None,
         projector: ContextProjector | None,
         policy: CompactPolicy | None,
         compressor: MemoryCompressor | None,
@@ -81,50 +97,54 @@ class Governors:
         ``counter`` replaces the model's counter in the default projector."""
         if mode not in ("project", "compact"):
             raise ConfigError(f"mode must be 'project' or 'compact', got {mode!r}")
-        if mode == "project" and (policy is not None or compressor is not None):
-            raise ConfigError(
-                "mode='project' never changes the history, so policy= and compressor= would "
-                "not be used: pass mode='compact' to compact with them"
-            )
-        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)):
-            raise ConfigError(f"budget must be a number of tokens, got {budget!r}")
-        if budget is not None and budget <= 0:
-            raise ConfigError(f"budget must be a positive number of tokens, got {budget!r}")
         if projector is not None and budget is not None:
             raise ConfigError(
                 "budget= sizes the default projector; with projector= given, build it with "
                 "ContextProjector.for_model(model, budget=...) instead"
             )
         model = model_name(model)
+        # A budget reaches the policy too: the one given, or the one a given projector holds.
+        policy_budget = budget if projector is None else projector.budget
         if projector is None:
             found = budget_for(model, registry=registry)
-            usable = budget if budget is not None else found.usable_input
+            usable, _, _ = model_thresholds(model, budget, registry)
             projector = ContextProjector(
                 counter if counter is not None else counter_for(model, registry=registry),
                 budget=usable,
                 summary_role=summary_role,
                 cache_aware=found.profile.prompt_cache is not None,  # keep the prefix cacheable
             )
+        # The budget reaches the policy too: compaction fires before the projection has to
+        # drop or mask history.
+        policy = policy or default_policy(
+            model,
+            budget=policy_budget,
+            trigger=trigger,
+            target=target,
+            registry=registry,
+            cache_aware=projector.cache_aware,
+        )
         compacting = None
         if mode == "compact":
-            if policy is None and budget is not None:
-                trigger = int(budget * _TRIGGER)
-                policy = CompactPolicy(
-                    tokens_over(trigger) | usage_over(trigger),
-                    target=int(budget * _TARGET),
-                    budget=budget,
-                    model=model,
-                )
-            compacting = Governor.for_model(
-                model,
-                registry=registry,
-                projector=projector,
+            compacting = Governor(
+                projector,
                 policy=policy,
                 compressor=compressor,
                 on_event=on_event,
                 before_compaction=before_compaction,
             )
-        projecting = Governor(projector, on_event=on_event)
+            projecting = Governor(projector, on_event=on_event)
+        else:
+            # The framework's history is never changed; the mirror of it is compacted (its
+            # summary held here), so the user's task and rules stay in every prompt once the
+            # history outgrows the budget, instead of being dropped with the oldest turns.
+            projecting = Governor(
+                projector,
+                policy=policy,
+                compressor=compressor,
+                on_event=on_event,
+                before_compaction=before_compaction,
+            )
         return cls(projecting, compacting, summary_role, on_event, format)
 
     def observe_usage(self, prompt_tokens: object, projection: Projection) -> None:

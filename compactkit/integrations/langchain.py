@@ -8,7 +8,9 @@ Every model call goes through ``wrap_model_call``/``awrap_model_call``: the stat
 mirrored into a compactkit memory (only the new ones are converted and counted), the shared
 governance step projects them under the model's budget — group-safe, with the system prompt and
 the tool schemas counted — and the model is called with ``request.override(messages=...)``. The
-checkpointed state is never touched by that (``mode="project"``, the default).
+checkpointed state is never touched by that (``mode="project"``, the default): when the policy
+fires, the mirror is compacted and its summary (held by the middleware) is sent instead of the
+oldest turns, so the user's task and rules are never simply dropped.
 
 ``mode="compact"`` also compacts: in ``before_model``/``abefore_model``, when the policy fires,
 the compressor folds the oldest groups into compactkit's summary and the state is rewritten the
@@ -55,10 +57,10 @@ from compactkit.compressors.base import MemoryCompressor  # noqa: E402
 from compactkit.compressors.summary import SummaryCompressor  # noqa: E402
 from compactkit.compressors.summary.llm import ChatMessage  # noqa: E402
 from compactkit.errors import ConfigError  # noqa: E402
-from compactkit.governance.policy import CompactPolicy  # noqa: E402
+from compactkit.governance.policy import CompactPolicy, TriggerLike  # noqa: E402
 from compactkit.governance.projector import ContextProjector, Projection  # noqa: E402
 from compactkit.integrations import _langchain_convert as convert  # noqa: E402
-from compactkit.integrations._governed import Governors, Mode  # noqa: E402
+from compactkit.integrations._governed import OPTIONS, Governors, Mode  # noqa: E402
 from compactkit.integrations._langchain_options import (  # noqa: E402
     ClearToolOutputs,
     CountMessages,
@@ -91,6 +93,9 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             compacts the state when the policy fires.
         budget: The usable input budget in tokens (default: the model profile's). With
             ``mode="compact"`` it also sizes the default policy (compact over 80 %, down to 50 %).
+        trigger: When to compact (``mode="compact"``): tokens, a share of the budget, or a
+            trigger.
+        target: Down to what (``mode="compact"``); without it a ``trigger`` gets one below it.
         compressor: What compacts (``mode="compact"``; default the ladder: masking, then the
             deterministic digest). Pass a ``SummaryCompressor`` for an LLM summary.
         policy: When to compact and down to what (``mode="compact"``).
@@ -132,6 +137,8 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         *,
         mode: Mode = "project",
         budget: int | None = None,
+        trigger: TriggerLike | int | float | None = None,
+        target: int | float | None = None,
         compressor: MemoryCompressor | None = None,
         policy: CompactPolicy | None = None,
         projector: ContextProjector | None = None,
@@ -144,7 +151,10 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         keep: tuple[str, int] | None = None,
         token_counter: CountMessages | None = None,
         clear_tool_outputs: ClearToolOutputs | None = None,
+        **unknown: object,
     ) -> None:
+        if unknown:
+            raise ConfigError.unknown_options("CompactkitMiddleware", unknown, _OPTIONS)
         super().__init__()
         self.mode: Mode = mode
         counter = None if token_counter is None else MessagesCounter(token_counter)
@@ -167,6 +177,8 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             format="langchain",
             mode=mode,
             budget=budget,
+            trigger=trigger,
+            target=target,
             registry=registry,
             projector=projector,
             policy=policy,
@@ -456,3 +468,14 @@ def _last_usage(messages: Sequence[BaseMessage]) -> int | None:
             tokens = usage.get("input_tokens") if usage else None
             return tokens if isinstance(tokens, int) and tokens >= 0 else None
     return None
+
+
+_OPTIONS = (
+    *OPTIONS,
+    "summarizer",
+    "summary_prompt",
+    "keep",
+    "token_counter",
+    "clear_tool_outputs",
+)
+"""Every option ``CompactkitMiddleware`` takes beyond ``model`` (the shared ones first)."""

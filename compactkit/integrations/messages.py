@@ -25,7 +25,7 @@ from compactkit.budget.profiles import ProfileRegistry
 from compactkit.compressors.base import MemoryCompressor
 from compactkit.compressors.preview import CompactionPreview
 from compactkit.errors import ConfigError
-from compactkit.governance.policy import CompactPolicy
+from compactkit.governance.policy import CompactPolicy, TriggerLike
 from compactkit.governance.projector import ContextProjector, Projection, ProjectionReport
 from compactkit.integrations._seen import SeenList
 from compactkit.integrations._wire import (
@@ -108,6 +108,10 @@ class MessageCompactor:
             dicts); a call may override them.
         registry: Where to look the model up (default: the process-wide registry).
         governor: A ready ``Governor`` (then the options below must not be given).
+        budget: The usable input budget in tokens (default: the model profile's); it sizes
+            both the projection and the compaction policy.
+        trigger: When to compact (tokens, a share of the budget, or a trigger).
+        target: Down to what (tokens or a share); without it a ``trigger`` gets one below it.
         compaction: ``False``: only project (drop old turns and mask bulky outputs from the
             prompt), never summarise the history.
         policy: When to compact and down to what (default: the model's budget policy).
@@ -130,6 +134,9 @@ class MessageCompactor:
         tools: Sequence[Any] | None = None,
         registry: ProfileRegistry | None = None,
         governor: Governor | None = None,
+        budget: int | None = None,
+        trigger: TriggerLike | int | float | None = None,
+        target: int | float | None = None,
         compaction: bool = True,
         policy: CompactPolicy | None = None,
         compressor: MemoryCompressor | None = None,
@@ -137,19 +144,29 @@ class MessageCompactor:
         projector: ContextProjector | None = None,
         on_event: Callable[[Event], None] | None = None,
         background: BackgroundCompaction | None = None,
+        **unknown: object,
     ) -> None:
+        if unknown:
+            raise ConfigError.unknown_options("MessageCompactor", unknown, _OPTIONS)
         if governor is not None:
-            options = (policy, compressor, summary_role, projector, registry, background)
+            options = (
+                *(policy, compressor, summary_role, projector, registry, background),
+                *(budget, trigger, target),
+            )
             if any(option is not None for option in options) or not compaction:
                 raise ConfigError(
-                    "governor= is already configured: do not pass policy=, compressor=, "
-                    "summary_role=, projector=, registry=, background= or compaction= with it"
+                    "governor= is already configured: do not pass budget=, trigger=, target=, "
+                    "policy=, compressor=, summary_role=, projector=, registry=, background= "
+                    "or compaction= with it"
                 )
             if not isinstance(governor, Governor):
                 raise ConfigError(f"governor must be a Governor, got {type(governor).__name__}")
         else:
             governor = Governor.for_model(
                 model,
+                budget=budget,
+                trigger=trigger,
+                target=target,
                 registry=registry,
                 projector=projector,
                 policy=policy,
@@ -508,6 +525,9 @@ def compact_messages(
     and after and the summarizer calls it would make. Nothing is sent to a summarizer and
     nothing is kept.
     """
+    unknown = [name for name in options if name not in _OPTIONS]
+    if unknown:
+        raise ConfigError.unknown_options("compact_messages", unknown, [*_OPTIONS, *_CALL])
     if dry_run:
         # A compactor of its own, not a kept one: the preview leaves the conversations
         # compact_messages remembers exactly as they were.
@@ -572,3 +592,21 @@ def _option_key(value: Any) -> Any:
 
 
 _COMPACTORS = _Compactors(COMPACTORS_KEPT)
+
+
+_OPTIONS = (
+    "budget",
+    "trigger",
+    "target",
+    "compressor",
+    "summary_role",
+    "registry",
+    "compaction",
+    "policy",
+    "projector",
+    "governor",
+    "on_event",
+    "background",
+)
+"""The options ``MessageCompactor`` takes beyond ``model``, ``format`` and ``tools``."""
+_CALL = ("model", "format", "tools", "instructions", "system", "usage")

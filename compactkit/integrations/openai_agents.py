@@ -34,7 +34,7 @@ from agents.run_config import CallModelData, ModelInputData  # noqa: E402
 from compactkit.budget.profiles import ProfileRegistry  # noqa: E402
 from compactkit.compressors.base import MemoryCompressor  # noqa: E402
 from compactkit.errors import ConfigError  # noqa: E402
-from compactkit.governance.policy import CompactPolicy  # noqa: E402
+from compactkit.governance.policy import CompactPolicy, TriggerLike  # noqa: E402
 from compactkit.integrations._responses_history import (  # noqa: E402
     WireRestorer,
     keep_wire,
@@ -59,10 +59,27 @@ if TYPE_CHECKING:
 __all__ = ["CompactkitInputFilter", "CompactkitSession"]
 
 
+_OPTIONS = (
+    "budget",
+    "trigger",
+    "target",
+    "compressor",
+    "summary_role",
+    "registry",
+    "compaction",
+    "policy",
+    "governor",
+    "on_event",
+)
+
+
 def _governor(
     model: str,
     governor: Governor | None,
     *,
+    budget: int | None = None,
+    trigger: TriggerLike | int | float | None = None,
+    target: int | float | None = None,
     registry: ProfileRegistry | None,
     compaction: bool,
     policy: CompactPolicy | None,
@@ -73,16 +90,18 @@ def _governor(
     if governor is not None:
         if not isinstance(governor, Governor):
             raise ConfigError(f"governor must be a Governor, got {type(governor).__name__}")
-        if any(o is not None for o in (registry, policy, compressor, summary_role)) or not (
-            compaction
-        ):
+        shared = (budget, trigger, target, registry, policy, compressor, summary_role)
+        if any(o is not None for o in shared) or not compaction:
             raise ConfigError(
-                "governor= is already configured: do not pass registry=, policy=, "
-                "compressor=, summary_role= or compaction= with it"
+                "governor= is already configured: do not pass budget=, trigger=, target=, "
+                "registry=, policy=, compressor=, summary_role= or compaction= with it"
             )
         return governor
     return Governor.for_model(
         model,
+        budget=budget,
+        trigger=trigger,
+        target=target,
         registry=registry,
         policy=policy,
         compressor=compressor,
@@ -104,6 +123,10 @@ class CompactkitInputFilter:
         model: The model the agent calls (its profile gives the budget and the counter).
         governor: A ready ``Governor`` (shared with a ``CompactkitSession``, say); the options
             below must not be given with it.
+        budget: The usable input budget in tokens (default: the model profile's); it sizes
+            both the projection and the compaction policy.
+        trigger: When to compact (tokens, a share of the budget, or a trigger).
+        target: Down to what (tokens or a share); without it a ``trigger`` gets one below it.
         registry: Where to look the model up.
         compaction: ``False``: only project (drop old turns, mask bulky outputs), never
             summarise.
@@ -122,16 +145,25 @@ class CompactkitInputFilter:
         model: str,
         *,
         governor: Governor | None = None,
+        budget: int | None = None,
+        trigger: TriggerLike | int | float | None = None,
+        target: int | float | None = None,
         registry: ProfileRegistry | None = None,
         compaction: bool = True,
         policy: CompactPolicy | None = None,
         compressor: MemoryCompressor | None = None,
         summary_role: SummaryRole | None = None,
         on_event: Callable[[Event], None] | None = None,
+        **unknown: object,
     ) -> None:
+        if unknown:
+            raise ConfigError.unknown_options("CompactkitInputFilter", unknown, _OPTIONS)
         self.governor = _governor(
             model,
             governor,
+            budget=budget,
+            trigger=trigger,
+            target=target,
             registry=registry,
             compaction=compaction,
             policy=policy,
@@ -214,6 +246,10 @@ class CompactkitSession:
             whose call was cut. ``True``: the summary plus the latest N items, the cut moved
             back so no output comes without its call (more than N may come back).
         governor: A ready ``Governor``; the options below must not be given with it.
+        budget: The usable input budget in tokens (default: the model profile's); it sizes
+            both the projection and the compaction policy.
+        trigger: When to compact (tokens, a share of the budget, or a trigger).
+        target: Down to what (tokens or a share); without it a ``trigger`` gets one below it.
         registry: Where to look the model up.
         compaction: ``False``: only project (drop old turns, mask bulky outputs), never
             summarise.
@@ -243,6 +279,9 @@ class CompactkitSession:
         session_id: str | None = None,
         session_settings: SessionSettings | Mapping[str, Any] | None = None,
         governor: Governor | None = None,
+        budget: int | None = None,
+        trigger: TriggerLike | int | float | None = None,
+        target: int | float | None = None,
         registry: ProfileRegistry | None = None,
         compaction: bool = True,
         policy: CompactPolicy | None = None,
@@ -250,7 +289,14 @@ class CompactkitSession:
         summary_role: SummaryRole | None = None,
         on_event: Callable[[Event], None] | None = None,
         limit_keeps_groups: bool = False,
+        **unknown: object,
     ) -> None:
+        if unknown:
+            raise ConfigError.unknown_options(
+                "CompactkitSession",
+                unknown,
+                [*_OPTIONS, "session_id", "session_settings", "limit_keeps_groups"],
+            )
         if isinstance(store, AgentMemory):
             self._memory: AgentMemory | None = store
             self._store: Session | None = None
@@ -282,6 +328,9 @@ class CompactkitSession:
         self.governor = _governor(
             model,
             governor,
+            budget=budget,
+            trigger=trigger,
+            target=target,
             registry=registry,
             compaction=compaction,
             policy=policy,

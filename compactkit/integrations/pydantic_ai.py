@@ -8,7 +8,9 @@ Before every model request (``before_model_request``) the run's messages are mir
 compactkit memory (only new messages are converted and counted), the shared governance step
 projects them under the model's budget — the instructions and tool schemas counted, every
 ``ToolCallPart`` kept with its ``ToolReturnPart`` — and only the request is replaced
-(``mode="project"``, the default): ``result.all_messages()`` keeps everything.
+(``mode="project"``, the default): ``result.all_messages()`` keeps everything. When the policy
+fires the mirror is compacted and its summary (held by the capability) is sent instead of the
+oldest turns, so the user's task and rules are never simply dropped.
 
 ``mode="compact"`` also compacts: when the policy fires, the oldest turns are folded into
 compactkit's summary and the run's persistent history (``RunContext.messages``) is rewritten to
@@ -48,10 +50,11 @@ from pydantic_ai.tools import RunContext  # noqa: E402
 
 from compactkit.budget.profiles import ProfileRegistry  # noqa: E402
 from compactkit.compressors.base import MemoryCompressor  # noqa: E402
-from compactkit.governance.policy import CompactPolicy  # noqa: E402
+from compactkit.errors import ConfigError  # noqa: E402
+from compactkit.governance.policy import CompactPolicy, TriggerLike  # noqa: E402
 from compactkit.governance.projector import ContextProjector, Projection  # noqa: E402
 from compactkit.integrations import _pydantic_ai_convert as convert  # noqa: E402
-from compactkit.integrations._governed import Governors, Mode  # noqa: E402
+from compactkit.integrations._governed import OPTIONS, Governors, Mode  # noqa: E402
 from compactkit.integrations._mirror import Mirror, Mirrors, require_newest  # noqa: E402
 from compactkit.items import Message, Tool  # noqa: E402
 from compactkit.items.snapshot import DEFAULT_SUMMARY_ROLE, SummaryRole  # noqa: E402
@@ -71,6 +74,9 @@ class CompactkitHistory:
             the history it is given when the policy fires.
         budget: The usable input budget in tokens (default: the model profile's). With
             ``mode="compact"`` it also sizes the default policy (compact over 80 %, down to 50 %).
+        trigger: When to compact (``mode="compact"``): tokens, a share of the budget, or a
+            trigger.
+        target: Down to what (``mode="compact"``); without it a ``trigger`` gets one below it.
         compressor: What compacts (``mode="compact"``; default the ladder: masking, then the
             deterministic digest). Pass a ``SummaryCompressor`` for an LLM summary.
         policy: When to compact and down to what (``mode="compact"``).
@@ -91,6 +97,8 @@ class CompactkitHistory:
         *,
         mode: Mode = "project",
         budget: int | None = None,
+        trigger: TriggerLike | int | float | None = None,
+        target: int | float | None = None,
         compressor: MemoryCompressor | None = None,
         policy: CompactPolicy | None = None,
         projector: ContextProjector | None = None,
@@ -98,13 +106,18 @@ class CompactkitHistory:
         registry: ProfileRegistry | None = None,
         on_event: EventHandler | None = None,
         before_compaction: Callable[[CompactionRequest], bool] | None = None,
+        **unknown: object,
     ) -> None:
+        if unknown:
+            raise ConfigError.unknown_options("CompactkitHistory", unknown, OPTIONS)
         self.mode: Mode = mode
         self.governors = Governors.build(
             model,
             format="pydantic_ai",
             mode=mode,
             budget=budget,
+            trigger=trigger,
+            target=target,
             registry=registry,
             projector=projector,
             policy=policy,
@@ -149,7 +162,8 @@ class CompactkitHistory:
             mirror.memory, instructions=instructions, tools=tools, usage=_usage(messages)
         )
         prompt, history = self._finish(mirror, step, instructions)
-        return prompt, history if step.compacted else None, step.projection
+        compacted = step.compacted and self.mode == "compact"
+        return prompt, history if compacted else None, step.projection
 
     def observe_usage(self, response: ModelResponse, projection: Projection) -> None:
         """Calibrate the counts with the tokens the provider reported for ``response``."""
@@ -177,7 +191,7 @@ class CompactkitHistory:
             snapshot = mirror.memory.snapshot()
             require_newest(snapshot, step.projection)
             history: list[ModelMessage] = []
-            if step.compacted:
+            if step.compacted and self.mode == "compact":
                 rendered = snapshot.render_items(summary_role=role)
                 history = convert.to_messages(rendered, summary_role=role)
                 mirror.adopt(history)
@@ -243,6 +257,8 @@ class CompactkitCapability(AbstractCapability[Any]):
         *,
         mode: Mode = "project",
         budget: int | None = None,
+        trigger: TriggerLike | int | float | None = None,
+        target: int | float | None = None,
         compressor: MemoryCompressor | None = None,
         policy: CompactPolicy | None = None,
         projector: ContextProjector | None = None,
@@ -250,11 +266,16 @@ class CompactkitCapability(AbstractCapability[Any]):
         registry: ProfileRegistry | None = None,
         on_event: EventHandler | None = None,
         before_compaction: Callable[[CompactionRequest], bool] | None = None,
+        **unknown: object,
     ) -> None:
+        if unknown:
+            raise ConfigError.unknown_options("CompactkitCapability", unknown, OPTIONS)
         self.history = CompactkitHistory(
             model,
             mode=mode,
             budget=budget,
+            trigger=trigger,
+            target=target,
             compressor=compressor,
             policy=policy,
             projector=projector,

@@ -63,7 +63,11 @@ class GovernorParts(Protocol):
     ) -> Any: ...
 
     def _compressor_for(
-        self, instructions: Instructions, tools: Sequence[Tool], track: Any
+        self,
+        instructions: Instructions,
+        tools: Sequence[Tool],
+        track: Any,
+        snapshot: MemorySnapshot | None = None,
     ) -> MemoryCompressor | None: ...
 
     def _track(self, memory: AgentMemory) -> Any: ...

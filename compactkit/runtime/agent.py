@@ -7,6 +7,7 @@ default with the model's policy and the ladder; ``compaction=False`` turns it of
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -15,6 +16,7 @@ from compactkit.compressors import MemoryCompressor
 from compactkit.compressors.summary import RetryPolicy
 from compactkit.errors import ConfigError
 from compactkit.governance import CompactPolicy, ContextProjector
+from compactkit.governance.policy import TriggerLike
 from compactkit.items import Message, Tool
 from compactkit.items.snapshot import SummaryRole
 from compactkit.memory import AgentMemory, InMemoryMemory
@@ -44,6 +46,10 @@ class Agent:
             ``InMemoryMemory``); for SQL: ``lambda sid: SQLMemory(url, sid)``.
         governor: The governance step; default ``Governor.for_model(model, ...)`` from the
             options below (giving both is a ``ConfigError``).
+        budget: The usable input budget in tokens (default: the model profile's); it sizes
+            both the projection and the compaction policy.
+        trigger: When to compact (tokens, a share of the budget, or a trigger).
+        target: Down to what (tokens or a share); without it a ``trigger`` gets one below it.
         projector: Replaces the default projector.
         policy: Replaces the model's compaction policy.
         compressor: Replaces the default ladder.
@@ -75,6 +81,9 @@ class Agent:
         instructions: str | Sequence[Message] | None = None,
         memory_factory: Callable[[str], AgentMemory] | None = None,
         governor: Governor | None = None,
+        budget: int | None = None,
+        trigger: TriggerLike | int | float | None = None,
+        target: int | float | None = None,
         projector: ContextProjector | None = None,
         policy: CompactPolicy | None = None,
         compressor: MemoryCompressor | None = None,
@@ -90,13 +99,22 @@ class Agent:
         on_event: EventHandler | None = None,
         before_compaction: Callable[[CompactionRequest], bool] | None = None,
         recall: bool = False,
+        **unknown: object,
     ) -> None:
+        if unknown:
+            known = inspect.signature(Agent.__init__).parameters
+            raise ConfigError.unknown_options(
+                "Agent", unknown, [n for n in known if n not in ("self", "unknown")]
+            )
         if not isinstance(model, str) or not model:
             raise ConfigError(f"model must be a model name, got {model!r}")
         if governor is not None:
             given = {
                 name
                 for name, value in (
+                    ("budget", budget),
+                    ("trigger", trigger),
+                    ("target", target),
                     ("projector", projector),
                     ("policy", policy),
                     ("compressor", compressor),
@@ -116,6 +134,9 @@ class Agent:
         else:
             governor = Governor.for_model(
                 model,
+                budget=budget,
+                trigger=trigger,
+                target=target,
                 registry=registry,
                 projector=projector,
                 policy=policy,

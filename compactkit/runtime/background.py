@@ -242,7 +242,7 @@ class BackgroundCompaction:
             plan = governor._prepare(memory, instructions, tools, usage, force)
         result: CompactResult | None = None
         if plan.request is not None:
-            compressor = governor._compressor_for(instructions, tools, plan.track)
+            compressor = governor._compressor_for(instructions, tools, plan.track, plan.snapshot)
             assert compressor is not None
             result = compress(compressor, plan.snapshot)
         plan.events[:0] = events
@@ -271,7 +271,7 @@ class BackgroundCompaction:
             )
         result: CompactResult | None = None
         if plan.request is not None:
-            compressor = governor._compressor_for(instructions, tools, plan.track)
+            compressor = governor._compressor_for(instructions, tools, plan.track, plan.snapshot)
             assert compressor is not None
             result = await acompress(compressor, plan.snapshot)
         plan.events[:0] = events
@@ -473,7 +473,9 @@ class BackgroundCompaction:
                 return []
         if state.tokens <= self.soft_tokens(policy):
             return []
-        compressor = self.compressor or governor._compressor_for(instructions, tools, plan.track)
+        compressor = self.compressor or governor._compressor_for(
+            instructions, tools, plan.track, plan.snapshot
+        )
         if compressor is None:
             return []
         snapshot = plan.snapshot

@@ -32,9 +32,17 @@ from compactkit.compressors import LadderCompressor, MemoryCompressor
 from compactkit.compressors.preview import CompactionPreview, preview_compaction
 from compactkit.errors import ConcurrencyError, ConfigError
 from compactkit.governance._cache import cache_hysteresis
-from compactkit.governance.policy import CompactPolicy, PolicyState, tokens_over, usage_over
+from compactkit.governance.policy import (
+    CompactPolicy,
+    PolicyState,
+    TriggerLike,
+    model_thresholds,
+    tokens_over,
+    usage_over,
+)
 from compactkit.governance.projector import ContextProjector, Projection, checked_tools
 from compactkit.items import Item, Message, Tool
+from compactkit.items.groups import group_items
 from compactkit.items.snapshot import CompactResult, MemorySnapshot, SummaryRole
 from compactkit.memory.base import AgentMemory
 from compactkit.runtime._compaction import _compaction_event, _failed, _off_event, _safe_compress
@@ -56,6 +64,7 @@ Instructions = str | Sequence[Message] | None
 _MEMORY_METHODS = ("snapshot", "apply", "add_user_input", "add_output_items", "add_tool_output")
 _SMOOTHING = 0.3  # weight of the newest usage ratio in the calibration average
 _RATIO_BOUNDS = (0.25, 4.0)  # a ratio outside this is a reporting glitch, not a counter error
+_CEILING_MARGIN = 64  # tokens a raised compaction target leaves below the budget
 
 
 @dataclass(frozen=True)
@@ -190,6 +199,9 @@ class Governor:
         cls,
         model: str,
         *,
+        budget: int | None = None,
+        trigger: TriggerLike | int | float | None = None,
+        target: int | float | None = None,
         registry: ProfileRegistry | None = None,
         projector: ContextProjector | None = None,
         policy: CompactPolicy | None = None,
@@ -207,6 +219,13 @@ class Governor:
 
         Args:
             model: The model name as sent to the provider.
+            budget: The usable input budget in tokens (default: the profile's). It sizes the
+                projection and the policy alike: the default trigger and target keep their
+                shares of it (80 % and 50 %), so compaction happens before the prompt has to
+                drop or mask history.
+            trigger: When to compact (tokens, a share of the budget, or a trigger); see
+                ``CompactPolicy.for_model``.
+            target: Down to what (tokens or a share); without it a ``trigger`` gets one below it.
             registry: Where to look the model up (default: the process-wide registry).
             projector: Replaces the default projector.
             policy: Replaces the default policy.
@@ -238,22 +257,37 @@ class Governor:
                 "summary_role= configures the default projector; with projector= given, build "
                 "it with ContextProjector(..., summary_role=...) instead"
             )
-        budget = budget_for(model, registry=registry)
+        shaped = (trigger, target)
+        if projector is not None and budget is not None:
+            raise ConfigError(
+                "budget= sizes the default projector; with projector= given, build it with "
+                "ContextProjector.for_model(model, budget=...) instead"
+            )
+        if policy is not None and any(option is not None for option in shaped):
+            raise ConfigError(
+                "policy= already says when to compact and down to what: do not pass trigger= "
+                "or target= with it (or drop policy=)"
+            )
+        if not compaction and any(option is not None for option in shaped):
+            raise ConfigError(
+                "compaction=False turns compaction off: trigger= and target= would not be used"
+            )
+        usable, _, _ = model_thresholds(model, budget, registry)
         if projector is None:
             options: dict[str, Any] = {} if summary_role is None else {"summary_role": summary_role}
-            options["cache_aware"] = budget.profile.prompt_cache is not None
+            found = budget_for(model, registry=registry)
+            options["cache_aware"] = found.profile.prompt_cache is not None
             projector = ContextProjector(
-                counter_for(model, registry=registry), budget=budget.usable_input, **options
+                counter_for(model, registry=registry), budget=usable, **options
             )
         if compaction and policy is None:
-            trigger, target = budget.trigger_tokens, budget.target_tokens
-            if projector.cache_aware:  # compactions are cache misses: make them rarer
-                trigger, target = cache_hysteresis(budget)
-            policy = CompactPolicy(
-                tokens_over(trigger) | usage_over(trigger),
+            policy = default_policy(
+                model,
+                budget=budget,
+                trigger=trigger,
                 target=target,
-                budget=budget.usable_input,
-                model=model,
+                registry=registry,
+                cache_aware=projector.cache_aware,
             )
         return cls(
             projector,
@@ -347,7 +381,7 @@ class Governor:
         plan = self._prepare(memory, instructions, tools, usage, force)
         result: CompactResult | None = None
         if plan.request is not None:
-            compressor = self._compressor_for(instructions, tools, plan.track)
+            compressor = self._compressor_for(instructions, tools, plan.track, plan.snapshot)
             assert compressor is not None
             result = _safe_compress(compressor, plan.snapshot)
         return self._finish(memory, plan, result, instructions, tools)
@@ -370,7 +404,7 @@ class Governor:
         plan = await asyncio.to_thread(self._prepare, memory, instructions, tools, usage, force)
         result: CompactResult | None = None
         if plan.request is not None:
-            compressor = self._compressor_for(instructions, tools, plan.track)
+            compressor = self._compressor_for(instructions, tools, plan.track, plan.snapshot)
             assert compressor is not None
             acompress = getattr(compressor, "acompress", None)
             if callable(acompress):
@@ -554,7 +588,11 @@ class Governor:
         return GovernedStep(projection, result, tuple(events), plan.state)
 
     def _compressor_for(
-        self, instructions: Instructions, tools: Sequence[Tool], track: _Track
+        self,
+        instructions: Instructions,
+        tools: Sequence[Tool],
+        track: _Track,
+        snapshot: MemorySnapshot | None = None,
     ) -> MemoryCompressor | None:
         """The default ladder, sized for this step: the instructions and tool schemas are sent
         beside the memory, so the memory's target is what the policy's target leaves them."""
@@ -563,8 +601,16 @@ class Governor:
         target = int(self.policy.target_tokens() / self._factor(track))
         if isinstance(instructions, str):
             instructions = [Message(role="system", content=instructions)] if instructions else []
-        if instructions:
-            target -= sum(self.counter.count_item(message) for message in instructions)
+        head = sum(self.counter.count_item(message) for message in instructions or ())
+        target -= head
+        # The newest group and the latest user input are never folded: when they alone fill
+        # most of the target, the summary would have no room left for the user's goal and
+        # rules. Aim higher then, up to what the projection can send whole.
+        budget = self.projector.budget or self.policy.budget
+        if snapshot is not None and budget:
+            ceiling = int(budget / self._factor(track)) - head - _CEILING_MARGIN
+            kept = _newest_tokens(snapshot.items, self.counter) + target // 2
+            target = max(target, min(kept, ceiling))
         target = max(1, target)
         key = tuple(id(tool) for tool in tools)
         with self._lock:
@@ -577,3 +623,54 @@ class Governor:
 
     def _emit(self, event: Event) -> Event:
         return emit(event, self.on_event)
+
+
+def default_policy(
+    model: str,
+    *,
+    budget: int | None = None,
+    trigger: TriggerLike | int | float | None = None,
+    target: int | float | None = None,
+    registry: ProfileRegistry | None = None,
+    cache_aware: bool = False,
+) -> CompactPolicy:
+    """The policy every entry point builds from the shared options: ``budget`` (tokens; the
+    profile's usable input by default) with the trigger and target at their shares of it, fired
+    by the local count or the provider's reported usage; ``trigger``/``target`` override them
+    (a trigger without a target gets one below it). ``cache_aware`` widens the defaults' gap
+    (compactions are cache misses: make them rarer)."""
+    usable, trigger_tokens, target_tokens = model_thresholds(model, budget, registry)
+    if trigger is not None:
+        return CompactPolicy.for_model(
+            model, budget=usable, trigger=trigger, target=target, registry=registry
+        )
+    if budget is None and target is None and cache_aware:
+        trigger_tokens, target_tokens = cache_hysteresis(budget_for(model, registry=registry))
+    return CompactPolicy.for_model(
+        model,
+        budget=usable,
+        trigger=tokens_over(trigger_tokens) | usage_over(trigger_tokens),
+        target=target_tokens if target is None else target,
+        registry=registry,
+    )
+
+
+def _newest_tokens(items: Sequence[Item], counter: TokenCounter) -> int:
+    """Tokens of what no compaction folds at the end of a history: the latest user input and
+    the newest group (the last assistant turn with its calls and outputs)."""
+    last_user = next(
+        (
+            index
+            for index in range(len(items) - 1, -1, -1)
+            if isinstance(items[index], Message) and items[index].role == "user"  # type: ignore[union-attr]
+        ),
+        None,
+    )
+    if last_user is None:
+        return 0
+    groups = group_items(items, last_user)  # a user message always starts a group
+    newest = groups[-1]
+    tokens = counter.count_item(items[last_user])
+    if newest.start != last_user:
+        tokens += sum(counter.count_item(item) for item in items[newest.start : newest.stop])
+    return tokens

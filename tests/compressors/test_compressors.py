@@ -219,7 +219,15 @@ def test_ladder_meets_its_target_whenever_achievable(snapshot: MemorySnapshot, t
     result = LadderCompressor(target, counter=COUNTER).compress(snapshot)
     layout = Layout.of(snapshot.items)
     fixed = request_tokens(MemorySnapshot.of(layout.fixed_items), COUNTER)
-    if result.outcome in ("compacted", "unchanged"):
+    floor = fixed + COUNTER.count_item(summary_message("")) + 64
+    if "target_unreachable" in result.stats.details:
+        # Everything reducible was folded; what is left is the never-reduced part (the newest
+        # group among it), over the target: kept as the best reduction there is.
+        assert result.outcome == "compacted"
+        assert result.stats.tokens_after is not None and result.stats.tokens_after > target
+        assert sum(result.stats.details["irreducible"].values()) >= result.stats.tokens_after
+        assert result.stats.tokens_after < result.stats.tokens_before  # type: ignore[operator]
+    elif result.outcome in ("compacted", "unchanged"):
         assert result.stats.tokens_after is not None and result.stats.tokens_after <= target
     else:
         assert result.outcome == "failed"
@@ -228,7 +236,7 @@ def test_ladder_meets_its_target_whenever_achievable(snapshot: MemorySnapshot, t
         # Only fails when the irreducible part (nearly) fills it: the fixed items, the framed
         # and sealed summary message itself, and the 64 tokens a digest's header and first
         # entry need.
-        assert fixed + COUNTER.count_item(summary_message("")) + 64 > target
+        assert floor > target
 
 
 @PROPERTY

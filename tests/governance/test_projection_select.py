@@ -46,9 +46,19 @@ class PlainFill(ContextProjector):
         fixed = sum(count(item) for item in head) + self._overhead(self.counter, tools)
         pieces = Pieces(view, self.counter, self._masker, self.mask_threshold, self.validate)
         required = view.required()
-        required_tokens = sum(pieces.get(index).min_tokens for index in required)
+        newest = view.n_groups - 1 if view.tail is not None and view.n_closed in required else None
+        sizes = {index: pieces.get(index).min_tokens for index in required}
+        cuts: dict[int, Item] = {}
+        if newest is not None:  # sent whole (never masked), cut when over the budget
+            tail = pieces.get(newest)
+            sizes[newest] += sum(mask.saving for mask in tail.masks)
+            over = fixed + sum(sizes.values()) - limit
+            if over > 0:
+                cuts, saved_by_cut = self._cut_newest(tail, over)
+                sizes[newest] -= saved_by_cut
+        required_tokens = sum(sizes.values())
         if fixed + required_tokens > limit:
-            raise self._budget_error(snapshot, head, tools, pieces, required, limit)
+            raise self._budget_error(snapshot, head, tools, pieces, required, limit, sizes)
         remaining = limit - fixed - required_tokens
         window: list[Piece] = []
         with_masks: list[Piece] = []
@@ -60,14 +70,14 @@ class PlainFill(ContextProjector):
                     break
                 remaining -= piece.min_tokens
             window.append(piece)
-            if piece.masks:
+            if piece.masks and index != newest:
                 with_masks.append(piece)
             if piece.problem:
                 problems.append(piece)
         start = window[-1].index if window else view.n_groups
         ahead = [pieces.get(index) for index in sorted(required) if index < start]
         problems += [piece for piece in ahead if piece.problem]
-        with_masks += [piece for piece in reversed(ahead) if piece.masks]
+        with_masks += [piece for piece in reversed(ahead) if piece.masks and piece.index != newest]
         self._check(problems)
         masked: list[Mask] = []
         masked_in: set[int] = set()
@@ -81,15 +91,19 @@ class PlainFill(ContextProjector):
         masked.reverse()
         out: list[Item] = list(head)
         placeholders = {id(mask.original): mask.placeholder for mask in masked}
+        placeholders.update(cuts)
         sent = view.lead
         for piece in [*ahead, *reversed(window)]:
-            if piece.index in masked_in:
+            if piece.index in masked_in or piece.index == newest:
                 out.extend(placeholders.get(id(item), item) for item in piece.items)
             else:
                 out.extend(piece.items)
             sent += len(piece.items)
         saved = sum(mask.saving for mask in masked)
         notes = self._notes(view, problems, ahead, start, len(masked), saved, required)
+        if cuts:
+            ids = ", ".join(repr(getattr(item, "call_id", "")) for item in cuts.values())
+            notes.append(f"cut the newest output(s) {ids} to fit the budget (marked in the text)")
         out, dropped = self._send_valid(out, notes)
         if dropped:
             remaining += sum(count(item) for item in dropped)

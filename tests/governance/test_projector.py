@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactkit.budget.tokens import TiktokenCounter
-from compactkit.compressors.masking import is_masked, mask_output
+from compactkit.compressors.masking import cut_output, is_cut, is_masked, mask_output
 from compactkit.errors import BudgetError, ConfigError, FormatError
 from compactkit.formats.chat import items_to_chat, validate_chat
 from compactkit.formats.validate import validate_items
@@ -111,7 +111,7 @@ def required_groups(items: Sequence[Item], lead: int) -> set[int]:
     users = [i for i, g in enumerate(groups) if g.kind == "user"]
     if users:
         required.add(users[-1])
-    if groups and groups[-1].pending:
+    if groups and groups[-1].kind != "orphan":  # the newest group (pending calls or not)
         required.add(len(groups) - 1)
     return required
 
@@ -149,7 +149,25 @@ def irreducible(case: Case) -> int:
         head.append(summary_message(case.snapshot.summary))
     groups = group_items(items, lead)
     total = COUNTER.count(head, tools=case.tools).tokens
-    return total + sum(min_tokens(groups[i], items) for i in required_groups(items, lead))
+    newest = len(groups) - 1
+    return total + sum(
+        newest_min_tokens(groups[i], items) if i == newest else min_tokens(groups[i], items)
+        for i in required_groups(items, lead)
+    )
+
+
+def newest_min_tokens(group: Group, items: Sequence[Item]) -> int:
+    """Tokens of the newest group with each output cut down to its marker where that is
+    shorter (it is never masked: ``cut_output`` is what a budget too small for it gets)."""
+    total = 0
+    for item in group.slice(items):
+        tokens = COUNTER.count_item(item)
+        if isinstance(item, FunctionCallOutput):
+            tokens = min(
+                tokens, COUNTER.count_item(cut_output(item, max_tokens=0, counter=COUNTER))
+            )
+        total += tokens
+    return total
 
 
 def project(case: Case, projector: ContextProjector | None = None) -> Projection:
@@ -200,12 +218,18 @@ def test_projection_invariants(case: Case) -> None:
     assert indices == sorted(set(indices))
     for item, index in zip(body, indices, strict=True):
         original = items[index]
-        if item is not original:  # a placeholder: same call, same seq, short text
-            assert isinstance(original, FunctionCallOutput) and not original.pinned
+        if item is not original:  # a placeholder (or a cut): same call, same seq, short text
+            assert isinstance(original, FunctionCallOutput)
             assert isinstance(item, FunctionCallOutput) and item.call_id == original.call_id
-            assert is_masked(item) and "read_file" in item.text
+            if index >= group_items(items, lead)[-1].start:  # the newest group: cut, never masked
+                assert is_cut(item) and not is_masked(item)
+            else:
+                assert not original.pinned
+                assert is_masked(item) and "read_file" in item.text
     report = result.report
-    masked = sum(1 for item, i in zip(body, indices, strict=True) if item is not items[i])
+    masked = sum(
+        1 for item, i in zip(body, indices, strict=True) if item is not items[i] and is_masked(item)
+    )
     assert (report.masked, report.kept) == (masked, lead + len(body) - masked)
     assert report.kept + report.masked + report.omitted == len(items)
 

@@ -21,7 +21,7 @@ from compactkit.runtime.events import CompactionEvent, Event, PassthroughEvent
 from compactkit.testing import block_network
 
 MODEL = "gpt-4o-mini"
-BUDGET = 1500
+BUDGET = 2500
 CALLS_PER_QUESTION = 3
 
 

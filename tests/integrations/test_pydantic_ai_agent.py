@@ -31,7 +31,7 @@ from compactkit.runtime.events import CompactionEvent, Event, PassthroughEvent
 from compactkit.testing import block_network
 
 MODEL = "gpt-4o-mini"
-BUDGET = 1500
+BUDGET = 2500
 CALLS_PER_QUESTION = 3
 QUESTIONS = [f"question {n}: what does module {n} compute?" for n in range(5)]
 
@@ -239,7 +239,7 @@ def test_the_tool_return_loop_pitfall_cannot_happen() -> None:
     huge = " ".join(f"w{n}" for n in range(1500))
     stuck: Agent[None, str] = Agent(FunctionModel(read_once(huge)), capabilities=[capability])
     stuck.tool_plain(read_file)
-    with pytest.raises(BudgetError, match="newest tool results"):
+    with pytest.raises(BudgetError, match="newest group"):
         stuck.run_sync("read it", usage_limits=limits)
 
 
