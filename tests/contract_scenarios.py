@@ -51,10 +51,10 @@ class Scenario:
 
 SCENARIOS = [
     Scenario("long-tool-loop"),  # 40 rounds: rules at step 0 and 20
-    Scenario("parallel-calls", steps=16, parallel=3, sizes=(300, 900)),
-    Scenario("output-over-budget", steps=12, huge_at=4),
-    Scenario("failing-summarizer", steps=16, failing_summarizer=True),
-    Scenario("resumed-from-store", steps=16, resumed=True),
+    Scenario("parallel-calls", steps=10, parallel=3, sizes=(300, 900)),
+    Scenario("output-over-budget", steps=8, huge_at=3),
+    Scenario("failing-summarizer", steps=12, failing_summarizer=True),
+    Scenario("resumed-from-store", steps=10, resumed=True),
 ]
 
 
@@ -91,6 +91,8 @@ class Brain:
     answered: int = 0
     requests: int = 0
     where: str = ""
+    summarizer_calls: int = 0
+    """Calls the scenario's LLM summarizer received (``failing_summarizer``)."""
 
     def __post_init__(self) -> None:
         self.checker = RequestChecker(
@@ -133,6 +135,8 @@ class Brain:
         """Assert the whole conversation was played."""
         assert self.answered == 2, f"{self.scenario.name}: {self.answered} answers"
         assert self.rounds == self.scenario.steps
+        if self.scenario.failing_summarizer:  # it did fail mid-run, or the scenario proved nothing
+            assert self.summarizer_calls > 2, f"{self.where}: the summarizer never failed"
 
 
 def newest_outputs(items: Sequence[Item]) -> list[str]:

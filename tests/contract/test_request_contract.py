@@ -51,11 +51,10 @@ def summarizer(brain: Brain) -> SummaryCompressor | None:
     """For ``failing_summarizer``: an LLM summary that answers twice, then fails for good."""
     if not brain.scenario.failing_summarizer:
         return None
-    calls = {"n": 0}
 
     def answer(messages: list[dict[str, str]]) -> str:
-        calls["n"] += 1
-        if calls["n"] > 2:
+        brain.summarizer_calls += 1
+        if brain.summarizer_calls > 2:
             raise TimeoutError("the summarizer timed out")
         return "## Current state\n- reading the report\n\n## Next steps\n- read the next part"
 
@@ -244,7 +243,7 @@ def play_langchain(brain: Brain, *, mode: str, asynchronous: bool) -> None:
         return brain.tool(n)
 
     compressor = summarizer(brain)
-    options: dict[str, Any] = {"compressor": compressor} if compressor and mode == "compact" else {}
+    options: dict[str, Any] = {"compressor": compressor} if compressor else {}
     agent = create_agent(
         llm,
         tools=[read],
@@ -285,7 +284,7 @@ def play_pydantic_ai(brain: Brain, *, mode: str, asynchronous: bool) -> None:
         )
 
     compressor = summarizer(brain)
-    options: dict[str, Any] = {"compressor": compressor} if compressor and mode == "compact" else {}
+    options: dict[str, Any] = {"compressor": compressor} if compressor else {}
     agent: PydanticAgent[None, str] = PydanticAgent(
         FunctionModel(model, model_name=MODEL),
         instructions=INSTRUCTIONS,
