@@ -154,9 +154,9 @@ def test_every_prompt_fits_keeps_pairs_and_the_newest_item(
     assert not open_calls
     newest = messages[-1]
     if prompt[-1] is not newest:  # the newest message is always sent: as given, or, a tool
-        # result too large for the budget, as its masked copy (same id, same call)
+        # result too large for the budget, cut with a marker (same id, same call; never masked)
         assert isinstance(newest, ToolMessage) and isinstance(prompt[-1], ToolMessage)
         assert (prompt[-1].id, prompt[-1].tool_call_id) == (newest.id, newest.tool_call_id)
-        assert "masked output" in str(prompt[-1].content)
+        assert "[cut by compactkit: " in str(prompt[-1].content)
         whole = counter_for("gpt-4o-mini").count_text(str(newest.content))
         assert whole > budget // 4  # only a bulky output is masked

@@ -37,6 +37,7 @@ from compactkit.integrations._pydantic_ai_convert import (
     to_messages,
 )
 from compactkit.items import Item
+from compactkit.items.snapshot import summary_message
 
 
 def items_of(messages: list[ModelMessage], warnings: list[str] | None = None) -> list[Item]:
@@ -47,6 +48,16 @@ def items_of(messages: list[ModelMessage], warnings: list[str] | None = None) ->
         for entry in converted:
             assert not isinstance(entry, str)
             out.append(entry)
+    return out
+
+
+def prompt_items(messages: list[ModelMessage]) -> list[Item]:
+    """The items a prompt sends, the summary compactkit holds (``mode="project"``) included."""
+    out: list[Item] = []
+    for message in messages:
+        converted = to_items(message, [].append)
+        for entry in [converted] if isinstance(converted, str) else converted:
+            out.append(summary_message(entry) if isinstance(entry, str) else entry)
     return out
 
 
@@ -261,7 +272,7 @@ def test_every_request_fits_keeps_returns_with_calls_and_the_newest_message(
         return  # what may never be dropped does not fit: refused, never sent over budget
     finally:
         loop.close()
-    assert counter_for("gpt-4o-mini").count(items_of(prompt)).tokens <= budget
+    assert counter_for("gpt-4o-mini").count(prompt_items(prompt)).tokens <= budget
     calls: set[str] = set()
     for message in prompt:
         for part in message.parts:
@@ -269,4 +280,8 @@ def test_every_request_fits_keeps_returns_with_calls_and_the_newest_message(
                 calls.add(part.tool_call_id)
             elif isinstance(part, ToolReturnPart):
                 assert part.tool_call_id in calls  # pydantic-ai would drop it and loop
-    assert prompt[-1].parts[-1] is messages[-1].parts[-1]  # the newest part is always sent
+    newest, sent = messages[-1].parts[-1], prompt[-1].parts[-1]
+    if sent is not newest:  # the newest part is always sent: as given or, too large, cut
+        assert isinstance(sent, ToolReturnPart) and isinstance(newest, ToolReturnPart)
+        assert sent.tool_call_id == newest.tool_call_id
+        assert "[cut by compactkit: " in str(sent.content)
