@@ -467,7 +467,9 @@ class CompactkitSession:
         if not snapshot.items:
             return None
         last = snapshot.items[-1]
-        history = [i for i in getattr(memory, "history", list)() if i.seq != last.seq]
+        # The popped item stays in the archive (``history()``): a restore that deleted it would
+        # be refused as deleting another worker's append, and clear() + restore is not atomic.
+        history = list(getattr(memory, "history", list)())
         memory.restore(
             MemorySnapshot(summary=snapshot.summary, items=snapshot.items[:-1]), history=history
         )
