@@ -12,6 +12,8 @@ One small tree. Misuse (a wrong argument, a malformed transcript, an unknown mod
     │   └── CircuitOpenError   the summarizer kept failing; it is not called until a cool-down ends
     ├── StorageError           a memory or session store could not read or write
     │   ├── ConcurrencyError   another writer changed the session first; nothing was written
+    │   │   ├── SessionBusyError  another run holds the session's lease (names it, and since when)
+    │   │   └── LeaseLostError    this run's lease was taken over; its write was not applied
     │   └── SessionNotFoundError  no session with that id (also a KeyError)
     ├── EncodingUnavailableError  a tokenizer's rank file is not installed (a ConfigError too)
     ├── ModelError             the agent's model call failed (after retries)
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from datetime import datetime
 
 __all__ = [
     "BudgetError",
@@ -36,9 +39,11 @@ __all__ = [
     "ContextOverflowError",
     "EncodingUnavailableError",
     "FormatError",
+    "LeaseLostError",
     "MaxStepsError",
     "ModelError",
     "RecallUnsupportedError",
+    "SessionBusyError",
     "SessionNotFoundError",
     "StorageError",
     "SummarizationError",
@@ -116,6 +121,29 @@ class StorageError(CompactkitError):
 
 class ConcurrencyError(StorageError):
     """Another writer changed the session since it was read; this write changed nothing."""
+
+
+class SessionBusyError(ConcurrencyError):
+    """Another run (in this or another process) holds the session's lease.
+
+    Attributes:
+        session_id: The session.
+        holder: Who holds the lease (host, process id and a per-run tag unless you named it).
+        since: When it took the lease (UTC), when the store knows.
+    """
+
+    def __init__(
+        self, message: str, *, session_id: str, holder: str, since: datetime | None
+    ) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        self.holder = holder
+        self.since = since
+
+
+class LeaseLostError(ConcurrencyError):
+    """This run's lease on the session was taken over by another run (it expired while this
+    one stalled, or was broken by hand); the write that found out was not applied."""
 
 
 class CircuitOpenError(SummarizationError):

@@ -16,8 +16,13 @@ import compactkit
 OWN_EXPORTS = {"checkup", "evals", "integrations", "redis"}
 SKIPPED = {"cli", "testing"}
 # A backend author's toolkit: importable from its module, not crowding the top level.
-# The dry-run toolkit (Governor.preview's result type and its helpers): from its module.
-MODULE_EXPORTS = {"compactkit.memory.rules", "compactkit.compressors.preview"}
+# The dry-run toolkit (Governor.preview's result type and its helpers) and the session lease
+# protocols for store authors: from their modules.
+MODULE_EXPORTS = {
+    "compactkit.memory.rules",
+    "compactkit.compressors.preview",
+    "compactkit.sessions.lease",
+}
 
 
 def isort_key(name: str) -> tuple[int, str]:  # constants, then classes, then functions

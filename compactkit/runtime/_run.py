@@ -16,8 +16,9 @@ from compactkit.runtime.governor import GovernedStep, Governor
 from compactkit.runtime.result import RunResult, StepRecord, Usage
 from compactkit.runtime.tools import FunctionTool
 from compactkit.sessions import AgentSession, SessionStore
+from compactkit.sessions.lease import FencedMemory, LeasingStore
 
-__all__ = ["AgentLike", "RunState", "exclusive"]
+__all__ = ["AgentLike", "RunState", "exclusive", "leased"]
 
 
 class AgentLike(Protocol):
@@ -34,6 +35,8 @@ class AgentLike(Protocol):
     store: SessionStore | None
     tool_timeout: float | None
     on_event: EventHandler | None
+    lease_timeout: float
+    lease_ttl: float
 
 
 _running_lock = threading.Lock()
@@ -54,6 +57,35 @@ def exclusive(session_id: str) -> Iterator[None]:
     finally:
         with _running_lock:
             _running.discard(session_id)
+
+
+@contextlib.contextmanager
+def leased(session: AgentSession, agent: AgentLike) -> Iterator[None]:
+    """Hold the session's lease from the agent's store for one run (when the store leases).
+
+    A session object older than the store's last save (another run saved since it was
+    loaded) is reloaded first, so a run never continues from — and then saves over — a stale
+    state. A memory living where the lease does is fenced by it for the run.
+    """
+    store = agent.store
+    if not isinstance(store, LeasingStore):
+        yield
+        return
+    lease = store.acquire(session.session_id, timeout=agent.lease_timeout, ttl=agent.lease_ttl)
+    memory = session.memory
+    fenced = isinstance(memory, FencedMemory)
+    try:
+        if session.revision is not None and lease.revision != session.revision:
+            session.reload(store.load(session.session_id))
+        session.lease = lease
+        if isinstance(memory, FencedMemory):
+            memory.fence(lease)
+        yield
+    finally:
+        session.lease = None
+        if fenced:
+            memory.fence(None)
+        store.release(lease)
 
 
 class RunState:

@@ -27,6 +27,7 @@ from compactkit.runtime.recall_tools import RECALL_TOOL_NAMES, recall_tools
 from compactkit.runtime.session import RunnableSession
 from compactkit.runtime.tools import FunctionTool, as_tools
 from compactkit.sessions import AgentSession, SessionStore, new_session, resume_session
+from compactkit.sessions.lease import DEFAULT_TTL, check_lease_times
 
 __all__ = ["Agent"]
 
@@ -63,6 +64,10 @@ class Agent:
         retry: How provider faults are retried (default: 4 attempts, ``Retry-After`` honoured).
         tool_timeout: Seconds before a tool call is abandoned as an error output.
         on_event: Called with every event of every run.
+        lease_timeout: Seconds a run waits for another run of the same session (in any
+            process) to end before raising ``SessionBusyError`` (stores that lease: file, SQL).
+        lease_ttl: Seconds a run's SQL lease lives without a save (each step saves and
+            extends it); a run silent for longer is taken over and its later writes refused.
         before_compaction: Asked before every compaction; ``False`` vetoes it.
         recall: Add the ``recall(query)`` and ``expand(ref)`` tools, bound to each session's
             memory, so the model can get folded details back (docs/recall.md); the memory
@@ -99,6 +104,8 @@ class Agent:
         on_event: EventHandler | None = None,
         before_compaction: Callable[[CompactionRequest], bool] | None = None,
         recall: bool = False,
+        lease_timeout: float = 10.0,
+        lease_ttl: float = DEFAULT_TTL,
         **unknown: object,
     ) -> None:
         if unknown:
@@ -153,6 +160,7 @@ class Agent:
             )
         if store is not None and not isinstance(store, SessionStore):
             raise ConfigError(f"store must be a SessionStore, got {type(store).__name__}")
+        check_lease_times(lease_timeout, lease_ttl)
         if on_event is not None and not callable(on_event):
             raise ConfigError(f"on_event must be callable, got {on_event!r:.80}")
         if isinstance(instructions, str) or instructions is None:
@@ -184,6 +192,8 @@ class Agent:
         self.store = store
         self.tool_timeout = tool_timeout
         self.on_event = on_event
+        self.lease_timeout = float(lease_timeout)
+        self.lease_ttl = float(lease_ttl)
 
     def __repr__(self) -> str:
         return (

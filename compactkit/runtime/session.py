@@ -13,7 +13,10 @@ saved to the agent's store (when it has one) after every write, so a crash loses
 step in flight and ``agent.resume(session_id)`` continues; a call whose output was never written
 is re-run (tools marked ``rerun_on_resume``) or answered with an error output saying so, never
 left dangling in the next prompt. Two runs of one session at once are refused with
-``ConcurrencyError``.
+``ConcurrencyError`` in one process; across processes a run holds the session's lease from a
+store that leases (file, SQL): a second run waits up to the agent's ``lease_timeout`` and then
+raises ``SessionBusyError``, and a run whose session object is older than the store's last save
+reloads it first.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from compactkit.items import ContentPart, FunctionCall, FunctionCallOutput, Item
 from compactkit.items.snapshot import CompactResult
 from compactkit.memory import AgentMemory
 from compactkit.runtime._model import ModelReply
-from compactkit.runtime._run import AgentLike, RunState, exclusive
+from compactkit.runtime._run import AgentLike, RunState, exclusive, leased
 from compactkit.runtime._wire import WireCache
 from compactkit.runtime.events import (
     ModelCallEvent,
@@ -72,8 +75,8 @@ class RunnableSession(AgentSession):
 
     @classmethod
     def bind(cls, agent: AgentLike, session: AgentSession) -> RunnableSession:
-        """``session`` (same id, memory and counters) bound to ``agent``."""
-        return cls(
+        """``session`` (same id, memory, counters and store revision) bound to ``agent``."""
+        bound = cls(
             agent,
             session.memory,
             session_id=session.session_id,
@@ -82,6 +85,9 @@ class RunnableSession(AgentSession):
             metadata=session.metadata,
             created_at=session.created_at,
         )
+        bound.revision = session.revision
+        bound.fenced_by_revision = session.fenced_by_revision
+        return bound
 
     @property
     def agent(self) -> AgentLike:
@@ -114,7 +120,7 @@ class RunnableSession(AgentSession):
         """
         limit = self._limit(max_steps)
         agent = self._agent
-        with exclusive(self.session_id):
+        with exclusive(self.session_id), leased(self, agent):
             run = RunState(self, self._agent)
             self._settle(
                 run,
@@ -154,7 +160,7 @@ class RunnableSession(AgentSession):
         order), sync tools and storage in worker threads, never on the event loop."""
         limit = self._limit(max_steps)
         agent = self._agent
-        with exclusive(self.session_id):
+        with exclusive(self.session_id), leased(self, agent):
             run = RunState(self, self._agent)
             pending = await asyncio.to_thread(self._pending)
             reruns = await asyncio.gather(

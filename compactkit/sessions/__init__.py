@@ -2,7 +2,8 @@
 
 ``session`` holds ``AgentSession`` (one id, one memory, the runtime's state) with
 ``new_session`` / ``resume_session``; ``state`` the saved form every store writes; ``store`` the
-``SessionStore`` protocol, implemented here in memory and in files (``sql`` adds the SQL store).
+``SessionStore`` protocol, implemented here in memory and in files (``sql`` adds the SQL store);
+``lease`` the cross-process session lease the file and SQL stores hand to runs.
 May import ``items``, ``memory`` and the layers under them.
 """
 

@@ -22,22 +22,46 @@ readable by their owner only.
 from __future__ import annotations
 
 import builtins
+import json
 import os
 import re
 import socket
 import tempfile
+import threading
 import time
+from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote
 
-from compactkit.errors import ConfigError, SessionNotFoundError, StorageError
+from compactkit.errors import (
+    ConcurrencyError,
+    ConfigError,
+    LeaseLostError,
+    SessionBusyError,
+    SessionNotFoundError,
+    StorageError,
+)
 from compactkit.sessions._checks import require_session
+from compactkit.sessions._locks import try_lock as _try_lock
+from compactkit.sessions._locks import unlock as _unlock
+from compactkit.sessions.lease import (
+    DEFAULT_TTL,
+    SessionLease,
+    check_lease_times,
+    default_holder,
+    wait_steps,
+)
 from compactkit.sessions.session import AgentSession, SessionState
 
 __all__ = ["FileSessionStore"]
 
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
 _SUFFIX = ".json"
+_LEASES = ".leases"  # the lease files' directory (hidden: list() skips it)
+_LOCK = ".lock"  # the OS lock a run holds (never deleted: a holder may have it open)
+_LEASE = ".info"  # who holds it, since when, the last token and revision (JSON)
+_SAVE_WAIT = 30.0  # seconds a save outside a run waits for other saves of the session
 _MAX_NAME = 255  # bytes in a file name on common file systems
 _STALE_SECONDS = 3600.0  # a temporary file this old is litter whoever wrote it
 _TEMP = re.compile(r"\.tmp-(?P<host>[A-Za-z0-9-]*)-(?P<pid>\d+)-.*\.tmp")
@@ -104,6 +128,10 @@ class FileSessionStore:
             raise StorageError(f"cannot create session directory {self.directory}: {exc}") from exc
         self.removed_temp_files = _remove_stale_temp_files(self.directory)
         """How many stale temporary files opening the store removed."""
+        self._scope = f"file:{self.directory.resolve()}"
+        self._leases = self.directory / _LEASES
+        self._held: dict[str, tuple[int, int]] = {}  # session id -> (locked fd, token)
+        self._held_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"FileSessionStore({str(self.directory)!r})"
@@ -115,23 +143,169 @@ class FileSessionStore:
     def save(self, session: AgentSession) -> None:
         """Save ``session.state()`` atomically, replacing its earlier state.
 
+        Fenced: under ``session.lease`` (a run's) the save needs that lease's file lock, held
+        by this store; without a lease it takes the lock for the write, and is refused while a
+        run holds it. A session loaded or saved at an older revision than the file's (someone
+        saved since) is refused too.
+
         Raises:
             StorageError: the existing file is corrupt or from a newer compactkit (it is left
                 untouched), or the file cannot be written.
+            LeaseLostError: ``session.lease`` is not held by this store (released, or from
+                another store); nothing was saved.
+            SessionBusyError: another run holds the session's lease; nothing was saved.
+            ConcurrencyError: the session was saved since this object loaded it.
             ConfigError: ``session`` is not an ``AgentSession`` (a memory, an id).
         """
         session = require_session(session, "FileSessionStore")
         path = self.path(session.session_id)
+        lease = session.lease
+        if lease is not None and lease.scope == self._scope:
+            if self._held.get(lease.session_id, (None, -1))[1] != lease.token:
+                raise LeaseLostError(
+                    f"the lease of session {lease.session_id!r} (token {lease.token}) is not "
+                    "held by this store any more; this save was not applied"
+                )
+            self._save_locked(session, path)
+            return
+        fd = self._lock(session.session_id, timeout=_SAVE_WAIT, runs_only=True)
         try:
-            self.load(session.session_id)
+            self._save_locked(session, path)
+        finally:
+            _unlock(fd)
+
+    def _save_locked(self, session: AgentSession, path: Path) -> None:
+        """Save under the session's file lock: check the revision, write, bump it."""
+        try:
+            revision = self.load(session.session_id).revision
         except SessionNotFoundError:
-            pass
+            revision = 0
         except StorageError as exc:
             raise StorageError(
                 f"{exc}; not overwriting it — inspect it, move it away or delete it "
                 f"(store.delete({session.session_id!r})) before saving"
             ) from exc
-        self._write(path, session.state().to_json())
+        if session.fenced_by_revision and session.revision != revision:
+            raise ConcurrencyError(
+                f"session {session.session_id!r} was saved by another run (revision "
+                f"{revision}) since this object loaded it (revision {session.revision}); "
+                "nothing was saved — resume it again to continue from the newer state"
+            )
+        state = session.state().model_copy(update={"revision": revision + 1})
+        self._write(path, state.to_json())
+        session.revision = revision + 1
+        info = self._lease_info(session.session_id)
+        info["revision"] = revision + 1
+        self._write_lease_info(session.session_id, info)
+
+    def acquire(
+        self,
+        session_id: str,
+        *,
+        holder: str | None = None,
+        timeout: float = 0.0,
+        ttl: float = DEFAULT_TTL,
+    ) -> SessionLease:
+        """Take the lease of ``session_id`` for a run: an OS lock on ``<id>.lock``, held
+        until ``release`` or until this process dies (``ttl`` is not needed: the operating
+        system frees a dead holder's lock).
+
+        Raises:
+            SessionBusyError: another holder kept it for the whole ``timeout``.
+            ConfigError: the id cannot name a file, or ``timeout`` is not a number of seconds.
+        """
+        check_lease_times(timeout, ttl)
+        holder = holder or default_holder()
+        fd = self._lock(session_id, timeout=timeout)
+        try:
+            info = self._lease_info(session_id)
+            token = int(info.get("token", 0)) + 1
+            since = datetime.now(timezone.utc)
+            revision = int(info.get("revision", 0))
+            self._write_lease_info(
+                session_id,
+                {
+                    "token": token,
+                    "holder": holder,
+                    "since": since.isoformat(),
+                    "revision": revision,
+                },
+            )
+        except BaseException:
+            _unlock(fd)
+            raise
+        lease = SessionLease(session_id, holder, token, since, revision, self._scope)
+        with self._held_lock:
+            self._held[session_id] = (fd, token)
+        return lease
+
+    def release(self, lease: SessionLease) -> None:
+        """Give ``lease`` back (nothing when this store does not hold it)."""
+        with self._held_lock:
+            held = self._held.get(lease.session_id)
+            if held is None or held[1] != lease.token:
+                return
+            del self._held[lease.session_id]
+        try:
+            info = self._lease_info(lease.session_id)
+            info.update(holder=None, since=None)
+            self._write_lease_info(lease.session_id, info)
+        finally:
+            _unlock(held[0])
+
+    def _lock(self, session_id: str, *, timeout: float, runs_only: bool = False) -> int:
+        """The session's lock file, locked by this process (waiting up to ``timeout``; with
+        ``runs_only``, waiting only for other saves: a run's lease is busy at once)."""
+        path = self._leases / (encode_session_id(session_id) + _LOCK)
+        try:
+            self._leases.mkdir(mode=0o700, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise StorageError(f"cannot open {path}: {exc}") from exc
+        pauses = iter(wait_steps(timeout))
+        while True:
+            if _try_lock(fd):
+                return fd
+            pause = next(pauses, None)
+            if runs_only and self._lease_info(session_id).get("holder"):
+                pause = None  # a run holds it, not a save: refuse now
+            if pause is None:
+                os.close(fd)
+                info = self._lease_info(session_id)
+                holder = str(info.get("holder") or "another process")
+                since = _parse_time(info.get("since"))
+                when = "" if since is None else f" since {since:%Y-%m-%d %H:%M:%S} UTC"
+                raise SessionBusyError(
+                    f"session {session_id!r} is running elsewhere: {holder!r} has held its "
+                    f"lease{when} (waited {timeout:g} s); retry later, or pass a longer "
+                    "lease_timeout",
+                    session_id=session_id,
+                    holder=holder,
+                    since=since,
+                )
+            time.sleep(pause)
+
+    def _lease_info(self, session_id: str) -> dict[str, Any]:
+        """What ``<id>.lease`` says: the last token, its holder and since when, and the
+        revision of the last save (an empty dict when there is none, or it is unreadable)."""
+        path = self._leases / (encode_session_id(session_id) + _LEASE)
+        try:
+            found = json.loads(path.read_bytes())
+        except (OSError, ValueError):
+            return {}
+        return found if isinstance(found, dict) else {}
+
+    def _write_lease_info(self, session_id: str, info: dict[str, Any]) -> None:
+        # Advisory (names the holder, speeds up the staleness check): the state file's own
+        # revision is what a save is checked against, so this one skips the fsyncs.
+        path = self._leases / (encode_session_id(session_id) + _LEASE)
+        temp = path.with_name(f".tmp-{os.getpid()}-{threading.get_ident()}.tmp")
+        try:
+            temp.write_text(json.dumps(info), encoding="utf-8")
+            os.replace(temp, path)
+        except OSError as exc:
+            temp.unlink(missing_ok=True)
+            raise StorageError(f"cannot write {path}: {exc}") from exc
 
     def load(self, session_id: str) -> SessionState:
         """The saved state of ``session_id``.
@@ -254,3 +428,10 @@ def _fsync_directory(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _parse_time(value: object) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(value)) if value else None
+    except ValueError:
+        return None

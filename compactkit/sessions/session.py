@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from compactkit.errors import ConcurrencyError, ConfigError
 from compactkit.memory import AgentMemory, InMemoryMemory
+from compactkit.sessions.lease import SessionLease
 from compactkit.sessions.state import SESSION_SCHEMA_VERSION, SessionState, StateSource
 
 __all__ = [
@@ -79,6 +80,15 @@ class AgentSession:
         _check_json(metadata or {}, "metadata")
         self.metadata: dict[str, Any] = dict(metadata or {})
         self.created_at = created_at or datetime.now(timezone.utc)
+        self.lease: SessionLease | None = None
+        """The lease a run holds on this session (set by the runtime); saves are fenced by it."""
+        self.revision: int | None = None
+        """The store revision this object was loaded at or last saved as (``None``: never
+        loaded or saved). A run that finds the store ahead of it reloads first."""
+        self.fenced_by_revision = False
+        """Whether stores refuse this object's saves once the stored revision moved past
+        ``revision`` (set for resumed sessions: a resumed copy must not save over a newer
+        state). A session built by hand saves last-writer-wins, as the store contract says."""
 
     @property
     def session_id(self) -> str:
@@ -143,8 +153,28 @@ class AgentSession:
             created_at=state.created_at,
         )
         if not _holds_checkpoint(session.memory, state):
-            session.memory.restore(state.memory, history=state.history)
+            try:
+                session.memory.restore(state.memory, history=state.history)
+            except ConcurrencyError:  # another worker wrote the session meanwhile
+                if not _holds_checkpoint(session.memory, state):
+                    raise
+        session.revision = state.revision
+        session.fenced_by_revision = True
         return session
+
+    def reload(self, state: SessionState) -> None:
+        """Take ``state`` (a newer save of this session by another run) as this session's:
+        counters, metadata and — unless the memory already holds it — the memory."""
+        if state.session_id != self._session_id:
+            raise ConfigError(
+                f"cannot reload session {self._session_id!r} from the state of {state.session_id!r}"
+            )
+        if not _holds_checkpoint(self._memory, state):
+            self._memory.restore(state.memory, history=state.history)
+        self.turn, self.step = state.turn, state.step
+        self.metadata = dict(state.metadata)
+        self.revision = state.revision
+        self.fenced_by_revision = True
 
     @classmethod
     def resume(
@@ -214,9 +244,18 @@ def resume_session(
 
 
 def _holds_checkpoint(memory: AgentMemory, state: SessionState) -> bool:
-    """Whether ``memory`` already holds ``state``'s memory or a later version of it."""
-    version = memory.snapshot().version or 0
-    return version > 0 and version >= (state.memory.version or 0)
+    """Whether ``memory`` already holds ``state``'s memory or a later version of it: a
+    persistent memory written at least as far (version and newest seq) as the checkpoint.
+
+    Versions of two in-process memories are not comparable, so the newest seq decides too: a
+    stale copy lacks the checkpoint's newest items (the newest item is never folded away).
+    """
+    snapshot = memory.snapshot()
+    version = snapshot.version or 0
+    newest = max((item.seq or 0 for item in snapshot.items), default=0)
+    saved = (*state.memory.items, *state.history)
+    saved_newest = max((item.seq or 0 for item in saved), default=0)
+    return version > 0 and version >= (state.memory.version or 0) and newest >= saved_newest
 
 
 def _check_session_id(session_id: object) -> None:

@@ -19,7 +19,7 @@ from compactkit.items.snapshot import MemorySnapshot
 
 __all__ = ["SESSION_SCHEMA_VERSION", "SessionState", "StateSource"]
 
-SESSION_SCHEMA_VERSION = 1
+SESSION_SCHEMA_VERSION = 2
 """The version of ``SessionState``'s JSON form this compactkit writes and the newest it reads."""
 
 
@@ -32,6 +32,9 @@ class SessionState(BaseModel):
     """The version of this form; readers refuse versions newer than they know."""
     session_id: str = Field(min_length=1)
     """The session's id."""
+    revision: int = Field(default=0, ge=0)
+    """How many times a store saved this session (set by the store; version 1 files read as
+    0): a save from a session object loaded at an older revision is refused."""
     turn: int = Field(default=0, ge=0)
     """Turns (user inputs) the runtime has run."""
     step: int = Field(default=0, ge=0)

@@ -26,7 +26,9 @@ from sqlalchemy import Engine
 
 from compactkit.items import FunctionCall, FunctionCallOutput, Item
 from compactkit.memory._rules import CallIndex
+from compactkit.sessions.lease import SessionLease
 from compactkit.sql._engine import Cursor
+from compactkit.sql._lease import lost
 from compactkit.sql._rows import _ACTIVE, _call_key, _now, _payload
 from compactkit.sql._schema import Tables
 
@@ -65,11 +67,14 @@ class AppendSQL:
             f"UPDATE {s} SET version = version + 1, next_seq = next_seq + ?, updated_at = ? "
             "WHERE id = ?"
         )
+        # A fenced append (a run's lease): applied only while the lease's token holds.
+        self._fenced_bump = f"{self._bump} AND lease_token = ?"
         # PostgreSQL: RETURNING saves a round trip. SQLite: a SELECT of the row just updated
         # costs a third of what RETURNING does (it buffers its rows in a temporary table).
         self._returning = dialect.name == "postgresql"
         if self._returning:
             self._bump += f" RETURNING {counters}"
+            self._fenced_bump += f" RETURNING {counters}"
         self._counters = f"SELECT {counters} FROM {s} WHERE id = ?"
         self._create = (
             f"INSERT INTO {s} (id, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
@@ -91,18 +96,26 @@ class AppendSQL:
         items: Sequence[Item],
         *,
         accept_unknown: bool,
+        fence: SessionLease | None = None,
     ) -> Appended:
-        """Store ``items`` in the open transaction of ``cursor``.
+        """Store ``items`` in the open transaction of ``cursor`` (only while ``fence``, when
+        given, still holds the session).
 
         Raises:
             ConfigError: the call-index check refused the batch (roll back: nothing stored).
+            LeaseLostError: ``fence`` was taken over (roll back: nothing stored).
         """
         count = len(items)
         now = self._stamp()
-        found = self._bumped(cursor, (count, now, session_id))
-        if found is None:  # the session's first write
-            cursor.execute(self._create, (session_id, now, now))
+        if fence is not None:
+            found = self._bumped(cursor, (count, now, session_id, fence.token), fenced=True)
+            if found is None:  # acquiring the lease made the row: another run holds it now
+                raise lost(fence, None)
+        else:
             found = self._bumped(cursor, (count, now, session_id))
+            if found is None:  # the session's first write
+                cursor.execute(self._create, (session_id, now, now))
+                found = self._bumped(cursor, (count, now, session_id))
         version, window_version, next_seq, created_at = found
         if (  # only calls and outputs have anything to check
             isinstance(items[0], _CALLS)
@@ -118,12 +131,14 @@ class AppendSQL:
             cursor.executemany(self._insert, [self._row(session_id, i, now) for i in stored])
         return Appended(stored, version, window_version, next_seq, self._created(created_at))
 
-    def _bumped(self, cursor: Cursor, params: tuple[int, Any, str]) -> Any:
-        """Bump the session's counters; the row after (``None`` when there is no row)."""
+    def _bumped(self, cursor: Cursor, params: tuple[Any, ...], *, fenced: bool = False) -> Any:
+        """Bump the session's counters; the row after (``None`` when no row was bumped)."""
+        bump = self._fenced_bump if fenced else self._bump
         if self._returning:
-            return cursor.execute(self._bump, params).fetchone()
-        cursor.execute(self._bump, params)
-        return cursor.execute(self._counters, params[2:]).fetchone()
+            return cursor.execute(bump, params).fetchone()
+        if cursor.execute(bump, params).rowcount == 0:
+            return None
+        return cursor.execute(self._counters, params[2:3]).fetchone()
 
     def _row(self, session_id: str, item: Item, now: Any) -> tuple[Any, ...]:
         call_id = item.call_id if isinstance(item, _CALLS) else None

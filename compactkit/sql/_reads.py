@@ -21,8 +21,10 @@ from sqlalchemy import Connection, Engine, delete, select
 from compactkit.errors import StorageError
 from compactkit.items import ITEMS_ADAPTER, FunctionCall, FunctionCallOutput, Item
 from compactkit.memory._rules import CallIndex, Lineage
+from compactkit.sessions.lease import SessionLease
 from compactkit.sql._append import AppendSQL
 from compactkit.sql._engine import RawWriter, raw_writer, read_transaction, single_statement
+from compactkit.sql._lease import lease_scope, lost
 from compactkit.sql._rows import (
     _ACTIVE,
     _ARCHIVED,
@@ -51,6 +53,7 @@ class SQLSession:
     _appends: AppendSQL
     _raw_write: RawWriter
     _write_failure: str
+    _fence: SessionLease | None
     accept_unknown_call_ids: bool
 
     def _open(self, t: Tables, engine: Engine, session_id: str) -> None:
@@ -63,6 +66,7 @@ class SQLSession:
         self._appends = AppendSQL(t, engine)
         self._raw_write = raw_writer(engine)
         self._write_failure = f"cannot write session {session_id!r}"
+        self._fence = None
 
     def _lock_row(self, conn: Connection) -> _Row:
         """Lock the session's row for this transaction, creating it if missing, and read it."""
@@ -74,8 +78,35 @@ class SQLSession:
         return found
 
     def _lock_existing(self, conn: Connection) -> _Row | None:
-        """Lock and read the session's row; ``None`` when there is none."""
-        return self._session_row(conn, lock=True)
+        """Lock and read the session's row; ``None`` when there is none.
+
+        Raises:
+            LeaseLostError: this memory is fenced by a lease that was taken over.
+        """
+        row = self._session_row(conn, lock=True)
+        fence = self._fence
+        if fence is not None:
+            s = self._t.sessions
+            token = conn.execute(select(s.c.lease_token).where(s.c.id == self._session_id)).scalar()
+            if token != fence.token:
+                raise lost(fence, None)
+        return row
+
+    def fence(self, lease: SessionLease | None) -> bool:
+        """Fence this memory's writes by ``lease`` (a run's, from an ``SQLSessionStore`` on the
+        same database and prefix): once another run takes the lease over, every write raises
+        ``LeaseLostError`` and is not applied. ``None`` stops fencing. Returns whether the
+        lease lives in this memory's tables (a lease from elsewhere is ignored)."""
+        if lease is None:
+            self._fence = None
+            return True
+        if (
+            lease.scope != lease_scope(self._engine, self._t)
+            or lease.session_id != self._session_id
+        ):
+            return False
+        self._fence = lease
+        return True
 
     def _read(self) -> _Window:
         """The current window: one statement when the cache is current, else a consistent

@@ -4,7 +4,9 @@ Four tables (and the recall index of ``compactkit.sql._recall_schema``), every n
 
     <prefix>schema_version   one row per applied migration (version, applied_at)
     <prefix>sessions         one row per session: version counters, next seq, summary,
-                             the store's saved state (JSON), timestamps
+                             the store's saved state (JSON) and its revision, the session
+                             lease (holder, fencing token, expiry) and the compaction lease
+                             (version 3), timestamps
     <prefix>items            one row per stored item: (session_id, seq) primary key, kind,
                              call id, original payload (JSON), the replacement a compaction
                              put in its place, pin, status active/archived, order in the
@@ -43,6 +45,7 @@ from sqlalchemy import (
     Column,
     Connection,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -167,6 +170,7 @@ def tables(prefix: str) -> Tables:
         Column("state", Text, nullable=True),  # SQLSessionStore's SessionState JSON
         Column("created_at", when, nullable=False),
         Column("updated_at", when, nullable=False),
+        *_v3_lease_columns(),
     )
     compactions = Table(
         f"{prefix}compactions",
@@ -216,13 +220,58 @@ def tables(prefix: str) -> Tables:
 
 
 def _v1_create_tables(conn: Connection, t: Tables) -> None:
-    for table in (t.sessions, t.compactions, t.items):
+    # The sessions table as version 1 made it (version 3 adds the lease columns).
+    when = DateTime(timezone=True)
+    v1_sessions = Table(
+        t.sessions.name,
+        MetaData(),
+        Column("id", String(_MAX_ID), primary_key=True),
+        Column("version", BigInteger, nullable=False, server_default="0"),
+        Column("window_version", BigInteger, nullable=False, server_default="0"),
+        Column("next_seq", BigInteger, nullable=False, server_default="1"),
+        Column("summary", Text, nullable=False, server_default='""'),
+        Column("state", Text, nullable=True),
+        Column("created_at", when, nullable=False),
+        Column("updated_at", when, nullable=False),
+    )
+    v1_sessions.create(conn)
+    for table in (t.compactions, t.items):
         table.create(conn)
+
+
+def _v3_lease_columns() -> list[Column[object]]:
+    """The session lease (version 3): who runs the session, its fencing token, until when;
+    the compaction lease; the store's revision of the saved state.
+
+    Expiry times are seconds since the epoch by the database's clock on PostgreSQL (workers
+    on several machines agree on it), by the process's clock on SQLite (one machine).
+    """
+    return [
+        Column("lease_token", BigInteger, nullable=False, server_default="0"),
+        Column("lease_holder", String(255), nullable=True),
+        Column("lease_since", DateTime(timezone=True), nullable=True),
+        Column("lease_expires", Float, nullable=True),
+        Column("compaction_holder", String(255), nullable=True),
+        Column("compaction_expires", Float, nullable=True),
+        Column("state_revision", BigInteger, nullable=False, server_default="0"),
+    ]
+
+
+def _v3_add_leases(conn: Connection, t: Tables) -> None:
+    preparer = conn.dialect.identifier_preparer
+    table = preparer.quote(t.sessions.name)
+    for column in _v3_lease_columns():
+        kind = column.type.compile(dialect=conn.dialect)
+        default = "" if column.server_default is None else f" DEFAULT {column.server_default.arg}"  # type: ignore[attr-defined]
+        null = "" if column.nullable else " NOT NULL"
+        conn.exec_driver_sql(
+            f"ALTER TABLE {table} ADD COLUMN {preparer.quote(column.name)} {kind}{null}{default}"
+        )
 
 
 Migration = Callable[[Connection, Tables], None]
 
-MIGRATIONS: list[Migration] = [_v1_create_tables, create_recall_index]
+MIGRATIONS: list[Migration] = [_v1_create_tables, create_recall_index, _v3_add_leases]
 """The forward migrations, in order: entry ``n - 1`` brings version ``n - 1`` to ``n``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

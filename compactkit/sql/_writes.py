@@ -33,7 +33,12 @@ class Writes(SQLSession):
     def _append(self, items: Sequence[Item]) -> None:
         appends, session_id, accept = self._appends, self._session_id, self.accept_unknown_call_ids
         done = self._raw_write(
-            self._write_failure, appends.append, session_id, items, accept_unknown=accept
+            self._write_failure,
+            appends.append,
+            session_id,
+            items,
+            accept_unknown=accept,
+            fence=self._fence,
         )
         with self._lock:  # extend the cache only if it held exactly the version we appended to
             window = self._window

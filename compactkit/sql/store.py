@@ -3,9 +3,10 @@
 A saved state (``SessionState`` JSON: runtime counters, metadata, the memory snapshot and its
 history) lives in the ``state`` column of the session's row in ``<prefix>sessions`` — the same
 row ``SQLMemory`` keeps its counters in, so one database and one prefix hold a session's memory
-and its checkpoints. ``save`` is one atomic upsert (last writer wins; a reader never sees half
-a state). A checkpoint is a copy taken at ``save``: resuming rolls the memory back to it, even
-when the memory is an ``SQLMemory`` that kept being written since.
+and its checkpoints. ``save`` is one atomic upsert (a reader never sees half a state), fenced by
+the run's lease and the stored revision (``compactkit.sessions.lease``). Resuming into an
+``SQLMemory`` that kept being written since the checkpoint keeps what it holds: nothing
+committed after a checkpoint is ever deleted by resuming it.
 """
 
 from __future__ import annotations
@@ -13,14 +14,17 @@ from __future__ import annotations
 import builtins
 from datetime import datetime, timezone
 
-from sqlalchemy import Engine, delete, select, update
+from sqlalchemy import Connection, Engine, delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL
 
-from compactkit.errors import SessionNotFoundError
+from compactkit.errors import ConcurrencyError, SessionBusyError, SessionNotFoundError
 from compactkit.sessions._checks import require_session
+from compactkit.sessions.lease import DEFAULT_TTL, SessionLease, check_lease_times, default_holder
 from compactkit.sessions.session import AgentSession, SessionState
 from compactkit.sql._engine import connect, read_transaction, write_transaction
+from compactkit.sql._lease import acquire, check_fence, lease_scope, release, seconds_now
+from compactkit.sql._rows import _utc
 from compactkit.sql._schema import tables, validate_session_id
 from compactkit.sql.memory import SQLMemory
 
@@ -52,6 +56,7 @@ class SQLSessionStore:
         """
         self._t = tables(table_prefix)
         self._engine = connect(url_or_engine, self._t, create_schema=create_schema)
+        self._scope = lease_scope(self._engine, self._t)
 
     def __repr__(self) -> str:
         url = self._engine.url.render_as_string(hide_password=True)
@@ -63,27 +68,97 @@ class SQLSessionStore:
         return self._engine
 
     def save(self, session: AgentSession) -> None:
-        """Save ``session.state()`` in one statement, replacing its earlier saved state.
+        """Save ``session.state()`` in one transaction, replacing its earlier saved state.
+
+        Fenced: under ``session.lease`` (a run's), the save is applied only while that lease
+        still holds the session, and extends it. Without a lease it is refused while another
+        run holds a live one. A session loaded or saved at an older revision than the stored
+        one (someone saved since) is refused too.
 
         Raises:
             ConfigError: ``session`` is not an ``AgentSession`` (a memory or an id, say).
+            LeaseLostError: the session's lease was taken over; nothing was saved.
+            SessionBusyError: another run holds the session's lease; nothing was saved.
+            ConcurrencyError: the session was saved since this object loaded it.
             StorageError: the database failed; the earlier state is unchanged.
         """
         session = require_session(session, "SQLSessionStore")
-        validate_session_id(session.session_id)
-        state = session.state().to_json().decode()
+        session_id = validate_session_id(session.session_id)
+        state = session.state()
         now = datetime.now(timezone.utc)
         s = self._t.sessions
-        row = {"id": session.session_id, "state": state, "created_at": now, "updated_at": now}
-        failure = f"cannot save session {session.session_id!r}"
+        failure = f"cannot save session {session_id!r}"
+        lease = session.lease
         with write_transaction(self._engine, failure) as conn:
-            dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-            upsert = dialect.insert(s).values(row)
-            conn.execute(
-                upsert.on_conflict_do_update(
-                    index_elements=[s.c.id], set_={"state": state, "updated_at": now}
+            if lease is not None and lease.scope == self._scope:
+                revision = check_fence(conn, self._t, lease)
+            else:
+                revision = self._unleased_revision(conn, session_id)
+            if session.fenced_by_revision and session.revision != revision:
+                raise ConcurrencyError(
+                    f"session {session_id!r} was saved by another run (revision {revision}) "
+                    f"since this object loaded it (revision {session.revision}); nothing was "
+                    "saved — resume it again to continue from the newer state"
                 )
+            data = state.model_copy(update={"revision": revision + 1}).to_json().decode()
+            values = {"state": data, "state_revision": revision + 1, "updated_at": now}
+            dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+            upsert = dialect.insert(s).values(id=session_id, created_at=now, **values)
+            conn.execute(upsert.on_conflict_do_update(index_elements=[s.c.id], set_=values))
+        session.revision = revision + 1
+
+    def _unleased_revision(self, conn: Connection, session_id: str) -> int:
+        """Lock the session row; its state revision, unless another run holds its lease."""
+        s = self._t.sessions
+        found = conn.execute(
+            select(s.c.lease_holder, s.c.lease_since, s.c.lease_expires, s.c.state_revision)
+            .where(s.c.id == session_id)
+            .with_for_update()
+        ).first()
+        if found is None:
+            return 0
+        if found.lease_holder is not None and (found.lease_expires or 0) > seconds_now(conn):
+            raise SessionBusyError(
+                f"session {session_id!r} is running elsewhere: {found.lease_holder!r} has held "
+                f"its lease since {_utc(found.lease_since):%Y-%m-%d %H:%M:%S} UTC; a save "
+                "outside that run was refused (save from the run, or wait for it to end)",
+                session_id=session_id,
+                holder=found.lease_holder,
+                since=_utc(found.lease_since),
             )
+        return int(found.state_revision)
+
+    def acquire(
+        self,
+        session_id: str,
+        *,
+        holder: str | None = None,
+        timeout: float = 0.0,
+        ttl: float = DEFAULT_TTL,
+    ) -> SessionLease:
+        """Take the lease of ``session_id`` for a run (see ``compactkit.sessions.lease``).
+
+        Waits up to ``timeout`` seconds for a live holder; a holder that stopped saving for
+        ``ttl`` seconds (dead, or stalled) is taken over, and its later writes are refused.
+
+        Raises:
+            SessionBusyError: another holder kept it for the whole ``timeout``.
+            ConfigError: the id cannot be stored, or ``timeout``/``ttl`` is not positive.
+        """
+        validate_session_id(session_id)
+        check_lease_times(timeout, ttl)
+        return acquire(
+            self._engine,
+            self._t,
+            session_id,
+            holder=holder or default_holder(),
+            timeout=timeout,
+            ttl=ttl,
+        )
+
+    def release(self, lease: SessionLease) -> None:
+        """Give ``lease`` back (nothing when it was taken over meanwhile)."""
+        release(self._engine, self._t, lease)
 
     def load(self, session_id: str) -> SessionState:
         """The saved state of ``session_id``.

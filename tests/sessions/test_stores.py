@@ -46,9 +46,10 @@ def test_hostile_ids_stay_in_the_directory_as_distinct_files(tmp_path: Path) -> 
     store = FileSessionStore(tmp_path)
     for session_id in HOSTILE_IDS:
         store.save(session(session_id))
-    names = sorted(p.name for p in tmp_path.iterdir())
+    files = [p for p in tmp_path.iterdir() if p.name != ".leases"]  # the lease files' folder
+    names = sorted(p.name for p in files)
     assert len(names) == len(HOSTILE_IDS) == len({n.casefold() for n in names})
-    assert all(p.is_file() for p in tmp_path.iterdir())
+    assert all(p.is_file() for p in files)
     assert "abc.json" in names and "%41bc.json" in names and "%63on.json" in names
 
 
@@ -74,16 +75,18 @@ def test_files_are_private_and_no_temp_files_remain(tmp_path: Path) -> None:
     store = FileSessionStore(tmp_path)
     store.save(session("s1", "secret"))
     store.save(session("s1", "secret", "more"))
-    assert [p.name for p in tmp_path.iterdir()] == ["s1.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".leases", "s1.json"]
+    assert sorted(p.name for p in (tmp_path / ".leases").iterdir()) == ["s1.info", "s1.lock"]
     if os.name == "posix":
         assert stat.S_IMODE((tmp_path / "s1.json").stat().st_mode) == 0o600
+        assert stat.S_IMODE((tmp_path / ".leases").stat().st_mode) == 0o700
 
 
 @pytest.mark.parametrize(
     ("content", "message"),
     [
         (b'{"schema_version": 1, "session_id": "s1", "memo', "corrupt"),
-        (b'{"schema_version": 2, "session_id": "s1", "new": {}}', "newer compactkit"),
+        (b'{"schema_version": 3, "session_id": "s1", "new": {}}', "newer compactkit"),
     ],
 )
 def test_an_unreadable_file_raises_and_is_never_overwritten(
@@ -133,7 +136,7 @@ def test_a_failed_write_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.M
     with pytest.raises(StorageError, match="No space left"):
         store.save(session("s1", "new"))
     assert store.path("s1").read_bytes() == before
-    assert [p.name for p in tmp_path.iterdir()] == ["s1.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".leases", "s1.json"]
 
 
 def test_an_unusable_directory_raises_storage_error(tmp_path: Path) -> None:

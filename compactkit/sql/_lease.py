@@ -1,0 +1,171 @@
+"""Session and compaction leases in SQL: columns of the session's row (schema version 2).
+
+The lease lives on the row every write to the session already locks, so taking it over and
+appending queue on one lock: an append fenced by token ``n`` (``... WHERE lease_token = n``)
+either commits before a takeover or finds the new token and is refused. Expiry is checked
+against the database's clock on PostgreSQL (several machines), the process's on SQLite.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import Connection, Engine, func, select, update
+
+from compactkit.errors import LeaseLostError, SessionBusyError
+from compactkit.sessions.lease import SessionLease, wait_steps
+from compactkit.sql._engine import write_transaction
+from compactkit.sql._rows import _insert_session, _utc
+from compactkit.sql._schema import Tables
+
+__all__ = [
+    "acquire",
+    "check_fence",
+    "lease_scope",
+    "lost",
+    "release",
+    "release_compaction",
+    "seconds_now",
+    "take_compaction",
+]
+
+
+def lease_scope(engine: Engine, t: Tables) -> str:
+    """Where a lease of these tables lives: the database and the table prefix."""
+    return f"sql:{engine.url.render_as_string(hide_password=True)}#{t.prefix}"
+
+
+def seconds_now(conn: Connection) -> float:
+    """Now in seconds since the epoch, by the clock every worker shares."""
+    if conn.dialect.name == "postgresql":
+        return float(
+            conn.execute(select(func.extract("epoch", func.clock_timestamp()))).scalar_one()
+        )
+    return time.time()
+
+
+def acquire(
+    engine: Engine, t: Tables, session_id: str, *, holder: str, timeout: float, ttl: float
+) -> SessionLease:
+    """Take the session lease of ``session_id`` (see ``LeasingStore.acquire``)."""
+    scope = lease_scope(engine, t)
+    pauses = iter(wait_steps(timeout))
+    while True:
+        busy = _try_take(engine, t, session_id, holder=holder, ttl=ttl, scope=scope)
+        if isinstance(busy, SessionLease):
+            return busy
+        pause = next(pauses, None)
+        if pause is None:
+            other, since = busy
+            raise SessionBusyError(
+                f"session {session_id!r} is running elsewhere: {other!r} has held its lease "
+                f"since {since:%Y-%m-%d %H:%M:%S} UTC (waited {timeout:g} s); retry later, "
+                "or pass a longer lease_timeout",
+                session_id=session_id,
+                holder=other,
+                since=since,
+            )
+        time.sleep(pause)
+
+
+def _try_take(
+    engine: Engine, t: Tables, session_id: str, *, holder: str, ttl: float, scope: str
+) -> SessionLease | tuple[str, datetime]:
+    s = t.sessions
+    columns = (s.c.lease_token, s.c.lease_holder, s.c.lease_since, s.c.lease_expires)
+    with write_transaction(engine, f"cannot lease session {session_id!r}") as conn:
+        query = select(*columns, s.c.state_revision).where(s.c.id == session_id)
+        found = conn.execute(query.with_for_update()).first()
+        if found is None:
+            _insert_session(conn, t, session_id)
+            found = conn.execute(query.with_for_update()).one()
+        token, current, since, expires, revision = found
+        now = seconds_now(conn)
+        if current is not None and current != holder and expires is not None and expires > now:
+            return current, _utc(since)
+        taken = datetime.now(timezone.utc)
+        conn.execute(
+            update(s)
+            .where(s.c.id == session_id)
+            .values(
+                lease_token=token + 1,
+                lease_holder=holder,
+                lease_since=taken,
+                lease_expires=now + ttl,
+            )
+        )
+    return SessionLease(session_id, holder, token + 1, taken, revision, scope, ttl)
+
+
+def check_fence(conn: Connection, t: Tables, lease: SessionLease) -> Any:
+    """Lock the session row; raise ``LeaseLostError`` unless ``lease`` still holds it, and
+    extend it by its ``ttl``. The row's ``state_revision``."""
+    s = t.sessions
+    found = conn.execute(
+        select(s.c.lease_token, s.c.lease_holder, s.c.lease_since, s.c.state_revision)
+        .where(s.c.id == lease.session_id)
+        .with_for_update()
+    ).first()
+    if found is None or found.lease_token != lease.token:
+        raise lost(lease, None if found is None else found.lease_holder)
+    if lease.ttl is not None:
+        conn.execute(
+            update(s)
+            .where(s.c.id == lease.session_id)
+            .values(lease_expires=seconds_now(conn) + lease.ttl)
+        )
+    return found.state_revision
+
+
+def lost(lease: SessionLease, holder: str | None) -> LeaseLostError:
+    """The error for a write made under ``lease`` after it was taken over."""
+    now = "nobody" if holder is None else repr(holder)
+    return LeaseLostError(
+        f"the lease of session {lease.session_id!r} taken by {lease.holder!r} (token "
+        f"{lease.token}) was taken over (now held by {now}): it expired while this run "
+        "stalled; this write was not applied — resume the session to continue"
+    )
+
+
+def release(engine: Engine, t: Tables, lease: SessionLease) -> None:
+    """Give ``lease`` back, unless it was taken over."""
+    s = t.sessions
+    with write_transaction(engine, f"cannot release session {lease.session_id!r}") as conn:
+        conn.execute(
+            update(s)
+            .where(s.c.id == lease.session_id, s.c.lease_token == lease.token)
+            .values(lease_holder=None, lease_since=None, lease_expires=None)
+        )
+
+
+def take_compaction(engine: Engine, t: Tables, session_id: str, *, holder: str, ttl: float) -> bool:
+    """Take the compaction lease of ``session_id`` unless a live one is held by another."""
+    s = t.sessions
+    with write_transaction(engine, f"cannot lease session {session_id!r}") as conn:
+        query = select(s.c.compaction_holder, s.c.compaction_expires).where(s.c.id == session_id)
+        found = conn.execute(query.with_for_update()).first()
+        if found is None:
+            _insert_session(conn, t, session_id)
+            found = conn.execute(query.with_for_update()).one()
+        now = seconds_now(conn)
+        if found[0] not in (None, holder) and found[1] is not None and found[1] > now:
+            return False
+        conn.execute(
+            update(s)
+            .where(s.c.id == session_id)
+            .values(compaction_holder=holder, compaction_expires=now + ttl)
+        )
+    return True
+
+
+def release_compaction(engine: Engine, t: Tables, session_id: str, *, holder: str) -> None:
+    """Give the compaction lease back, if ``holder`` still holds it."""
+    s = t.sessions
+    with write_transaction(engine, f"cannot release session {session_id!r}") as conn:
+        conn.execute(
+            update(s)
+            .where(s.c.id == session_id, s.c.compaction_holder == holder)
+            .values(compaction_holder=None, compaction_expires=None)
+        )

@@ -1,0 +1,60 @@
+"""Code the many-workers tests run in other processes (free of pytest so workers start fast):
+agents on one store resuming sessions and running turns, and a lease holder that hangs."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from compactkit import Agent
+from compactkit.errors import ConcurrencyError
+from compactkit.memory import InMemoryMemory
+from compactkit.sessions import FileSessionStore
+from compactkit.sql import SQLMemory, SQLSessionStore
+from compactkit.testing import FakeOpenAI
+
+
+def open_store(kind: str, where: str, prefix: str) -> tuple[Any, Any]:
+    """The store and memory factory of ``kind`` (``file``, ``sqlite``, ``postgresql``)."""
+    if kind == "file":
+        return FileSessionStore(where), lambda _sid: InMemoryMemory()
+    return (
+        SQLSessionStore(where, table_prefix=prefix),
+        lambda sid: SQLMemory(where, sid, table_prefix=prefix),
+    )
+
+
+def agent(kind: str, where: str, prefix: str, **options: Any) -> Agent:
+    """An agent whose model always answers "ok", saving to the store of ``kind``."""
+    store, factory = open_store(kind, where, prefix)
+    fake = FakeOpenAI(default="ok")
+    return Agent(
+        "gpt-4o", fake.client(), store=store, memory_factory=factory, compaction=False, **options
+    )
+
+
+def run_turns(
+    kind: str, where: str, prefix: str, session_id: str, worker: int, turns: int, report: str
+) -> None:
+    """Resume ``session_id`` and run ``turns`` turns ``w<worker>-t<n>``; write what happened
+    (turns done, the names of typed refusals) to ``report``. Anything untyped crashes."""
+    done, refused = 0, []
+    session = agent(kind, where, prefix, lease_timeout=60.0).resume(session_id)
+    for n in range(turns):
+        try:
+            session.run(f"w{worker}-t{n}")
+            done += 1
+        except ConcurrencyError as exc:  # typed refusals are counted, never swallowed silently
+            refused.append(type(exc).__name__)
+    Path(report).write_text(json.dumps({"done": done, "refused": refused}), encoding="utf-8")
+
+
+def hold_lease(kind: str, where: str, prefix: str, session_id: str, ready: str) -> None:
+    """Take the session's lease (ttl 1 s), say so in ``ready``, and hang until killed."""
+    store, _ = open_store(kind, where, prefix)
+    lease = store.acquire(session_id, holder="doomed", ttl=1.0)
+    Path(ready).write_text(str(lease.token), encoding="utf-8")
+    while True:
+        time.sleep(1)
