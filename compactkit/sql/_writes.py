@@ -65,8 +65,9 @@ class Writes(SQLSession):
 
         Raises:
             ConcurrencyError: the session holds items appended after the snapshot (a seq
-                above every seq it restores): restoring would delete them — another worker's
-                turns, most likely. Nothing is written; ``clear()`` first to discard them.
+                above every seq it restores) that this object has not read: restoring would
+                delete another worker's turns. Nothing is written; read the memory (or
+                ``clear()``) first to discard them deliberately.
             ConfigError: the snapshot is not a state appends could build (see
                 ``AgentMemory.restore``).
         """
@@ -76,11 +77,22 @@ class Writes(SQLSession):
             self._engine, f"cannot restore session {self._session_id!r}"
         ) as conn:
             row = self._lock_row(conn)
+            # Items this object has read it may discard (a deliberate rollback, popping the
+            # last item); items appended since its last read — another worker's — it may not.
+            cached = self._window
+            seen = (
+                cached.row.next_seq
+                if cached is not None and cached.row.created_at == row.created_at
+                else 1
+            )
             newer = (
                 conn.execute(
                     select(i.c.seq)
                     .where(
-                        i.c.session_id == self._session_id, i.c.seq > top, i.c.created_by.is_(None)
+                        i.c.session_id == self._session_id,
+                        i.c.seq > top,
+                        i.c.seq >= seen,
+                        i.c.created_by.is_(None),
                     )
                     .order_by(i.c.seq)
                 )
