@@ -19,11 +19,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from compactkit.budget.profiles import ProfileRegistry
 from compactkit.compressors.base import MemoryCompressor
-from compactkit.compressors.preview import CompactionPreview
 from compactkit.errors import ConfigError
 from compactkit.governance.policy import CompactPolicy, TriggerLike
 from compactkit.governance.projector import ContextProjector, Projection, ProjectionReport
@@ -46,6 +45,9 @@ from compactkit.memory.in_memory import InMemoryMemory
 from compactkit.runtime.background import BackgroundCompaction
 from compactkit.runtime.events import Event, PassthroughEvent, emit
 from compactkit.runtime.governor import GovernedStep, Governor
+
+if TYPE_CHECKING:  # the preview loads with its first use (it pulls in the summarizer)
+    from compactkit.compressors.preview import CompactionPreview
 
 __all__ = ["CompactedMessages", "MessageCompactor", "MessageFormat", "compact_messages"]
 

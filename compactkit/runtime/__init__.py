@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
         ToolCallEvent,
     )
     from compactkit.runtime.governor import GovernedStep, Governor
+    from compactkit.runtime.recall_tools import recall_tools
     from compactkit.runtime.result import RunResult, StepRecord, Usage
     from compactkit.runtime.session import RunnableSession
     from compactkit.runtime.tools import FunctionTool, ToolOutcome, tool
@@ -30,6 +31,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
 # Loaded with their module on first use (PEP 562): importing the package costs nothing, and a
 # caller that needs one part does not load the others.
 _LAZY: dict[str, str] = {
+    "recall_tools": "compactkit.runtime.recall_tools",
     "Agent": "compactkit.runtime.agent",
     "BackgroundCompaction": "compactkit.runtime.background",
     "BackgroundCompactionEvent": "compactkit.runtime.events",
@@ -92,5 +94,6 @@ __all__ = [
     "ToolCallEvent",
     "ToolOutcome",
     "Usage",
+    "recall_tools",
     "tool",
 ]

@@ -25,11 +25,10 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compactkit.budget import ProfileRegistry, TokenCounter, budget_for, counter_for
 from compactkit.compressors import LadderCompressor, MemoryCompressor
-from compactkit.compressors.preview import CompactionPreview, preview_compaction
 from compactkit.errors import ConcurrencyError, ConfigError
 from compactkit.governance._cache import cache_hysteresis
 from compactkit.governance.policy import (
@@ -56,6 +55,9 @@ from compactkit.runtime.events import (
     ProjectionEvent,
     emit,
 )
+
+if TYPE_CHECKING:  # the preview loads with its first use (it pulls in the summarizer)
+    from compactkit.compressors.preview import CompactionPreview
 
 __all__ = ["GovernedStep", "Governor"]
 
@@ -441,6 +443,8 @@ class Governor:
             raise ConfigError(
                 "this governor has no compressor (compaction is off): nothing to preview"
             )
+        from compactkit.compressors.preview import preview_compaction  # (loads the summarizer)
+
         return preview_compaction(compressor, memory.snapshot(), counter=self.counter, tools=tools)
 
     # -- internals -----------------------------------------------------------------------------

@@ -72,11 +72,16 @@ class Writes(SQLSession):
                 ``AgentMemory.restore``).
         """
         i, s = self._t.items, self._t.sessions
-        top = max([0, *(item.seq for item in (*snapshot.items, *history) if item.seq is not None)])
         with write_transaction(
             self._engine, f"cannot restore session {self._session_id!r}"
         ) as conn:
             row = self._lock_row(conn)
+            # Validated first: what restore takes, and a state appends could build.
+            plan = plan_restore(
+                snapshot, history, row.next_seq, accept_unknown=self.accept_unknown_call_ids
+            )
+            given = (*snapshot.items, *history)
+            top = max([0, *(item.seq for item in given if item.seq is not None)])
             # Items this object has read it may discard (a deliberate rollback, popping the
             # last item); items appended since its last read — another worker's — it may not.
             cached = self._window
@@ -107,9 +112,6 @@ class Writes(SQLSession):
                     "have written them. Nothing was restored: resume from the memory as it is, "
                     "or clear() first to discard them deliberately"
                 )
-            plan = plan_restore(
-                snapshot, history, row.next_seq, accept_unknown=self.accept_unknown_call_ids
-            )
             self._delete_contents(conn)
             base = plan.next_seq - len(plan.items)
             active = {_seq(item): (k, item) for k, item in enumerate(plan.items)}

@@ -21,6 +21,7 @@ from compactkit import (
     MemorySnapshot,
     Message,
 )
+from compactkit.items.groups import group_items
 
 
 def _items(n: int) -> list[Message]:
@@ -136,7 +137,14 @@ def test_a_snapshot_never_changes_after_it_was_read(ops: list[str]) -> None:
             assert seq is not None
             (memory.pin if op == "pin" else memory.unpin)(seq)
         elif op == "compact" and len(active) > 1:
-            keep = [item for item in active[:-1] if item.pinned] + [active[-1]]
+            # whole groups (a call with its output): the ones holding a pin, and the newest
+            groups = group_items(active)
+            keep = [
+                item
+                for number, group in enumerate(groups)
+                if number == len(groups) - 1 or any(i.pinned for i in group.slice(active))
+                for item in group.slice(active)
+            ]
             kept = MemorySnapshot(
                 summary=f"summary {step}", items=tuple(keep), version=snapshot.version
             )
@@ -151,7 +159,9 @@ def test_a_snapshot_never_changes_after_it_was_read(ops: list[str]) -> None:
         elif op == "clear":
             memory.clear()
         elif op == "restore":
-            memory.restore(MemorySnapshot(summary="restored", items=tuple(active[:1])))
+            first = group_items(active)[0] if active else None  # a whole group, never half a pair
+            restored = tuple(first.slice(active)) if first is not None else ()
+            memory.restore(MemorySnapshot(summary="restored", items=restored))
         for earlier, frozen in reads:
             assert tuple(earlier.items) == frozen
             assert len(earlier.items) == len(frozen)
