@@ -351,7 +351,7 @@ def plan_apply(
 
     Raises:
         ConfigError: the result holds a seq that is not active, holds one seq twice, holds a
-            rendered summary message, or drops a pinned item.
+            new rendered summary message (one without a seq), or drops a pinned item.
     """
     appended: list[Item] = []
     if appended_from is not None:
@@ -363,8 +363,14 @@ def plan_apply(
     kept: set[int] = set()
     items: list[Item] = []
     for item in result.snapshot.items:
-        if is_summary_message(item):
-            raise ConfigError("a compaction result holds a rendered summary message as an item")
+        if item.seq is None and is_summary_message(item):
+            # A stored item that merely quotes a summary (a sealed summary the conversation
+            # holds later than the summary's own place, see MemorySnapshot.from_items) keeps
+            # its seq and passes; a compressor that creates one would send the summary twice.
+            raise ConfigError(
+                "a compaction result holds a new rendered summary message as an item; a "
+                "compressor returns the summary in its summary field"
+            )
         if item.seq is not None:
             before = stored.get(item.seq)
             if before is None or item.seq in kept:
@@ -421,7 +427,8 @@ def plan_restore(
 
     Raises:
         ConfigError: a seq appears twice, a history item has no seq, an item is a rendered
-            summary message, the call ids break the rules above (the message names the item),
+            summary message at the summary's own place (after the leading instructions: a
+            later one is quoted text, kept as an ordinary message), the call ids break the rules above (the message names the item),
             or ``snapshot``/``history`` is not what restore takes.
     """
     snapshot = require_snapshot(snapshot, "restore()")
@@ -438,12 +445,18 @@ def plan_restore(
             raise ConfigError(f"history holds seq={item.seq} twice")
         known[item.seq] = item
     seen: set[int] = set()
+    at_head = True  # only instructions so far: where from_items reads a summary message
     for item in snapshot.items:
-        if is_summary_message(item):
+        if at_head and is_summary_message(item):
+            # memory.items (the rendered view) passed as the items: the summary would be sent
+            # (and folded) twice. Later in the list, a sealed summary is quoted text, kept as
+            # the ordinary message from_items leaves it as.
             raise ConfigError(
                 "the snapshot holds a rendered summary message as an item; build it with "
                 "MemorySnapshot.from_items(items) so the summary becomes its summary field"
             )
+        if not (isinstance(item, Message) and item.role in ("system", "developer")):
+            at_head = False
         if item.seq is not None:
             if item.seq in seen:
                 raise ConfigError(f"the snapshot holds seq={item.seq} twice")

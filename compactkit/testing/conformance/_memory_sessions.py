@@ -156,7 +156,24 @@ def _restore_never_compacts(kit: MemoryKit) -> None:
     same(compressor.calls, [], "compressor calls during restore")
     same(seqs(memory.items), [11, 10, 12], "seqs after restore")
     with raises(ConfigError, match="from_items", doing="restore(a snapshot with a summary item)"):
-        memory.restore(MemorySnapshot.of([*memory.snapshot().items, summary_message("s")]))
+        memory.restore(MemorySnapshot.of([summary_message("s"), *memory.snapshot().items]))
+
+
+@rule(
+    "restore-keeps-a-quoted-summary",
+    "A sealed summary later in a conversation than the summary's own place (after the leading "
+    "instructions) is quoted text: restore(MemorySnapshot.from_items(...)) keeps it as an "
+    "ordinary message in place, and later compactions keep or fold it like any item.",
+)
+def _restore_keeps_a_quoted_summary(kit: MemoryKit) -> None:
+    memory = kit.new()
+    memory.restore(MemorySnapshot.from_items([user("edited"), summary_message("s"), user("d")]))
+    same(texts(memory.items), ["edited", "s", "d"], "items after restoring a quoted summary")
+    same(memory.summary, "", "summary after restoring a quoted summary")
+    snapshot = memory.snapshot()
+    memory.apply(result(snapshot, snapshot.items[1:], summary="folded"))
+    same(texts(memory.snapshot().items), ["s", "d"], "items after a compaction keeping it")
+    same(memory.summary, "folded", "summary after a compaction keeping it")
 
 
 @rule(

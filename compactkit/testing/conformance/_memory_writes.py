@@ -302,8 +302,8 @@ def _summary_role_configurable(kit: MemoryKit) -> None:
 
 @rule(
     "rendered-summary-is-not-storable",
-    "A rendered summary message cannot be written back as an item (a write or a restore): "
-    "ConfigError pointing to MemorySnapshot.from_items.",
+    "A rendered summary message cannot be written back as an item (a write, or a restore "
+    "with it at the summary's own place): ConfigError pointing to MemorySnapshot.from_items.",
 )
 def _rendered_summary_is_not_storable(kit: MemoryKit) -> None:
     memory = kit.new()
@@ -313,4 +313,4 @@ def _rendered_summary_is_not_storable(kit: MemoryKit) -> None:
         memory.add_output_items(memory.items)
     same(tuple(memory.history()), memory.snapshot().items, "history() after the refused write")
     with raises(ConfigError, match="from_items", doing="restore(a snapshot holding a summary)"):
-        memory.restore(MemorySnapshot.of([*memory.snapshot().items, summary_message("s")]))
+        memory.restore(MemorySnapshot.of(memory.items))  # the rendered view, summary first
