@@ -12,67 +12,23 @@ import concurrent.futures
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable
 
 from compactkit.compressors.base import MemoryCompressor
 from compactkit.governance.policy import CompactPolicy, Trigger, ratio_over, tokens_over, usage_over
-from compactkit.items import Message, Tool
-from compactkit.items.snapshot import CompactResult, CompactStats, MemorySnapshot
-from compactkit.memory.base import AgentMemory
+from compactkit.items.snapshot import CompactResult, MemorySnapshot
+from compactkit.runtime._compaction import _failed
 from compactkit.runtime.events import CompactionRequest, Event
 
 __all__ = [
-    "GovernorParts",
-    "Instructions",
     "Job",
     "Slot",
     "acompress",
-    "compress",
     "in_thread",
     "token_thresholds",
 ]
 
-Instructions = str | Sequence[Message] | None
-
 _HEAD_START_S = 0.01  # the worker's head start to the step (see in_thread)
-
-
-class GovernorParts(Protocol):
-    """The parts of a ``Governor`` a background step uses (the governor passes itself)."""
-
-    policy: CompactPolicy | None
-    before_compaction: Callable[[CompactionRequest], bool] | None
-
-    def _prepare(
-        self,
-        memory: AgentMemory,
-        instructions: Instructions,
-        tools: Sequence[Tool],
-        usage: int | None,
-        force: bool,
-    ) -> Any: ...
-
-    def _finish(
-        self,
-        memory: AgentMemory,
-        plan: Any,
-        result: CompactResult | None,
-        instructions: Instructions,
-        tools: Sequence[Tool],
-    ) -> Any: ...
-
-    def _compressor_for(
-        self,
-        instructions: Instructions,
-        tools: Sequence[Tool],
-        track: Any,
-        snapshot: MemorySnapshot | None = None,
-    ) -> MemoryCompressor | None: ...
-
-    def _track(self, memory: AgentMemory) -> Any: ...
-
-    def _emit(self, event: Event) -> Event: ...
 
 
 class Job:
@@ -183,13 +139,6 @@ def in_thread(
     return future
 
 
-def compress(compressor: MemoryCompressor, snapshot: MemorySnapshot) -> CompactResult:
-    try:
-        return compressor.compress(snapshot)
-    except Exception as exc:  # a compressor breaking its contract must not lose the memory
-        return failed(compressor, snapshot, exc)
-
-
 async def acompress(compressor: MemoryCompressor, snapshot: MemorySnapshot) -> CompactResult:
     acompress = getattr(compressor, "acompress", None)
     try:
@@ -198,17 +147,4 @@ async def acompress(compressor: MemoryCompressor, snapshot: MemorySnapshot) -> C
             return result
         return await asyncio.to_thread(compressor.compress, snapshot)
     except Exception as exc:
-        return failed(compressor, snapshot, exc)
-
-
-def failed(compressor: object, snapshot: MemorySnapshot, exc: BaseException) -> CompactResult:
-    name = str(getattr(compressor, "name", type(compressor).__name__))
-    return CompactResult(
-        snapshot=snapshot,
-        outcome="failed",
-        stats=CompactStats(
-            compressor=name, items_before=len(snapshot.items), items_after=len(snapshot.items)
-        ),
-        error=f"{name} raised {type(exc).__name__}: {exc}",
-        cause=exc,
-    )
+        return _failed(compressor, snapshot, exc)

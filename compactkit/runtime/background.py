@@ -39,13 +39,11 @@ from compactkit.governance.policy import CompactPolicy
 from compactkit.items import Tool
 from compactkit.items.snapshot import CompactResult
 from compactkit.memory.base import AgentMemory
+from compactkit.runtime._compaction import _safe_compress
 from compactkit.runtime._jobs import (
-    GovernorParts,
-    Instructions,
     Job,
     Slot,
     acompress,
-    compress,
     in_thread,
     token_thresholds,
 )
@@ -56,6 +54,7 @@ from compactkit.runtime.events import (
     CompactionVetoed,
     Event,
 )
+from compactkit.runtime.scheduling import GovernedStep, Instructions, StepPlan, StepSeam
 
 __all__ = ["BackgroundCompaction", "BackgroundStats"]
 
@@ -226,56 +225,56 @@ class BackgroundCompaction:
 
     def step(
         self,
-        governor: GovernorParts,
+        governor: StepSeam,
         memory: AgentMemory,
         *,
         instructions: Instructions,
         tools: Sequence[Tool],
         usage: int | None,
         force: bool,
-    ) -> Any:
+    ) -> GovernedStep:
         """``Governor.step`` with background compaction (see the module docstring)."""
+        parts = _StepArgs(instructions, tools, usage, force)
         events = self._settle(governor, memory)
-        plan = governor._prepare(memory, instructions, tools, usage, force)
+        plan = parts.prepare(governor, memory)
         if plan.request is not None and not force and self._waitable(memory, threads_only=True):
             events += self._wait(governor, memory)
-            plan = governor._prepare(memory, instructions, tools, usage, force)
+            plan = parts.prepare(governor, memory)
         result: CompactResult | None = None
         if plan.request is not None:
-            compressor = governor._compressor_for(instructions, tools, plan.track, plan.snapshot)
+            compressor = governor.compressor_for(plan, instructions=instructions, tools=tools)
             assert compressor is not None
-            result = compress(compressor, plan.snapshot)
+            result = _safe_compress(compressor, plan.snapshot)
         plan.events[:0] = events
-        step = governor._finish(memory, plan, result, instructions, tools)
+        step = governor.finish(memory, plan, result, instructions=instructions, tools=tools)
         started = self._maybe_start(governor, memory, plan, step, instructions, tools, None)
         return dataclasses.replace(step, events=(*step.events, *started)) if started else step
 
     async def astep(
         self,
-        governor: GovernorParts,
+        governor: StepSeam,
         memory: AgentMemory,
         *,
         instructions: Instructions,
         tools: Sequence[Tool],
         usage: int | None,
         force: bool,
-    ) -> Any:
+    ) -> GovernedStep:
         """``Governor.astep`` with background compaction: a task instead of a thread, the
         waits awaited, storage and counting off the event loop."""
+        parts = _StepArgs(instructions, tools, usage, force)
         events = await asyncio.to_thread(self._settle, governor, memory)
-        plan = await asyncio.to_thread(governor._prepare, memory, instructions, tools, usage, force)
+        plan = await asyncio.to_thread(parts.prepare, governor, memory)
         if plan.request is not None and not force and self._waitable(memory, threads_only=False):
             events += await self._await(governor, memory)
-            plan = await asyncio.to_thread(
-                governor._prepare, memory, instructions, tools, usage, force
-            )
+            plan = await asyncio.to_thread(parts.prepare, governor, memory)
         result: CompactResult | None = None
         if plan.request is not None:
-            compressor = governor._compressor_for(instructions, tools, plan.track, plan.snapshot)
+            compressor = governor.compressor_for(plan, instructions=instructions, tools=tools)
             assert compressor is not None
             result = await acompress(compressor, plan.snapshot)
         plan.events[:0] = events
-        step = await asyncio.to_thread(governor._finish, memory, plan, result, instructions, tools)
+        step = await asyncio.to_thread(parts.finish, governor, memory, plan, result)
         loop = asyncio.get_running_loop()
         started = self._maybe_start(governor, memory, plan, step, instructions, tools, loop)
         return dataclasses.replace(step, events=(*step.events, *started)) if started else step
@@ -316,7 +315,7 @@ class BackgroundCompaction:
         return job.future is not None or (not threads_only and job.task is not None)
 
     def _settle(
-        self, governor: GovernorParts, memory: AgentMemory, waited: float | None = None
+        self, governor: StepSeam, memory: AgentMemory, waited: float | None = None
     ) -> list[Event]:
         """Apply a finished background result, or report why it was not applied."""
         job = self._take_done(memory)
@@ -342,7 +341,7 @@ class BackgroundCompaction:
                 error="the compressor changed nothing (nothing was foldable)",
                 result=result,
             )
-            return [governor._emit(event)]
+            return [governor.emit(event)]
         try:
             applied = memory.apply(result)
         except (ConcurrencyError, ConfigError) as exc:
@@ -358,13 +357,11 @@ class BackgroundCompaction:
                 error=error,
                 result=result,
             )
-            return [governor._emit(event)]
+            return [governor.emit(event)]
         if not applied:
             return []
         self.stats.applied += 1
-        track = governor._track(memory)
-        track.since = 0
-        track.last_usage = None  # it described the prompt before the compaction
+        governor.record_compaction(memory)
         stats = result.stats
         done = BackgroundCompactionEvent(
             "applied",
@@ -387,11 +384,11 @@ class BackgroundCompaction:
             error=result.error,
             result=result,
         )
-        return [governor._emit(done), governor._emit(compaction)]
+        return [governor.emit(done), governor.emit(compaction)]
 
     def _report(
         self,
-        governor: GovernorParts,
+        governor: StepSeam,
         memory: AgentMemory,
         job: Job,
         status: Status,
@@ -412,7 +409,7 @@ class BackgroundCompaction:
             error=f"{error}; the memory is unchanged",
             result=result,
         )
-        return [governor._emit(event)]
+        return [governor.emit(event)]
 
     def _cool(self, memory: AgentMemory) -> None:
         with self._lock:
@@ -420,7 +417,7 @@ class BackgroundCompaction:
             assert slot is not None
             slot.cooldown = self.retry_after
 
-    def _wait(self, governor: GovernorParts, memory: AgentMemory) -> list[Event]:
+    def _wait(self, governor: StepSeam, memory: AgentMemory) -> list[Event]:
         """Block until the running (thread) compaction ends, then settle it."""
         with self._lock:
             slot = self._slot(memory, create=False)
@@ -431,7 +428,7 @@ class BackgroundCompaction:
         concurrent.futures.wait([job.future])
         return self._waited(governor, memory, time.perf_counter() - start)
 
-    async def _await(self, governor: GovernorParts, memory: AgentMemory) -> list[Event]:
+    async def _await(self, governor: StepSeam, memory: AgentMemory) -> list[Event]:
         with self._lock:
             slot = self._slot(memory, create=False)
             job = slot.job if slot is not None else None
@@ -444,17 +441,17 @@ class BackgroundCompaction:
         await asyncio.wait([asyncio.ensure_future(waitable)])
         return await asyncio.to_thread(self._waited, governor, memory, time.perf_counter() - start)
 
-    def _waited(self, governor: GovernorParts, memory: AgentMemory, seconds: float) -> list[Event]:
+    def _waited(self, governor: StepSeam, memory: AgentMemory, seconds: float) -> list[Event]:
         self.stats.hard_waits += 1
         self.stats.waited_s += seconds
         return self._settle(governor, memory, waited=seconds)
 
     def _maybe_start(
         self,
-        governor: GovernorParts,
+        governor: StepSeam,
         memory: AgentMemory,
-        plan: Any,
-        step: Any,
+        plan: StepPlan,
+        step: GovernedStep,
         instructions: Instructions,
         tools: Sequence[Tool],
         loop: asyncio.AbstractEventLoop | None,
@@ -473,8 +470,8 @@ class BackgroundCompaction:
                 return []
         if state.tokens <= self.soft_tokens(policy):
             return []
-        compressor = self.compressor or governor._compressor_for(
-            instructions, tools, plan.track, plan.snapshot
+        compressor = self.compressor or governor.compressor_for(
+            plan, instructions=instructions, tools=tools
         )
         if compressor is None:
             return []
@@ -485,8 +482,8 @@ class BackgroundCompaction:
         hook = governor.before_compaction
         if hook is not None and not hook(request):
             self._cool(memory)
-            return [governor._emit(CompactionVetoed(request))]
-        job = Job(snapshot, compressor, request, governor._emit)
+            return [governor.emit(CompactionVetoed(request))]
+        job = Job(snapshot, compressor, request, governor.emit)
         acompress = getattr(compressor, "acompress", None)
         if loop is not None and callable(acompress):
             job.task = loop.create_task(acompress(snapshot))
@@ -496,4 +493,34 @@ class BackgroundCompaction:
             slot.job = job
         self.stats.started += 1
         event = BackgroundCompactionEvent("started", job.name, started_version=snapshot.version)
-        return [governor._emit(event)]
+        return [governor.emit(event)]
+
+
+@dataclass(frozen=True)
+class _StepArgs:
+    """One step's arguments, for the seam's calls that run in a worker thread."""
+
+    instructions: Instructions
+    tools: Sequence[Tool]
+    usage: int | None
+    force: bool
+
+    def prepare(self, governor: StepSeam, memory: AgentMemory) -> StepPlan:
+        return governor.prepare(
+            memory,
+            instructions=self.instructions,
+            tools=self.tools,
+            usage=self.usage,
+            force=self.force,
+        )
+
+    def finish(
+        self,
+        governor: StepSeam,
+        memory: AgentMemory,
+        plan: StepPlan,
+        result: CompactResult | None,
+    ) -> GovernedStep:
+        return governor.finish(
+            memory, plan, result, instructions=self.instructions, tools=self.tools
+        )

@@ -17,14 +17,11 @@ runs low (it never loosens them past the profile's numbers).
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import inspect
 import threading
 import weakref
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from compactkit.budget import ProfileRegistry, TokenCounter, budget_for, counter_for
@@ -44,10 +41,10 @@ from compactkit.items import Item, Message, Tool
 from compactkit.items.groups import group_items
 from compactkit.items.snapshot import CompactResult, MemorySnapshot, SummaryRole
 from compactkit.memory.base import AgentMemory
-from compactkit.runtime._compaction import _compaction_event, _failed, _off_event, _safe_compress
+from compactkit.runtime._compaction import _compaction_event, _off_event
+from compactkit.runtime._owners import ProjectionOwners
 from compactkit.runtime.background import BackgroundCompaction
 from compactkit.runtime.events import (
-    CompactionEvent,
     CompactionRequest,
     CompactionVetoed,
     Event,
@@ -55,42 +52,23 @@ from compactkit.runtime.events import (
     ProjectionEvent,
     emit,
 )
+from compactkit.runtime.scheduling import (
+    CompactionScheduler,
+    ForegroundCompaction,
+    GovernedStep,
+    Instructions,
+    StepPlan,
+)
 
 if TYPE_CHECKING:  # the preview loads with its first use (it pulls in the summarizer)
     from compactkit.compressors.preview import CompactionPreview
 
 __all__ = ["GovernedStep", "Governor"]
 
-Instructions = str | Sequence[Message] | None
-
 _MEMORY_METHODS = ("snapshot", "apply", "add_user_input", "add_output_items", "add_tool_output")
 _SMOOTHING = 0.3  # weight of the newest usage ratio in the calibration average
 _RATIO_BOUNDS = (0.25, 4.0)  # a ratio outside this is a reporting glitch, not a counter error
 _CEILING_MARGIN = 64  # tokens a raised compaction target leaves below the budget
-
-
-@dataclass(frozen=True)
-class GovernedStep:
-    """What one governance step produced: the prompt to send and what happened on the way."""
-
-    projection: Projection
-    """The prompt: ``.items`` to send, ``.tokens``, ``.budget`` and the ``.report``."""
-    compaction: CompactResult | None
-    """The compaction result of this step (applied, failed or not applied), if one ran."""
-    events: tuple[Event, ...]
-    """``CompactionVetoed``/``CompactionEvent`` (failures too), then the ``ProjectionEvent``."""
-    state: PolicyState | None = None
-    """The measurement the policy decided on (``None`` when compaction is off)."""
-
-    @property
-    def items(self) -> Sequence[Item]:
-        """The prompt items to send (``projection.items``)."""
-        return self.projection.items
-
-    @property
-    def compacted(self) -> bool:
-        """Whether this step changed the memory by compacting it."""
-        return any(isinstance(e, CompactionEvent) and e.applied for e in self.events)
 
 
 class _Track:
@@ -103,15 +81,6 @@ class _Track:
         self.since = 0
         self.last_usage: int | None = None
         self.ratio = 1.0  # reported/projected at this memory's last observed call
-
-
-@dataclass
-class _Plan:
-    snapshot: MemorySnapshot
-    state: PolicyState | None
-    track: _Track
-    request: CompactionRequest | None
-    events: list[Event]
 
 
 class Governor:
@@ -129,7 +98,9 @@ class Governor:
         on_event: Called with every event, as it happens.
         before_compaction: Asked before every compaction; returning ``False`` vetoes it.
         background: Compact in the background from a soft threshold on, waiting only at the
-            policy's trigger (docs/background.md).
+            policy's trigger (docs/background.md). Without it, a compaction runs inside the
+            step that requests it (``ForegroundCompaction``); either way the scheduler drives
+            the step through the governor's public seam (``compactkit.runtime.scheduling``).
 
     One governor may serve many memories and threads; its per-memory counters (steps since the
     last compaction, the last reported usage) are kept per memory object.
@@ -184,16 +155,16 @@ class Governor:
         self.on_event = on_event
         self.before_compaction = before_compaction
         self.background = background
+        # Where a requested compaction runs: in the step, or off it (runtime/scheduling.py).
+        self.scheduler: CompactionScheduler = (
+            background if background is not None else ForegroundCompaction()
+        )
         self._calibration = 1.0
         self._lock = threading.Lock()
         self._tracks: weakref.WeakKeyDictionary[Any, _Track] = weakref.WeakKeyDictionary()
         self._strong_tracks: dict[int, tuple[object, _Track]] = {}
-        # id(projection) -> (a weak reference to it, its memory's track): a strong one would
-        # keep the last 256 prompts alive, so that every step's prompt outlived the young
-        # generations and the garbage collector's full collections came sooner.
-        # Two maps, not one of pairs: a pair per step would be one more long-lived object.
-        self._owners: OrderedDict[int, weakref.ref[Projection]] = OrderedDict()
-        self._owner_tracks: dict[int, _Track] = {}
+        # Which memory's track each recent prompt was made for (held weakly: see _owners.py).
+        self._owners: ProjectionOwners[_Track] = ProjectionOwners()
         self._ladder: tuple[tuple[int, ...], int, LadderCompressor] | None = None
 
     @classmethod
@@ -323,7 +294,7 @@ class Governor:
         if prompt_tokens < 0:
             raise ConfigError(f"prompt_tokens must be >= 0, got {prompt_tokens!r}")
         with self._lock:
-            track = self._owner_of(projection)
+            track = self._owners.owner_of(projection)
             if track is not None:
                 track.last_usage = prompt_tokens
             if projection.tokens > 0 and prompt_tokens > 0:
@@ -340,7 +311,7 @@ class Governor:
         it did not say), so the next, forced step compacts and projects to a smaller prompt.
         """
         with self._lock:
-            track = self._owner_of(projection)
+            track = self._owners.owner_of(projection)
             current = max(1.0, self._calibration, track.ratio if track else 1.0)
             if reported_tokens and projection.tokens > 0:
                 ratio = max(current, reported_tokens / projection.tokens * 1.02)
@@ -376,17 +347,9 @@ class Governor:
             BudgetError: what may never be dropped does not fit the budget.
             ConfigError: bad arguments.
         """
-        if self.background is not None:
-            return self.background.step(  # type: ignore[no-any-return]
-                self, memory, instructions=instructions, tools=tools, usage=usage, force=force
-            )
-        plan = self._prepare(memory, instructions, tools, usage, force)
-        result: CompactResult | None = None
-        if plan.request is not None:
-            compressor = self._compressor_for(instructions, tools, plan.track, plan.snapshot)
-            assert compressor is not None
-            result = _safe_compress(compressor, plan.snapshot)
-        return self._finish(memory, plan, result, instructions, tools)
+        return self.scheduler.step(
+            self, memory, instructions=instructions, tools=tools, usage=usage, force=force
+        )
 
     async def astep(
         self,
@@ -399,24 +362,9 @@ class Governor:
     ) -> GovernedStep:
         """``step`` for async code: the compressor's ``acompress`` when it has one; counting,
         storage and a sync compressor run in a worker thread, off the event loop."""
-        if self.background is not None:
-            return await self.background.astep(  # type: ignore[no-any-return]
-                self, memory, instructions=instructions, tools=tools, usage=usage, force=force
-            )
-        plan = await asyncio.to_thread(self._prepare, memory, instructions, tools, usage, force)
-        result: CompactResult | None = None
-        if plan.request is not None:
-            compressor = self._compressor_for(instructions, tools, plan.track, plan.snapshot)
-            assert compressor is not None
-            acompress = getattr(compressor, "acompress", None)
-            if callable(acompress):
-                try:
-                    result = await acompress(plan.snapshot)
-                except Exception as exc:  # a compressor breaking its contract loses nothing
-                    result = _failed(compressor, plan.snapshot, exc)
-            else:
-                result = await asyncio.to_thread(_safe_compress, compressor, plan.snapshot)
-        return await asyncio.to_thread(self._finish, memory, plan, result, instructions, tools)
+        return await self.scheduler.astep(
+            self, memory, instructions=instructions, tools=tools, usage=usage, force=force
+        )
 
     def preview(
         self,
@@ -447,6 +395,49 @@ class Governor:
 
         return preview_compaction(compressor, memory.snapshot(), counter=self.counter, tools=tools)
 
+    # -- the scheduling seam (StepSeam: what ForegroundCompaction and BackgroundCompaction use) --
+
+    def prepare(
+        self,
+        memory: AgentMemory,
+        *,
+        instructions: Instructions,
+        tools: Sequence[Tool],
+        usage: int | None,
+        force: bool,
+    ) -> StepPlan:
+        """Measure ``memory`` and decide whether to compact it now (a scheduler's first part)."""
+        return self._prepare(memory, instructions, tools, usage, force)
+
+    def compressor_for(
+        self, plan: StepPlan, *, instructions: Instructions, tools: Sequence[Tool]
+    ) -> MemoryCompressor | None:
+        """The compressor for ``plan``'s step (the default ladder, sized for the step)."""
+        return self._compressor_for(instructions, tools, plan.track, plan.snapshot)
+
+    def finish(
+        self,
+        memory: AgentMemory,
+        plan: StepPlan,
+        result: CompactResult | None,
+        *,
+        instructions: Instructions,
+        tools: Sequence[Tool],
+    ) -> GovernedStep:
+        """Apply ``result`` (if any) atomically and project the prompt (a scheduler's last part)."""
+        return self._finish(memory, plan, result, instructions, tools)
+
+    def record_compaction(self, memory: AgentMemory) -> None:
+        """A compaction was applied to ``memory`` outside a step (in the background): the
+        counters restart, and the last reported usage no longer describes the prompt."""
+        track = self._track(memory)
+        track.since = 0
+        track.last_usage = None
+
+    def emit(self, event: Event) -> Event:
+        """Log ``event`` under the ``compactkit`` logger and hand it to ``on_event``."""
+        return emit(event, self.on_event)
+
     # -- internals -----------------------------------------------------------------------------
 
     def _track(self, memory: AgentMemory) -> _Track:
@@ -462,12 +453,6 @@ class Governor:
                     entry = self._strong_tracks[id(memory)] = (memory, _Track())
                 return entry[1]
 
-    def _owner_of(self, projection: Projection) -> _Track | None:
-        """The track of the memory ``projection`` was made for (callers hold the lock)."""
-        key = id(projection)
-        owner = self._owners.get(key)
-        return self._owner_tracks[key] if owner is not None and owner() is projection else None
-
     def _factor(self, track: _Track) -> float:
         # The smoothed ratio covers memories not observed yet; a memory's own latest ratio is
         # the best guess for its next prompt (same content, same tokenizer gap).
@@ -480,7 +465,7 @@ class Governor:
         tools: Sequence[Tool],
         usage: int | None,
         force: bool,
-    ) -> _Plan:
+    ) -> StepPlan:
         # Not isinstance(memory, AgentMemory): a runtime Protocol check reads every member,
         # and the `items` property renders the whole history, an O(history) cost per step.
         if not all(callable(getattr(type(memory), name, None)) for name in _MEMORY_METHODS):
@@ -522,17 +507,17 @@ class Governor:
                 snapshot=snapshot, state=state, forced=force, model=policy.model if policy else None
             )
             if self.compressor is None:
-                events.append(self._emit(_off_event()))
+                events.append(self.emit(_off_event()))
                 request = None
             elif self.before_compaction is not None and not self.before_compaction(request):
-                events.append(self._emit(CompactionVetoed(request)))
+                events.append(self.emit(CompactionVetoed(request)))
                 request = None
-        return _Plan(snapshot, state, track, request, events)
+        return StepPlan(snapshot, state, track, request, events)
 
     def _finish(
         self,
         memory: AgentMemory,
-        plan: _Plan,
+        plan: StepPlan,
         result: CompactResult | None,
         instructions: Instructions,
         tools: Sequence[Tool],
@@ -551,7 +536,7 @@ class Governor:
                 track.since = 0
                 track.last_usage = None  # it described the prompt before the compaction
             assert plan.request is not None
-            events.append(self._emit(_compaction_event(result, applied, plan.request, error)))
+            events.append(self.emit(_compaction_event(result, applied, plan.request, error)))
             if not applied:
                 snapshot = memory.snapshot()  # a concurrent write may have landed
         budget = self.projector.budget
@@ -567,7 +552,7 @@ class Governor:
         track.since += 1
         report = projection.report
         events.append(
-            self._emit(
+            self.emit(
                 ProjectionEvent(
                     tokens=projection.tokens,
                     budget=projection.budget,
@@ -581,14 +566,7 @@ class Governor:
             )
         )
         with self._lock:
-            key = id(projection)
-            # An id is reused once its projection is freed: move it to the newest end, so that
-            # the eviction below never drops the entry of a prompt still being answered.
-            self._owners.pop(key, None)
-            self._owners[key] = weakref.ref(projection)
-            self._owner_tracks[key] = track
-            while len(self._owners) > 256:
-                del self._owner_tracks[self._owners.popitem(last=False)[0]]
+            self._owners.remember(projection, track)
         return GovernedStep(projection, result, tuple(events), plan.state)
 
     def _compressor_for(
@@ -624,9 +602,6 @@ class Governor:
             ladder = LadderCompressor(target_tokens=target, counter=self.counter, tools=tools)
             self._ladder = (key, target, ladder)
             return ladder
-
-    def _emit(self, event: Event) -> Event:
-        return emit(event, self.on_event)
 
 
 def default_policy(
