@@ -91,20 +91,24 @@ def get_encoding(name: str) -> tiktoken.Encoding:
     Raises:
         EncodingUnavailableError: the encoding is unknown or its rank file is not installed.
     """
-    spec = _ENCODING_SPECS.get(name)
-    if spec is None:
-        raise EncodingUnavailableError(
-            f"no bundled rank file for encoding {name!r}; known: {sorted(_ENCODING_SPECS)}. "
-            "Use a model profile with encoding=None to count with an estimate instead"
-        )
+    pattern, special = _spec(name)
     cache_file = _cache_file(name)
     ranks = _cached_ranks(cache_file) if cache_file is not None else None
     if ranks is None:
         ranks = _verified_ranks(name)
         if cache_file is not None:
             _write_cache(cache_file, ranks)
-    pattern, special = spec
     return tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=ranks, special_tokens=special)
+
+
+def _spec(name: str) -> tuple[str, dict[str, int]]:
+    spec = _ENCODING_SPECS.get(name)
+    if spec is None:
+        raise EncodingUnavailableError(
+            f"no bundled rank file for encoding {name!r}; known: {sorted(_ENCODING_SPECS)}. "
+            "Use a model profile with encoding=None to count with an estimate instead"
+        )
+    return spec
 
 
 def _verified_ranks(name: str) -> dict[bytes, int]:
@@ -278,17 +282,44 @@ _counts: dict[str, TextCounts] = {}
 
 
 def text_counts(name: str) -> TextCounts:
-    """The process-wide text counts of encoding ``name`` (loading the encoding if needed).
+    """The process-wide text counts of encoding ``name``; the encoding loads with the first
+    text counted (``_LoadOnFirstCount``), so building a counter reads no file.
 
     Raises:
-        EncodingUnavailableError: the encoding is unknown or its rank file is not installed.
+        EncodingUnavailableError: the encoding is unknown (at once), or its rank file is not
+            installed (at the first count).
     """
     found = _counts.get(name)
     if found is None:
-        count = token_count(get_encoding(name))
+        _spec(name)
         with _counts_lock:
-            found = _counts.setdefault(name, TextCounts(count))
+            found = _counts.setdefault(name, TextCounts(_LoadOnFirstCount(name)))
     return found
+
+
+class _LoadOnFirstCount:
+    """An encoding's ``token_count``, loaded when the first text is counted.
+
+    A counter is often built inside a running event loop (a LangChain middleware, a pydantic-ai
+    capability created in an async handler), where reading the rank file would block the loop;
+    the integrations count in a worker thread, so the first count is where the file is read.
+    Cost model: one attribute read per count that misses ``TextCounts``' cache (a miss encodes
+    the text: about 50 ns per character), the load itself once per process and encoding.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._count: Callable[[str], int] | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, text: str) -> int:
+        count = self._count
+        if count is None:
+            with self._lock:  # two first counts in two threads load the encoding once
+                if self._count is None:
+                    self._count = token_count(get_encoding(self._name))
+                count = self._count
+        return count(text)
 
 
 def token_count(encoding: tiktoken.Encoding) -> Callable[[str], int]:

@@ -253,8 +253,10 @@ class TiktokenCounter(_BaseCounter):
         verified: bool = True,
     ) -> None:
         super().__init__()
-        self._encoding = get_encoding(encoding)
-        self._encode = text_counts(encoding)  # len(encode(text)), remembered process-wide
+        # len(encode(text)), remembered process-wide; the rank file is read at the first count,
+        # not here (a middleware is often built inside a running event loop)
+        self._encode = text_counts(encoding)
+        self._encoding_name = encoding
         self.model = model
         self.tokens_per_message = tokens_per_message
         self.tokens_per_name = tokens_per_name
@@ -267,7 +269,7 @@ class TiktokenCounter(_BaseCounter):
     @property
     def encoding_name(self) -> str:
         """The encoding's name."""
-        return self._encoding.name
+        return self._encoding_name
 
     def count_text(self, text: str) -> int:
         """Tokens of ``text`` (special-token strings are counted as plain text, as billed)."""

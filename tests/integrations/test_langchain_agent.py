@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from typing import Any
 
 import httpx2
@@ -378,3 +381,59 @@ def test_stream_and_astream_are_governed_too() -> None:
     calls = 2 * (CALLS_PER_QUESTION + 1)
     assert len(server.requests) == calls
     assert sum(e.kind == "projection" for e in events) == calls
+
+
+IN_A_RUNNING_LOOP = """
+import asyncio, json, sys
+import httpx2
+from blockbuster import blockbuster_ctx
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+from compactkit.integrations.langchain import CompactkitMiddleware
+
+def reply(request):
+    body = json.loads(request.content)
+    answered = body["messages"][-1]["role"] == "tool"
+    message = (
+        {"role": "assistant", "content": "done"}
+        if answered
+        else {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type":
+              "function", "function": {"name": "read_file", "arguments": '{"path": "a.py"}'}}]}
+    )
+    return httpx2.Response(200, json={"id": "x", "object": "chat.completion", "created": 1,
+        "model": "gpt-4o-mini", "choices": [{"index": 0, "message": message,
+        "finish_reason": "stop" if answered else "tool_calls"}],
+        "usage": {"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 10}})
+
+@tool
+def read_file(path: str) -> str:
+    '''Read a file.'''
+    return "x = 1\\n" * 400
+
+chat = ChatOpenAI(model="gpt-4o-mini", api_key="sk-test", use_responses_api=False,
+                  http_async_client=httpx2.AsyncClient(transport=httpx2.MockTransport(reply)))
+
+async def main():
+    with blockbuster_ctx():  # LangChain's own test harness: any blocking call raises
+        middleware = CompactkitMiddleware("gpt-4o-mini", mode="compact", budget=1500)
+        agent = create_agent(chat, tools=[read_file], middleware=[middleware])
+        for question in ("first", "second"):
+            state = await agent.ainvoke({"messages": [HumanMessage(question)]})
+    print(state["messages"][-1].content)
+
+asyncio.run(main())
+"""
+
+
+def test_a_middleware_built_inside_a_running_loop_never_blocks_it(tmp_path: Any) -> None:
+    """In a fresh process (nothing loaded yet), building the middleware inside the event loop
+    and running the agent there makes no blocking call (file reads of the profiles or the
+    tokenizer's rank file, bundled or cached: the same load): the tokenizer loads in the worker
+    thread that counts."""
+    env = {**os.environ, "COMPACTKIT_CACHE_DIR": str(tmp_path)}
+    command = [sys.executable, "-c", IN_A_RUNNING_LOOP]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "done"
