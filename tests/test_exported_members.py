@@ -1,23 +1,23 @@
-"""Every public name of the package is exported from the top level (and nothing private).
+"""Every public name is exported from its layer's package, and the top level is the front door.
 
-The core layers export through ``compactkit``; the optional top layers (``compactkit.evals``,
-``compactkit.integrations``, whose dependencies are extras) export through their own package
-``__init__``, so that ``import compactkit`` never needs an extra.
+``compactkit`` exports what the three jobs need; every other public name is importable from its
+layer's package (``compactkit.governance``, ``compactkit.sql``, …), which is what the API
+reference documents. A name that moved off the top level still resolves there for one release,
+with a ``DeprecationWarning`` naming the import to use instead.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+import warnings
+from types import ModuleType
 
 import compactkit
 
-# These subpackages list their names themselves.
-OWN_EXPORTS = {"checkup", "evals", "integrations", "redis"}
 SKIPPED = {"cli", "testing"}
-# A backend author's toolkit: importable from its module, not crowding the top level.
-# The dry-run toolkit (Governor.preview's result type and its helpers) and the session lease
-# protocols for store authors: from their modules.
+# Toolkits importable from their module, not crowding their layer: the memory rules and the
+# session lease protocols for backend authors, the dry-run toolkit (``Governor.preview``'s types).
 MODULE_EXPORTS = {
     "compactkit.memory.rules",
     "compactkit.compressors.preview",
@@ -29,29 +29,62 @@ def isort_key(name: str) -> tuple[int, str]:  # constants, then classes, then fu
     return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
 
 
-def test_all_is_sorted_and_complete() -> None:
-    exported = set(compactkit.__all__)
-    assert list(compactkit.__all__) == sorted(compactkit.__all__, key=isort_key)
-    for name in exported:
-        assert hasattr(compactkit, name), name
+def layer_packages() -> dict[str, list[str]]:
+    """``{"compactkit.budget": [...its __all__...], ...}`` for every public layer (a package, or
+    ``compactkit.errors``)."""
+    layers = {}
+    for info in pkgutil.iter_modules(compactkit.__path__):
+        if not info.name.startswith("_") and info.name not in SKIPPED:
+            package = importlib.import_module(f"compactkit.{info.name}")
+            layers[package.__name__] = list(package.__all__)
+    return layers
+
+
+def exported(layer: str, name: str) -> object:
+    """``layer.name``; a function named like its module (``compactkit.runtime.recall_tools``) is
+    shadowed on the package by its module once that module is imported, so read it from there."""
+    value = getattr(importlib.import_module(layer), name)
+    return getattr(value, name) if isinstance(value, ModuleType) else value
+
+
+def test_every_public_name_is_exported_from_its_layer_package() -> None:
+    layers = layer_packages()
     missing = []
     for module_info in pkgutil.walk_packages(compactkit.__path__, "compactkit."):
         parts = module_info.name.split(".")
         if any(part.startswith("_") for part in parts) or parts[1] in SKIPPED:
             continue
-        if module_info.name in MODULE_EXPORTS:
+        if module_info.name in MODULE_EXPORTS or len(parts) == 2:
             continue
-        if parts[1] in OWN_EXPORTS:
-            package = importlib.import_module(f"compactkit.{parts[1]}")
-            owner, names = f"compactkit.{parts[1]}", set(getattr(package, "__all__", ()))
-        else:
-            owner, names = "compactkit", exported
         try:
             module = importlib.import_module(module_info.name)
         except ImportError as exc:  # an integration whose extra is not installed says so
             assert "pip install" in str(exc), (module_info.name, exc)
             continue
+        layer = f"compactkit.{parts[1]}"
         for name in getattr(module, "__all__", []):
-            if name not in names:
-                missing.append(f"{module_info.name}.{name} (export it from {owner})")
-    assert not missing, f"public names missing from __all__: {missing}"
+            if name not in layers[layer]:
+                missing.append(f"{module_info.name}.{name} (export it from {layer})")
+    assert not missing, f"public names missing from their layer's __all__: {missing}"
+
+
+def test_layer_exports_are_sorted_and_resolve() -> None:
+    for layer, names in layer_packages().items():
+        package = importlib.import_module(layer)
+        for name in names:
+            assert getattr(package, name) is not None, f"{layer}.{name}"
+
+
+def test_front_door_is_sorted_and_each_name_comes_from_a_layer() -> None:
+    assert list(compactkit.__all__) == sorted(compactkit.__all__, key=isort_key)
+    layers = layer_packages()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a front-door name is never deprecated
+        for name in compactkit.__all__:
+            value = getattr(compactkit, name)
+            homes = [
+                layer
+                for layer, names in layers.items()
+                if name in names and exported(layer, name) is value
+            ]
+            assert homes, f"compactkit.{name} is exported by no layer package"

@@ -5,6 +5,7 @@ reserves and budget policies (``profiles`` and the bundled, cited ``profiles.tom
 only ``items`` and ``errors``.
 """
 
+from compactkit.budget._encodings import LINE_ADDITIVE, line_pieces
 from compactkit.budget.profile import (
     Counting,
     MessageRules,
@@ -35,6 +36,7 @@ from compactkit.budget.tokens import (
 
 __all__ = [
     "DEFAULT_RESERVED_OUTPUT",
+    "LINE_ADDITIVE",
     "PROFILES_ENV",
     "Budget",
     "BudgetPolicy",
@@ -55,4 +57,5 @@ __all__ = [
     "get_encoding",
     "get_profile",
     "image_tokens",
+    "line_pieces",
 ]

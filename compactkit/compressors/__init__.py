@@ -34,6 +34,17 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
         SectionSpec,
         SummaryDocument,
     )
+    from compactkit.compressors.summary import (
+        LLM,
+        PROMPT_VERSION,
+        ChatMessage,
+        CircuitBreaker,
+        OpenAIChatLLM,
+        RetryPolicy,
+        SummaryCompressor,
+        SummaryPlan,
+        summary_prompt,
+    )
     from compactkit.compressors.window import WindowedCompressor
 
 # Loaded with their module on first use (PEP 562): importing the package costs nothing, and a
@@ -59,6 +70,15 @@ _LAZY: dict[str, str] = {
     "digest_items": "compactkit.compressors.digest",
     "is_masked": "compactkit.compressors.masking",
     "mask_output": "compactkit.compressors.masking",
+    "LLM": "compactkit.compressors.summary",
+    "PROMPT_VERSION": "compactkit.compressors.summary",
+    "ChatMessage": "compactkit.compressors.summary",
+    "CircuitBreaker": "compactkit.compressors.summary",
+    "OpenAIChatLLM": "compactkit.compressors.summary",
+    "RetryPolicy": "compactkit.compressors.summary",
+    "SummaryCompressor": "compactkit.compressors.summary",
+    "SummaryPlan": "compactkit.compressors.summary",
+    "summary_prompt": "compactkit.compressors.summary",
 }
 
 
@@ -77,9 +97,13 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "ANTHROPIC_COMPACT_BETA",
+    "LLM",
     "MASK_PREFIX",
+    "PROMPT_VERSION",
     "SECTIONS",
     "SUMMARY_TITLE",
+    "ChatMessage",
+    "CircuitBreaker",
     "DigestCompressor",
     "FactClass",
     "FactCount",
@@ -87,13 +111,18 @@ __all__ = [
     "LadderCompressor",
     "MaskingCompressor",
     "MemoryCompressor",
+    "OpenAIChatLLM",
     "ProviderCompactor",
+    "RetryPolicy",
     "SectionKey",
     "SectionSpec",
+    "SummaryCompressor",
     "SummaryDocument",
+    "SummaryPlan",
     "WindowedCompressor",
     "digest_items",
     "export_portable",
     "is_masked",
     "mask_output",
+    "summary_prompt",
 ]

@@ -18,7 +18,7 @@ from itertools import accumulate, compress
 from operator import not_
 from typing import Any
 
-from compactkit.budget._encodings import LINE_ADDITIVE, line_pieces
+from compactkit.budget import LINE_ADDITIVE, line_pieces
 from compactkit.budget.tokens import TiktokenCounter, TokenCounter
 from compactkit.items import FunctionCallOutput, Item, Message, Tool
 from compactkit.items.groups import Group, group_items

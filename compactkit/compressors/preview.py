@@ -24,7 +24,7 @@ from compactkit.compressors.base import MemoryCompressor
 from compactkit.compressors.digest import DigestCompressor
 from compactkit.compressors.ladder import LadderCompressor
 from compactkit.compressors.masking import MaskingCompressor, is_masked
-from compactkit.compressors.summary._chunks import SummaryPlan
+from compactkit.compressors.summary import SummaryPlan
 from compactkit.compressors.summary.compressor import SummaryCompressor
 from compactkit.compressors.window import WindowedCompressor
 from compactkit.errors import ConfigError

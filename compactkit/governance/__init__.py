@@ -5,6 +5,7 @@ the compaction triggers (``policy``). Governance is pure: it reads snapshots and
 memory. It may import ``items``, ``budget``, ``formats`` and ``compressors``.
 """
 
+from compactkit.governance._cache import cache_hysteresis
 from compactkit.governance.policy import (
     CompactPolicy,
     PolicyState,
@@ -28,6 +29,7 @@ __all__ = [
     "Trigger",
     "all_of",
     "any_of",
+    "cache_hysteresis",
     "every_turns",
     "items_over",
     "ratio_over",

@@ -24,11 +24,12 @@ from compactkit.formats import (
     items_to_chat,
     items_to_responses,
     responses_to_items,
+    sdk_format,
+    to_plain,
     tools_from_anthropic,
     tools_from_chat,
     tools_from_responses,
 )
-from compactkit.formats._sdk import sdk_format, to_plain
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, Tool
 from compactkit.items.view import same_history, sliceable
 

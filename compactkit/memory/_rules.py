@@ -17,8 +17,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from compactkit.errors import ConcurrencyError, ConfigError, FormatError
-from compactkit.formats._common import describe, shown
-from compactkit.formats._sdk import is_sdk_object, sdk_inputs
+from compactkit.formats import describe, is_sdk_object, sdk_inputs, shown
 from compactkit.formats.anthropic import anthropic_to_items
 from compactkit.formats.chat import chat_to_items
 from compactkit.formats.responses import responses_to_items

@@ -22,8 +22,8 @@ from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception
 
 from compactkit.compressors.summary import RetryPolicy
 from compactkit.compressors.summary.llm import (
-    _parse_retry_after,
     api_error_field,
+    parse_retry_after,
     status_is_transient,
 )
 from compactkit.errors import ConfigError, ContextOverflowError, FormatError, ModelError
@@ -405,6 +405,6 @@ def _map_error(exc: openai.OpenAIError, model: str) -> ModelError:
             f"{model!r} answered HTTP {status}: {message}",
             transient=transient,
             status=status,
-            retry_after=_parse_retry_after(exc.response.headers) if transient else None,
+            retry_after=parse_retry_after(exc.response.headers) if transient else None,
         )
     return ModelError(f"request to {model!r} failed: {exc}")

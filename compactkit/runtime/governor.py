@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from compactkit.budget import ProfileRegistry, TokenCounter, budget_for, counter_for
 from compactkit.compressors import LadderCompressor, MemoryCompressor
 from compactkit.errors import ConcurrencyError, ConfigError
-from compactkit.governance._cache import cache_hysteresis
+from compactkit.governance import cache_hysteresis
 from compactkit.governance.policy import (
     CompactPolicy,
     PolicyState,

@@ -8,6 +8,7 @@ May import ``items``, ``memory`` and the layers under them.
 """
 
 from compactkit.errors import SessionNotFoundError
+from compactkit.sessions._checks import require_session
 from compactkit.sessions.file import FileSessionStore
 from compactkit.sessions.in_memory import InMemorySessionStore
 from compactkit.sessions.session import AgentSession, new_session, resume_session
@@ -24,5 +25,6 @@ __all__ = [
     "SessionStore",
     "StateSource",
     "new_session",
+    "require_session",
     "resume_session",
 ]

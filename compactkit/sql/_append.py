@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import Engine
 
 from compactkit.items import FunctionCall, FunctionCallOutput, Item
-from compactkit.memory._rules import CallIndex
+from compactkit.memory.rules import CallIndex
 from compactkit.sessions.lease import SessionLease
 from compactkit.sql._engine import Cursor
 from compactkit.sql._lease import lost

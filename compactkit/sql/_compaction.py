@@ -10,7 +10,7 @@ from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from compactkit.items import Item
 from compactkit.items.snapshot import CompactResult
-from compactkit.memory._rules import plan_apply, rebase_point, require_result
+from compactkit.memory.rules import plan_apply, rebase_point, require_result
 from compactkit.sql._engine import write_transaction
 from compactkit.sql._reads import SQLSession
 from compactkit.sql._rows import (

@@ -20,7 +20,7 @@ from sqlalchemy import Connection, Engine, delete, select
 
 from compactkit.errors import StorageError
 from compactkit.items import ITEMS_ADAPTER, FunctionCall, FunctionCallOutput, Item
-from compactkit.memory._rules import CallIndex, Lineage
+from compactkit.memory.rules import CallIndex, Lineage
 from compactkit.sessions.lease import SessionLease
 from compactkit.sql._append import AppendSQL
 from compactkit.sql._engine import RawWriter, raw_writer, read_transaction, single_statement

@@ -10,7 +10,7 @@ from sqlalchemy import delete, insert, select, update
 from compactkit.errors import ConcurrencyError
 from compactkit.items import Item
 from compactkit.items.snapshot import MemorySnapshot
-from compactkit.memory._rules import not_active_error, plan_restore, require_seq
+from compactkit.memory.rules import not_active_error, plan_restore, require_seq
 from compactkit.sql._engine import write_transaction
 from compactkit.sql._reads import SQLSession
 from compactkit.sql._rows import (

@@ -19,7 +19,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL
 
 from compactkit.errors import ConcurrencyError, SessionBusyError, SessionNotFoundError
-from compactkit.sessions._checks import require_session
+from compactkit.sessions import require_session
 from compactkit.sessions.lease import DEFAULT_TTL, SessionLease, check_lease_times, default_holder
 from compactkit.sessions.session import AgentSession, SessionState
 from compactkit.sql._engine import connect, read_transaction, write_transaction

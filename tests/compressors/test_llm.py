@@ -23,7 +23,7 @@ from compactkit.compressors.summary._resilience import (
     Guard,
     RetryPolicy,
 )
-from compactkit.compressors.summary.llm import LLM, OpenAIChatLLM, _parse_retry_after
+from compactkit.compressors.summary.llm import LLM, OpenAIChatLLM, parse_retry_after
 from compactkit.errors import ConfigError, SummarizationError
 from compactkit.testing import ScriptedLLM, block_network
 
@@ -256,7 +256,7 @@ def test_refusal_is_permanent() -> None:
     ],
 )
 def test_parse_retry_after(headers: dict[str, str], seconds: float | None) -> None:
-    assert _parse_retry_after(headers, now=60.0) == seconds
+    assert parse_retry_after(headers, now=60.0) == seconds
 
 
 # -- retries and the breaker around a real OpenAIChatLLM --------------------------------------

@@ -5,6 +5,7 @@ that protocol and the client on the official ``openai`` SDK; ``_resilience`` the
 and circuit breaker the compressor runs every call through.
 """
 
+from compactkit.compressors.summary._chunks import SummaryPlan
 from compactkit.compressors.summary._resilience import CircuitBreaker, RetryPolicy
 from compactkit.compressors.summary.compressor import (
     PROMPT_VERSION,
@@ -21,5 +22,6 @@ __all__ = [
     "OpenAIChatLLM",
     "RetryPolicy",
     "SummaryCompressor",
+    "SummaryPlan",
     "summary_prompt",
 ]

@@ -245,7 +245,7 @@ def _map_error(exc: Exception, model: str) -> SummarizationError:
         return SummarizationError(
             f"{model!r} answered HTTP {status}: {api_error_field(exc, 'message')}{hint}",
             transient=transient,
-            retry_after=_parse_retry_after(exc.response.headers) if transient else None,
+            retry_after=parse_retry_after(exc.response.headers) if transient else None,
         )
     if isinstance(exc, ValueError):  # the SDK could not decode the body (not JSON)
         return SummarizationError(f"malformed response from {model!r}: {exc}")
@@ -280,7 +280,7 @@ def api_error_field(exc: openai.APIStatusError, key: str) -> str | None:
     return exc.message if key == "message" else getattr(exc, key, None)
 
 
-def _parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
     """The wait a response asks for, in seconds: ``retry-after-ms``, then ``Retry-After``
     (seconds or an HTTP date). ``None`` when absent or unreadable."""
     for header, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
