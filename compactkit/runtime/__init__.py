@@ -26,6 +26,13 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
     from compactkit.runtime.governor import GovernedStep, Governor
     from compactkit.runtime.recall_tools import recall_tools
     from compactkit.runtime.result import RunResult, StepRecord, Usage
+    from compactkit.runtime.scheduling import (
+        CompactionScheduler,
+        ForegroundCompaction,
+        Instructions,
+        StepPlan,
+        StepSeam,
+    )
     from compactkit.runtime.session import RunnableSession
     from compactkit.runtime.tools import FunctionTool, ToolOutcome, tool
 
@@ -38,6 +45,11 @@ _LAZY: dict[str, str] = {
     "BackgroundCompactionEvent": "compactkit.runtime.events",
     "BackgroundStats": "compactkit.runtime.background",
     "CompactionEvent": "compactkit.runtime.events",
+    "CompactionScheduler": "compactkit.runtime.scheduling",
+    "ForegroundCompaction": "compactkit.runtime.scheduling",
+    "Instructions": "compactkit.runtime.scheduling",
+    "StepPlan": "compactkit.runtime.scheduling",
+    "StepSeam": "compactkit.runtime.scheduling",
     "CompactionRequest": "compactkit.runtime.events",
     "CompactionVetoed": "compactkit.runtime.events",
     "Event": "compactkit.runtime.events",
@@ -80,11 +92,14 @@ __all__ = [
     "BackgroundStats",
     "CompactionEvent",
     "CompactionRequest",
+    "CompactionScheduler",
     "CompactionVetoed",
     "Event",
+    "ForegroundCompaction",
     "FunctionTool",
     "GovernedStep",
     "Governor",
+    "Instructions",
     "ModelCallEvent",
     "ModelRetryEvent",
     "OverflowEvent",
@@ -93,7 +108,9 @@ __all__ = [
     "ProjectionEvent",
     "RunResult",
     "RunnableSession",
+    "StepPlan",
     "StepRecord",
+    "StepSeam",
     "ToolCallEvent",
     "ToolOutcome",
     "Usage",
