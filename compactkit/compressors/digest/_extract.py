@@ -418,5 +418,8 @@ def _arguments(args: Mapping[str, object]) -> str:
 
 
 def _without_actions(text: str) -> str:
+    """The assistant's prose without its text actions: a fenced shell block, or an ``Action:``
+    with its whole (multi-line) ``Action Input:`` — a heredoc or patch in it is file content,
+    not a setting the assistant states."""
     text = re.sub(r"```(?:bash|sh|shell|console|zsh)[ \t]*\n.*?```", " ", text, flags=re.S)
-    return re.sub(r"^Action(?: Input)?:.*$", " ", text, flags=re.M)
+    return files.without_text_actions(text)

@@ -11,8 +11,8 @@ import functools
 import json
 import re
 import shlex
-from collections.abc import Iterator
-from typing import NamedTuple
+from collections.abc import Callable, Iterator
+from typing import Literal, NamedTuple
 
 from compactkit.compressors._facts import code
 
@@ -246,23 +246,6 @@ def command_of(name: str, args: dict[str, object]) -> str | None:
     return None
 
 
-_SHELL_READ = {
-    "cat",
-    "head",
-    "tail",
-    "less",
-    "more",
-    "wc",
-    "nl",
-    "grep",
-    "rg",
-    "diff",
-    "sed",
-    "awk",
-    "bat",
-}
-_SHELL_WRITE = {"rm", "touch", "tee", "mv", "cp", "truncate", "chmod", "unlink"}
-_FORMATTERS = {"black", "isort", "autopep8", "prettier", "gofmt", "rustfmt", "yapf"}
 _SCRIPTS = re.compile(r"^(?:python[\d.]*|node|ruby|perl|bash|sh)$")
 _PATCHERS = re.compile(r"^(?:patch|apply_patch|applypatch)$")
 _HEREDOC = re.compile(
@@ -302,9 +285,37 @@ def shell_file_ops(command: str) -> list[FileOp]:
             ops += list(_patch_ops(body))
         elif _SCRIPTS.match(program):
             ops += _script_ops(body)
-    for part in re.split(r"&&|\|\||;|\||\n", text):
-        ops += _part_ops(part.strip())
+    for part in split_commands(text):
+        ops += _part_ops(part)
     return _unique(ops)
+
+
+_SEPARATOR = re.compile(r"&&|\|\||[;|\n]|(?<![<>&\d])&(?![>&])")
+_QUOTED = re.compile(r"""'[^']*'|"(?:[^"\\]|\\.)*"|\\.""", re.S)
+
+
+def split_commands(line: str) -> list[str]:
+    """The simple commands of a shell line, split at ``&&``, ``||``, ``;``, ``|``, ``&`` and
+    newlines outside quotes (``sed -i 's|a|b|' f`` is one command)."""
+    if "'" not in line and '"' not in line and "\\" not in line:
+        return [p.strip() for p in _SEPARATOR.split(line) if p.strip()]
+    parts: list[str] = []
+    current, position = [], 0
+    for quoted in _QUOTED.finditer(line):
+        pieces = _SEPARATOR.split(line[position : quoted.start()])
+        current.append(pieces[0])
+        for piece in pieces[1:]:
+            parts.append("".join(current))
+            current = [piece]
+        current.append(quoted.group(0))
+        position = quoted.end()
+    pieces = _SEPARATOR.split(line[position:])
+    current.append(pieces[0])
+    for piece in pieces[1:]:
+        parts.append("".join(current))
+        current = [piece]
+    parts.append("".join(current))
+    return [p.strip() for p in parts if p.strip()]
 
 
 _TRACEBACK_FILE = re.compile(
@@ -374,59 +385,122 @@ def _unique(ops: list[FileOp]) -> list[FileOp]:
     return out
 
 
+# -- the shell command table ---------------------------------------------------------------------
+
+
+class ShellRule(NamedTuple):
+    """What a shell program does to the path arguments it is given (one row of
+    ``SHELL_COMMANDS``)."""
+
+    action: Literal["read", "modified", "deleted", "created", "moved", "copied"]
+    """``read``: the files are read; ``moved``/``copied``: the last path is the destination
+    (``mv`` also removes the first); anything else: every path is changed that way."""
+    what: str
+    """How the summary says it (``"edited (sed -i)"``)."""
+    when: Callable[[list[str]], bool] | None = None
+    """The flags it needs to apply (``sed`` edits only with ``-i``); ``None``: always."""
+    skip_pattern: bool = False
+    """The first argument is a pattern, not a file (``grep PATTERN FILE``)."""
+
+
+def _flag(*names: str) -> Callable[[list[str]], bool]:
+    """A ``ShellRule.when`` true when an argument is one of ``names`` or starts with one that
+    ends in ``*`` (``-i*``: ``-i``, ``-i.bak``)."""
+    exact = {n for n in names if not n.endswith("*")}
+    prefixes = tuple(n[:-1] for n in names if n.endswith("*"))
+    return lambda args: any(a in exact or (prefixes and a.startswith(prefixes)) for a in args)
+
+
+def _perl_in_place(args: list[str]) -> bool:
+    return any(re.match(r"^-\w*i", a) for a in args)
+
+
+_READ_PROGRAMS = ("cat", "head", "tail", "less", "more", "wc", "nl", "diff", "awk", "bat")
+_FORMATTER_PROGRAMS = ("black", "isort", "autopep8", "prettier", "gofmt", "rustfmt", "yapf")
+
+SHELL_COMMANDS: dict[str, tuple[ShellRule, ...]] = {
+    **{p: (ShellRule("read", f"read ({p})"),) for p in _READ_PROGRAMS},
+    "grep": (ShellRule("read", "read (grep)", skip_pattern=True),),
+    "rg": (ShellRule("read", "read (rg)", skip_pattern=True),),
+    "sed": (
+        ShellRule("modified", "edited (sed -i)", _flag("-i*", "--in-place*")),
+        ShellRule("read", "read (sed)"),
+    ),
+    "perl": (ShellRule("modified", "edited (perl -i)", _perl_in_place),),
+    "rm": (ShellRule("deleted", "deleted"),),
+    "unlink": (ShellRule("deleted", "deleted"),),
+    "touch": (ShellRule("created", "created (touch)"),),
+    "tee": (ShellRule("modified", "written (tee)"),),
+    "truncate": (ShellRule("modified", "truncate"),),
+    "chmod": (ShellRule("modified", "chmod"),),
+    "mv": (ShellRule("moved", "moved"),),
+    "cp": (ShellRule("copied", "copied"),),
+    "install": (ShellRule("copied", "copied (install)"),),
+    **{p: (ShellRule("modified", f"reformatted ({p})"),) for p in _FORMATTER_PROGRAMS},
+    "ruff": (ShellRule("modified", "reformatted (ruff)", _flag("--fix", "format")),),
+    "git checkout": (ShellRule("modified", "reverted (git checkout)", _flag("--")),),
+    "git restore": (ShellRule("modified", "reverted (git checkout)", _flag("--")),),
+    "git mv": (ShellRule("moved", "git mv"),),
+    "git rm": (ShellRule("deleted", "git rm"),),
+}
+"""Shell programs (and ``git`` subcommands) by name → what they do to their path arguments;
+the first row whose ``when`` holds applies. A program not here touches no file the digest
+records (its redirections still do: ``cmd > f``)."""
+
+_PREFIX_PROGRAMS = ("sudo", "time", "command", "exec", "env", "nice", "nohup", "xargs")
+_REDIRECTIONS = ("<", ">", ">>", "1>", "2>", "&>", "1>>", "2>>")
+
+
 def _part_ops(part: str) -> list[FileOp]:
+    """The files one simple command (no ``&&``, ``|``, ``;``) reads and modifies: its
+    redirections, a ``python -c`` script's writes, an editor command's file, and its path
+    arguments as its ``SHELL_COMMANDS`` row says."""
     try:
         tokens = shlex.split(part)
     except ValueError:
         tokens = part.split()
     while tokens and "=" in tokens[0] and not tokens[0].startswith("-"):
         tokens = tokens[1:]  # environment assignments
-    if tokens and tokens[0] in ("sudo", "time", "command", "exec", "env"):
+    while tokens and tokens[0] in _PREFIX_PROGRAMS:
         tokens = tokens[1:]
     if not tokens:
         return []
-    ops: list[FileOp] = []
     program, rest = tokens[0].rsplit("/", 1)[-1], tokens[1:]
     targets: list[str] = []
     for index, token in enumerate(rest):
-        if token in (">", ">>", "1>", "2>", "&>", "1>>", "2>>") and index + 1 < len(rest):
-            targets.append(rest[index + 1])
+        if token in _REDIRECTIONS and index + 1 < len(rest):
+            if token != "<":
+                targets.append(rest[index + 1])
         elif (match := _REDIRECT.match(token)) and not token.startswith(">&"):
             targets.append(match.group("path"))
     targets = [t for t in targets if t not in ("/dev/null", "&1", "&2") and not t.startswith("&")]
     verb = "appended (>>)" if ">>" in part else "written (>)"
-    ops += [FileOp(t, True, verb) for t in targets]
+    ops = [FileOp(t, True, verb) for t in targets]
     paths = [t for t in rest if looks_like_path(t) and t not in targets and not t.startswith(">")]
     if program in ("python", "python3") and rest[:1] == ["-c"] and len(rest) > 1:
         return ops + _script_ops(rest[1])
-    if program in ("grep", "rg") and paths and not rest[0].startswith("-") and rest[0] == paths[0]:
-        paths = paths[1:]  # the pattern
-    if program == "git" and rest[:1] in (["checkout"], ["restore"]) and "--" in rest:
-        ops += [FileOp(p, True, "reverted (git checkout)") for p in paths]
-    elif program == "git" and rest[:1] in (["mv"], ["rm"]):
-        ops += [FileOp(p, True, f"git {rest[0]}") for p in paths]
-    elif program == "sed" and any(t.startswith("-i") or t == "--in-place" for t in rest):
-        ops += [FileOp(p, True, "edited (sed -i)") for p in paths]
-    elif program == "perl" and any(re.match(r"^-\w*i", t) for t in rest):
-        ops += [FileOp(p, True, "edited (perl -i)") for p in paths[:] if not p.startswith("s/")]
-    elif program in _FORMATTERS or (program == "ruff" and "--fix" in rest):
-        ops += [FileOp(p, True, f"reformatted ({program})") for p in paths]
-    elif program in ("str_replace_editor", "edit_file", "create") and paths:
+    if program in ("str_replace_editor", "edit_file", "create") and paths:
         action = rest[0] if rest and rest[0] in _EDITOR_COMMANDS else program
         modified = action not in ("view",)
-        ops += [FileOp(paths[0], modified, action if modified else "read")]
-    elif program in _SHELL_WRITE and paths:
-        what = {"rm": "deleted", "touch": "created (touch)", "tee": "written (tee)"}
-        if program in ("mv", "cp") and len(paths) >= 2:
-            verb = "moved" if program == "mv" else "copied"
-            ops.append(FileOp(paths[-1], True, f"{verb} from {paths[0]}"))
-            if program == "mv":
-                ops.append(FileOp(paths[0], True, f"moved to {paths[-1]}"))
-        else:
-            ops += [FileOp(p, True, what.get(program, program)) for p in paths]
-    elif program in _SHELL_READ:
-        ops += [FileOp(p, False, f"read ({program})") for p in paths]
-    return ops
+        return [*ops, FileOp(paths[0], modified, action if modified else "read")]
+    rules = SHELL_COMMANDS.get(f"{program} {rest[0]}") if rest else None
+    rules = rules or SHELL_COMMANDS.get(program, ())
+    rule = next((r for r in rules if r.when is None or r.when(rest)), None)
+    if rule is None or not paths:
+        return ops
+    if rule.skip_pattern and not rest[0].startswith("-") and rest[0] == paths[0]:
+        paths = paths[1:]  # the pattern
+    if program == "perl":
+        paths = [p for p in paths if not p.startswith("s/")]
+    if rule.action in ("moved", "copied") and len(paths) >= 2:
+        source, target = paths[0], paths[-1]
+        ops.append(FileOp(target, True, f"{rule.what} from {source}"))
+        if rule.action == "moved":
+            ops.append(FileOp(source, True, f"moved to {target}"))
+        return ops
+    if rule.action in ("moved", "copied"):
+        return ops + [FileOp(p, True, program) for p in paths]
+    return ops + [FileOp(p, rule.action != "read", rule.what) for p in paths]
 
 
 # -- text actions (ReAct, mini-swe-agent): the command is in the assistant's text ----------------
@@ -463,6 +537,15 @@ def text_actions(text: str) -> list[tuple[str, dict[str, object]]]:
                 args = {"path": raw}
         actions.append((tool, args))
     return actions
+
+
+def without_text_actions(text: str) -> str:
+    """``text`` without its ``Action: …`` / ``Action Input: …`` blocks (each up to the next
+    ``Observation:``, ``Thought:`` or ``Action:`` line)."""
+    if "Action" not in text:
+        return text
+    text = _ACTION_LINE.sub(" ", text)
+    return re.sub(r"^Action(?: Input)?:.*$", " ", text, flags=re.M)
 
 
 _REPLACE_CALL = re.compile(
