@@ -65,8 +65,10 @@ class CompactionPreview:
     """The summarizer requests the compaction would send (0 for deterministic compressors)."""
     summarizer_input_tokens: int
     """Their estimated input tokens, together."""
-    cost: float | None = None
-    """The estimated cost of the summarizer calls, when the summarizer's prices are known."""
+    cost: float | None = 0.0
+    """What the summarizer calls would cost at most, in dollars: their input tokens and the
+    most output they may be answered with, at the summarizer model's prices. ``0.0`` when no
+    summarizer is called; ``None`` when one is but its model has no known prices."""
 
     def to_json(self) -> dict[str, Any]:
         """The preview as ``compactkit compact --dry-run --json`` prints it (docs/cli.md)."""
@@ -223,6 +225,7 @@ def _planned(
         estimated=bool(plan.folded),
         summarizer_calls=len(plan.request_tokens),
         summarizer_input_tokens=sum(plan.request_tokens),
+        cost=plan.cost if plan.request_tokens else 0.0,
     )
 
 

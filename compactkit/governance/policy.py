@@ -41,6 +41,7 @@ __all__ = [
     "Trigger",
     "all_of",
     "any_of",
+    "cache_cold",
     "every_turns",
     "items_over",
     "ratio_over",
@@ -70,6 +71,9 @@ class PolicyState:
     """The model the request is for."""
     forced: bool = False
     """A manual compaction was requested (a command, an agent's compact tool): fire regardless."""
+    idle_seconds: float | None = None
+    """Seconds since the previous governance step of this memory (about the time since its last
+    model call), or ``None`` on the first step; ``cache_cold`` reads it."""
 
     @property
     def ratio(self) -> float | None:
@@ -217,6 +221,34 @@ class ratio_over(Trigger):
         return f"ratio_over({self.ratio!r})"
 
 
+class cache_cold(Trigger):
+    """Fires when the provider's prompt cache has expired anyway: the memory has been idle
+    (``PolicyState.idle_seconds``) for at least ``after`` seconds.
+
+    A compaction rewrites the prompt after the instructions, so the next request pays full
+    price for it either way; compacting while the cache is still warm also throws away the
+    cached prefix. Compose it to compact early only when that is free, and at the usual
+    threshold otherwise: ``ratio_over(0.9) | (ratio_over(0.6) & cache_cold(after=1800))``.
+    ``after`` is the cache's lifetime, which the provider documents and the request may set
+    (OpenAI's ``prompt_cache_options.ttl`` ``"30m"``): compactkit does not guess it.
+    """
+
+    def __init__(self, *, after: float) -> None:
+        if isinstance(after, bool) or not isinstance(after, int | float) or not after > 0:
+            raise ConfigError(
+                f"cache_cold(after=...) needs the cache lifetime in seconds (> 0), got {after!r}"
+            )
+        if after == float("inf"):
+            raise ConfigError("cache_cold(after=inf) would never fire; give the cache lifetime")
+        self.after = float(after)
+
+    def __call__(self, state: PolicyState) -> bool:
+        return state.idle_seconds is not None and state.idle_seconds >= self.after
+
+    def __repr__(self) -> str:
+        return f"cache_cold(after={self.after!r})"
+
+
 @dataclass(frozen=True)
 class CompactPolicy:
     """When to compact, and down to what.
@@ -354,6 +386,7 @@ class CompactPolicy:
         last_usage: int | None = None,
         forced: bool = False,
         summary_role: SummaryRole = DEFAULT_SUMMARY_ROLE,
+        idle_seconds: float | None = None,
     ) -> PolicyState:
         """The state of ``snapshot`` as the triggers see it.
 
@@ -389,6 +422,7 @@ class CompactPolicy:
             last_usage=last_usage,
             model=self.model,
             forced=forced,
+            idle_seconds=idle_seconds,
         )
 
     def as_trigger(
@@ -410,6 +444,14 @@ class CompactPolicy:
             return self.should_compact(state)
 
         return trigger
+
+    def cache_lifetime(self) -> float | None:
+        """The cache lifetime a ``cache_cold`` part of the trigger names (the shortest), or
+        ``None`` when the trigger has none."""
+        if not isinstance(self.trigger, Trigger):
+            return None
+        lives = [leaf.after for leaf in self.trigger.leaves() if isinstance(leaf, cache_cold)]
+        return min(lives, default=None)
 
     def _thresholds(self) -> Iterator[tuple[int, TriggerLike]]:
         if not isinstance(self.trigger, Trigger):

@@ -4,6 +4,8 @@ an exception, and the event that reports it."""
 from __future__ import annotations
 
 from compactkit.compressors import MemoryCompressor
+from compactkit.governance.cost import compaction_cost
+from compactkit.governance.policy import CompactPolicy
 from compactkit.items.snapshot import CompactResult, CompactStats, MemorySnapshot
 from compactkit.runtime.events import (
     CompactionEvent,
@@ -32,9 +34,18 @@ def _failed(compressor: object, snapshot: MemorySnapshot, exc: BaseException) ->
 
 
 def _compaction_event(
-    result: CompactResult, applied: bool, request: CompactionRequest, error: str | None
+    result: CompactResult,
+    applied: bool,
+    request: CompactionRequest,
+    error: str | None,
+    policy: CompactPolicy | None = None,
 ) -> CompactionEvent:
     stats = result.stats
+    # The cache is taken as warm unless the policy names its lifetime (``cache_cold``) and the
+    # memory has been idle that long: compactkit does not guess a provider's cache lifetime.
+    lifetime = policy.cache_lifetime() if policy is not None else None
+    idle = request.state.idle_seconds
+    warm = lifetime is None or idle is None or idle < lifetime
     return CompactionEvent(
         outcome=result.outcome,
         applied=applied,
@@ -46,7 +57,15 @@ def _compaction_event(
         items_after=stats.items_after,
         error=error,
         result=result,
+        cost=compaction_cost(
+            result if applied else _not_applied(result), model=request.model, cache_warm=warm
+        ),
     )
+
+
+def _not_applied(result: CompactResult) -> CompactResult:
+    """A result that was not swapped in changes no request (its summarizer was still paid)."""
+    return result if not result.changed else result.model_copy(update={"outcome": "failed"})
 
 
 def _off_event() -> CompactionEvent:

@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 from compactkit.compressors.base import MemoryCompressor
 from compactkit.errors import ConcurrencyError, ConfigError
+from compactkit.governance.cost import compaction_cost
 from compactkit.governance.policy import CompactPolicy
 from compactkit.items import Tool
 from compactkit.items.snapshot import CompactResult
@@ -383,6 +384,7 @@ class BackgroundCompaction:
             items_after=stats.items_after,
             error=result.error,
             result=result,
+            cost=compaction_cost(result, model=job.request.model),
         )
         return [governor.emit(done), governor.emit(compaction)]
 

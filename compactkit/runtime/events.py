@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
+from compactkit.governance.cost import CompactionCost
 from compactkit.governance.policy import PolicyState
 from compactkit.items.snapshot import CompactResult, MemorySnapshot, Outcome
 
@@ -96,6 +97,9 @@ class CompactionEvent:
     """Why it failed, fell back, or was not applied."""
     result: CompactResult | None = field(default=None, repr=False, compare=False)
     """The full result, when the compressor returned one."""
+    cost: CompactionCost | None = None
+    """What it cost in dollars: the summarizer calls, the change in the next request's cost,
+    and their sum ``cost.net`` (docs/control.md); ``None`` when no compressor ran."""
     kind: Literal["compaction"] = "compaction"
 
 

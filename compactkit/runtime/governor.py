@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import threading
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -74,9 +75,10 @@ _CEILING_MARGIN = 64  # tokens a raised compaction target leaves below the budge
 class _Track:
     """Per-memory counters: the same governor may serve many sessions."""
 
-    __slots__ = ("last_usage", "ratio", "since", "turn")
+    __slots__ = ("last_step", "last_usage", "ratio", "since", "turn")
 
     def __init__(self) -> None:
+        self.last_step: float | None = None  # the clock when this memory's last step ended
         self.turn = 0
         self.since = 0
         self.last_usage: int | None = None
@@ -101,6 +103,7 @@ class Governor:
             policy's trigger (docs/background.md). Without it, a compaction runs inside the
             step that requests it (``ForegroundCompaction``); either way the scheduler drives
             the step through the governor's public seam (``compactkit.runtime.scheduling``).
+        clock: Seconds, for the idle time ``cache_cold`` reads (default ``time.monotonic``).
 
     One governor may serve many memories and threads; its per-memory counters (steps since the
     last compaction, the last reported usage) are kept per memory object.
@@ -116,6 +119,7 @@ class Governor:
         on_event: EventHandler | None = None,
         before_compaction: Callable[[CompactionRequest], bool] | None = None,
         background: BackgroundCompaction | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not isinstance(projector, ContextProjector):
             raise ConfigError(
@@ -159,6 +163,7 @@ class Governor:
         self.scheduler: CompactionScheduler = (
             background if background is not None else ForegroundCompaction()
         )
+        self.clock = clock
         self._calibration = 1.0
         self._lock = threading.Lock()
         self._tracks: weakref.WeakKeyDictionary[Any, _Track] = weakref.WeakKeyDictionary()
@@ -184,6 +189,7 @@ class Governor:
         on_event: EventHandler | None = None,
         before_compaction: Callable[[CompactionRequest], bool] | None = None,
         background: BackgroundCompaction | None = None,
+        clock: Callable[[], float] = time.monotonic,
         **unknown: object,
     ) -> Governor:
         """The model's defaults, from its profile: its counter and usable input budget, a policy
@@ -209,6 +215,7 @@ class Governor:
             on_event: Called with every event.
             before_compaction: Asked before every compaction; ``False`` vetoes it.
             background: Compact in the background from a soft threshold (docs/background.md).
+            clock: Seconds, for the idle time ``cache_cold`` reads (default ``time.monotonic``).
 
         Raises:
             ConfigError: the model is unknown, or the options contradict each other.
@@ -269,6 +276,7 @@ class Governor:
             on_event=on_event,
             before_compaction=before_compaction,
             background=background,
+            clock=clock,
         )
 
     # -- calibration ---------------------------------------------------------------------------
@@ -492,6 +500,7 @@ class Governor:
                 turns_since_compaction=track.since,
                 last_usage=track.last_usage,
                 forced=force,
+                idle_seconds=None if track.last_step is None else self.clock() - track.last_step,
             )
             factor = self._factor(track)
             if factor > 1.0:
@@ -536,7 +545,9 @@ class Governor:
                 track.since = 0
                 track.last_usage = None  # it described the prompt before the compaction
             assert plan.request is not None
-            events.append(self.emit(_compaction_event(result, applied, plan.request, error)))
+            events.append(
+                self.emit(_compaction_event(result, applied, plan.request, error, self.policy))
+            )
             if not applied:
                 snapshot = memory.snapshot()  # a concurrent write may have landed
         budget = self.projector.budget
@@ -550,6 +561,7 @@ class Governor:
         )
         track.turn += 1
         track.since += 1
+        track.last_step = self.clock()
         report = projection.report
         events.append(
             self.emit(

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+from compactkit.budget.profile import Prices
+from compactkit.governance.cost import CompactionCost
 from compactkit.items import FunctionCall
 from compactkit.items.snapshot import CompactResult
-from compactkit.runtime.events import Event
+from compactkit.runtime.events import CompactionEvent, Event
 from compactkit.runtime.tools import ToolOutcome
 
 __all__ = ["RunResult", "StepRecord", "Usage"]
@@ -75,3 +78,41 @@ class RunResult:
     def tool_calls(self) -> tuple[FunctionCall, ...]:
         """Every tool call of the run, in order."""
         return tuple(call for step in self.steps for call in step.calls)
+
+    @property
+    def compaction_cost(self) -> CompactionCost:
+        """What the run's compactions cost together (``CompactionEvent.cost`` summed); a part
+        is ``None`` when any compaction's is."""
+        costs = [e.cost for e in self.events if isinstance(e, CompactionEvent) and e.cost]
+        return CompactionCost(
+            summarizer=_total(c.summarizer for c in costs),
+            next_request_change=_total(c.next_request_change for c in costs),
+        )
+
+    def cost(self, prices: Prices) -> float | None:
+        """The run's cost in dollars at the agent model's ``prices``: every model call as the
+        provider reported it (cached prompt tokens at the cached price) plus the summarizer
+        calls; ``None`` when a summarizer's prices are not known.
+
+        Raises:
+            ConfigError: cached tokens were reported but ``prices`` has no cached price.
+        """
+        calls = sum(
+            prices.cost(
+                input=step.usage.prompt_tokens - step.usage.cached_tokens,
+                cached_input=step.usage.cached_tokens,
+                output=step.usage.completion_tokens,
+            )
+            for step in self.steps
+        )
+        summarizer = self.compaction_cost.summarizer
+        return None if summarizer is None else calls + summarizer
+
+
+def _total(values: Iterable[float | None]) -> float | None:
+    total = 0.0
+    for value in values:
+        if value is None:
+            return None
+        total += value
+    return total

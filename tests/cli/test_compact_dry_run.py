@@ -56,7 +56,7 @@ def test_a_dry_run_predicts_the_real_run(
     code, real, _ = run(capsys, "--compressor", compressor, "--json")
     assert code == 0
     assert preview["dry_run"] is True and preview["tokens_after_estimated"] is False
-    assert preview["summarizer_calls"] == 0 and preview["cost"] is None
+    assert preview["summarizer_calls"] == 0 and preview["cost"] == 0.0
     assert preview["tokens_before"] == real["tokens_before"]
     assert preview["tokens_after"] == real["tokens_after"]
     assert preview["compressor"] == real["compressor"]

@@ -68,6 +68,12 @@ class SummaryPlan:
     """Tokens of the whole request before."""
     tokens_after_estimate: int
     """Tokens after, estimated with the summary at the room it is given (an upper bound)."""
+    answer_tokens_max: int = 0
+    """The most output tokens the requests may be answered with, together (each answer is
+    capped at the update's room)."""
+    cost: float | None = None
+    """The requests' cost at most, in dollars: their input tokens and ``answer_tokens_max`` at
+    the summarizer model's prices; ``None`` when its prices are not known."""
 
 
 @dataclass
@@ -77,6 +83,10 @@ class _Fold:
     summary: SummaryDocument
     calls: CallStats = field(default_factory=CallStats)
     input_tokens: int = 0
+    answered_input_tokens: int = 0
+    """Input tokens of the requests that were answered (what the provider bills)."""
+    output_tokens: int = 0
+    """Tokens of the answers, by the compressor's counter."""
     facts_given: int = 0
     facts_readded: int = 0
     trimmed: int = 0

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from compactkit.budget.profile import Prices
 from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors._plan import (
     result,
@@ -14,6 +15,7 @@ from compactkit.compressors._plan import (
 from compactkit.compressors.base import MemoryCompressor
 from compactkit.compressors.report import FactReport
 from compactkit.compressors.summary._chunks import _Fold, _Plan
+from compactkit.compressors.summary._cost import cost
 from compactkit.compressors.summary._resilience import CircuitBreaker
 from compactkit.compressors.summary.llm import LLM
 from compactkit.errors import CircuitOpenError, SummarizationError
@@ -40,6 +42,7 @@ class _Compressor(Protocol):
     prompt_version: str
     fallback: MemoryCompressor | None
     breaker: CircuitBreaker
+    prices: Prices | None
     _running_cap: int
 
     @property
@@ -67,6 +70,10 @@ def report_details(compressor: _Compressor, plan: _Plan, fold: _Fold | None) -> 
         details.update(
             summarizer_calls=fold.calls.requests,
             summarizer_input_tokens=fold.input_tokens,
+            summarizer_output_tokens=fold.output_tokens,
+            summarizer_cost=cost(
+                compressor.prices, input=fold.answered_input_tokens, output=fold.output_tokens
+            ),
             retry_wait_seconds=round(fold.calls.waited, 3),
             answers=fold.answers,
             facts_given=fold.facts_given,

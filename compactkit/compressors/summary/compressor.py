@@ -35,6 +35,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
+from compactkit.budget.profile import Prices
 from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors._args import check_sizes
 from compactkit.compressors._plan import (
@@ -50,7 +51,7 @@ from compactkit.compressors._verify import verify
 from compactkit.compressors.base import MemoryCompressor
 from compactkit.compressors.digest.compressor import FactsNeed, masker
 from compactkit.compressors.sections import SummaryDocument
-from compactkit.compressors.summary import _outcome
+from compactkit.compressors.summary import _cost, _outcome
 from compactkit.compressors.summary._answer import (
     _ERROR_TEXT,
     _EXACT,
@@ -134,6 +135,9 @@ class SummaryCompressor:
             endpoint.
         on_progress: Called with (chunks done, total chunks) before each summarizer request
             and when the last answer is merged (a progress bar over a long fold).
+        prices: The summarizer model's prices, for the cost every compaction reports
+            (``details["summarizer_cost"]``); default the prices of ``llm.model``'s profile,
+            and no cost (``None``) when that model has none.
 
     Raises:
         ConfigError: a size that is not positive, an unknown prompt version, or a summarizer
@@ -159,6 +163,7 @@ class SummaryCompressor:
         retry: RetryPolicy | None = None,
         breaker: CircuitBreaker | None = None,
         on_progress: Callable[[int, int], None] | None = None,
+        prices: Prices | None = None,
     ) -> None:
         for label, value, minimum in (
             ("keep_last_groups", keep_last_groups, 0),
@@ -191,6 +196,11 @@ class SummaryCompressor:
         self.retry = retry or RetryPolicy()
         self.breaker = breaker or CircuitBreaker()
         self.on_progress = on_progress
+        if prices is not None and not isinstance(prices, Prices):
+            raise ConfigError(
+                f"prices must be a compactkit.budget.Prices, got {type(prices).__name__}"
+            )
+        self.prices = prices if prices is not None else _cost.prices_of(llm)
         # One answer (an update) needs no more than 4,000 tokens; the summary so far may take
         # up to a third of the summarizer's window (the rest is the prompt, a chunk, the answer).
         system = summary_prompt(prompt_version, cap_tokens=min(self.cap, _MAX_UPDATE_TOKENS))
@@ -295,12 +305,15 @@ class SummaryCompressor:
         after = request_tokens(kept, self.counter, self.tools) + (room if plan.folded else 0)
         if not plan.folded:
             after = plan.tokens_before
+        most_output = self._update_cap * len(sizes)
         return SummaryPlan(
             kept=tuple(plan.kept),
             folded=tuple(plan.folded),
             request_tokens=sizes,
             tokens_before=plan.tokens_before,
             tokens_after_estimate=after,
+            answer_tokens_max=most_output,
+            cost=_cost.cost(self.prices, input=sum(sizes), output=most_output),
         )
 
     def _progress(self, done: int, total: int) -> None:
@@ -312,7 +325,9 @@ class SummaryCompressor:
 
         def send() -> str:
             fold.input_tokens += tokens
-            return _answer_text(self.llm.complete(messages))
+            answer = _answer_text(self.llm.complete(messages))
+            _cost.answered(fold, tokens, answer, self.counter)
+            return answer
 
         return send
 
@@ -323,7 +338,9 @@ class SummaryCompressor:
 
         async def send() -> str:
             fold.input_tokens += tokens
-            return _answer_text(await self.llm.acomplete(messages))
+            answer = _answer_text(await self.llm.acomplete(messages))
+            _cost.answered(fold, tokens, answer, self.counter)
+            return answer
 
         return send
 
