@@ -17,10 +17,12 @@ import compactkit
 
 SKIPPED = {"cli", "testing"}
 # Toolkits importable from their module, not crowding their layer: the memory rules and the
-# session lease protocols for backend authors, the dry-run toolkit (``Governor.preview``'s types).
+# session lease protocols for backend authors, the dry-run toolkit (``Governor.preview``'s types),
+# the compaction cost arithmetic (``CompactionEvent.cost``).
 MODULE_EXPORTS = {
     "compactkit.memory.rules",
     "compactkit.compressors.preview",
+    "compactkit.governance.cost",
     "compactkit.sessions.lease",
 }
 
