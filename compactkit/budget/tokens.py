@@ -113,19 +113,22 @@ class TokenCounter(Protocol):
 class _BaseCounter(ABC):
     """Shared per-item caching and the request total; subclasses price one item.
 
-    The cache is two dicts keyed by ``id(item)``: ``_held`` keeps every counted item alive, so an
-    id found in ``_tokens`` is that item's (no other live object can have it), and ``_tokens``
-    holds the counts. No object is made per item (a tuple per entry was one more object for
-    the garbage collector to walk, per item of every history, on every full collection).
-    Writes take a lock; reads do not: an eviction drops the counts before the items, so a count
-    found is always of a held item.
+    The cache is ``_tokens``, the counts by ``id(item)``, and ``_held``, a list keeping every
+    counted item alive in the same order, so an id found in ``_tokens`` is that item's (no other
+    live object can have it). No object is made per item (a tuple per entry was one more object
+    for the garbage collector to walk, per item of every history, on every full collection), and
+    the list costs one pointer per item where a second dict by id cost ~75 bytes (issue 35's
+    memory target: a session holds one entry per item). The two stay aligned because entries
+    are only appended (once per id, under the lock) and evicted as a prefix of both. Writes take
+    a lock; reads do not: an eviction drops the counts before the items, so a count found is
+    always of a held item.
     """
 
     model: str | None
     _cache_limit = 500_000
 
     def __init__(self) -> None:
-        self._held: dict[int, Item] = {}
+        self._held: list[Item] = []  # _tokens' items, in its order
         self._tokens: dict[int, int] = {}
         self._write = threading.Lock()
 
@@ -160,15 +163,16 @@ class _BaseCounter(ABC):
             _check_item(item)  # a dict, a string, an SDK object: say how to convert it
             raise
         with self._write:
+            if id(item) in self._tokens:  # another thread priced it meanwhile: held once
+                return tokens, reason
             if len(self._tokens) >= self._cache_limit:
                 # The oldest eighth at once: deleting one key per insert would rescan the holes
                 # earlier deletions left at the front of the dict, on every insert. The counts
                 # go first, then the items they were of.
-                kept = dict(islice(self._tokens.items(), self._cache_limit // 8, None))
-                self._tokens = kept
-                held = self._held
-                self._held = {key: held[key] for key in kept}
-            self._held[id(item)] = item
+                dropped = self._cache_limit // 8
+                self._tokens = dict(islice(self._tokens.items(), dropped, None))
+                self._held = self._held[dropped:]
+            self._held.append(item)
             self._tokens[id(item)] = tokens
         return tokens, reason
 

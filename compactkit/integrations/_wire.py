@@ -39,8 +39,10 @@ MessageFormat: TypeAlias = Literal["chat", "responses", "anthropic"]
 """The message list formats: OpenAI Chat Completions messages, OpenAI Responses input items,
 Anthropic Messages."""
 
-Original: TypeAlias = "tuple[tuple[Item, ...], Any]"
-"""The stored items one message became, and the message as it came in."""
+Original: TypeAlias = "tuple[Any, ...]"
+"""The message as it came in, then the stored items it became: one flat tuple (a compactor
+keeps one per message for the whole session; a nested tuple of the items was 48+ bytes more
+each)."""
 
 FORMATS: tuple[MessageFormat, ...] = ("chat", "responses", "anthropic")
 PASSTHROUGH_KEY = "__compactkit_passthrough__"
@@ -244,15 +246,14 @@ class WireConverter:
             item = source[i]
             original = get(item.seq)  # type: ignore[arg-type]
             if original is not None:
-                stored, message = original
-                end = i + len(stored)
+                end = i + len(original) - 1
                 # Identity, not equality: a masked or replaced item is a different object and
                 # is converted instead (tuple comparison short-circuits on identity, in C).
-                if item is stored[0] and (
-                    end == i + 1 or (end <= n and tuple(source[i + 1 : end]) == stored[1:])
+                if item is original[1] and (
+                    end == i + 1 or (end <= n and tuple(source[i + 1 : end]) == original[2:])
                 ):
                     flush()
-                    out.append(message)
+                    out.append(original[0])
                     i = end
                     mark = (i, len(out), system)  # nothing after can change what came before
                     continue

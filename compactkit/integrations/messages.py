@@ -392,7 +392,7 @@ class MessageCompactor:
             mine = stored[at : at + count]
             at += count
             if count and count == len(items) and mine[0].seq is not None:
-                self._originals[mine[0].seq] = (tuple(mine), message)
+                self._originals[mine[0].seq] = (message, *mine)
 
     def _converter_for(self, fresh: Sequence[Any]) -> WireConverter:
         if not self._decided:
