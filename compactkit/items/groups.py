@@ -33,7 +33,7 @@ __all__ = ["Group", "group_items"]
 GroupKind = Literal["system", "developer", "user", "assistant", "orphan"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # no dict per group: a projection indexes every group
 class Group:
     """A half-open range ``items[start:stop]`` that is never split."""
 
