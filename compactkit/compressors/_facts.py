@@ -489,6 +489,47 @@ _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _FENCED = re.compile(r"```.*?```", re.DOTALL)
 
 
+_INLINE_CODE = re.compile(r"`([^`\n]{2,80})`")
+_DEFINED = re.compile(
+    r"^\s*(?:async\s+)?(?:def|class|function|func|fn|interface|struct|enum|type)\s+"
+    r"([A-Za-z_]\w{1,60})",
+    re.M,
+)
+_DOTTED_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\(\))")
+_CODE_NAME = re.compile(r"^[A-Za-z_][\w.:-]*(?:\(\))?$")
+_CODE_PATH = re.compile(r"(?<![\w/.])((?:[\w.-]+/)+[\w.-]+\.[A-Za-z0-9]{1,8})\b")
+
+
+def code_names(text: str, limit: int = 12) -> list[str]:
+    """Code names a person's text gives: `` `spans` `` that hold one name, call or path
+    (``Client.request()``, ``max_retries``, ``src/app.py``), functions and classes its fenced
+    code defines, dotted calls and file paths in its prose; in order, without duplicates, at most
+    ``limit``. A plain word in backticks (`` `pip` ``) is not a code name."""
+    found: dict[str, None] = {}
+    for span in _INLINE_CODE.findall(text) if "`" in text else ():
+        span = span.strip()
+        if _CODE_PATH.fullmatch(span) or (
+            _CODE_NAME.match(span)
+            and (
+                any(c in span for c in "._()")
+                or (span[:1].islower() and any(c.isupper() for c in span))
+            )
+        ):
+            found.setdefault(span)
+    for block in _FENCED.findall(text) if "```" in text else ():
+        block_text = block if isinstance(block, str) else " ".join(block)
+        for name in _DEFINED.findall(block_text):
+            found.setdefault(name)
+        for path in _CODE_PATH.findall(block_text):
+            found.setdefault(path)
+    prose = without_fences(text)
+    for name in _DOTTED_CALL.findall(prose) if "()" in prose else ():
+        found.setdefault(name)
+    for path in _CODE_PATH.findall(prose) if "/" in prose else ():
+        found.setdefault(path)
+    return list(found)[:limit]
+
+
 def without_fences(text: str) -> str:
     """``text`` with each fenced code block replaced by a space."""
     return _FENCED.sub(" ", text) if "```" in text else text

@@ -197,6 +197,11 @@ class _Digest:
         (a request, a correction: the user's words, sentence by sentence)."""
         if facts.TRIVIAL.match(text):
             return
+        # where this message's entries start: its code names already quoted there are not repeated
+        start: dict[SectionKey, int] = {
+            "goal": len(self.entries.get("goal", [])),
+            "constraints": len(self.entries.get("constraints", [])),
+        }
         paragraphs = facts.paragraphs(facts.without_fences(text))
         if not paragraphs:
             return
@@ -218,6 +223,21 @@ class _Digest:
             # Among the constraints, in the order said: a later correction ("make it 45
             # instead") comes after the rule it changes, so the newest word reads last.
             self.add("constraints", "Later: " + facts.clip(" ".join(said), _REQUEST_CHARS))
+        self.code_names(text, start)
+
+    def code_names(self, text: str, start: Mapping[SectionKey, int]) -> None:
+        """The code names the user's ``text`` gives (``facts.code_names``: its code sample's
+        functions and classes, names and paths in backticks or prose) that the entries it just
+        added (from ``start`` on, per section) do not already quote, as identifiers."""
+        names = facts.code_names(text)
+        if not names:
+            return
+        kept = " ".join(
+            e for key, first in start.items() for e in self.entries.get(key, [])[first:]
+        )
+        for name in names:
+            if name not in kept:
+                self.add("identifiers", f"`{name}` — named by the user")
 
     # -- calls ----------------------------------------------------------------------------------
 
