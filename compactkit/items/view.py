@@ -121,6 +121,16 @@ class ItemsView(_TupleLike):
     def _tuple(self) -> tuple[Item, ...]:
         return tuple(islice(self._source, self._stop))
 
+    def appended_since(self, earlier: object) -> list[Item] | None:
+        """The items appended after ``earlier`` when this view extends it (a view of the same
+        list, no shorter), else ``None`` — O(new items), for savers that write only what is
+        new."""
+        if not isinstance(earlier, ItemsView) or earlier._source is not self._source:
+            return None
+        if earlier._stop > self._stop:
+            return None
+        return self._source[earlier._stop : self._stop]
+
 
 Run = tuple[Sequence[Item], int, int]
 """``(source, start, stop)``: ``source[start:stop]``, a list or tuple never changed there."""

@@ -1,6 +1,14 @@
-"""``FileSessionStore``: one JSON file per session in a directory.
+"""``FileSessionStore``: one JSON file per session in a directory, and its journal.
 
-Crash safety: a save writes a temporary file in the same directory, fsyncs it, renames it over
+Incremental saving: a save by the session object that saved last appends one line to
+``<id>.jnl`` — a patch holding only what changed (``compactkit.sessions.journal``) — and fsyncs
+it; the first save of a session object, a save after someone else's, and a save once the journal
+has grown larger than the base write the whole state as below and remove the journal. Loading
+reads the base, then replays the journal's complete lines; a last line without its newline is an
+append killed mid-write (that save never returned) and is ignored; patches older than the base
+(a crash between writing a new base and removing the old journal) are skipped.
+
+Crash safety: a whole-state save writes a temporary file in the same directory, fsyncs it, renames it over
 the session's file with ``os.replace`` (atomic) and fsyncs the directory, so the file always
 holds one whole state — the old one or the new one, never a torn mix, even with concurrent
 savers in several threads or processes (the last rename wins). A file that is corrupt or was
@@ -29,9 +37,11 @@ import socket
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import unquote
 
 from compactkit.errors import (
@@ -45,6 +55,7 @@ from compactkit.errors import (
 from compactkit.sessions._checks import require_session
 from compactkit.sessions._locks import try_lock as _try_lock
 from compactkit.sessions._locks import unlock as _unlock
+from compactkit.sessions.journal import SaveMark, SaveMarks, read_journal, save_patch, save_whole
 from compactkit.sessions.lease import (
     DEFAULT_TTL,
     SessionLease,
@@ -58,6 +69,7 @@ __all__ = ["FileSessionStore"]
 
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
 _SUFFIX = ".json"
+_JOURNAL = ".jnl"  # the patches saved after the base (no longer than _SUFFIX: names fit)
 _LEASES = ".leases"  # the lease files' directory (hidden: list() skips it)
 _LOCK = ".lock"  # the OS lock a run holds (never deleted: a holder may have it open)
 _LEASE = ".info"  # who holds it, since when, the last token and revision (JSON)
@@ -132,6 +144,7 @@ class FileSessionStore:
         self._leases = self.directory / _LEASES
         self._held: dict[str, tuple[int, int]] = {}  # session id -> (locked fd, token)
         self._held_lock = threading.Lock()
+        self._marks = SaveMarks()
 
     def __repr__(self) -> str:
         return f"FileSessionStore({str(self.directory)!r})"
@@ -175,28 +188,53 @@ class FileSessionStore:
             _unlock(fd)
 
     def _save_locked(self, session: AgentSession, path: Path) -> None:
-        """Save under the session's file lock: check the revision, write, bump it."""
+        """Save under the session's file lock: check the revision, write, bump it.
+
+        A patch is appended to the journal when this session object made the last save (its
+        mark's file identities still match); otherwise the whole state is written."""
+        journal = path.with_name(path.name[: -len(_SUFFIX)] + _JOURNAL)
+        mark = self._marks.get(session)
+        valid = mark is not None and not mark.outgrown() and mark.proof == _proof(path, journal)
         try:
-            revision = self.load(session.session_id).revision
-        except SessionNotFoundError:
-            revision = 0
-        except StorageError as exc:
-            raise StorageError(
-                f"{exc}; not overwriting it — inspect it, move it away or delete it "
-                f"(store.delete({session.session_id!r})) before saving"
-            ) from exc
+            if valid:
+                assert mark is not None
+                revision = mark.revision
+                self._check_revision(session, revision)
+                change = save_patch(session, mark, revision + 1)
+                _append(journal, change.data, created=journal_missing(mark))
+                new_mark = change.mark
+            else:
+                try:
+                    revision = self.load(session.session_id).revision
+                except SessionNotFoundError:
+                    revision = 0
+                except StorageError as exc:
+                    raise StorageError(
+                        f"{exc}; not overwriting it — inspect it, move it away or delete it "
+                        f"(store.delete({session.session_id!r})) before saving"
+                    ) from exc
+                self._check_revision(session, revision)
+                data, new_mark = save_whole(session, revision + 1)
+                self._write(path, data)
+                _remove(journal)  # its patches are older than the new base (skipped if left)
+            new_mark.proof = _proof(path, journal)
+        except BaseException:
+            self._marks.forget(session)
+            raise
+        self._marks.set(session, new_mark)
+        session.revision = revision + 1
+        info = self._lease_info(session.session_id)
+        info["revision"] = revision + 1
+        self._write_lease_info(session.session_id, info)
+
+    @staticmethod
+    def _check_revision(session: AgentSession, revision: int) -> None:
         if session.fenced_by_revision and session.revision != revision:
             raise ConcurrencyError(
                 f"session {session.session_id!r} was saved by another run (revision "
                 f"{revision}) since this object loaded it (revision {session.revision}); "
                 "nothing was saved — resume it again to continue from the newer state"
             )
-        state = session.state().model_copy(update={"revision": revision + 1})
-        self._write(path, state.to_json())
-        session.revision = revision + 1
-        info = self._lease_info(session.session_id)
-        info["revision"] = revision + 1
-        self._write_lease_info(session.session_id, info)
 
     def acquire(
         self,
@@ -316,13 +354,21 @@ class FileSessionStore:
                 holds another session.
         """
         path = self.path(session_id)
+        journal = path.with_name(path.name[: -len(_SUFFIX)] + _JOURNAL)
         try:
-            data = path.read_bytes()
+            # The journal is opened before the base is read: a save writing a new base meanwhile
+            # removes the journal, so the one read here is the base's or older (its patches
+            # are then skipped as stale), never a newer base's.
+            with _open_or_none(journal) as patches_file:
+                data = path.read_bytes()
+                lines = b"" if patches_file is None else patches_file.read()
         except FileNotFoundError:
             raise SessionNotFoundError(session_id) from None
         except OSError as exc:
             raise StorageError(f"cannot read {path}: {exc}") from exc
-        state = SessionState.from_json(data, source=str(path))
+        # The text after the last newline is an append killed mid-write (never acknowledged).
+        patches = lines.split(b"\n")[:-1]
+        state = read_journal(data, patches, source=str(path))
         if state.session_id != session_id:
             raise StorageError(
                 f"{path} holds session {state.session_id!r}, not {session_id!r} "
@@ -333,6 +379,7 @@ class FileSessionStore:
     def delete(self, session_id: str) -> bool:
         """Delete the session's file, even a corrupt one; ``False`` when there was none."""
         path = self.path(session_id)
+        _remove(path.with_name(path.name[: -len(_SUFFIX)] + _JOURNAL))
         try:
             path.unlink()
         except FileNotFoundError:
@@ -378,6 +425,60 @@ class FileSessionStore:
                 raise StorageError(f"cannot write {path}: {exc}") from exc
             raise
         _fsync_directory(self.directory)
+
+
+def _proof(path: Path, journal: Path) -> tuple[int, ...]:
+    """The identities of a session's base and journal files: any save by another store object
+    or process changes them (a new base is a new file; an append grows the journal)."""
+    try:
+        base = os.stat(path)
+    except OSError:
+        return (-1,)
+    try:
+        log = os.stat(journal)
+        logged = (log.st_ino, log.st_size)
+    except OSError:
+        logged = (-1, -1)
+    return (base.st_ino, base.st_mtime_ns, base.st_size, *logged)
+
+
+def journal_missing(mark: SaveMark) -> bool:
+    """Whether the save that left ``mark`` left no journal (the next append creates it)."""
+    proof = mark.proof
+    return isinstance(proof, tuple) and proof[-1] == -1
+
+
+def _append(journal: Path, data: bytes, *, created: bool) -> None:
+    """Append one patch line and make it durable (and the journal's name, when new)."""
+    try:
+        fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, data + b"\n")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise StorageError(f"cannot write {journal}: {exc}") from exc
+    if created:
+        _fsync_directory(journal.parent)
+
+
+def _remove(path: Path) -> None:
+    try:
+        path.unlink(missing_ok=True)
+    except OSError as exc:
+        raise StorageError(f"cannot delete {path}: {exc}") from exc
+
+
+@contextmanager
+def _open_or_none(path: Path) -> Iterator[BinaryIO | None]:
+    try:
+        file = open(path, "rb")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        yield None
+        return
+    with file:
+        yield file
 
 
 def _remove_stale_temp_files(directory: Path) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
@@ -19,8 +19,12 @@ from compactkit.items.snapshot import MemorySnapshot
 
 __all__ = ["SESSION_SCHEMA_VERSION", "SessionState", "StateSource"]
 
-SESSION_SCHEMA_VERSION = 2
-"""The version of ``SessionState``'s JSON form this compactkit writes and the newest it reads."""
+SESSION_SCHEMA_VERSION = 3
+"""The version of ``SessionState``'s JSON form this compactkit writes and the newest it reads.
+
+2 added ``revision``; 3 marks a state a store may follow with a journal of patches (incremental
+saving, ``compactkit.sessions.journal``), so a compactkit reading only up to 2 refuses it
+rather than loading the base without its journal."""
 
 
 class SessionState(BaseModel):
@@ -62,6 +66,22 @@ class SessionState(BaseModel):
             StorageError: ``data`` is not a valid state, or comes from a newer compactkit;
                 ``source`` (a path, a key) is named in the message.
         """
+        raw = cls.raw_json(data, source=source)
+        try:
+            return cls.model_validate(raw)
+        except ValidationError as exc:
+            raise StorageError(
+                f"{source} is corrupt: {exc.error_count()} invalid fields ({exc.errors()[0]})"
+            ) from exc
+
+    @classmethod
+    def raw_json(cls, data: bytes | str, *, source: str = "session state") -> dict[str, Any]:
+        """The JSON object ``data`` holds, its schema version checked (not validated further).
+
+        Raises:
+            StorageError: ``data`` is not a JSON object with an integer ``schema_version``, or
+                comes from a newer compactkit.
+        """
         try:
             raw = json.loads(data)
         except ValueError as exc:
@@ -74,12 +94,8 @@ class SessionState(BaseModel):
                 f"{source} was written by a newer compactkit (schema version {version}; this one "
                 f"reads up to {SESSION_SCHEMA_VERSION}); upgrade compactkit to read it"
             )
-        try:
-            return cls.model_validate(raw)
-        except ValidationError as exc:
-            raise StorageError(
-                f"{source} is corrupt: {exc.error_count()} invalid fields ({exc.errors()[0]})"
-            ) from exc
+        assert isinstance(raw, dict)
+        return raw
 
 
 class StateSource(Protocol):

@@ -3,6 +3,8 @@
 A store keeps the saved form of sessions (``SessionState``) by id. Saving replaces the previous
 state of the session as a whole (last writer wins; a reader never sees half of one); loading an
 unknown id raises ``SessionNotFoundError``, which is both a ``StorageError`` and a ``KeyError``.
+The stores compactkit ships save incrementally (what changed since the same session object's
+last save, ``compactkit.sessions.journal``); what ``load`` returns is the same either way.
 """
 
 from __future__ import annotations

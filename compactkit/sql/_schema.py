@@ -1,12 +1,15 @@
 """The SQL schema of ``SQLMemory`` and ``SQLSessionStore``, and its forward migrations.
 
-Four tables (and the recall index of ``compactkit.sql._recall_schema``), every name starting with the table prefix (``compactkit_`` by default)::
+Five tables (and the recall index of ``compactkit.sql._recall_schema``), every name starting with the table prefix (``compactkit_`` by default)::
 
     <prefix>schema_version   one row per applied migration (version, applied_at)
     <prefix>sessions         one row per session: version counters, next seq, summary,
                              the store's saved state (JSON) and its revision, the session
                              lease (holder, fencing token, expiry) and the compaction lease
-                             (version 3), timestamps
+                             (version 3), the id of the saved base state (version 4),
+                             timestamps
+    <prefix>session_patches  SQLSessionStore's journal: one row per incremental save, the
+                             patch on top of the saved base state (version 4)
     <prefix>items            one row per stored item: (session_id, seq) primary key, kind,
                              call id, original payload (JSON), the replacement a compaction
                              put in its place, pin, status active/archived, order in the
@@ -136,6 +139,7 @@ class Tables:
     sessions: Table
     items: Table
     compactions: Table
+    session_patches: Table
 
 
 _TABLES: dict[str, Tables] = {}
@@ -171,7 +175,9 @@ def tables(prefix: str) -> Tables:
         Column("created_at", when, nullable=False),
         Column("updated_at", when, nullable=False),
         *_v3_lease_columns(),
+        *_v4_base_columns(),
     )
+    session_patches = _v4_patches_table(metadata, prefix)
     compactions = Table(
         f"{prefix}compactions",
         metadata,
@@ -214,7 +220,7 @@ def tables(prefix: str) -> Tables:
         Index(f"{prefix}items_call", "session_id", "call_id"),
     )
     recall_table(metadata, prefix, items)  # schema version 2 (compactkit.sql._recall_schema)
-    found = Tables(prefix, metadata, schema_version, sessions, items, compactions)
+    found = Tables(prefix, metadata, schema_version, sessions, items, compactions, session_patches)
     _TABLES[prefix] = found
     return found
 
@@ -269,9 +275,45 @@ def _v3_add_leases(conn: Connection, t: Tables) -> None:
         )
 
 
+def _v4_base_columns() -> list[Column[object]]:
+    """Incremental saving (version 4): which base state the saved state's journal extends (a
+    random id per base written, so a session deleted and saved again never takes the old
+    journal's patches)."""
+    return [Column("state_base", BigInteger, nullable=False, server_default="0")]
+
+
+def _v4_patches_table(metadata: MetaData, prefix: str) -> Table:
+    """``SQLSessionStore``'s journal (version 4): one row per incremental save, the patch on
+    top of the session's saved base state (``compactkit.sessions.journal``)."""
+    return Table(
+        f"{prefix}session_patches",
+        metadata,
+        Column("session_id", String(_MAX_ID), primary_key=True),
+        Column("revision", BigInteger, primary_key=True, autoincrement=False),
+        Column("patch", Text, nullable=False),
+    )
+
+
+def _v4_add_journal(conn: Connection, t: Tables) -> None:
+    preparer = conn.dialect.identifier_preparer
+    table = preparer.quote(t.sessions.name)
+    for column in _v4_base_columns():
+        kind = column.type.compile(dialect=conn.dialect)
+        conn.exec_driver_sql(
+            f"ALTER TABLE {table} ADD COLUMN {preparer.quote(column.name)} {kind} NOT NULL "
+            "DEFAULT 0"
+        )
+    t.session_patches.create(conn)
+
+
 Migration = Callable[[Connection, Tables], None]
 
-MIGRATIONS: list[Migration] = [_v1_create_tables, create_recall_index, _v3_add_leases]
+MIGRATIONS: list[Migration] = [
+    _v1_create_tables,
+    create_recall_index,
+    _v3_add_leases,
+    _v4_add_journal,
+]
 """The forward migrations, in order: entry ``n - 1`` brings version ``n - 1`` to ``n``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -3,8 +3,12 @@
 A saved state (``SessionState`` JSON: runtime counters, metadata, the memory snapshot and its
 history) lives in the ``state`` column of the session's row in ``<prefix>sessions`` — the same
 row ``SQLMemory`` keeps its counters in, so one database and one prefix hold a session's memory
-and its checkpoints. ``save`` is one atomic upsert (a reader never sees half a state), fenced by
-the run's lease and the stored revision (``compactkit.sessions.lease``). Resuming into an
+and its checkpoints. A save is one transaction (a reader never sees half a state), fenced by
+the run's lease and the stored revision (``compactkit.sessions.lease``). Saves are incremental:
+a save by the session object that saved last inserts one row in ``<prefix>session_patches``
+holding what changed (``compactkit.sessions.journal``) and bumps the revision; any other save,
+and one once the patches outgrow the base, writes the whole state and deletes the patches. The
+row's ``state_base`` (a random id per whole state) keeps a patch from landing on another base. Resuming into an
 ``SQLMemory`` that kept being written since the checkpoint keeps what it holds: nothing
 committed after a checkpoint is ever deleted by resuming it.
 """
@@ -12,14 +16,16 @@ committed after a checkpoint is ever deleted by resuming it.
 from __future__ import annotations
 
 import builtins
+import secrets
 from datetime import datetime, timezone
 
-from sqlalchemy import Connection, Engine, delete, select, update
+from sqlalchemy import Connection, Engine, delete, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL
 
 from compactkit.errors import ConcurrencyError, SessionBusyError, SessionNotFoundError
 from compactkit.sessions import require_session
+from compactkit.sessions.journal import SaveMarks, read_journal, save_patch, save_whole
 from compactkit.sessions.lease import DEFAULT_TTL, SessionLease, check_lease_times, default_holder
 from compactkit.sessions.session import AgentSession, SessionState
 from compactkit.sql._engine import connect, read_transaction, write_transaction
@@ -57,6 +63,7 @@ class SQLSessionStore:
         self._t = tables(table_prefix)
         self._engine = connect(url_or_engine, self._t, create_schema=create_schema)
         self._scope = lease_scope(self._engine, self._t)
+        self._marks = SaveMarks()
 
     def __repr__(self) -> str:
         url = self._engine.url.render_as_string(hide_password=True)
@@ -69,6 +76,10 @@ class SQLSessionStore:
 
     def save(self, session: AgentSession) -> None:
         """Save ``session.state()`` in one transaction, replacing its earlier saved state.
+
+        Incremental: when this session object made the session's last save, only what changed
+        since is written (one row in ``<prefix>session_patches``); otherwise, and once the
+        patches outgrow the base, the whole state (see ``compactkit.sessions.journal``).
 
         Fenced: under ``session.lease`` (a run's), the save is applied only while that lease
         still holds the session, and extends it. Without a lease it is refused while another
@@ -84,27 +95,64 @@ class SQLSessionStore:
         """
         session = require_session(session, "SQLSessionStore")
         session_id = validate_session_id(session.session_id)
-        state = session.state()
+        mark = self._marks.get(session)
         now = datetime.now(timezone.utc)
-        s = self._t.sessions
+        s, p = self._t.sessions, self._t.session_patches
         failure = f"cannot save session {session_id!r}"
         lease = session.lease
-        with write_transaction(self._engine, failure) as conn:
-            if lease is not None and lease.scope == self._scope:
-                revision = check_fence(conn, self._t, lease)
-            else:
-                revision = self._unleased_revision(conn, session_id)
-            if session.fenced_by_revision and session.revision != revision:
-                raise ConcurrencyError(
-                    f"session {session_id!r} was saved by another run (revision {revision}) "
-                    f"since this object loaded it (revision {session.revision}); nothing was "
-                    "saved — resume it again to continue from the newer state"
-                )
-            data = state.model_copy(update={"revision": revision + 1}).to_json().decode()
-            values = {"state": data, "state_revision": revision + 1, "updated_at": now}
-            dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-            upsert = dialect.insert(s).values(id=session_id, created_at=now, **values)
-            conn.execute(upsert.on_conflict_do_update(index_elements=[s.c.id], set_=values))
+        try:
+            with write_transaction(self._engine, failure) as conn:
+                if lease is not None and lease.scope == self._scope:
+                    revision = check_fence(conn, self._t, lease)
+                else:
+                    revision = self._unleased_revision(conn, session_id)
+                if session.fenced_by_revision and session.revision != revision:
+                    raise ConcurrencyError(
+                        f"session {session_id!r} was saved by another run (revision "
+                        f"{revision}) since this object loaded it (revision "
+                        f"{session.revision}); nothing was saved — resume it again to "
+                        "continue from the newer state"
+                    )
+                new_mark = None
+                if mark is not None and mark.revision == revision and not mark.outgrown():
+                    change = save_patch(session, mark, revision + 1)
+                    moved = conn.execute(
+                        update(s)
+                        .where(
+                            s.c.id == session_id,
+                            s.c.state_revision == revision,
+                            s.c.state_base == mark.proof,
+                            s.c.state.is_not(None),
+                        )
+                        .values(state_revision=revision + 1, updated_at=now)
+                    )
+                    if moved.rowcount == 1:  # the base this object's patches extend is there
+                        conn.execute(
+                            insert(p).values(
+                                session_id=session_id,
+                                revision=revision + 1,
+                                patch=change.data.decode(),
+                            )
+                        )
+                        new_mark = change.mark
+                        new_mark.proof = mark.proof
+                if new_mark is None:
+                    data, new_mark = save_whole(session, revision + 1)
+                    new_mark.proof = secrets.randbits(62) + 1
+                    values = {
+                        "state": data.decode(),
+                        "state_revision": revision + 1,
+                        "state_base": new_mark.proof,
+                        "updated_at": now,
+                    }
+                    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+                    upsert = dialect.insert(s).values(id=session_id, created_at=now, **values)
+                    conn.execute(upsert.on_conflict_do_update(index_elements=[s.c.id], set_=values))
+                    conn.execute(delete(p).where(p.c.session_id == session_id))
+        except BaseException:
+            self._marks.forget(session)
+            raise
+        self._marks.set(session, new_mark)
         session.revision = revision + 1
 
     def _unleased_revision(self, conn: Connection, session_id: str) -> int:
@@ -171,11 +219,21 @@ class SQLSessionStore:
         validate_session_id(session_id)
         s = self._t.sessions
         failure = f"cannot load session {session_id!r}"
-        with read_transaction(self._engine, failure) as conn:
+        p = self._t.session_patches
+        with read_transaction(self._engine, failure) as conn:  # one snapshot: base and journal
             data = conn.execute(select(s.c.state).where(s.c.id == session_id)).scalar()
+            patches = (
+                []
+                if data is None
+                else conn.execute(
+                    select(p.c.patch).where(p.c.session_id == session_id).order_by(p.c.revision)
+                )
+                .scalars()
+                .all()
+            )
         if data is None:
             raise SessionNotFoundError(session_id)
-        return SessionState.from_json(data, source=f"the saved state of session {session_id!r}")
+        return read_journal(data, patches, source=f"the saved state of session {session_id!r}")
 
     def delete(self, session_id: str) -> bool:
         """Delete the saved state; ``False`` when there was none.
@@ -191,12 +249,14 @@ class SQLSessionStore:
             ).first()
             if found is None or found.state is None:
                 return False
+            p = self._t.session_patches
+            conn.execute(delete(p).where(p.c.session_id == session_id))
             if found.version == 0:  # no memory was ever written here: the row is the store's
                 c = self._t.compactions  # (at most failed-compaction records of an empty memory)
                 conn.execute(delete(c).where(c.c.session_id == session_id))
                 conn.execute(delete(s).where(s.c.id == session_id))
             else:
-                conn.execute(update(s).where(s.c.id == session_id).values(state=None))
+                conn.execute(update(s).where(s.c.id == session_id).values(state=None, state_base=0))
         return True
 
     def purge(self, session_id: str) -> bool:

@@ -36,7 +36,7 @@ SAVER = textwrap.dedent(
         time.sleep(600)
 
     os.fsync = stuck
-    store.save(session)
+    FileSessionStore(sys.argv[1]).save(session)  # a new store object writes a whole state
     """
 )
 

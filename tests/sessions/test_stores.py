@@ -86,7 +86,7 @@ def test_files_are_private_and_no_temp_files_remain(tmp_path: Path) -> None:
     ("content", "message"),
     [
         (b'{"schema_version": 1, "session_id": "s1", "memo', "corrupt"),
-        (b'{"schema_version": 3, "session_id": "s1", "new": {}}', "newer compactkit"),
+        (b'{"schema_version": 4, "session_id": "s1", "new": {}}', "newer compactkit"),
     ],
 )
 def test_an_unreadable_file_raises_and_is_never_overwritten(
