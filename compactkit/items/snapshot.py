@@ -81,7 +81,12 @@ other's rendered prompts back); without it each process uses a random key of its
 _PROCESS_KEY: Final = secrets.token_bytes(32)
 _key_override: bytes | None = None
 _OPEN: Final = f'<{SUMMARY_NAME} sig="'
-_HEAD: Final = re.compile(rf'<{SUMMARY_NAME} sig="([0-9a-f]{{20}})">\n')
+# 80 bits in 25 decimal digits: a tokenizer splits digits into runs of one to three, each one
+# token, so a seal costs the same tokens under every key. (The 20 hex digits of earlier
+# versions cost 14 to 25 tokens by key, so one conversation's budget and compactions differed
+# from process to process; they still verify.)
+_SIG_DIGITS: Final = 25
+_HEAD: Final = re.compile(rf'<{SUMMARY_NAME} sig="([0-9]{{{_SIG_DIGITS}}}|[0-9a-f]{{20}})">\n')
 _CLOSE: Final = f"\n</{SUMMARY_NAME}>"
 
 
@@ -118,11 +123,12 @@ def _key() -> bytes:
     return _PROCESS_KEY
 
 
-def _sign(inner: str) -> str:
+def _sign(inner: str, *, legacy: bool = False) -> str:
     data = b"compactkit-summary-v1\0" + inner.encode("utf-8", "surrogatepass")
-    return hmac.new(_key(), data, hashlib.sha256).hexdigest()[
-        :20
-    ]  # 80 bits: a forgery needs the key
+    digest = hmac.new(_key(), data, hashlib.sha256).digest()[:10]  # 80 bits: forging needs the key
+    if legacy:
+        return digest.hex()
+    return str(int.from_bytes(digest, "big")).zfill(_SIG_DIGITS)
 
 
 def _seal(summary: str) -> str:
@@ -142,7 +148,8 @@ def unseal_summary(text: str) -> str | None:
     if head is None or head.end() > len(text) - len(_CLOSE):
         return None
     inner = text[head.end() : len(text) - len(_CLOSE)]
-    if not hmac.compare_digest(_sign(inner), head.group(1)):
+    signature = head.group(1)
+    if not hmac.compare_digest(_sign(inner, legacy=len(signature) != _SIG_DIGITS), signature):
         return None
     prefix = SUMMARY_FRAME + "\n\n"
     return inner[len(prefix) :] if inner.startswith(prefix) else inner
