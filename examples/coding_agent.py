@@ -26,7 +26,8 @@ from typing import Literal, TypeAlias
 import openai
 import regex
 
-from compactkit import Agent, FileSessionStore, FunctionTool, RunResult, tool
+from compactkit import Agent, FileSessionStore, RunResult, tool
+from compactkit.runtime import FunctionTool
 
 Client: TypeAlias = "openai.OpenAI | openai.AsyncOpenAI"
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from compactkit import Agent, RetryPolicy, RunnableSession, RunResult
+from compactkit import Agent, RunResult
+from compactkit.compressors import RetryPolicy
+from compactkit.runtime import RunnableSession
 from compactkit.testing import FakeOpenAI
 
 NO_WAIT = RetryPolicy(attempts=3, initial_wait=0.0, jitter=0.0)

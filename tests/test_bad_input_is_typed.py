@@ -17,6 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import compactkit as ck
+from compactkit.budget import budget_for
+from compactkit.compressors import RetryPolicy
+from compactkit.formats import anthropic_to_items, parse_transcript, responses_to_items
+from compactkit.governance import every_turns, items_over
+from compactkit.items import Reasoning, load_items
 from compactkit.items.snapshot import MemorySnapshot
 
 JUNK = st.one_of(
@@ -49,11 +54,11 @@ ENTRIES: dict[str, tuple[Entry, tuple[str, ...]]] = {
         ("call_id", "output"),
     ),
     "Reasoning": (
-        lambda **k: ck.Reasoning(**{"format": "responses", "payload": {}, **k}),
+        lambda **k: Reasoning(**{"format": "responses", "payload": {}, **k}),
         ("format", "payload"),
     ),
     "RetryPolicy": (
-        ck.RetryPolicy,
+        RetryPolicy,
         ("attempts", "initial_wait", "multiplier", "max_wait", "jitter", "max_retry_after"),
     ),
     "ContextProjector.for_model": (
@@ -66,7 +71,7 @@ ENTRIES: dict[str, tuple[Entry, tuple[str, ...]]] = {
     ),
     "BudgetPolicy": (ck.BudgetPolicy, ("reserved_output", "safety_margin", "trigger", "target")),
     "CompactPolicy": (
-        lambda **k: ck.CompactPolicy(**{"trigger": ck.items_over(10), "target": 100, **k}),
+        lambda **k: ck.CompactPolicy(**{"trigger": items_over(10), "target": 100, **k}),
         ("trigger", "target", "budget", "model"),
     ),
     "WindowedCompressor": (ck.WindowedCompressor, ("max_items", "max_tokens")),
@@ -83,15 +88,15 @@ ENTRIES: dict[str, tuple[Entry, tuple[str, ...]]] = {
         ("target_tokens", "keep_last_groups", "summary_cap_tokens"),
     ),
     "ratio_over": (lambda value: ck.ratio_over(value), ("value",)),
-    "items_over": (lambda value: ck.items_over(value), ("value",)),
+    "items_over": (lambda value: items_over(value), ("value",)),
     "tokens_over": (lambda value: ck.tokens_over(value), ("value",)),
-    "every_turns": (lambda value: ck.every_turns(value), ("value",)),
-    "budget_for": (lambda value: ck.budget_for(value), ("value",)),
+    "every_turns": (lambda value: every_turns(value), ("value",)),
+    "budget_for": (lambda value: budget_for(value), ("value",)),
     "chat_to_items": (lambda value: ck.chat_to_items(value), ("value",)),
-    "responses_to_items": (lambda value: ck.responses_to_items(value), ("value",)),
-    "anthropic_to_items": (lambda value: ck.anthropic_to_items(value), ("value",)),
-    "parse_transcript": (lambda value: ck.parse_transcript(value), ("value",)),
-    "load_items": (lambda value: ck.load_items(value), ("value",)),
+    "responses_to_items": (lambda value: responses_to_items(value), ("value",)),
+    "anthropic_to_items": (lambda value: anthropic_to_items(value), ("value",)),
+    "parse_transcript": (lambda value: parse_transcript(value), ("value",)),
+    "load_items": (lambda value: load_items(value), ("value",)),
 }
 CASES = [(name, arg) for name, (_, args) in ENTRIES.items() for arg in args]
 
@@ -111,6 +116,6 @@ def test_the_three_reported_cases_name_the_value_and_the_fix() -> None:
     with pytest.raises(ck.ConfigError, match=r"budget.*'100'.*budget=8000"):
         PROJECTOR.project(SNAPSHOT, budget="100")  # type: ignore[arg-type]
     with pytest.raises(ck.ConfigError, match=r"initial_wait=nan.*finite"):
-        ck.RetryPolicy(initial_wait=math.nan)
+        RetryPolicy(initial_wait=math.nan)
     with pytest.raises(ck.ConfigError, match=r"role='bogus'.*'user'"):
         ck.Message(role="bogus", content="x")  # type: ignore[arg-type]

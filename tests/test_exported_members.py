@@ -13,6 +13,8 @@ import pkgutil
 import warnings
 from types import ModuleType
 
+import pytest
+
 import compactkit
 
 SKIPPED = {"cli", "testing"}
@@ -90,3 +92,32 @@ def test_front_door_is_sorted_and_each_name_comes_from_a_layer() -> None:
                 if name in names and exported(layer, name) is value
             ]
             assert homes, f"compactkit.{name} is exported by no layer package"
+
+
+@pytest.mark.parametrize("name", sorted(compactkit._MOVED))
+def test_a_moved_name_still_works_with_a_warning_naming_its_new_import(name: str) -> None:
+    home = compactkit._MOVED[name]
+    assert name not in compactkit.__all__
+    with pytest.warns(DeprecationWarning, match=rf"`from {home} import {name}`"):
+        value = getattr(compactkit, name)
+    assert value is exported(home, name)
+
+
+def test_a_moved_name_warns_at_the_line_that_imports_it() -> None:
+    with pytest.warns(DeprecationWarning) as caught:
+        exec("from compactkit import group_items", {})
+    assert caught[0].filename == "<string>"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        from compactkit.items import group_items  # the new import is silent
+
+    assert callable(group_items)
+
+
+def test_the_front_door_is_about_fifty_names_with_the_plain_list_entry_point() -> None:
+    assert 40 <= len(compactkit.__all__) <= 60
+    assert {"compact_messages", "MessageCompactor", "FunctionCompressor", "Agent"} <= set(
+        compactkit.__all__
+    )
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        compactkit.nothing_here  # noqa: B018

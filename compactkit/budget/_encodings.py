@@ -263,10 +263,10 @@ class TextCounts:
         self._chars -= dropped
 
 
-# Encodings whose split pattern never lets a piece run past a line break into a line that
-# starts with a character other than whitespace or "/": a text's tokens are then the sum of its
-# pieces' when it is cut before such lines (``line_pieces``; property-tested).
 LINE_ADDITIVE = frozenset({"o200k_base", "cl100k_base"})
+"""Encodings whose split pattern never lets a piece run past a line break into a line that
+starts with a character other than whitespace or "/": a text's tokens are then the sum of its
+pieces' when it is cut before such lines (``line_pieces``; property-tested)."""
 _LINE_START = re.compile(r"(?<=\n)(?=[^\s/])")
 
 

@@ -8,12 +8,14 @@ a token target fits). ``SummaryDocument`` is the sectioned summary they all writ
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from compactkit._lazy import lazy_exports
 
 if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
-    from compactkit.compressors.base import MemoryCompressor
+    from compactkit.compressors.base import CompressorLike, MemoryCompressor
     from compactkit.compressors.digest import DigestCompressor, digest_items
+    from compactkit.compressors.function import FunctionCompressor, Takes, as_memory_compressor
     from compactkit.compressors.ladder import LadderCompressor
     from compactkit.compressors.masking import (
         MASK_PREFIX,
@@ -57,10 +59,14 @@ _LAZY: dict[str, str] = {
     "FactClass": "compactkit.compressors.report",
     "FactCount": "compactkit.compressors.report",
     "FactReport": "compactkit.compressors.report",
+    "FunctionCompressor": "compactkit.compressors.function",
+    "Takes": "compactkit.compressors.function",
+    "as_memory_compressor": "compactkit.compressors.function",
     "LadderCompressor": "compactkit.compressors.ladder",
     "MASK_PREFIX": "compactkit.compressors.masking",
     "MaskingCompressor": "compactkit.compressors.masking",
     "MemoryCompressor": "compactkit.compressors.base",
+    "CompressorLike": "compactkit.compressors.base",
     "SECTIONS": "compactkit.compressors.sections",
     "SUMMARY_TITLE": "compactkit.compressors.sections",
     "SectionKey": "compactkit.compressors.sections",
@@ -82,17 +88,7 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'compactkit.compressors' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY)
 
 
 __all__ = [
@@ -104,10 +100,12 @@ __all__ = [
     "SUMMARY_TITLE",
     "ChatMessage",
     "CircuitBreaker",
+    "CompressorLike",
     "DigestCompressor",
     "FactClass",
     "FactCount",
     "FactReport",
+    "FunctionCompressor",
     "LadderCompressor",
     "MaskingCompressor",
     "MemoryCompressor",
@@ -119,7 +117,9 @@ __all__ = [
     "SummaryCompressor",
     "SummaryDocument",
     "SummaryPlan",
+    "Takes",
     "WindowedCompressor",
+    "as_memory_compressor",
     "digest_items",
     "export_portable",
     "is_masked",

@@ -14,11 +14,12 @@ a memory swaps it in atomically with ``AgentMemory.apply``. The contract:
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from compactkit.items.snapshot import CompactResult, MemorySnapshot
 
-__all__ = ["MemoryCompressor"]
+__all__ = ["CompressorLike", "MemoryCompressor"]
 
 
 @runtime_checkable
@@ -28,3 +29,8 @@ class MemoryCompressor(Protocol):
     def compress(self, snapshot: MemorySnapshot) -> CompactResult:
         """Compact ``snapshot``; report failures in the result's ``outcome``, do not raise."""
         ...
+
+
+CompressorLike: TypeAlias = MemoryCompressor | Callable[[Any], Any]
+"""What every ``compressor=`` takes: a ``MemoryCompressor``, or a plain function
+``messages -> messages`` / ``snapshot -> snapshot`` (made a ``FunctionCompressor``)."""

@@ -8,7 +8,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
-from compactkit import LLM, ChatMessage, TiktokenCounter
+from compactkit.budget import TiktokenCounter
+from compactkit.compressors import LLM, ChatMessage
 
 __all__ = ["Meter", "MeteredLLM", "metering"]
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from compactkit import InMemoryMemory, Item, MemorySnapshot
 from compactkit.evals.schema import ArtifactProbe, ConstraintProbe, RecallProbe
 from compactkit.evals.scoring import ProbeScore, item_lines, normalize
+from compactkit.items import Item, MemorySnapshot
+from compactkit.memory import InMemoryMemory
 
 __all__ = ["RECALL_LIMIT", "recoverable"]
 

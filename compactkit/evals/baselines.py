@@ -16,30 +16,25 @@ converted back), a home-grown trimmer.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from compactkit import (
+from compactkit.budget import TokenCounter
+from compactkit.compressors import (
     LLM,
-    CompactResult,
-    CompactStats,
-    ConfigError,
     DigestCompressor,
-    Item,
+    FunctionCompressor,
     LadderCompressor,
     MaskingCompressor,
     MemoryCompressor,
-    MemorySnapshot,
     ProviderCompactor,
     SummaryCompressor,
-    TokenCounter,
-    Tool,
     WindowedCompressor,
-    chat_to_items,
-    items_to_chat,
 )
+from compactkit.errors import ConfigError
 from compactkit.evals._meter import MeteredLLM
+from compactkit.items import CompactResult, CompactStats, MemorySnapshot, Tool
 
 __all__ = ["BASELINES", "CompressorFactory", "Sizing", "as_compressor", "baseline"]
 
@@ -144,62 +139,13 @@ def baseline(
     )
 
 
-class _FunctionCompressor:
-    """A ``messages -> messages`` function as a compressor."""
-
-    def __init__(self, function: Callable[[list[dict[str, Any]]], Any], name: str) -> None:
-        self.function = function
-        self.name = name
-
-    def compress(self, snapshot: MemorySnapshot) -> CompactResult:
-        rendered = snapshot.render_items()
-        messages = [dict(m) for m in items_to_chat(rendered, lossy=True)]
-        try:
-            answer = self.function(messages)
-            items = _items(answer)
-        except Exception as exc:  # a user's function failing is a failed run, not a crash
-            return CompactResult(
-                snapshot=snapshot,
-                outcome="failed",
-                error=f"{type(exc).__name__}: {exc}",
-                cause=exc,
-                stats=CompactStats(compressor=self.name, items_before=len(snapshot.items)),
-            )
-        after = MemorySnapshot.from_items(items)
-        return CompactResult(
-            snapshot=after,
-            outcome="compacted" if len(items) != len(rendered) else "unchanged",
-            stats=CompactStats(
-                compressor=self.name,
-                items_before=len(snapshot.items),
-                items_after=len(after.items),
-            ),
-        )
-
-
-def _items(answer: Any) -> list[Item]:
-    if not isinstance(answer, Sequence) or isinstance(answer, (str, bytes)):
-        raise ConfigError(
-            f"the function must return a list of messages, got {type(answer).__name__}"
-        )
-    if answer and not isinstance(answer[0], dict):
-        try:  # LangChain messages (trim_messages, filter_messages, …)
-            from langchain_core.messages import convert_to_openai_messages
-        except ImportError:
-            raise ConfigError(
-                "the function returned non-dict messages; return Chat Completions dicts "
-                f"(got {type(answer[0]).__name__})"
-            ) from None
-        answer = convert_to_openai_messages(list(answer))
-    return chat_to_items(answer)
-
-
 def as_compressor(obj: Any, name: str | None = None) -> CompressorFactory:
     """A factory for your own compressor, to score it next to the baselines.
 
     Args:
-        obj: A ``MemoryCompressor`` (used as is for every case), or a function from a list of
-            Chat Completions message dicts to a list of messages (dicts or LangChain messages).
+        obj: A ``MemoryCompressor`` (used as is for every case), or a plain function, made a
+            ``FunctionCompressor``: Chat Completions message dicts to the messages to keep
+            (dicts or LangChain messages), or ``MemorySnapshot -> MemorySnapshot``.
             To size your compressor per case, pass a factory ``Sizing -> MemoryCompressor``
             to the runner directly instead.
         name: The label in reports (default: the object's ``name`` or function name).
@@ -213,5 +159,5 @@ def as_compressor(obj: Any, name: str | None = None) -> CompressorFactory:
         raise ConfigError(
             f"as_compressor takes a MemoryCompressor or a callable, got {type(obj).__name__}"
         )
-    label = name or getattr(obj, "__name__", None) or type(obj).__name__
-    return lambda _s: _FunctionCompressor(obj, label)
+    function = FunctionCompressor(obj, name=name)
+    return lambda _s: function

@@ -22,9 +22,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from compactkit import FormatError, Transcript, load_transcript, parse_transcript
+from compactkit.errors import FormatError
 from compactkit.evals.schema import SCHEMA_VERSION, Case
 from compactkit.evals.synth import SynthSpec, generate
+from compactkit.formats import Transcript, load_transcript, parse_transcript
 
 __all__ = ["Suite", "SuiteFormatError", "dump_cases", "load_suite"]
 

@@ -17,14 +17,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
-from compactkit import (
-    LLM,
-    FunctionCall,
-    FunctionCallOutput,
-    Item,
-    Message,
-    is_summary_message,
-)
+from compactkit.compressors import LLM
 from compactkit.evals._meter import MeteredLLM
 from compactkit.evals.schema import (
     ArtifactProbe,
@@ -37,6 +30,7 @@ from compactkit.evals.schema import (
     UpdateProbe,
 )
 from compactkit.evals.scoring import item_lines
+from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, is_summary_message
 
 __all__ = [
     "DIMENSIONS",

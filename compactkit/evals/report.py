@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from compactkit import ConfigError
+from compactkit.errors import ConfigError
 from compactkit.evals._html import to_html
 from compactkit.evals.judge import DIMENSIONS, JUDGE_PROMPT_VERSION, READER_PROMPT_VERSION
 from compactkit.evals.runner import SCORER_VERSION, RunResult, results_by

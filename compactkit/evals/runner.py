@@ -24,8 +24,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-import compactkit
-from compactkit import ConfigError, MemorySnapshot, counter_for
+from compactkit._version import __version__
+from compactkit.budget import counter_for
+from compactkit.errors import ConfigError
 from compactkit.evals import scoring
 from compactkit.evals._meter import metering
 from compactkit.evals._recall_mode import recoverable
@@ -33,6 +34,7 @@ from compactkit.evals.baselines import CompressorFactory, Sizing
 from compactkit.evals.dataset import Suite
 from compactkit.evals.judge import Judge, JudgeResult
 from compactkit.evals.schema import CLASSES, Case
+from compactkit.items import MemorySnapshot
 
 __all__ = ["SCORER_VERSION", "ProbeVerdict", "RunResult", "run_one", "run_suite"]
 
@@ -265,7 +267,7 @@ def run_suite(
     jobs: list[tuple[str, Case, int, str]] = []
     contents: dict[str, str] = {}
     for name in compressors:
-        fingerprint = prints.get(name, f"compactkit-{compactkit.__version__}")
+        fingerprint = prints.get(name, f"compactkit-{__version__}")
         for case in suite.cases:
             content = contents.setdefault(case.id, _content(suite, case))
             for r in range(repeat):

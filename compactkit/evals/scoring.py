@@ -33,13 +33,6 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from compactkit import (
-    FunctionCall,
-    FunctionCallOutput,
-    Item,
-    Message,
-    Reasoning,
-)
 from compactkit.evals.schema import (
     ArtifactProbe,
     ConstraintProbe,
@@ -51,6 +44,7 @@ from compactkit.evals.schema import (
     UpdateProbe,
     probe_class,
 )
+from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, Reasoning
 
 __all__ = [
     "STALE_MARKERS",

@@ -15,9 +15,9 @@ installed raises one ``ImportError`` naming the ``pip install`` to run.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from compactkit._lazy import lazy_exports
 from compactkit.integrations.messages import (
     CompactedMessages,
     MessageCompactor,
@@ -46,13 +46,7 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'compactkit.integrations' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY)
 
 
 __all__ = [

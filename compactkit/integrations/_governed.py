@@ -17,7 +17,7 @@ from typing import Literal, TypeAlias
 
 from compactkit.budget.profiles import ProfileRegistry, budget_for
 from compactkit.budget.tokens import TokenCounter, counter_for
-from compactkit.compressors.base import MemoryCompressor
+from compactkit.compressors.base import CompressorLike
 from compactkit.errors import ConfigError
 from compactkit.governance.policy import CompactPolicy, TriggerLike, model_thresholds
 from compactkit.governance.projector import ContextProjector, Projection
@@ -87,7 +87,7 @@ class Governors:
         target: int | float | None = None,
         projector: ContextProjector | None,
         policy: CompactPolicy | None,
-        compressor: MemoryCompressor | None,
+        compressor: CompressorLike | None,
         summary_role: SummaryRole,
         on_event: EventHandler | None,
         before_compaction: Callable[[CompactionRequest], bool] | None,

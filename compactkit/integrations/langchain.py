@@ -53,7 +53,7 @@ from langgraph.constants import TAG_NOSTREAM  # noqa: E402
 from langgraph.graph.message import REMOVE_ALL_MESSAGES  # noqa: E402
 
 from compactkit.budget.profiles import ProfileRegistry, default_registry  # noqa: E402
-from compactkit.compressors.base import MemoryCompressor  # noqa: E402
+from compactkit.compressors.base import CompressorLike  # noqa: E402
 from compactkit.compressors.summary import SummaryCompressor  # noqa: E402
 from compactkit.compressors.summary.llm import ChatMessage  # noqa: E402
 from compactkit.errors import ConfigError  # noqa: E402
@@ -139,7 +139,7 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         budget: int | None = None,
         trigger: TriggerLike | int | float | None = None,
         target: int | float | None = None,
-        compressor: MemoryCompressor | None = None,
+        compressor: CompressorLike | None = None,
         policy: CompactPolicy | None = None,
         projector: ContextProjector | None = None,
         summary_role: SummaryRole = DEFAULT_SUMMARY_ROLE,
@@ -413,12 +413,12 @@ def _summary_config() -> RunnableConfig:
 
 def _summary_compressor(
     mode: Mode,
-    compressor: MemoryCompressor | None,
+    compressor: CompressorLike | None,
     summarizer: BaseChatModel | None,
     summary_prompt: str | None,
     keep: object,
     counter: MessagesCounter | None,
-) -> MemoryCompressor | None:
+) -> CompressorLike | None:
     """The compressor ``summarizer=``, ``summary_prompt=`` and ``keep=`` describe, if any."""
     if summarizer is None:
         if summary_prompt is not None or keep is not None:

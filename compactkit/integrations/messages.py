@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from compactkit.budget.profiles import ProfileRegistry
-from compactkit.compressors.base import MemoryCompressor
+from compactkit.compressors.base import CompressorLike
 from compactkit.errors import ConfigError
 from compactkit.governance.policy import CompactPolicy, TriggerLike
 from compactkit.governance.projector import ContextProjector, Projection, ProjectionReport
@@ -141,7 +141,7 @@ class MessageCompactor:
         target: int | float | None = None,
         compaction: bool = True,
         policy: CompactPolicy | None = None,
-        compressor: MemoryCompressor | None = None,
+        compressor: CompressorLike | None = None,
         summary_role: SummaryRole | None = None,
         projector: ContextProjector | None = None,
         on_event: Callable[[Event], None] | None = None,

@@ -32,7 +32,7 @@ from agents.memory.session_settings import coerce_session_settings  # noqa: E402
 from agents.run_config import CallModelData, ModelInputData  # noqa: E402
 
 from compactkit.budget.profiles import ProfileRegistry  # noqa: E402
-from compactkit.compressors.base import MemoryCompressor  # noqa: E402
+from compactkit.compressors.base import CompressorLike  # noqa: E402
 from compactkit.errors import ConfigError  # noqa: E402
 from compactkit.governance.policy import CompactPolicy, TriggerLike  # noqa: E402
 from compactkit.integrations._responses_history import (  # noqa: E402
@@ -83,7 +83,7 @@ def _governor(
     registry: ProfileRegistry | None,
     compaction: bool,
     policy: CompactPolicy | None,
-    compressor: MemoryCompressor | None,
+    compressor: CompressorLike | None,
     summary_role: SummaryRole | None,
     on_event: Callable[[Event], None] | None,
 ) -> Governor:
@@ -151,7 +151,7 @@ class CompactkitInputFilter:
         registry: ProfileRegistry | None = None,
         compaction: bool = True,
         policy: CompactPolicy | None = None,
-        compressor: MemoryCompressor | None = None,
+        compressor: CompressorLike | None = None,
         summary_role: SummaryRole | None = None,
         on_event: Callable[[Event], None] | None = None,
         **unknown: object,
@@ -285,7 +285,7 @@ class CompactkitSession:
         registry: ProfileRegistry | None = None,
         compaction: bool = True,
         policy: CompactPolicy | None = None,
-        compressor: MemoryCompressor | None = None,
+        compressor: CompressorLike | None = None,
         summary_role: SummaryRole | None = None,
         on_event: Callable[[Event], None] | None = None,
         limit_keeps_groups: bool = False,

@@ -49,7 +49,7 @@ from pydantic_ai.models import Model, ModelRequestContext, ModelRequestParameter
 from pydantic_ai.tools import RunContext  # noqa: E402
 
 from compactkit.budget.profiles import ProfileRegistry  # noqa: E402
-from compactkit.compressors.base import MemoryCompressor  # noqa: E402
+from compactkit.compressors.base import CompressorLike  # noqa: E402
 from compactkit.errors import ConfigError  # noqa: E402
 from compactkit.governance.policy import CompactPolicy, TriggerLike  # noqa: E402
 from compactkit.governance.projector import ContextProjector, Projection  # noqa: E402
@@ -99,7 +99,7 @@ class CompactkitHistory:
         budget: int | None = None,
         trigger: TriggerLike | int | float | None = None,
         target: int | float | None = None,
-        compressor: MemoryCompressor | None = None,
+        compressor: CompressorLike | None = None,
         policy: CompactPolicy | None = None,
         projector: ContextProjector | None = None,
         summary_role: SummaryRole = DEFAULT_SUMMARY_ROLE,
@@ -259,7 +259,7 @@ class CompactkitCapability(AbstractCapability[Any]):
         budget: int | None = None,
         trigger: TriggerLike | int | float | None = None,
         target: int | float | None = None,
-        compressor: MemoryCompressor | None = None,
+        compressor: CompressorLike | None = None,
         policy: CompactPolicy | None = None,
         projector: ContextProjector | None = None,
         summary_role: SummaryRole = DEFAULT_SUMMARY_ROLE,

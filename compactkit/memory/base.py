@@ -34,7 +34,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
-from compactkit.compressors.base import MemoryCompressor
+from compactkit.compressors.base import CompressorLike, MemoryCompressor
 from compactkit.errors import ConcurrencyError, ConfigError
 from compactkit.items import ContentPart, Item
 from compactkit.items.snapshot import (
@@ -157,7 +157,7 @@ class BaseMemory(ABC):
         self,
         *,
         policy: SnapshotTrigger | None = None,
-        compressor: MemoryCompressor | None = None,
+        compressor: CompressorLike | None = None,
         on_compact: CompactCallback | None = None,
         accept_unknown_call_ids: bool = False,
         summary_role: SummaryRole = DEFAULT_SUMMARY_ROLE,
@@ -173,7 +173,7 @@ class BaseMemory(ABC):
             summary_role: The role of the rendered summary message in ``items`` (``user``;
                 ``system`` gives text distilled from tool output system authority).
         """
-        _check_options(compressor, policy)
+        compressor = _check_options(compressor, policy)
         self._policy = policy
         self._compressor = compressor
         self.on_compact = on_compact
@@ -246,7 +246,7 @@ class BaseMemory(ABC):
         return self._compressor
 
     @compressor.setter
-    def compressor(self, compressor: MemoryCompressor | None) -> None:
+    def compressor(self, compressor: CompressorLike | None) -> None:
         self.set_compressor(compressor)
 
     @property
@@ -261,7 +261,7 @@ class BaseMemory(ABC):
 
     def set_compressor(
         self,
-        compressor: MemoryCompressor | None,
+        compressor: CompressorLike | None,
         *,
         policy: SnapshotTrigger | Literal[_Keep.KEEP] | None = _Keep.KEEP,
     ) -> None:
@@ -275,9 +275,9 @@ class BaseMemory(ABC):
         """
         if policy is _Keep.KEEP:
             policy = self._policy  # kept, and inert while there is no compressor
-            _check_options(compressor, None)
+            compressor = _check_options(compressor, None)
         else:
-            _check_options(compressor, policy)
+            compressor = _check_options(compressor, policy)
         self._compressor, self._policy = compressor, policy
 
     @property
@@ -285,7 +285,7 @@ class BaseMemory(ABC):
         """The result of the last compaction this object ran (write path or ``compact()``)."""
         return self._last_compaction
 
-    def compact(self, compressor: MemoryCompressor | None = None) -> CompactResult:
+    def compact(self, compressor: CompressorLike | None = None) -> CompactResult:
         """Compact now, whatever the policy says, and return the result.
 
         Args:
@@ -295,7 +295,9 @@ class BaseMemory(ABC):
             ConfigError: there is no compressor.
             ConcurrencyError: the memory was written while the compressor ran; nothing changed.
         """
-        if compressor is None:
+        if compressor is not None:
+            compressor = _check_options(compressor, None)
+        else:
             compressor = self._compressor
         if compressor is None:
             raise ConfigError("compact() needs a compressor: pass one or set memory.compressor")
@@ -325,17 +327,17 @@ class BaseMemory(ABC):
             self.on_compact(result)
 
 
-def _check_options(compressor: object, policy: object) -> None:
-    """Refuse, when configured rather than at the next write, what write-path compaction cannot
-    run: a policy without a compressor, a policy that is not a trigger, a compressor without
-    ``compress``."""
-    if compressor is not None and not callable(getattr(compressor, "compress", None)):
-        raise ConfigError(
-            f"compressor must have compress(snapshot) -> CompactResult, got "
-            f"{type(compressor).__name__}"
-        )
+def _check_options(compressor: object, policy: object) -> MemoryCompressor | None:
+    """``compressor`` (a plain function made a ``FunctionCompressor``); refuse, when configured
+    rather than at the next write, what write-path compaction cannot run: a policy without a
+    compressor, a policy that is not a trigger, a compressor without ``compress``."""
+    checked: MemoryCompressor | None = None
+    if compressor is not None:
+        from compactkit.compressors.function import as_memory_compressor  # (loads formats)
+
+        checked = as_memory_compressor(compressor)
     if policy is None:
-        return
+        return checked
     if compressor is None:
         raise ConfigError("a compaction policy needs a compressor (pass compressor=...)")
     if callable(getattr(policy, "as_trigger", None)):
@@ -347,3 +349,4 @@ def _check_options(compressor: object, policy: object) -> None:
         raise ConfigError(
             f"policy= takes a trigger (snapshot) -> bool, got {type(policy).__name__}: {policy!r:.80}"
         )
+    return checked

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from compactkit.compressors.base import MemoryCompressor
+from compactkit.compressors.base import CompressorLike
 from compactkit.items import Item, item_text
 from compactkit.items.snapshot import (
     DEFAULT_SUMMARY_ROLE,
@@ -58,7 +58,7 @@ class InMemoryMemory(BaseMemory):
         self,
         *,
         policy: SnapshotTrigger | None = None,
-        compressor: MemoryCompressor | None = None,
+        compressor: CompressorLike | None = None,
         on_compact: CompactCallback | None = None,
         accept_unknown_call_ids: bool = False,
         summary_role: SummaryRole = DEFAULT_SUMMARY_ROLE,

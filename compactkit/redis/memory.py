@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
-from compactkit.compressors.base import MemoryCompressor
+from compactkit.compressors.base import CompressorLike
 from compactkit.errors import ConcurrencyError, ConfigError, StorageError
 from compactkit.items import FunctionCall, FunctionCallOutput, Item
 from compactkit.items.snapshot import (
@@ -74,7 +74,7 @@ class RedisMemory(BaseMemory):
         key_prefix: str = "compactkit",
         ttl: float | timedelta | None = None,
         policy: SnapshotTrigger | None = None,
-        compressor: MemoryCompressor | None = None,
+        compressor: CompressorLike | None = None,
         on_compact: CompactCallback | None = None,
         accept_unknown_call_ids: bool = False,
         summary_role: SummaryRole = DEFAULT_SUMMARY_ROLE,

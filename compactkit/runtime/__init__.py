@@ -3,8 +3,9 @@ agent loop (``Agent`` → ``RunnableSession.run``) with tools, retries and overf
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from compactkit._lazy import lazy_exports
 
 if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
     from compactkit.runtime.agent import Agent
@@ -72,17 +73,7 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'compactkit.runtime' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY)
 
 
 __all__ = [

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from compactkit.budget import ProfileRegistry
-from compactkit.compressors import MemoryCompressor
+from compactkit.compressors.base import CompressorLike
 from compactkit.compressors.summary import RetryPolicy
 from compactkit.errors import ConfigError
 from compactkit.governance import CompactPolicy, ContextProjector
@@ -91,7 +91,7 @@ class Agent:
         target: int | float | None = None,
         projector: ContextProjector | None = None,
         policy: CompactPolicy | None = None,
-        compressor: MemoryCompressor | None = None,
+        compressor: CompressorLike | None = None,
         compaction: bool = True,
         summary_role: SummaryRole | None = None,
         registry: ProfileRegistry | None = None,

@@ -33,7 +33,8 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from compactkit.compressors.base import MemoryCompressor
+from compactkit.compressors.base import CompressorLike
+from compactkit.compressors.function import as_memory_compressor
 from compactkit.errors import ConcurrencyError, ConfigError
 from compactkit.governance.cost import compaction_cost
 from compactkit.governance.policy import CompactPolicy
@@ -106,7 +107,7 @@ class BackgroundCompaction:
         self,
         *,
         soft: int | float | None = None,
-        compressor: MemoryCompressor | None = None,
+        compressor: CompressorLike | None = None,
         retry_after: int = 8,
     ) -> None:
         if soft is not None:
@@ -117,11 +118,8 @@ class BackgroundCompaction:
                 )
             if isinstance(soft, float) and soft >= 1:
                 raise ConfigError(f"a soft share of the budget must be below 1, got {soft!r}")
-        if compressor is not None and not callable(getattr(compressor, "compress", None)):
-            raise ConfigError(
-                f"compressor must have compress(snapshot) -> CompactResult, got "
-                f"{type(compressor).__name__}"
-            )
+        if compressor is not None:  # a plain function is a FunctionCompressor
+            compressor = as_memory_compressor(compressor)
         if isinstance(retry_after, bool) or not isinstance(retry_after, int) or retry_after < 0:
             raise ConfigError(f"retry_after must be a number of steps >= 0, got {retry_after!r}")
         self.soft = soft

@@ -26,7 +26,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from compactkit.budget import ProfileRegistry, TokenCounter, budget_for, counter_for
-from compactkit.compressors import LadderCompressor, MemoryCompressor
+from compactkit.compressors import LadderCompressor, MemoryCompressor, as_memory_compressor
+from compactkit.compressors.base import CompressorLike
 from compactkit.errors import ConcurrencyError, ConfigError
 from compactkit.governance import cache_hysteresis
 from compactkit.governance.policy import (
@@ -114,7 +115,7 @@ class Governor:
         projector: ContextProjector,
         *,
         policy: CompactPolicy | None = None,
-        compressor: MemoryCompressor | None = None,
+        compressor: CompressorLike | None = None,
         counter: TokenCounter | None = None,
         on_event: EventHandler | None = None,
         before_compaction: Callable[[CompactionRequest], bool] | None = None,
@@ -128,11 +129,8 @@ class Governor:
             )
         if policy is not None and not isinstance(policy, CompactPolicy):
             raise ConfigError(f"policy must be a CompactPolicy or None, got {policy!r:.80}")
-        if compressor is not None and not callable(getattr(compressor, "compress", None)):
-            raise ConfigError(
-                f"compressor must have compress(snapshot) -> CompactResult, got "
-                f"{type(compressor).__name__}"
-            )
+        if compressor is not None:  # a plain function is a FunctionCompressor
+            compressor = as_memory_compressor(compressor)
         for name, hook in (("on_event", on_event), ("before_compaction", before_compaction)):
             if hook is not None and not callable(hook):
                 raise ConfigError(f"{name} must be callable, got {hook!r:.80}")
@@ -183,7 +181,7 @@ class Governor:
         registry: ProfileRegistry | None = None,
         projector: ContextProjector | None = None,
         policy: CompactPolicy | None = None,
-        compressor: MemoryCompressor | None = None,
+        compressor: CompressorLike | None = None,
         compaction: bool = True,
         summary_role: SummaryRole | None = None,
         on_event: EventHandler | None = None,

@@ -39,6 +39,7 @@ __all__ = [
 ]
 
 Instructions = str | Sequence[Message] | None
+"""System instructions as a governance step takes them: text, messages, or none."""
 
 
 @dataclass(frozen=True)

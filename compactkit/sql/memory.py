@@ -25,7 +25,7 @@ from __future__ import annotations
 from sqlalchemy import Engine, select
 from sqlalchemy.engine import URL
 
-from compactkit.compressors.base import MemoryCompressor
+from compactkit.compressors.base import CompressorLike
 from compactkit.items import Item
 from compactkit.items.snapshot import DEFAULT_SUMMARY_ROLE, MemorySnapshot, SummaryRole
 from compactkit.memory.base import BaseMemory, CompactCallback, SnapshotTrigger
@@ -62,7 +62,7 @@ class SQLMemory(Recall, Compactions, Writes, BaseMemory):
         table_prefix: str = "compactkit_",
         create_schema: bool = True,
         policy: SnapshotTrigger | None = None,
-        compressor: MemoryCompressor | None = None,
+        compressor: CompressorLike | None = None,
         on_compact: CompactCallback | None = None,
         accept_unknown_call_ids: bool = False,
         summary_role: SummaryRole = DEFAULT_SUMMARY_ROLE,

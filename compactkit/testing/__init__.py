@@ -29,8 +29,7 @@ Both fakes implement the ``LLM`` protocol (``complete`` and ``acomplete``).
   base classes).
 """
 
-from typing import Any
-
+from compactkit._lazy import lazy_exports
 from compactkit.testing.fake_openai import (
     FakeOpenAI,
     FakeReply,
@@ -61,11 +60,8 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # ``FakeCompactEndpoint`` lives with the evals (their offline baseline uses it; documented
-    # there): reachable here too, loaded on first use so that this package stays light.
-    if name == "FakeCompactEndpoint":
-        from compactkit.evals.fake_compact import FakeCompactEndpoint
-
-        return FakeCompactEndpoint
-    raise AttributeError(f"module 'compactkit.testing' has no attribute {name!r}")
+# ``FakeCompactEndpoint`` lives with the evals (their offline baseline uses it; documented
+# there): reachable here too, loaded on first use so that this package stays light.
+__getattr__, __dir__ = lazy_exports(
+    globals(), {"FakeCompactEndpoint": "compactkit.evals.fake_compact"}
+)

@@ -54,11 +54,11 @@ from compactkit import (
     Item,
     MemorySnapshot,
     Message,
-    SummaryDocument,
-    TiktokenCounter,
-    item_text,
     items_to_chat,
 )
+from compactkit.budget import TiktokenCounter
+from compactkit.compressors import SummaryDocument
+from compactkit.items import item_text
 
 COUNTER = TiktokenCounter("o200k_base")
 TARGET = 8000
@@ -511,11 +511,11 @@ def synth_rows(sizes: list[int], seed: int) -> list[dict[str, Any]]:
     """The eval suite's own coding transcripts (``compactkit.evals.synth``), scored by its own
     deterministic scorer (``compactkit.evals.scoring.score_probes``) on the rendered request."""
     try:
-        from compactkit import parse_transcript
         from compactkit.evals.scoring import score_probes
         from compactkit.evals.synth import STYLES as SYNTH_STYLES
         from compactkit.evals.synth import SynthSpec
         from compactkit.evals.synth import generate as synth
+        from compactkit.formats import parse_transcript
     except ImportError:
         return []
     rows = []

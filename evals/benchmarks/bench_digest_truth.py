@@ -32,7 +32,9 @@ import sys
 import time
 from typing import Any
 
-from compactkit import DigestCompressor, MemorySnapshot, SummaryDocument, TiktokenCounter
+from compactkit import DigestCompressor, MemorySnapshot
+from compactkit.budget import TiktokenCounter
+from compactkit.compressors import SummaryDocument
 from compactkit.evals import scoring
 from compactkit.evals.schema import CLASSES, ArtifactProbe, Case, RecallProbe
 from compactkit.evals.synth import DOMAINS, STYLES, SynthSpec, generate

@@ -73,14 +73,9 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import UsageLimits
 
-from compactkit import (
-    Message,
-    SummaryCompressor,
-    budget_for,
-    chat_to_items,
-    counter_for,
-    tools_from_chat,
-)
+from compactkit import Message, SummaryCompressor, chat_to_items, counter_for
+from compactkit.budget import budget_for
+from compactkit.formats import tools_from_chat
 from compactkit.integrations._pydantic_ai_convert import to_items, to_tools
 from compactkit.integrations.langchain import CompactkitMiddleware, LangChainLLM
 from compactkit.integrations.pydantic_ai import CompactkitCapability, CompactkitHistory

@@ -35,12 +35,9 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.messages.utils import count_tokens_approximately, trim_messages
 from openai import AsyncOpenAI
 
-from compactkit import (
-    Message,
-    Tool,
-    budget_for,
-    chat_to_items,
-    counter_for,
+from compactkit import Message, Tool, chat_to_items, counter_for
+from compactkit.budget import budget_for
+from compactkit.formats import (
     responses_to_items,
     tools_from_chat,
     validate_chat,

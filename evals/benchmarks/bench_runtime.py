@@ -47,7 +47,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from compactkit import Agent, CompactionEvent, Event, FunctionCall, Message, RunnableSession
+from compactkit import Agent, FunctionCall, Message
+from compactkit.runtime import CompactionEvent, Event, RunnableSession
 
 clock = time.process_time
 STEPS_PER_TURN = 10
@@ -223,7 +224,7 @@ class LangChain:
         from langchain_core.tools import tool as lc_tool
         from langgraph.checkpoint.memory import InMemorySaver
 
-        from compactkit import budget_for
+        from compactkit.budget import budget_for
 
         self.timer = timer = Timer()
         self.state = state = {"step": 0, "summaries": 0}

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from compactkit import ConfigError, Message, chat_to_items, counter_for, tools_from_chat
+from compactkit import ConfigError, Message, chat_to_items, counter_for
 from compactkit.budget import EstimateCounter, TiktokenCounter, TokenCounter
+from compactkit.formats import tools_from_chat
 
 CHAT = [{"role": "user", "content": "hi"}]
 TOOLS = [{"type": "function", "function": {"name": "read_file", "parameters": {}}}]

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from compactkit import ConfigError, Governor, ProfileRegistry, budget_for, counter_for
+from compactkit import ConfigError, Governor, counter_for
+from compactkit.budget import ProfileRegistry, budget_for
 
 TOML = (
     '[[profile]]\nname = "local-llm*"\ncontext_window = 32768\nmax_output = 4096\n'

@@ -18,11 +18,10 @@ from compactkit import (
     FunctionCallOutput,
     MemorySnapshot,
     Message,
-    SummaryDocument,
-    TiktokenCounter,
     chat_to_items,
 )
-from compactkit.compressors import FactReport, digest_items
+from compactkit.budget import TiktokenCounter
+from compactkit.compressors import FactReport, SummaryDocument, digest_items
 from compactkit.compressors.sections import QUOTED_NOTE
 
 COUNTER = TiktokenCounter("o200k_base")

@@ -17,9 +17,9 @@ from compactkit import (
     Item,
     MemorySnapshot,
     Message,
-    SummaryDocument,
-    TiktokenCounter,
 )
+from compactkit.budget import TiktokenCounter
+from compactkit.compressors import SummaryDocument
 from compactkit.compressors.summary import SummaryCompressor
 from compactkit.testing import ScriptedLLM
 
@@ -211,7 +211,7 @@ def folds(draw: st.DrawFn) -> list[Item]:
 def test_no_must_keep_fact_of_a_fold_is_missing_from_the_digest(
     items: list[Item], target: int | None
 ) -> None:
-    from compactkit import digest_items
+    from compactkit.compressors import digest_items
 
     result = DigestCompressor(
         keep_last_groups=1 if target is None else None, target_tokens=target, counter=COUNTER
@@ -245,7 +245,7 @@ def test_no_must_keep_fact_of_a_fold_is_missing_from_an_llm_summary(
 ) -> None:
     """Whatever the summarizer answers, the summary applied holds every constraint, file
     modified and open error of the fold (the cap is ample here), and nothing it invented."""
-    from compactkit import digest_items
+    from compactkit.compressors import digest_items
     from compactkit.testing import FunctionLLM
 
     answers = {
@@ -294,7 +294,7 @@ def test_a_sealed_summary_pasted_later_is_not_taken_for_the_summary() -> None:
 
 
 def test_the_fact_report_counts_a_clipped_entry_as_clipped_not_kept() -> None:
-    from compactkit import FactReport
+    from compactkit.compressors import FactReport
 
     long_command = "python scripts/migrate.py " + " ".join(f"--table t{n}" for n in range(40))
     doc = SummaryDocument.of(

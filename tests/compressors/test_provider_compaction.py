@@ -23,23 +23,20 @@ from openai.types.responses import (
 )
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
-from compactkit import (
-    DigestCompressor,
-    InMemoryMemory,
-    ProviderCompaction,
-    ProviderCompactor,
+from compactkit import DigestCompressor, InMemoryMemory, items_to_chat
+from compactkit.compressors import ProviderCompactor, export_portable
+from compactkit.errors import FormatError
+from compactkit.formats import (
     anthropic_to_items,
-    export_portable,
     items_to_anthropic,
-    items_to_chat,
     items_to_responses,
     responses_to_items,
     validate_anthropic,
     validate_responses,
 )
-from compactkit.errors import FormatError
 from compactkit.integrations import compact_messages
 from compactkit.items import Message as Message_
+from compactkit.items import ProviderCompaction
 from compactkit.sql import SQLMemory
 
 SECRET = "gAAAAB" + "q" * 3000  # the provider's encrypted content: opaque, never read

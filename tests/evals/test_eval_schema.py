@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from eval_support import offline  # noqa: F401  (autouse: no network)
 
-from compactkit import FormatError, MemorySnapshot
+from compactkit import MemorySnapshot
+from compactkit.errors import FormatError
 from compactkit.evals import (
     Case,
     ConstraintProbe,

@@ -6,7 +6,7 @@ from eval_support import offline  # noqa: F401  (autouse: no network)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactkit import FunctionCall, FunctionCallOutput, Message, summary_message
+from compactkit import FunctionCall, FunctionCallOutput, Message
 from compactkit.evals import (
     ArtifactProbe,
     ConstraintProbe,
@@ -18,6 +18,7 @@ from compactkit.evals import (
     score_probes,
 )
 from compactkit.evals.scoring import artifact_precision, hallucinated, identifiers, written_text
+from compactkit.items import summary_message
 
 TIMEOUT = UpdateProbe(name="timeout", aliases=("time limit",), current="45", superseded=("30",))
 

@@ -9,7 +9,7 @@ from eval_support import offline  # noqa: F401  (autouse: no network)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactkit import FunctionCall, Message, counter_for, parse_transcript
+from compactkit import FunctionCall, Message, counter_for
 from compactkit.evals import (
     DOMAINS,
     STYLES,
@@ -24,6 +24,7 @@ from compactkit.evals import (
     generate,
 )
 from compactkit.evals.scoring import context_lines, normalize, score_probes
+from compactkit.formats import parse_transcript
 
 
 def transcript(spec: SynthSpec):  # type: ignore[no-untyped-def]

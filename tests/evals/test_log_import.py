@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from compactkit import parse_transcript
 from compactkit.cli import main
 from compactkit.evals import load_suite, probe_class
 from compactkit.evals.importers import IMPORTERS, import_log
 from compactkit.evals.log_probes import derive_probes, item_text, probe_located
 from compactkit.evals.log_suite import cases_from_logs
+from compactkit.formats import parse_transcript
 from compactkit.items import FunctionCall, FunctionCallOutput, Message, Reasoning
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"

@@ -13,10 +13,9 @@ from compactkit import (
     MemorySnapshot,
     Message,
     ModelProfile,
-    PolicyState,
-    ProfileRegistry,
-    budget_for,
 )
+from compactkit.budget import ProfileRegistry, budget_for
+from compactkit.governance import PolicyState
 
 
 @pytest.fixture

@@ -18,7 +18,8 @@ from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
-from compactkit import ConfigError, SummaryCompressor, chat_to_items, counter_for, tools_from_chat
+from compactkit import ConfigError, SummaryCompressor, chat_to_items, counter_for
+from compactkit.formats import tools_from_chat
 from compactkit.integrations.langchain import CompactkitMiddleware, LangChainLLM
 from compactkit.runtime.events import CompactionEvent, Event, PassthroughEvent
 from compactkit.testing import block_network

@@ -16,25 +16,23 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from compactkit import (
-    FunctionCall,
-    FunctionCallOutput,
-    ImagePart,
-    Message,
-    RawPart,
-    TextPart,
-    group_items,
-    mask_output,
-    set_summary_key,
-    summary_message,
-)
+from compactkit import FunctionCall, FunctionCallOutput, Message
+from compactkit.compressors import mask_output
 from compactkit.integrations._langchain_convert import (
     is_summary,
     to_items,
     to_messages,
     to_tools,
 )
-from compactkit.items import Item
+from compactkit.items import (
+    ImagePart,
+    Item,
+    RawPart,
+    TextPart,
+    group_items,
+    set_summary_key,
+    summary_message,
+)
 
 
 def items_of(messages: list[BaseMessage], warnings: list[str] | None = None) -> list[Item]:

@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from compactkit import FunctionCall, FunctionCallOutput, summary_message
+from compactkit import FunctionCall, FunctionCallOutput
 from compactkit.integrations._langchain_convert import to_items, to_messages
 from compactkit.integrations._mirror import Mirror
-from compactkit.items import Item
+from compactkit.items import Item, summary_message
 
 
 def turn(n: int, calls: int, reuse_ids: bool, size: int = 0) -> list[BaseMessage]:

@@ -14,15 +14,10 @@ from hypothesis import strategies as st
 from openai.types.chat import ChatCompletion
 from openai.types.responses import Response
 
-from compactkit import (
-    ConfigError,
-    MemorySnapshot,
-    ModelProfile,
-    PassthroughEvent,
+from compactkit import ConfigError, MemorySnapshot, ModelProfile, chat_to_items, counter_for
+from compactkit.budget import default_registry
+from compactkit.formats import (
     anthropic_to_items,
-    chat_to_items,
-    counter_for,
-    default_registry,
     responses_to_items,
     tools_from_chat,
     validate_anthropic,
@@ -31,6 +26,7 @@ from compactkit import (
 )
 from compactkit.formats._sdk import to_plain
 from compactkit.integrations import CompactedMessages, MessageCompactor, compact_messages
+from compactkit.runtime import PassthroughEvent
 
 MODEL = "gpt-4"  # an 8k window: usable input 6,021 tokens
 COUNTER = counter_for(MODEL)

@@ -8,7 +8,8 @@ from langchain_openai import ChatOpenAI
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
-from compactkit import ConfigError, ModelProfile, ProfileRegistry, budget_for
+from compactkit import ConfigError, ModelProfile
+from compactkit.budget import ProfileRegistry, budget_for
 from compactkit.integrations import CompactkitCapability, CompactkitMiddleware
 
 

@@ -20,17 +20,11 @@ from agents import (
 )
 from agents.testing import ScriptedModel, assistant_message, function_call
 
-from compactkit import (
-    InMemoryMemory,
-    MemorySnapshot,
-    PassthroughEvent,
-    Tool,
-    counter_for,
-    responses_to_items,
-    validate_responses,
-)
+from compactkit import InMemoryMemory, MemorySnapshot, Tool, counter_for
+from compactkit.formats import responses_to_items, validate_responses
 from compactkit.integrations import CompactkitInputFilter, CompactkitSession
 from compactkit.items import FunctionCall, FunctionCallOutput, Message
+from compactkit.runtime import PassthroughEvent
 
 MODEL = "gpt-4"  # an 8k window: 6,021 usable input tokens
 COUNTER = counter_for(MODEL)

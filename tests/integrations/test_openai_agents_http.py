@@ -20,13 +20,8 @@ from agents import (
 )
 from openai import AsyncOpenAI
 
-from compactkit import (
-    MemorySnapshot,
-    Message,
-    responses_to_items,
-    tools_from_responses,
-    validate_responses,
-)
+from compactkit import MemorySnapshot, Message
+from compactkit.formats import responses_to_items, tools_from_responses, validate_responses
 from compactkit.integrations import CompactkitSession
 from compactkit.testing import block_network
 

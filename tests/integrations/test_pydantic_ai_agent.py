@@ -317,7 +317,7 @@ def test_a_new_process_continues_a_compacted_history() -> None:
     # start of a run and drops its metadata, so the seal is what finds it there.)
     from pydantic_ai.messages import ModelMessagesTypeAdapter
 
-    from compactkit import set_summary_key
+    from compactkit.items import set_summary_key
 
     script = Script()
     set_summary_key("the deployment's shared secret")
@@ -338,3 +338,35 @@ def test_a_new_process_continues_a_compacted_history() -> None:
     assert "question 0" in summary and "src/module_1.py" in summary  # the old summary, merged
     assert "<compactkit_summary" not in summary  # ...not folded as if it were a user turn
     assert max(script.prompt_tokens()) <= BUDGET
+
+
+def test_a_plain_function_is_the_compressor_of_a_capability() -> None:
+    def keep_the_last_question(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        starts = [i for i, m in enumerate(messages) if m["role"] == "user"]
+        return messages[starts[-1] :]
+
+    script = Script()
+    events: list[Event] = []
+    capability = CompactkitCapability(
+        MODEL,
+        mode="compact",
+        budget=BUDGET,
+        compressor=keep_the_last_question,
+        on_event=events.append,
+    )
+    run(make_agent(script, [capability]))
+    script.assert_pairs_intact()
+    assert any(
+        isinstance(e, CompactionEvent) and e.applied and e.compressor == "keep_the_last_question"
+        for e in events
+    )
+    last_request, _ = script.seen[-1]
+    prompts = [
+        p.content
+        for m in last_request
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, UserPromptPart)
+    ]
+    assert prompts[-1] == QUESTIONS[-1]
+    assert QUESTIONS[0] not in prompts

@@ -21,22 +21,14 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from compactkit import (
-    FunctionCall,
-    FunctionCallOutput,
-    ImagePart,
-    Message,
-    RawPart,
-    group_items,
-    mask_output,
-    set_summary_key,
-)
+from compactkit import FunctionCall, FunctionCallOutput, Message
+from compactkit.compressors import mask_output
 from compactkit.integrations._pydantic_ai_convert import (
     summary_request,
     to_items,
     to_messages,
 )
-from compactkit.items import Item
+from compactkit.items import ImagePart, Item, RawPart, group_items, set_summary_key
 from compactkit.items.snapshot import summary_message
 
 

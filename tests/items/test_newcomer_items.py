@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from compactkit import ConfigError, FormatError, chat_to_items, group_items, load_items
+from compactkit import ConfigError, chat_to_items
+from compactkit.errors import FormatError
+from compactkit.items import group_items, load_items
 
 CHAT = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
 

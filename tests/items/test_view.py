@@ -12,15 +12,13 @@ from hypothesis import strategies as st
 
 from compactkit import (
     CompactResult,
-    CompactStats,
     FunctionCall,
     FunctionCallOutput,
     InMemoryMemory,
-    ItemsChain,
-    ItemsView,
     MemorySnapshot,
     Message,
 )
+from compactkit.items import CompactStats, ItemsChain, ItemsView
 from compactkit.items.groups import group_items
 
 

@@ -7,16 +7,9 @@ import pytest
 from openai.types.chat import ChatCompletion
 from openai.types.responses import Response
 
-from compactkit import (
-    ConfigError,
-    FunctionCall,
-    InMemoryMemory,
-    Message,
-    Reasoning,
-    items_to_anthropic,
-    items_to_chat,
-    items_to_responses,
-)
+from compactkit import ConfigError, FunctionCall, InMemoryMemory, Message, items_to_chat
+from compactkit.formats import items_to_anthropic, items_to_responses
+from compactkit.items import Reasoning
 
 CHAT = ChatCompletion.model_validate(
     {

@@ -7,7 +7,8 @@ import pytest
 from openai.types.chat import ChatCompletion
 from openai.types.responses import Response
 
-from compactkit import FormatError, InMemoryMemory
+from compactkit import InMemoryMemory
+from compactkit.errors import FormatError
 
 COMPLETION = ChatCompletion.model_validate(
     {

@@ -15,15 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sql_support import Database, fast_engine, postgres, sqlite_database  # noqa: F401
 
-from compactkit import (
-    ConfigError,
-    InMemoryMemory,
-    Message,
-    RecallUnsupportedError,
-    require_recall,
-)
+from compactkit import ConfigError, InMemoryMemory, Message
 from compactkit.compressors import MaskingCompressor, WindowedCompressor
+from compactkit.errors import RecallUnsupportedError
 from compactkit.items import item_text
+from compactkit.memory import require_recall
 from compactkit.memory._bm25 import K1, B, BM25Index
 from compactkit.memory.recall import format_ref, parse_ref, search_words
 from compactkit.sql import SQLMemory

@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from compactkit import FunctionCall, FunctionCallOutput, InMemoryMemory, Item, Message, Reasoning
+from compactkit import FunctionCall, FunctionCallOutput, InMemoryMemory, Item, Message
+from compactkit.items import Reasoning
 from compactkit.memory._rules import with_seq
 
 TEXT = st.text(max_size=30)

@@ -13,19 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from runtime_support import make_agent, run
 
-from compactkit import (
-    Agent,
-    ConcurrencyError,
-    ConfigError,
-    FunctionCall,
-    FunctionCallOutput,
-    MaxStepsError,
-    ModelCallEvent,
-    ToolCallEvent,
-    item_text,
-    tool,
-)
+from compactkit import Agent, ConcurrencyError, ConfigError, FunctionCall, FunctionCallOutput, tool
+from compactkit.errors import MaxStepsError
+from compactkit.items import item_text
 from compactkit.memory import AgentMemory
+from compactkit.runtime import ModelCallEvent, ToolCallEvent
 from compactkit.testing import FakeOpenAI, FakeReply, text, tool_call
 
 

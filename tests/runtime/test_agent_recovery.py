@@ -12,24 +12,26 @@ from runtime_support import make_agent, run
 
 from compactkit import (
     Agent,
-    CompactionEvent,
     ContextOverflowError,
     FileSessionStore,
     FunctionCall,
     FunctionCallOutput,
-    ModelCallEvent,
     ModelError,
-    ModelRetryEvent,
-    OverflowEvent,
-    PendingCallEvent,
-    RetryPolicy,
-    budget_for,
     chat_to_items,
     counter_for,
     items_to_chat,
     tool,
 )
+from compactkit.budget import budget_for
+from compactkit.compressors import RetryPolicy
 from compactkit.memory import AgentMemory
+from compactkit.runtime import (
+    CompactionEvent,
+    ModelCallEvent,
+    ModelRetryEvent,
+    OverflowEvent,
+    PendingCallEvent,
+)
 from compactkit.testing import FakeOpenAI, http_error, overflow, text, tool_call
 
 SMALL = "gpt-4"  # 8,192 tokens: a few dozen file reads overflow it

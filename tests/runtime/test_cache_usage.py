@@ -7,7 +7,8 @@ from typing import Any
 
 from runtime_support import NO_WAIT
 
-from compactkit import Agent, ModelCallEvent
+from compactkit import Agent
+from compactkit.runtime import ModelCallEvent
 from compactkit.runtime.events import Event, ProjectionEvent
 from compactkit.testing import FakeOpenAI, _httpx, text, tool_call
 

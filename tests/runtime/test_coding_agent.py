@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from compactkit import FileSessionStore, budget_for, chat_to_items, counter_for
+from compactkit import FileSessionStore, chat_to_items, counter_for
+from compactkit.budget import budget_for
 from compactkit.testing import FakeOpenAI, FakeReply, text, tool_call
 
 ROOT = Path(__file__).resolve().parents[2]

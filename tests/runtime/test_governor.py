@@ -10,32 +10,33 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactkit import (
-    CompactionEvent,
-    CompactionRequest,
-    CompactionVetoed,
     CompactPolicy,
     CompactResult,
     ConfigError,
     ContextProjector,
     FunctionCall,
     FunctionCallOutput,
-    GovernedStep,
     Governor,
     InMemoryMemory,
     LadderCompressor,
     MemorySnapshot,
     Message,
-    ProjectionEvent,
     Tool,
-    budget_for,
     counter_for,
-    every_turns,
-    is_summary_message,
-    item_text,
     tokens_over,
 )
+from compactkit.budget import budget_for
+from compactkit.governance import every_turns
 from compactkit.governance.policy import usage_over
+from compactkit.items import is_summary_message, item_text
 from compactkit.memory import AgentMemory
+from compactkit.runtime import (
+    CompactionEvent,
+    CompactionRequest,
+    CompactionVetoed,
+    GovernedStep,
+    ProjectionEvent,
+)
 
 MODEL = "gpt-4"  # an 8,192-token window: a few dozen tool results overflow it
 TOOLS = [Tool(name="read_file", description="Read a file.", parameters={"type": "object"})]

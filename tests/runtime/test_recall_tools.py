@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from runtime_support import make_agent, run
 
-from compactkit import ConfigError, InMemoryMemory, RecallUnsupportedError
+from compactkit import ConfigError, InMemoryMemory
 from compactkit.compressors import WindowedCompressor
+from compactkit.errors import RecallUnsupportedError
 from compactkit.runtime.recall_tools import recall_tools
 from compactkit.sql import SQLMemory
 from compactkit.testing import FakeOpenAI, text, tool_call

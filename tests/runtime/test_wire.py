@@ -5,15 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactkit import (
-    FunctionCall,
-    FunctionCallOutput,
-    Item,
-    Message,
-    Reasoning,
-    items_to_chat,
-    items_to_responses,
-)
+from compactkit import FunctionCall, FunctionCallOutput, Item, Message, items_to_chat
+from compactkit.formats import items_to_responses
+from compactkit.items import Reasoning
 from compactkit.runtime._wire import WireCache
 
 

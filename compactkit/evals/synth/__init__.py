@@ -20,7 +20,6 @@ from typing import Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from compactkit import Transcript, dump_transcript
 from compactkit.evals.schema import Case
 from compactkit.evals.synth._coding import Coding
 from compactkit.evals.synth._data import Data
@@ -28,6 +27,7 @@ from compactkit.evals.synth._domain import Domain
 from compactkit.evals.synth._plot import Plot
 from compactkit.evals.synth._styles import STYLES, StyleName
 from compactkit.evals.synth._support import Support
+from compactkit.formats import Transcript, dump_transcript
 
 __all__ = ["DOMAINS", "STYLES", "DomainName", "StyleName", "SynthSpec", "generate"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from compactkit import FunctionCall, FunctionCallOutput, Item, Message, TiktokenCounter, Tool
+from compactkit.budget import TiktokenCounter
 from compactkit.evals.schema import ArtifactProbe, Probe, ToolStateProbe
 from compactkit.evals.synth import _text as text
 from compactkit.evals.synth._styles import (
@@ -18,6 +18,7 @@ from compactkit.evals.synth._styles import (
     arguments_json,
     render,
 )
+from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, Tool
 
 __all__ = ["Builder"]
 

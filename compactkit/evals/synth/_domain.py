@@ -6,8 +6,8 @@ import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
-from compactkit import Tool
 from compactkit.evals.synth._styles import Run
+from compactkit.items import Tool
 
 __all__ = ["Domain", "Ending", "Update", "insert_after"]
 

@@ -18,7 +18,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from compactkit import Tool
+from compactkit.items import Tool
 
 __all__ = [
     "STYLES",

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import random
 
-from compactkit import Tool
 from compactkit.evals.synth import _text as text
 from compactkit.evals.synth._domain import Domain, Ending, Update
 from compactkit.evals.synth._styles import Run
+from compactkit.items import Tool
 
 __all__ = ["Support"]
 
