@@ -30,9 +30,18 @@ if TYPE_CHECKING:
         ClearToolOutputs,
         CompactkitMiddleware,
         LangChainLLM,
+        langchain_recall_tools,
     )
-    from compactkit.integrations.openai_agents import CompactkitInputFilter, CompactkitSession
-    from compactkit.integrations.pydantic_ai import CompactkitCapability, CompactkitHistory
+    from compactkit.integrations.openai_agents import (
+        CompactkitInputFilter,
+        CompactkitSession,
+        agents_recall_tools,
+    )
+    from compactkit.integrations.pydantic_ai import (
+        CompactkitCapability,
+        CompactkitHistory,
+        pydantic_ai_recall_toolset,
+    )
 
 # Names whose module needs a framework: imported on first use (each integration adds its own).
 _LAZY: dict[str, str] = {
@@ -43,6 +52,9 @@ _LAZY: dict[str, str] = {
     "LangChainLLM": "compactkit.integrations.langchain",
     "CompactkitInputFilter": "compactkit.integrations.openai_agents",
     "CompactkitSession": "compactkit.integrations.openai_agents",
+    "agents_recall_tools": "compactkit.integrations.openai_agents",
+    "langchain_recall_tools": "compactkit.integrations.langchain",
+    "pydantic_ai_recall_toolset": "compactkit.integrations.pydantic_ai",
 }
 
 
@@ -60,5 +72,8 @@ __all__ = [
     "LangChainLLM",
     "MessageCompactor",
     "MessageFormat",
+    "agents_recall_tools",
     "compact_messages",
+    "langchain_recall_tools",
+    "pydantic_ai_recall_toolset",
 ]

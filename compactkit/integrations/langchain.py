@@ -49,9 +49,11 @@ from langchain_core.messages import (  # noqa: E402
 )
 from langchain_core.messages.utils import convert_to_messages  # noqa: E402
 from langchain_core.runnables import RunnableConfig  # noqa: E402
+from langchain_core.tools import BaseTool  # noqa: E402
 from langgraph.constants import TAG_NOSTREAM  # noqa: E402
 from langgraph.graph.message import REMOVE_ALL_MESSAGES  # noqa: E402
 
+from compactkit.budget import TokenCounter  # noqa: E402
 from compactkit.budget.profiles import ProfileRegistry, default_registry  # noqa: E402
 from compactkit.compressors.base import CompressorLike  # noqa: E402
 from compactkit.compressors.summary import SummaryCompressor  # noqa: E402
@@ -68,13 +70,15 @@ from compactkit.integrations._langchain_options import (  # noqa: E402
     MessagesCounter,
     check_keep,
 )
+from compactkit.integrations._langchain_recall import recall_tools_over  # noqa: E402
 from compactkit.integrations._mirror import Converted, Mirror, Mirrors, require_newest  # noqa: E402
 from compactkit.items import Message, Tool  # noqa: E402
 from compactkit.items.snapshot import DEFAULT_SUMMARY_ROLE, MemorySnapshot, SummaryRole  # noqa: E402
 from compactkit.runtime.events import CompactionRequest, EventHandler  # noqa: E402
 from compactkit.runtime.governor import GovernedStep  # noqa: E402
+from compactkit.runtime.recall_tools import DEFAULT_RECALL_TOKENS  # noqa: E402
 
-__all__ = ["ClearToolOutputs", "CompactkitMiddleware", "LangChainLLM"]
+__all__ = ["ClearToolOutputs", "CompactkitMiddleware", "LangChainLLM", "langchain_recall_tools"]
 
 # profiles.toml is read now, not by the first middleware built inside a running event loop; a
 # bad COMPACTKIT_PROFILES file is raised, with its fix, where the registry is used.
@@ -119,6 +123,9 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         clear_tool_outputs: ``ClearToolOutputs(trigger=, keep=, placeholder=,
             exclude_tools=)``: over ``trigger`` tokens, older tool results are replaced by the
             placeholder in what the model sees (``ContextEditingMiddleware``'s shape).
+        recall: ``True`` registers the ``recall(query)`` and ``expand(ref)`` tools
+            (``langchain_recall_tools(middleware)``): the agent can search what this middleware's
+            compactions folded out of its thread.
 
     Raises:
         ConfigError: the options contradict each other, or the model is unknown.
@@ -151,6 +158,7 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         keep: tuple[str, int] | None = None,
         token_counter: CountMessages | None = None,
         clear_tool_outputs: ClearToolOutputs | None = None,
+        recall: bool = False,
         **unknown: object,
     ) -> None:
         if unknown:
@@ -191,6 +199,7 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self._mirrors: Mirrors[BaseMessage] = Mirrors(self._to_items)
         self._tools: tuple[tuple[object, ...], list[Tool]] = ((), [])
         self._system: tuple[object, list[Message]] = (None, [])
+        self.tools: list[BaseTool] = langchain_recall_tools(self) if recall else []
 
     # -- the non-destructive projection, every model call ---------------------------------------
 
@@ -448,6 +457,34 @@ def _answer(reply: object) -> str:
     return reply.text if isinstance(reply, AIMessage) and reply.text else cast(str, reply)
 
 
+def langchain_recall_tools(
+    source: object,
+    *,
+    max_tokens: int = DEFAULT_RECALL_TOKENS,
+    counter: TokenCounter | None = None,
+    limit: int = 5,
+) -> list[BaseTool]:
+    """The ``recall(query)`` and ``expand(ref)`` tools as LangChain tools.
+
+    Args:
+        source: A ``CompactkitMiddleware``: the tools search the archive of the thread they
+            run in (what that middleware's compactions folded, by ``thread_id``); or a memory
+            that offers recall (``SQLMemory``, ``InMemoryMemory``) to search its archive.
+        max_tokens: The most tokens one result adds to the prompt.
+        counter: Counts those tokens (default: ``counter_for("gpt-4o")``).
+        limit: Hits one recall call returns at most.
+
+    Results are quoted data, capped at ``max_tokens``, exactly as ``compactkit.recall_tools``
+    returns them.
+
+    Raises:
+        RecallUnsupportedError: ``source`` is neither and offers no recall.
+        ConfigError: ``max_tokens`` is below 50.
+    """
+    over = source._mirrors if isinstance(source, CompactkitMiddleware) else source
+    return recall_tools_over(over, _thread, max_tokens=max_tokens, counter=counter, limit=limit)
+
+
 def _last_call(mirror: Mirror[BaseMessage]) -> tuple[list[Message], list[Tool]]:
     """The system prompt and tools the thread's last model call sent (none before the first)."""
     if isinstance(mirror.context, tuple):
@@ -477,5 +514,6 @@ _OPTIONS = (
     "keep",
     "token_counter",
     "clear_tool_outputs",
+    "recall",
 )
 """Every option ``CompactkitMiddleware`` takes beyond ``model`` (the shared ones first)."""

@@ -35,6 +35,7 @@ from compactkit.budget.profiles import ProfileRegistry  # noqa: E402
 from compactkit.compressors.base import CompressorLike  # noqa: E402
 from compactkit.errors import ConfigError  # noqa: E402
 from compactkit.governance.policy import CompactPolicy, TriggerLike  # noqa: E402
+from compactkit.integrations._agents_recall import agents_recall_tools  # noqa: E402
 from compactkit.integrations._responses_history import (  # noqa: E402
     WireRestorer,
     keep_wire,
@@ -56,7 +57,7 @@ from compactkit.runtime.governor import Governor  # noqa: E402
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
 
-__all__ = ["CompactkitInputFilter", "CompactkitSession"]
+__all__ = ["CompactkitInputFilter", "CompactkitSession", "agents_recall_tools"]
 
 
 _OPTIONS = (

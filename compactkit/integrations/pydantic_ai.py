@@ -47,7 +47,9 @@ from pydantic_ai.messages import (  # noqa: E402
 )
 from pydantic_ai.models import Model, ModelRequestContext, ModelRequestParameters  # noqa: E402
 from pydantic_ai.tools import RunContext  # noqa: E402
+from pydantic_ai.toolsets import FunctionToolset  # noqa: E402
 
+from compactkit.budget import TokenCounter  # noqa: E402
 from compactkit.budget.profiles import ProfileRegistry  # noqa: E402
 from compactkit.compressors.base import CompressorLike  # noqa: E402
 from compactkit.errors import ConfigError  # noqa: E402
@@ -58,10 +60,16 @@ from compactkit.integrations._governed import OPTIONS, Governors, Mode  # noqa: 
 from compactkit.integrations._mirror import Mirror, Mirrors, require_newest  # noqa: E402
 from compactkit.items import Message, Tool  # noqa: E402
 from compactkit.items.snapshot import DEFAULT_SUMMARY_ROLE, SummaryRole  # noqa: E402
+from compactkit.memory.in_memory import InMemoryMemory  # noqa: E402
 from compactkit.runtime.events import CompactionRequest, EventHandler  # noqa: E402
 from compactkit.runtime.governor import GovernedStep  # noqa: E402
+from compactkit.runtime.recall_tools import (  # noqa: E402
+    DEFAULT_RECALL_TOKENS,
+    check_recall_tokens,
+    recall_functions,
+)
 
-__all__ = ["CompactkitCapability", "CompactkitHistory"]
+__all__ = ["CompactkitCapability", "CompactkitHistory", "pydantic_ai_recall_toolset"]
 
 
 class CompactkitHistory:
@@ -129,6 +137,11 @@ class CompactkitHistory:
         self._mirrors: Mirrors[ModelMessage] = Mirrors(convert.to_items)
         self._instructions: tuple[str | None, list[Message]] = (None, [])
         self._tools: tuple[tuple[object, ...], list[Tool]] = ((), [])
+
+    def memory(self, conversation_id: str | None = None) -> InMemoryMemory:
+        """The compactkit memory mirroring conversation ``conversation_id`` (a run's
+        ``RunContext.conversation_id``): what its compactions folded is its archive."""
+        return self._mirrors.get(conversation_id).memory
 
     def process(self, messages: list[ModelMessage]) -> list[ModelMessage]:
         """A sync history processor: ``ProcessHistory(history.process)``. Returns the prompt;
@@ -266,10 +279,12 @@ class CompactkitCapability(AbstractCapability[Any]):
         registry: ProfileRegistry | None = None,
         on_event: EventHandler | None = None,
         before_compaction: Callable[[CompactionRequest], bool] | None = None,
+        recall: bool = False,
         **unknown: object,
     ) -> None:
         if unknown:
-            raise ConfigError.unknown_options("CompactkitCapability", unknown, OPTIONS)
+            raise ConfigError.unknown_options("CompactkitCapability", unknown, [*OPTIONS, "recall"])
+        self.recall = bool(recall)
         self.history = CompactkitHistory(
             model,
             mode=mode,
@@ -285,6 +300,11 @@ class CompactkitCapability(AbstractCapability[Any]):
             before_compaction=before_compaction,
         )
         self._projections: OrderedDict[int, tuple[ModelRequestContext, Projection]] = OrderedDict()
+
+    def get_toolset(self) -> FunctionToolset[Any] | None:
+        """With ``recall=True``: the ``recall`` and ``expand`` tools over each conversation's
+        archive (``pydantic_ai_recall_toolset(self)``)."""
+        return pydantic_ai_recall_toolset(self) if self.recall else None
 
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
@@ -321,6 +341,73 @@ class CompactkitCapability(AbstractCapability[Any]):
     def get_serialization_name(cls) -> str | None:
         """Not spec-serializable (it holds a governor and callbacks)."""
         return None
+
+
+def pydantic_ai_recall_toolset(
+    source: object,
+    *,
+    max_tokens: int = DEFAULT_RECALL_TOKENS,
+    counter: TokenCounter | None = None,
+    limit: int = 5,
+) -> FunctionToolset[Any]:
+    """The ``recall(query)`` and ``expand(ref)`` tools as a pydantic-ai toolset.
+
+    Args:
+        source: A ``CompactkitCapability`` or ``CompactkitHistory``: the tools search the
+            archive of the conversation they run in (what that capability's compactions
+            folded, keyed by ``RunContext.conversation_id``); or a memory that offers recall
+            (``SQLMemory``, ``InMemoryMemory``) to search that memory's archive.
+        max_tokens: The most tokens one result adds to the prompt.
+        counter: Counts those tokens (default: ``counter_for("gpt-4o")``).
+        limit: Hits one recall call returns at most.
+
+    Results are quoted data, capped at ``max_tokens``, exactly as ``compactkit.recall_tools``
+    returns them.
+
+    Raises:
+        RecallUnsupportedError: ``source`` is neither and offers no recall.
+        ConfigError: ``max_tokens`` is below 50.
+    """
+    check_recall_tokens(max_tokens)
+    history = source.history if isinstance(source, CompactkitCapability) else source
+    fixed = (
+        None
+        if isinstance(history, CompactkitHistory)
+        else recall_functions(source, max_tokens=max_tokens, counter=counter, limit=limit)
+    )
+
+    def call(ctx: RunContext[Any], which: int, argument: str) -> str:
+        if fixed is not None:
+            return fixed[which](argument)
+        assert isinstance(history, CompactkitHistory)
+        mirror = history._mirrors.get(ctx.conversation_id)
+        with mirror.lock:  # the capability syncs and compacts this memory under the same lock
+            functions = recall_functions(
+                mirror.memory, max_tokens=max_tokens, counter=counter, limit=limit
+            )
+            return functions[which](argument)
+
+    async def recall(ctx: RunContext[Any], query: str) -> str:
+        """Search what was folded out of this conversation (earlier messages, tool calls and
+        tool outputs) for these words; returns the best matches with references like #412.
+
+        Args:
+            ctx: The run's context.
+            query: Words, identifiers, error text or numbers to look for.
+        """
+        return await asyncio.to_thread(call, ctx, 0, query)
+
+    async def expand(ctx: RunContext[Any], ref: str) -> str:
+        """Return the exact items a reference names: #412 for one item, #412-418 for a range
+        (references appear in recall results and in the summary).
+
+        Args:
+            ctx: The run's context.
+            ref: The reference, for example #412 or #412-418.
+        """
+        return await asyncio.to_thread(call, ctx, 1, ref)
+
+    return FunctionToolset([recall, expand])
 
 
 def _usage(messages: Sequence[ModelMessage]) -> int | None:

@@ -53,9 +53,29 @@ def recall_tools(
         RecallUnsupportedError: ``memory`` offers no recall.
         ConfigError: ``max_tokens`` is below 50.
     """
+    recall, expand = recall_functions(memory, max_tokens=max_tokens, counter=counter, limit=limit)
+    return [
+        FunctionTool.from_function(recall, rerun_on_resume=True),
+        FunctionTool.from_function(expand, rerun_on_resume=True),
+    ]
+
+
+def recall_functions(
+    memory: object,
+    *,
+    max_tokens: int = DEFAULT_RECALL_TOKENS,
+    counter: TokenCounter | None = None,
+    limit: int = 5,
+) -> tuple[Callable[[str], str], Callable[[str], str]]:
+    """The plain ``recall(query)`` and ``expand(ref)`` functions behind ``recall_tools`` (the
+    framework integrations wrap them as their own tool types). Arguments as ``recall_tools``.
+
+    Raises:
+        RecallUnsupportedError: ``memory`` offers no recall.
+        ConfigError: ``max_tokens`` is below 50.
+    """
     recallable = require_recall(memory)
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 50:
-        raise ConfigError(f"max_tokens for recall results must be an int >= 50, got {max_tokens!r}")
+    check_recall_tokens(max_tokens)
     count = (counter or counter_for("gpt-4o")).count_text
 
     def recall(query: str) -> str:
@@ -88,10 +108,18 @@ def recall_tools(
             return f"No stored items in {ref}."
         return _render([_item_block(item) for item in items], f"expand({ref!r})", count, max_tokens)
 
-    return [
-        FunctionTool.from_function(recall, rerun_on_resume=True),
-        FunctionTool.from_function(expand, rerun_on_resume=True),
-    ]
+    return recall, expand
+
+
+def check_recall_tokens(max_tokens: int) -> int:
+    """Return ``max_tokens`` if it is a valid cap for one recall result.
+
+    Raises:
+        ConfigError: it is not an int of at least 50.
+    """
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 50:
+        raise ConfigError(f"max_tokens for recall results must be an int >= 50, got {max_tokens!r}")
+    return max_tokens
 
 
 def _escape(text: str) -> str:

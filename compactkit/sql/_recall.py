@@ -13,7 +13,6 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     Table,
-    and_,
     bindparam,
     func,
     literal_column,
@@ -44,6 +43,7 @@ from compactkit.sql._rows import _ARCHIVED
 __all__ = ["Recall"]
 
 _BATCH = 2000  # items indexed per INSERT
+_WINDOW_ALLOWANCE = 50  # ranked matches fetched beyond ``limit``: room for active ones to drop
 
 
 class Recall(SQLSession):
@@ -59,23 +59,54 @@ class Recall(SQLSession):
         """
         words = query_words(query)
         check_limit(limit)
-        self._index_new_items()
         failure = f"cannot search session {self._session_id!r}"
+        # One read transaction in the common case (the index is current): the index check,
+        # the search and the summary share a connection and a snapshot.
         with read_transaction(self._engine, failure) as conn:
-            search = (
-                self._search_postgresql
-                if conn.dialect.name == "postgresql"
-                else self._search_sqlite
-            )
-            # Items holding every word: a posting-list intersection, fast when one word is
-            # rare; only when none does, the items holding any word (a wider, slower match).
-            rows = search(conn, words, limit, every_word=True)
-            if not rows:
-                rows = search(conn, words, candidates(limit), every_word=False)
+            newest, indexed = self._index_marks(conn)
+            found = self._search(conn, words, limit) if newest <= indexed else None
+        if found is None:
+            self._index_new_items()
+            with read_transaction(self._engine, failure) as conn:
+                found = self._search(conn, words, limit)
+        rows, summary = found
         items = self._items([(payload, seq, pinned) for seq, payload, pinned, _ in rows])
         hits = [hit_for_item(item, float(row[3])) for item, row in zip(items, rows, strict=True)]
-        summary = self._read().row.summary
         return rank_hits(hits, summary_hits(summary, words), words, limit)
+
+    def _search(
+        self, conn: Connection, words: list[str], limit: int
+    ) -> tuple[list[tuple[int, str, bool, float]], str]:
+        """The best archived rows for ``words`` and the session's summary, in ``conn``."""
+        # Items holding every word: a posting-list intersection, fast when one word is
+        # rare; only when none does, the items holding any word (a wider, slower match).
+        rows = self._best_archived(conn, words, limit, every_word=True)
+        if not rows:
+            rows = self._best_archived(conn, words, candidates(limit), every_word=False)
+        row = self._session_row(conn)
+        return rows, "" if row is None else row.summary
+
+    def _best_archived(
+        self, conn: Connection, words: list[str], limit: int, *, every_word: bool
+    ) -> list[tuple[int, str, bool, float]]:
+        """The ``limit`` best-ranked matches that are archived, with their payloads.
+
+        Two statements the planner cannot get wrong: the ranked seqs from the full-text index
+        alone (``cap`` of them), then those items by primary key. Joining the two in one
+        statement let PostgreSQL, right after a compaction had updated every row of the
+        session (stale statistics, dead index entries), hash-join the whole items table.
+        A match still in the active window is dropped; when that leaves fewer than ``limit``
+        and the index had more, the next ``cap`` are fetched.
+        """
+        rank = self._rank_postgresql if conn.dialect.name == "postgresql" else self._rank_sqlite
+        cap = limit + _WINDOW_ALLOWANCE
+        while True:
+            ranked = rank(conn, words, cap, every_word=every_word)
+            found = self._archived_rows(conn, [seq for seq, _ in ranked])
+            rows = [(seq, *found[seq], score) for seq, score in ranked if seq in found]
+            if len(rows) >= limit or len(ranked) < cap:
+                return rows[:limit]
+            cap *= 4
 
     def expand(self, ref: str) -> list[Item]:
         """Every stored item the reference names (``#412``, ``#412-418``), as first stored, by
@@ -151,54 +182,47 @@ class Recall(SQLSession):
 
     # -- searches ----------------------------------------------------------------------------
 
-    def _archived(self) -> ColumnElement[bool]:
-        """Folded away, or replaced in the active window (a masked output's original)."""
+    def _archived_rows(self, conn: Connection, seqs: list[int]) -> dict[int, tuple[str, bool]]:
+        """Payload and pinned of those of ``seqs`` that are archived: folded away, or replaced
+        in the active window (a masked output's original)."""
+        if not seqs:
+            return {}
         i = self._t.items
-        return or_(i.c.status == _ARCHIVED, i.c.replacement.is_not(None))
+        query = select(i.c.seq, i.c.payload, i.c.pinned).where(
+            i.c.session_id == self._session_id,
+            i.c.seq.in_(seqs),
+            or_(i.c.status == _ARCHIVED, i.c.replacement.is_not(None)),
+        )
+        return {seq: (payload, pinned) for seq, payload, pinned in conn.execute(query).all()}
 
-    def _search_sqlite(
-        self, conn: Connection, words: list[str], limit: int, *, every_word: bool
-    ) -> list[tuple[int, str, bool, float]]:
-        i, r = self._t.items, self._recall_table
+    def _rank_sqlite(
+        self, conn: Connection, words: list[str], cap: int, *, every_word: bool
+    ) -> list[tuple[int, float]]:
+        r = self._recall_table
         fts = fts_name(self._t.prefix)
         joiner = " AND " if every_word else " OR "
         match = joiner.join(f'"{word}"' for word in words)  # words are letters and digits only
         score: ColumnElement[float] = literal_column(f"-bm25({fts})")
         query = (
-            select(i.c.seq, i.c.payload, i.c.pinned, score.label("score"))
+            select(r.c.seq, score.label("score"))
             .select_from(text(fts))
             .join(r, r.c.id == literal_column(f"{fts}.rowid"))
-            .join(i, and_(i.c.session_id == r.c.session_id, i.c.seq == r.c.seq))
-            .where(
-                literal_column(fts).op("MATCH")(match),
-                r.c.session_id == self._session_id,
-                self._archived(),
-            )
-            .order_by(literal_column("score").desc(), i.c.seq)
-            .limit(limit)
+            .where(literal_column(fts).op("MATCH")(match), r.c.session_id == self._session_id)
+            .order_by(literal_column("score").desc(), r.c.seq)
+            .limit(cap)
         )
-        return [tuple(row) for row in conn.execute(query).all()]
+        return [(seq, float(value)) for seq, value in conn.execute(query).all()]
 
-    def _search_postgresql(
-        self, conn: Connection, words: list[str], limit: int, *, every_word: bool
-    ) -> list[tuple[int, str, bool, float]]:
-        i, r = self._t.items, self._recall_table
+    def _rank_postgresql(
+        self, conn: Connection, words: list[str], cap: int, *, every_word: bool
+    ) -> list[tuple[int, float]]:
+        r = self._recall_table
         joiner = " & " if every_word else " | "
         wanted = func.to_tsquery("simple", joiner.join(f"'{word}'" for word in words))
-        # Materialised first: the GIN index finds the matches, whatever the planner estimates
-        # for the items table (stale statistics made it filter every row of the session).
-        matches = (
+        query = (
             select(r.c.seq, func.ts_rank(r.c.words, wanted).label("score"))
             .where(r.c.session_id == self._session_id, r.c.words.op("@@")(wanted))
-            .cte("matches")
-            .prefix_with("MATERIALIZED")
+            .order_by(literal_column("score").desc(), r.c.seq)
+            .limit(cap)
         )
-        query = (
-            select(i.c.seq, i.c.payload, i.c.pinned, matches.c.score)
-            .select_from(matches)
-            .join(i, and_(i.c.session_id == self._session_id, i.c.seq == matches.c.seq))
-            .where(self._archived())
-            .order_by(matches.c.score.desc(), i.c.seq)
-            .limit(limit)
-        )
-        return [tuple(row) for row in conn.execute(query).all()]
+        return [(seq, float(value)) for seq, value in conn.execute(query).all()]

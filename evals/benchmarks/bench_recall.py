@@ -8,6 +8,8 @@ identifier each), folds all but the last 10 with one compaction, then:
   is new);
 * ``recall p50 / p99``: Q queries of an item's identifier and two of its words (each query's
   item is checked to be the first hit);
+* ``no item holds every word``: p50 of 10 queries with a word no item holds, so the search
+  falls back to the items holding any word (ranking every item that holds a common one);
 * ``growth per item``: bytes the recall index adds per archived item (SQLite: file size with and
   without the index; PostgreSQL: ``pg_total_relation_size`` of the recall table).
 
@@ -38,18 +40,29 @@ WORDS = (
 ).split()
 
 
+FALLBACK_QUERIES = 10
+
+
 def line(k: int, rng: random.Random) -> str:
     words = " ".join(rng.choice(WORDS) for _ in range(12))
     return f"step {k}: {words} -> id=req{k:07x} status={rng.choice([200, 404, 500])} in {k % 97} ms"
 
 
 def fill(memory: Any, lines: list[str]) -> None:
+    """Store ``lines`` as alternating user and assistant messages (turns the window can fold:
+    the newest turn is never folded) and fold all but the last 10."""
     batch = 1000
     for start in range(0, len(lines), batch):
         memory.add_output_items(
-            [Message(role="assistant", content=text) for text in lines[start : start + batch]]
+            [
+                Message(role="user" if (start + k) % 2 == 0 else "assistant", content=text)
+                for k, text in enumerate(lines[start : start + batch])
+            ]
         )
     memory.compact(WindowedCompressor(max_items=10))
+    kept = len(memory.snapshot().items)
+    if kept != 10:  # a bench over an archive that is not there measures nothing
+        raise SystemExit(f"the compaction kept {kept} items, not 10: the archive is not filled")
 
 
 def measure(
@@ -69,8 +82,17 @@ def measure(
         times.append(time.perf_counter() - start)
         wrong += not hits or f"req{k:07x}" not in hits[0].text
     times.sort()
+    # Queries no item holds whole (one word is in no item): the any-word match ranks every
+    # item holding one of the others, the slow path.
+    fallback = []
+    for n in range(FALLBACK_QUERIES):
+        query = f"{rng.choice(WORDS)} {rng.choice(WORDS)} absent{n}word"
+        start = time.perf_counter()
+        memory.recall(query)
+        fallback.append(time.perf_counter() - start)
     return {
         "index_s": index_seconds,
+        "fallback_p50_ms": 1000 * statistics.median(fallback),
         "p50_ms": 1000 * statistics.median(times),
         "p99_ms": 1000 * times[min(len(times) - 1, int(0.99 * len(times)))],
         "wrong_first_hit": float(wrong),
@@ -134,14 +156,18 @@ def main() -> None:
             engine.dispose()
 
     print(f"recall over {items - 10:,} archived items, {queries} queries (target p99 <= 50 ms)")
-    print("| backend | index all (s) | p50 (ms) | p99 (ms) | wrong first hit | index bytes/item |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| backend | index all (s) | p50 (ms) | p99 (ms) | wrong first hit | index bytes/item "
+        "| no item holds every word: p50 (ms) |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for name, r, growth in rows:
         per_item = "-" if growth is None else f"{growth:,.0f}"
         print(
             f"| {name} | {r['index_s']:.2f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | "
-            f"{r['wrong_first_hit']:.0f} | {per_item} |"
+            f"{r['wrong_first_hit']:.0f} | {per_item} | {r['fallback_p50_ms']:.1f} |"
         )
+    print(f"load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())} ({os.cpu_count()} cores)")
 
 
 if __name__ == "__main__":

@@ -84,6 +84,21 @@ def test_active_items_are_not_hits_and_new_ones_are_found_once_folded(new_memory
     ]
 
 
+def test_archived_matches_are_found_behind_many_better_ranked_active_ones(
+    new_memory: Factory,
+) -> None:
+    memory = new_memory()
+    old = "old: quartz " + " ".join(f"filler{n}" for n in range(40))  # one in a long text:
+    memory.add_user_input(old)  # ranked below every active item below
+    memory.add_output_items([Message(role="assistant", content="noted")])
+    memory.add_user_input("next")
+    memory.compact(WindowedCompressor(max_items=1))
+    for n in range(200):  # active, each holding the word more often: better ranked
+        memory.add_user_input(f"quartz quartz quartz quartz quartz {n}")
+    hits = reopened(memory).recall("quartz", limit=1)
+    assert [(hit.seq, hit.text) for hit in hits] == [(1, old)]
+
+
 def test_a_masked_output_is_found_by_its_original_text(new_memory: Factory) -> None:
     memory = new_memory()
     memory.add_user_input("run the tests")
