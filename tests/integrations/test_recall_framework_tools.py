@@ -31,8 +31,9 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from compactkit import ConfigError, InMemoryMemory, Message, RecallUnsupportedError
+from compactkit import ConfigError, InMemoryMemory, Message
 from compactkit.compressors import WindowedCompressor
+from compactkit.errors import RecallUnsupportedError
 from compactkit.integrations import langchain as lc
 from compactkit.integrations import openai_agents as oa
 from compactkit.integrations import pydantic_ai as pa
