@@ -17,9 +17,17 @@ from compactkit.testing import FakeOpenAI
 
 
 def open_store(kind: str, where: str, prefix: str) -> tuple[Any, Any]:
-    """The store and memory factory of ``kind`` (``file``, ``sqlite``, ``postgresql``)."""
+    """The store and memory factory of ``kind`` (``file``, ``sqlite``, ``postgresql``,
+    ``redis``)."""
     if kind == "file":
         return FileSessionStore(where), lambda _sid: InMemoryMemory()
+    if kind == "redis":
+        from compactkit.redis import RedisMemory, RedisSessionStore
+
+        return (
+            RedisSessionStore(where, key_prefix=prefix),
+            lambda sid: RedisMemory(where, sid, key_prefix=prefix),
+        )
     return (
         SQLSessionStore(where, table_prefix=prefix),
         lambda sid: SQLMemory(where, sid, table_prefix=prefix),

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
 from compactkit.compressors.base import CompressorLike, MemoryCompressor
-from compactkit.errors import ConcurrencyError, ConfigError
+from compactkit.errors import ConcurrencyError, ConfigError, SessionBusyError
 from compactkit.items import ContentPart, Item
 from compactkit.items.snapshot import (
     DEFAULT_SUMMARY_ROLE,
@@ -50,6 +50,7 @@ from compactkit.memory._rules import (
     tool_output_item,
     user_input_item,
 )
+from compactkit.memory.lease import hold_compaction
 
 __all__ = ["AgentMemory", "BaseMemory", "SnapshotTrigger"]
 
@@ -291,8 +292,14 @@ class BaseMemory(ABC):
         Args:
             compressor: Overrides the memory's compressor for this call.
 
+        A memory shared between processes (``SQLMemory``, ``RedisMemory``) is compacted under
+        its compaction lease (``compactkit.memory.lease``), so two compactors of one session
+        never both pay for a summary.
+
         Raises:
             ConfigError: there is no compressor.
+            SessionBusyError: another compactor holds the session's compaction lease (for
+                ``compaction_wait`` seconds); the compressor was not called, nothing changed.
             ConcurrencyError: the memory was written while the compressor ran; nothing changed.
         """
         if compressor is not None:
@@ -301,8 +308,22 @@ class BaseMemory(ABC):
             compressor = self._compressor
         if compressor is None:
             raise ConfigError("compact() needs a compressor: pass one or set memory.compressor")
-        result = compressor.compress(self.snapshot())
-        self.apply(result)
+        hold = hold_compaction(self)
+        if not hold.taken:
+            session_id = str(getattr(self, "session_id", "?"))
+            raise SessionBusyError(
+                f"session {session_id!r} is being compacted by {hold.other!r} (it holds the "
+                "compaction lease); nothing was compacted and the compressor was not called. "
+                "Retry later, or give the memory a compaction_wait",
+                session_id=session_id,
+                holder=hold.other or "?",
+                since=None,
+            )
+        try:
+            result = compressor.compress(self.snapshot())
+            self.apply(result)
+        finally:
+            hold.release()
         self._record(result)
         return result
 
@@ -314,11 +335,19 @@ class BaseMemory(ABC):
         snapshot = self.snapshot()
         if policy is not None and not policy(snapshot):
             return
-        result = compressor.compress(snapshot)
+        hold = hold_compaction(self)
+        if not hold.taken:
+            return  # another compactor of this session is at it; its result will land
         try:
-            self.apply(result)
-        except ConcurrencyError:
-            return  # another write landed while compressing; its own check compacts again
+            if hold.holder is not None:
+                snapshot = self.snapshot()  # read again under the lease: it may have moved on
+            result = compressor.compress(snapshot)
+            try:
+                self.apply(result)
+            except ConcurrencyError:
+                return  # another write landed while compressing; its own check compacts again
+        finally:
+            hold.release()
         self._record(result)
 
     def _record(self, result: CompactResult) -> None:

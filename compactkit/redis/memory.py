@@ -21,6 +21,7 @@ fetches only those appended since the last read (``LRANGE`` from the cached leng
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
@@ -37,6 +38,7 @@ from compactkit.items.snapshot import (
 )
 from compactkit.items.view import ItemsView
 from compactkit.memory.base import BaseMemory, CompactCallback, SnapshotTrigger
+from compactkit.memory.lease import DEFAULT_COMPACTION_TTL, check_compaction_options
 from compactkit.memory.rules import (
     CallIndex,
     Lineage,
@@ -56,8 +58,25 @@ from compactkit.redis._keys import (
     require_ttl,
     session_tag,
 )
+from compactkit.redis._lease import lease_keys, lease_scope, lost_error
+from compactkit.sessions.lease import DEFAULT_TTL, SessionLease, wait_steps
 
 __all__ = ["RedisMemory"]
+
+# The compaction lease in one step on the server: take it when free or already ours (and renew
+# it), else report the holder. The server's clock expires it (PX), so no client clock matters.
+_TAKE_COMPACTION = """
+local current = redis.call('GET', KEYS[1])
+if (not current) or current == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return ARGV[1]
+end
+return current
+"""
+_RELEASE_COMPACTION = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
 
 _META = ("version", "window", "next_seq")
 
@@ -78,6 +97,8 @@ class RedisMemory(BaseMemory):
         on_compact: CompactCallback | None = None,
         accept_unknown_call_ids: bool = False,
         summary_role: SummaryRole = DEFAULT_SUMMARY_ROLE,
+        compaction_ttl: float = DEFAULT_COMPACTION_TTL,
+        compaction_wait: float = 0.0,
     ) -> None:
         """Open the memory of ``session_id`` (empty until written).
 
@@ -93,9 +114,13 @@ class RedisMemory(BaseMemory):
             on_compact: See ``BaseMemory``.
             accept_unknown_call_ids: See ``BaseMemory``.
             summary_role: See ``BaseMemory``.
+            compaction_ttl: Seconds the compaction lease lives (``compactkit.memory.lease``;
+                Redis expires it): a compactor that died holding it is replaced after that long.
+            compaction_wait: Seconds a compactor waits for the compaction lease another
+                holds before it skips (0: skip at once, without calling the compressor).
 
         Raises:
-            ConfigError: a bad client, URL, prefix, ttl or session id.
+            ConfigError: a bad client, URL, prefix, ttl, compaction option or session id.
         """
         super().__init__(
             policy=policy,
@@ -103,6 +128,9 @@ class RedisMemory(BaseMemory):
             on_compact=on_compact,
             accept_unknown_call_ids=accept_unknown_call_ids,
             summary_role=summary_role,
+        )
+        self.compaction_ttl, self.compaction_wait = check_compaction_options(
+            compaction_ttl, compaction_wait
         )
         self._client = connect(client_or_url, "RedisMemory")
         self._owns_client = isinstance(client_or_url, str)
@@ -115,6 +143,10 @@ class RedisMemory(BaseMemory):
             f"{tag}:answered",
         )
         self._made = f"{tag}:made"
+        self._compaction = f"{tag}:compaction"  # the compaction lease: its holder, with a PX
+        self._lease_key = lease_keys(tag)[0]  # a run's session lease (RedisSessionStore)
+        self._scope = lease_scope(self._client, key_prefix)
+        self._fence: SessionLease | None = None
         self._keys = (
             self._meta,
             self._active,
@@ -147,6 +179,41 @@ class RedisMemory(BaseMemory):
         """Close the client this memory made from a URL (a client you passed stays open)."""
         if self._owns_client:
             self._client.close()
+
+    def fence(self, lease: SessionLease | None) -> bool:
+        """Fence this memory's writes by ``lease`` (a run's, from a ``RedisSessionStore`` on
+        the same server, database and key prefix): once it expired or another run took it
+        over, every write raises ``LeaseLostError`` and writes nothing; each fenced write
+        extends it. ``None`` stops fencing. Returns whether the lease lives where this memory
+        does (a lease from elsewhere is ignored)."""
+        if lease is None:
+            self._fence = None
+            return True
+        if lease.scope != self._scope or lease.session_id != self._session_id:
+            return False
+        self._fence = lease
+        return True
+
+    # -- the compaction lease (compactkit.memory.lease) ----------------------------------------
+
+    def take_compaction(self, holder: str) -> str:
+        """Take the session's compaction lease for ``holder`` unless another holds a live one
+        (waiting up to ``compaction_wait``); who holds it afterwards. Redis expires it after
+        ``compaction_ttl``, by the server's clock."""
+        ttl_ms = max(1, round(self.compaction_ttl * 1000))
+        pauses = iter(wait_steps(self.compaction_wait))
+        while True:
+            with self._storage("lease the compaction of"):
+                current = self._client.eval(_TAKE_COMPACTION, 1, self._compaction, holder, ttl_ms)
+            pause = next(pauses, None)
+            if current.decode() == holder or pause is None:
+                return str(current.decode())
+            time.sleep(pause)
+
+    def release_compaction(self, holder: str) -> None:
+        """Give the compaction lease back, if ``holder`` still holds it."""
+        with self._storage("release the compaction lease of"):
+            self._client.eval(_RELEASE_COMPACTION, 1, self._compaction, holder)
 
     # -- storage ------------------------------------------------------------------------------
 
@@ -323,14 +390,16 @@ class RedisMemory(BaseMemory):
 
     def clear(self) -> None:
         """Forget the summary, items, pins and history; seqs are still never reused."""
-        with self._storage("clear"):
-            pipe = self._client.pipeline(transaction=True)
+
+        def wipe(pipe: Any) -> None:
+            pipe.multi()
             pipe.delete(self._active, self._history, self._calls, self._answered, self._made)
             pipe.hset(self._meta, "summary", "")
             pipe.hincrby(self._meta, "version", 1)
             pipe.hincrby(self._meta, "window", 1)
             self._expire(pipe)
-            pipe.execute()
+
+        self._transaction(wipe, "clear")
 
     def pin(self, seq: int) -> None:
         """Pin the active item ``seq`` (no-op when already pinned).
@@ -402,9 +471,23 @@ class RedisMemory(BaseMemory):
 
     def _transaction(self, body: Callable[[Any], None], what: str) -> None:
         """Run ``body`` under ``WATCH meta`` and commit its MULTI; redis-py re-runs it when
-        another writer touched the session first."""
+        another writer touched the session first. Fenced by a run's lease, the lease key is
+        watched too and its token checked first: a takeover before EXEC aborts the write."""
+        lease = self._fence
+        if lease is None:
+            with self._storage(what):
+                self._client.transaction(body, self._meta)
+            return
+
+        def fenced(pipe: Any) -> None:
+            holder, token = pipe.hmget(self._lease_key, "holder", "token")
+            if token is None or int(token) != lease.token:
+                raise lost_error(lease, holder)
+            body(pipe)
+            pipe.pexpire(self._lease_key, max(1, round((lease.ttl or DEFAULT_TTL) * 1000)))
+
         with self._storage(what):
-            self._client.transaction(body, self._meta)
+            self._client.transaction(fenced, self._meta, self._lease_key)
 
     @contextmanager
     def _storage(self, what: str) -> Iterator[None]:

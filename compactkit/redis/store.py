@@ -16,7 +16,7 @@ import builtins
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from compactkit.errors import ConfigError, SessionNotFoundError, StorageError
@@ -26,6 +26,22 @@ from compactkit.redis._keys import (
     require_prefix,
     require_ttl,
     session_tag,
+)
+from compactkit.redis._lease import (
+    ACQUIRE,
+    RELEASE,
+    SAVE,
+    busy_error,
+    lease_keys,
+    lease_scope,
+    save_outcome,
+)
+from compactkit.sessions.lease import (
+    DEFAULT_TTL,
+    SessionLease,
+    check_lease_times,
+    default_holder,
+    wait_steps,
 )
 from compactkit.sessions.session import AgentSession, SessionState
 
@@ -74,6 +90,8 @@ class RedisSessionStore:
         self._prefix = require_prefix(key_prefix)
         self._index = f"{self._prefix}:sessions"
         self._ttl_ms = require_ttl(ttl)
+        client = self._client if self._client is not None else self._async_client
+        self._scope = lease_scope(client, self._prefix)
 
     def __repr__(self) -> str:
         return f"RedisSessionStore(key_prefix={self._prefix!r})"
@@ -83,22 +101,39 @@ class RedisSessionStore:
     def _key(self, session_id: str) -> str:
         return f"{session_tag(self._prefix, session_id)}:state"
 
-    def _queue_save(self, pipe: Any, session: AgentSession) -> None:
+    def _save_call(self, session: AgentSession) -> tuple[Any, ...]:
+        """``SAVE``'s script, keys and arguments: fenced by ``session.lease`` when it is one of
+        this store's, else refused while a run holds the session; checked against the stored
+        revision when the session was resumed."""
         session = _require_session(session)
-        data = session.state().to_json()
-        key = self._key(session.session_id)
-        if self._ttl_ms is None:
-            pipe.set(key, data)
-            expires = _FOREVER
-        else:
-            pipe.set(key, data, px=self._ttl_ms)
-            expires = time.time() * 1000 + self._ttl_ms
-        pipe.zadd(self._index, {session.session_id.encode(): expires})
+        session_id = session.session_id
+        tag = session_tag(self._prefix, session_id)
+        lease_key, _, revision_key = lease_keys(tag)
+        lease = session.lease
+        fenced = lease is not None and lease.scope == self._scope
+        expected = session.revision if session.fenced_by_revision else None
+        expires = _FOREVER if self._ttl_ms is None else time.time() * 1000 + self._ttl_ms
+        return (
+            SAVE,
+            4,
+            f"{tag}:state",
+            self._index,
+            lease_key,
+            revision_key,
+            str(lease.token) if fenced and lease is not None else "",
+            str(max(1, round((lease.ttl or 60.0) * 1000))) if fenced and lease else "0",
+            "" if expected is None else str(expected),
+            session.state().to_json(),
+            "" if self._ttl_ms is None else str(self._ttl_ms),
+            repr(expires) if expires != _FOREVER else "inf",
+            session_id.encode(),
+        )
 
-    def _loaded(self, session_id: str, data: bytes | None) -> SessionState:
+    def _loaded(self, session_id: str, data: bytes | None, revision: bytes | None) -> SessionState:
         if data is None:
             raise SessionNotFoundError(session_id)
-        return SessionState.from_json(data, source=f"Redis key {self._key(session_id)!r}")
+        state = SessionState.from_json(data, source=f"Redis key {self._key(session_id)!r}")
+        return state.model_copy(update={"revision": int(revision or 0)})
 
     def _queue_delete(self, pipe: Any, session_id: str) -> None:
         pipe.delete(self._key(session_id))
@@ -111,16 +146,25 @@ class RedisSessionStore:
     # -- sync ----------------------------------------------------------------------------------
 
     def save(self, session: AgentSession) -> None:
-        """Save ``session.state()`` atomically, replacing its earlier saved state.
+        """Save ``session.state()`` atomically (one script on the server), replacing its earlier
+        saved state.
+
+        Fenced: under ``session.lease`` (a run's, from this store) the save is applied only
+        while that lease still holds the session, and extends it; without a lease it is refused
+        while a run holds a live one. A resumed session saved after another run saved the
+        session since it was loaded is refused.
 
         Raises:
             ConfigError: ``session`` is not an ``AgentSession``.
+            LeaseLostError: the run's lease expired or was taken over; nothing was saved.
+            SessionBusyError: another run holds the session's lease; nothing was saved.
+            ConcurrencyError: the session was saved since this object loaded it.
             StorageError: Redis failed; the earlier state is unchanged.
         """
-        pipe = self._sync("save").pipeline(transaction=True)
-        self._queue_save(pipe, session)
+        call = self._save_call(session)
         with self._storage(f"save session {session.session_id!r}"):
-            pipe.execute()
+            reply = self._sync("save").eval(*call)
+        session.revision = save_outcome(reply, session)
 
     def load(self, session_id: str) -> SessionState:
         """The saved state of ``session_id``.
@@ -131,8 +175,8 @@ class RedisSessionStore:
         """
         client = self._sync("load")
         with self._storage(f"load session {session_id!r}"):
-            data = client.get(self._key(session_id))
-        return self._loaded(session_id, data)
+            data, revision = client.mget(self._key(session_id), self._revision_key(session_id))
+        return self._loaded(session_id, data, revision)
 
     def delete(self, session_id: str) -> bool:
         """Delete the saved state; ``False`` when there was none."""
@@ -154,17 +198,19 @@ class RedisSessionStore:
 
     async def asave(self, session: AgentSession) -> None:
         """``save`` on the asyncio client."""
-        pipe = self._asyncio("asave").pipeline(transaction=True)
-        self._queue_save(pipe, session)
+        call = self._save_call(session)
         with self._storage(f"save session {session.session_id!r}"):
-            await pipe.execute()
+            reply = await self._asyncio("asave").eval(*call)
+        session.revision = save_outcome(reply, session)
 
     async def aload(self, session_id: str) -> SessionState:
         """``load`` on the asyncio client."""
         client = self._asyncio("aload")
         with self._storage(f"load session {session_id!r}"):
-            data = await client.get(self._key(session_id))
-        return self._loaded(session_id, data)
+            data, revision = await client.mget(
+                self._key(session_id), self._revision_key(session_id)
+            )
+        return self._loaded(session_id, data, revision)
 
     async def adelete(self, session_id: str) -> bool:
         """``delete`` on the asyncio client."""
@@ -182,6 +228,56 @@ class RedisSessionStore:
             _, ids = await pipe.execute()
         return sorted(raw.decode() for raw in ids)
 
+    # -- the session lease (compactkit.sessions.lease) ----------------------------------------
+
+    def acquire(
+        self,
+        session_id: str,
+        *,
+        holder: str | None = None,
+        timeout: float = 0.0,
+        ttl: float = DEFAULT_TTL,
+    ) -> SessionLease:
+        """Take the lease of ``session_id`` for a run: free, expired or already ``holder``'s,
+        it gets the next fencing token (``INCR``) and lives ``ttl`` seconds past its last
+        fenced write, by the server's clock (see ``compactkit.sessions.lease``).
+
+        Raises:
+            SessionBusyError: another holder kept it for the whole ``timeout``, naming it and
+                since when.
+            ConfigError: ``timeout`` or ``ttl`` is not a number of seconds.
+        """
+        check_lease_times(timeout, ttl)
+        holder = holder or default_holder()
+        tag = session_tag(self._prefix, session_id)
+        client = self._sync("acquire")
+        pauses = iter(wait_steps(timeout))
+        while True:
+            since = datetime.now(timezone.utc)
+            with self._storage(f"lease session {session_id!r}"):
+                taken, first, second = client.eval(
+                    ACQUIRE,
+                    3,
+                    *lease_keys(tag),
+                    holder,
+                    since.isoformat(),
+                    max(1, round(ttl * 1000)),
+                )
+            if taken:
+                return SessionLease(
+                    session_id, holder, int(first), since, int(second), self._scope, ttl
+                )
+            pause = next(pauses, None)
+            if pause is None:
+                raise busy_error(session_id, first, second, timeout)
+            time.sleep(pause)
+
+    def release(self, lease: SessionLease) -> None:
+        """Give ``lease`` back (nothing when it expired or was taken over meanwhile)."""
+        lease_key = lease_keys(session_tag(self._prefix, lease.session_id))[0]
+        with self._storage(f"release session {lease.session_id!r}"):
+            self._sync("release").eval(RELEASE, 1, lease_key, str(lease.token))
+
     def close(self) -> None:
         """Close the sync client this store made from a URL (clients you passed stay open)."""
         if self._owns[0] and self._client is not None:
@@ -195,6 +291,9 @@ class RedisSessionStore:
             await self._async_client.aclose()
 
     # -- helpers -------------------------------------------------------------------------------
+
+    def _revision_key(self, session_id: str) -> str:
+        return lease_keys(session_tag(self._prefix, session_id))[2]
 
     def _sync(self, method: str) -> Any:
         if self._client is None:

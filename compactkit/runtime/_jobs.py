@@ -17,11 +17,15 @@ from collections.abc import Callable
 from compactkit.compressors.base import MemoryCompressor
 from compactkit.governance.policy import CompactPolicy, Trigger, ratio_over, tokens_over, usage_over
 from compactkit.items.snapshot import CompactResult, MemorySnapshot
+from compactkit.memory.base import AgentMemory
+from compactkit.memory.lease import CompactionHold, hold_compaction
 from compactkit.runtime._compaction import _failed
 from compactkit.runtime.events import CompactionRequest, Event
 
 __all__ = [
+    "CompactionBusy",
     "Job",
+    "LeasedCompressor",
     "Slot",
     "acompress",
     "in_thread",
@@ -49,6 +53,13 @@ class Job:
         self.future: concurrent.futures.Future[CompactResult] | None = None
         self.task: asyncio.Task[CompactResult] | None = None
         self.cancelled = False
+        self.hold: CompactionHold | None = None  # the compaction lease, while it runs
+
+    def release(self) -> None:
+        """Give the compaction lease back (once the result was applied or dropped)."""
+        hold = self.hold
+        if hold is not None:
+            hold.release()
 
     def done(self) -> bool:
         waitable = self.future if self.future is not None else self.task
@@ -62,6 +73,47 @@ class Job:
             return waitable.result()
         except BaseException as exc:  # a CancelledError too: reported, never re-raised here
             return exc
+
+
+class CompactionBusy(Exception):
+    """A job's outcome when another compactor held the compaction lease (nothing was run)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class LeasedCompressor:
+    """Runs a job's compressor only under the memory's compaction lease (taken in the worker,
+    off the step; given back by the step that settles the job)."""
+
+    def __init__(self, compressor: MemoryCompressor, memory: AgentMemory, job: Job) -> None:
+        self.compressor, self.memory, self.job = compressor, memory, job
+        self.name = job.name
+
+    def _take(self, snapshot: MemorySnapshot) -> MemorySnapshot:
+        """Take the lease; the snapshot to compress (read again under the lease, as another
+        compactor may have applied since the step read it)."""
+        hold = hold_compaction(self.memory)
+        if not hold.taken:
+            raise CompactionBusy(f"{hold.other!r} holds the session's compaction lease")
+        self.job.hold = hold
+        if self.job.cancelled:  # cancelled while the lease was being taken
+            hold.release()
+        if hold.holder is None:
+            return snapshot
+        fresh = self.memory.snapshot()
+        if fresh.summary != snapshot.summary:  # compacted meanwhile: no second summary now
+            hold.release()
+            raise CompactionBusy("another compactor compacted the session since this step read it")
+        self.job.snapshot = fresh
+        return fresh
+
+    def compress(self, snapshot: MemorySnapshot) -> CompactResult:
+        return self.compressor.compress(self._take(snapshot))
+
+    async def acompress(self, snapshot: MemorySnapshot) -> CompactResult:
+        return await acompress(self.compressor, await asyncio.to_thread(self._take, snapshot))
 
 
 class Slot:

@@ -14,6 +14,12 @@ fires. With ``Governor.for_model(model, background=BackgroundCompaction())``:
 * **Hard threshold.** When the policy fires while a compaction is running, the step waits for it
   (counted, with the time waited) and compacts in the foreground only when none was running or
   its result was discarded or failed.
+* **One compactor per session across processes.** A memory shared between processes
+  (``SQLMemory``, ``RedisMemory``) has a compaction lease (``compactkit.memory.lease``): the
+  background job takes it before its compressor runs and gives it back once the result was
+  applied, discarded or cancelled. When another compactor holds it (or applied since the step
+  read the memory), the compressor is not called: a ``skipped`` event, counted in
+  ``stats.skipped``.
 * **Nothing is ever half-applied.** A compressor that fails or raises in the background,
   ``cancel(memory)`` and ``close()`` leave the memory exactly as it was, each reported as a
   ``BackgroundCompactionEvent``. After a failure the next attempt waits ``retry_after`` steps.
@@ -43,7 +49,9 @@ from compactkit.items.snapshot import CompactResult
 from compactkit.memory.base import AgentMemory
 from compactkit.runtime._compaction import _safe_compress
 from compactkit.runtime._jobs import (
+    CompactionBusy,
     Job,
+    LeasedCompressor,
     Slot,
     acompress,
     in_thread,
@@ -56,11 +64,17 @@ from compactkit.runtime.events import (
     CompactionVetoed,
     Event,
 )
-from compactkit.runtime.scheduling import GovernedStep, Instructions, StepPlan, StepSeam
+from compactkit.runtime.scheduling import (
+    GovernedStep,
+    Instructions,
+    StepPlan,
+    StepSeam,
+    hold_for_compaction,
+)
 
 __all__ = ["BackgroundCompaction", "BackgroundStats"]
 
-Status = Literal["started", "applied", "discarded", "unchanged", "failed", "cancelled"]
+Status = Literal["started", "applied", "discarded", "unchanged", "failed", "cancelled", "skipped"]
 
 
 @dataclass
@@ -79,6 +93,9 @@ class BackgroundStats:
     """Compressors that failed or raised in the background."""
     cancelled: int = 0
     """Compactions stopped by ``cancel`` or ``close``."""
+    skipped: int = 0
+    """Compactions not run because another compactor held the session's compaction lease
+    (``compactkit.memory.lease``): no compressor call was made."""
     hard_waits: int = 0
     """Steps that reached the hard threshold and waited for a running compaction."""
     waited_s: float = 0.0
@@ -185,6 +202,7 @@ class BackgroundCompaction:
             job.cancelled = True
             if job.task is not None:
                 job.task.cancel()
+            job.release()
             self.stats.cancelled += 1
             event = BackgroundCompactionEvent(
                 "cancelled",
@@ -239,13 +257,20 @@ class BackgroundCompaction:
         if plan.request is not None and not force and self._waitable(memory, threads_only=True):
             events += self._wait(governor, memory)
             plan = parts.prepare(governor, memory)
-        result: CompactResult | None = None
-        if plan.request is not None:
-            compressor = governor.compressor_for(plan, instructions=instructions, tools=tools)
-            assert compressor is not None
-            result = _safe_compress(compressor, plan.snapshot)
-        plan.events[:0] = events
-        step = governor.finish(memory, plan, result, instructions=instructions, tools=tools)
+        plan, hold = hold_for_compaction(
+            governor, memory, plan, lambda: parts.prepare(governor, memory)
+        )
+        try:
+            result: CompactResult | None = None
+            if plan.request is not None:
+                compressor = governor.compressor_for(plan, instructions=instructions, tools=tools)
+                assert compressor is not None
+                result = _safe_compress(compressor, plan.snapshot)
+            plan.events[:0] = events
+            step = governor.finish(memory, plan, result, instructions=instructions, tools=tools)
+        finally:
+            if hold is not None:
+                hold.release()
         started = self._maybe_start(governor, memory, plan, step, instructions, tools, None)
         return dataclasses.replace(step, events=(*step.events, *started)) if started else step
 
@@ -267,13 +292,20 @@ class BackgroundCompaction:
         if plan.request is not None and not force and self._waitable(memory, threads_only=False):
             events += await self._await(governor, memory)
             plan = await asyncio.to_thread(parts.prepare, governor, memory)
-        result: CompactResult | None = None
-        if plan.request is not None:
-            compressor = governor.compressor_for(plan, instructions=instructions, tools=tools)
-            assert compressor is not None
-            result = await acompress(compressor, plan.snapshot)
-        plan.events[:0] = events
-        step = await asyncio.to_thread(parts.finish, governor, memory, plan, result)
+        plan, hold = await asyncio.to_thread(
+            hold_for_compaction, governor, memory, plan, lambda: parts.prepare(governor, memory)
+        )
+        try:
+            result: CompactResult | None = None
+            if plan.request is not None:
+                compressor = governor.compressor_for(plan, instructions=instructions, tools=tools)
+                assert compressor is not None
+                result = await acompress(compressor, plan.snapshot)
+            plan.events[:0] = events
+            step = await asyncio.to_thread(parts.finish, governor, memory, plan, result)
+        finally:
+            if hold is not None:
+                await asyncio.to_thread(hold.release)
         loop = asyncio.get_running_loop()
         started = self._maybe_start(governor, memory, plan, step, instructions, tools, loop)
         return dataclasses.replace(step, events=(*step.events, *started)) if started else step
@@ -320,7 +352,25 @@ class BackgroundCompaction:
         job = self._take_done(memory)
         if job is None:
             return []
+        try:
+            return self._settle_job(governor, memory, job, waited)
+        finally:
+            job.release()  # applied, discarded or failed: the next compactor may go
+
+    def _settle_job(
+        self, governor: StepSeam, memory: AgentMemory, job: Job, waited: float | None
+    ) -> list[Event]:
         outcome = job.outcome()
+        if isinstance(outcome, CompactionBusy):
+            self.stats.skipped += 1
+            event = BackgroundCompactionEvent(
+                "skipped",
+                job.name,
+                started_version=job.snapshot.version,
+                waited_s=waited,
+                error=f"{outcome.reason}: the compressor was not called; the memory is unchanged",
+            )
+            return [governor.emit(event)]
         if isinstance(outcome, BaseException):
             cancelled = isinstance(outcome, asyncio.CancelledError)
             status: Status = "cancelled" if cancelled else "failed"
@@ -484,11 +534,11 @@ class BackgroundCompaction:
             self._cool(memory)
             return [governor.emit(CompactionVetoed(request))]
         job = Job(snapshot, compressor, request, governor.emit)
-        acompress = getattr(compressor, "acompress", None)
-        if loop is not None and callable(acompress):
-            job.task = loop.create_task(acompress(snapshot))
+        leased = LeasedCompressor(compressor, memory, job)
+        if loop is not None and callable(getattr(compressor, "acompress", None)):
+            job.task = loop.create_task(leased.acompress(snapshot))
         else:
-            job.future = in_thread(compressor, snapshot)
+            job.future = in_thread(leased, snapshot)
         with self._lock:
             slot.job = job
         self.stats.started += 1

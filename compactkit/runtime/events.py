@@ -21,6 +21,7 @@ __all__ = [
     "BackgroundCompactionEvent",
     "CompactionEvent",
     "CompactionRequest",
+    "CompactionSkipped",
     "CompactionVetoed",
     "Event",
     "ModelCallEvent",
@@ -110,6 +111,19 @@ class CompactionVetoed:
     request: CompactionRequest
     """What was refused."""
     kind: Literal["compaction_vetoed"] = "compaction_vetoed"
+
+
+@dataclass(frozen=True)
+class CompactionSkipped:
+    """Another compactor (another process or worker) holds the session's compaction lease
+    (``compactkit.memory.lease``): this one skipped without calling its compressor, and the
+    memory is unchanged. The holder's result is applied by the holder."""
+
+    request: CompactionRequest
+    """What would have been compacted."""
+    holder: str
+    """Who holds the compaction lease."""
+    kind: Literal["compaction_skipped"] = "compaction_skipped"
 
 
 @dataclass(frozen=True)
@@ -223,11 +237,14 @@ class BackgroundCompactionEvent:
 
     ``discarded``: the span it folded is no longer what the memory holds (another compaction,
     a restore, a pin); ``unchanged``: there was nothing to fold; ``failed``: the compressor
-    failed or raised; ``cancelled``: ``cancel()`` or ``close()`` stopped it. In those cases the
-    memory is exactly as it was.
+    failed or raised; ``cancelled``: ``cancel()`` or ``close()`` stopped it; ``skipped``:
+    another compactor held the session's compaction lease, so the compressor was never called.
+    In those cases the memory is exactly as it was.
     """
 
-    status: Literal["started", "applied", "discarded", "unchanged", "failed", "cancelled"]
+    status: Literal[
+        "started", "applied", "discarded", "unchanged", "failed", "cancelled", "skipped"
+    ]
     """What happened."""
     compressor: str
     """The compressor that ran in the background."""
@@ -250,6 +267,7 @@ Event: TypeAlias = (
     ProjectionEvent
     | CompactionEvent
     | CompactionVetoed
+    | CompactionSkipped
     | ModelCallEvent
     | ModelRetryEvent
     | OverflowEvent
@@ -300,6 +318,8 @@ def _describe(event: Event) -> str:
         return f"{text}: {event.error}" if event.error else text
     if isinstance(event, CompactionVetoed):
         return f"vetoed at {event.request.state.tokens:,} tokens (forced={event.request.forced})"
+    if isinstance(event, CompactionSkipped):
+        return f"skipped at {event.request.state.tokens:,} tokens: {event.holder!r} is compacting"
     if isinstance(event, ProjectionEvent):
         return (
             f"{event.tokens:,}/{event.budget:,} tokens, kept {event.kept} masked {event.masked} "

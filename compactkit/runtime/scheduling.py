@@ -26,8 +26,14 @@ from compactkit.governance.projector import Projection
 from compactkit.items import Item, Message, Tool
 from compactkit.items.snapshot import CompactResult, MemorySnapshot
 from compactkit.memory.base import AgentMemory
+from compactkit.memory.lease import CompactionHold, hold_compaction
 from compactkit.runtime._compaction import _failed, _safe_compress
-from compactkit.runtime.events import CompactionEvent, CompactionRequest, Event
+from compactkit.runtime.events import (
+    CompactionEvent,
+    CompactionRequest,
+    CompactionSkipped,
+    Event,
+)
 
 __all__ = [
     "CompactionScheduler",
@@ -36,6 +42,7 @@ __all__ = [
     "Instructions",
     "StepPlan",
     "StepSeam",
+    "hold_for_compaction",
 ]
 
 Instructions = str | Sequence[Message] | None
@@ -51,7 +58,8 @@ class GovernedStep:
     compaction: CompactResult | None
     """The compaction result of this step (applied, failed or not applied), if one ran."""
     events: tuple[Event, ...]
-    """``CompactionVetoed``/``CompactionEvent`` (failures too), then the ``ProjectionEvent``."""
+    """``CompactionVetoed``/``CompactionSkipped``/``CompactionEvent`` (failures too), then the
+    ``ProjectionEvent``."""
     state: PolicyState | None = None
     """The measurement the policy decided on (``None`` when compaction is off)."""
 
@@ -157,6 +165,38 @@ class CompactionScheduler(Protocol):
         ...
 
 
+def hold_for_compaction(
+    governor: StepSeam,
+    memory: AgentMemory,
+    plan: StepPlan,
+    prepare: Callable[[], StepPlan],
+) -> tuple[StepPlan, CompactionHold | None]:
+    """Take the memory's compaction lease before a requested compaction runs in the step (a
+    memory shared between processes has one: ``compactkit.memory.lease``).
+
+    When another compactor holds it, the compaction is skipped — no compressor call, a
+    ``CompactionSkipped`` event — and the plan goes on without a request. When the memory moved
+    on while the lease was taken (or waited for), the step is planned again with ``prepare``:
+    a compactor that comes second usually finds nothing left to do. The caller releases the
+    returned hold once the result was applied or dropped.
+    """
+    if plan.request is None:
+        return plan, None
+    hold = hold_compaction(memory)
+    if not hold.taken:
+        plan.events.append(governor.emit(CompactionSkipped(plan.request, hold.other or "?")))
+        plan.request = None
+        return plan, None
+    if hold.holder is not None and memory.snapshot().version != plan.snapshot.version:
+        events = plan.events
+        plan = prepare()
+        plan.events[:0] = events
+        if plan.request is None:
+            hold.release()
+            return plan, None
+    return plan, hold
+
+
 class ForegroundCompaction:
     """The default scheduler: a requested compaction runs inside the step that requested it."""
 
@@ -171,15 +211,23 @@ class ForegroundCompaction:
         force: bool,
     ) -> GovernedStep:
         """Prepare, compact when requested, finish."""
-        plan = governor.prepare(
-            memory, instructions=instructions, tools=tools, usage=usage, force=force
-        )
-        result: CompactResult | None = None
-        if plan.request is not None:
-            compressor = governor.compressor_for(plan, instructions=instructions, tools=tools)
-            assert compressor is not None
-            result = _safe_compress(compressor, plan.snapshot)
-        return governor.finish(memory, plan, result, instructions=instructions, tools=tools)
+
+        def prepare() -> StepPlan:
+            return governor.prepare(
+                memory, instructions=instructions, tools=tools, usage=usage, force=force
+            )
+
+        plan, hold = hold_for_compaction(governor, memory, prepare(), prepare)
+        try:
+            result: CompactResult | None = None
+            if plan.request is not None:
+                compressor = governor.compressor_for(plan, instructions=instructions, tools=tools)
+                assert compressor is not None
+                result = _safe_compress(compressor, plan.snapshot)
+            return governor.finish(memory, plan, result, instructions=instructions, tools=tools)
+        finally:
+            if hold is not None:
+                hold.release()
 
     async def astep(
         self,
@@ -193,23 +241,33 @@ class ForegroundCompaction:
     ) -> GovernedStep:
         """``step`` for async code: the compressor's ``acompress`` when it has one; counting,
         storage and a sync compressor run in a worker thread, off the event loop."""
-        plan = await asyncio.to_thread(
-            lambda: governor.prepare(
+
+        def prepare() -> StepPlan:
+            return governor.prepare(
                 memory, instructions=instructions, tools=tools, usage=usage, force=force
             )
+
+        plan, hold = await asyncio.to_thread(
+            lambda: hold_for_compaction(governor, memory, prepare(), prepare)
         )
-        result: CompactResult | None = None
-        if plan.request is not None:
-            compressor = governor.compressor_for(plan, instructions=instructions, tools=tools)
-            assert compressor is not None
-            acompress = getattr(compressor, "acompress", None)
-            if callable(acompress):
-                try:
-                    result = await acompress(plan.snapshot)
-                except Exception as exc:  # a compressor breaking its contract loses nothing
-                    result = _failed(compressor, plan.snapshot, exc)
-            else:
-                result = await asyncio.to_thread(_safe_compress, compressor, plan.snapshot)
-        return await asyncio.to_thread(
-            lambda: governor.finish(memory, plan, result, instructions=instructions, tools=tools)
-        )
+        try:
+            result: CompactResult | None = None
+            if plan.request is not None:
+                compressor = governor.compressor_for(plan, instructions=instructions, tools=tools)
+                assert compressor is not None
+                acompress = getattr(compressor, "acompress", None)
+                if callable(acompress):
+                    try:
+                        result = await acompress(plan.snapshot)
+                    except Exception as exc:  # a compressor breaking its contract loses nothing
+                        result = _failed(compressor, plan.snapshot, exc)
+                else:
+                    result = await asyncio.to_thread(_safe_compress, compressor, plan.snapshot)
+            return await asyncio.to_thread(
+                lambda: governor.finish(
+                    memory, plan, result, instructions=instructions, tools=tools
+                )
+            )
+        finally:
+            if hold is not None:
+                await asyncio.to_thread(hold.release)

@@ -15,17 +15,14 @@ released by the operating system when its process dies; the SQL store's lease ha
 
 from __future__ import annotations
 
-import os
-import socket
-import threading
-import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from compactkit.errors import ConfigError
+from compactkit.memory.lease import default_holder
 
-__all__ = ["DEFAULT_TTL", "FencedMemory", "LeasingStore", "SessionLease"]
+__all__ = ["DEFAULT_TTL", "FencedMemory", "LeasingStore", "SessionLease", "default_holder"]
 
 DEFAULT_TTL = 60.0
 """Seconds a SQL lease lives without a save to extend it."""
@@ -87,17 +84,6 @@ class FencedMemory(Protocol):
         """Refuse writes once ``lease`` was taken over (``None``: stop fencing); whether the
         lease lives where this memory does (else nothing changes)."""
         ...
-
-
-_counter = iter(range(1, 1 << 62))
-_counter_lock = threading.Lock()
-
-
-def default_holder() -> str:
-    """``host:pid:tag`` — unique per call, readable in an error message."""
-    with _counter_lock:
-        number = next(_counter)
-    return f"{socket.gethostname()}:{os.getpid()}:{number}-{uuid.uuid4().hex[:6]}"
 
 
 def check_lease_times(timeout: object, ttl: object) -> None:

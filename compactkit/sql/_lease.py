@@ -140,10 +140,23 @@ def release(engine: Engine, t: Tables, lease: SessionLease) -> None:
         )
 
 
-def take_compaction(engine: Engine, t: Tables, session_id: str, *, holder: str, ttl: float) -> bool:
-    """Take the compaction lease of ``session_id`` unless a live one is held by another."""
+def take_compaction(
+    engine: Engine, t: Tables, session_id: str, *, holder: str, ttl: float, wait: float = 0.0
+) -> str:
+    """Take the compaction lease of ``session_id`` unless another holds a live one, waiting up
+    to ``wait`` seconds for it; who holds it afterwards (``holder`` when it was taken)."""
+    pauses = iter(wait_steps(wait))
+    while True:
+        current = _take_compaction(engine, t, session_id, holder=holder, ttl=ttl)
+        pause = next(pauses, None)
+        if current == holder or pause is None:
+            return current
+        time.sleep(pause)
+
+
+def _take_compaction(engine: Engine, t: Tables, session_id: str, *, holder: str, ttl: float) -> str:
     s = t.sessions
-    with write_transaction(engine, f"cannot lease session {session_id!r}") as conn:
+    with write_transaction(engine, f"cannot lease the compaction of {session_id!r}") as conn:
         query = select(s.c.compaction_holder, s.c.compaction_expires).where(s.c.id == session_id)
         found = conn.execute(query.with_for_update()).first()
         if found is None:
@@ -151,13 +164,13 @@ def take_compaction(engine: Engine, t: Tables, session_id: str, *, holder: str, 
             found = conn.execute(query.with_for_update()).one()
         now = seconds_now(conn)
         if found[0] not in (None, holder) and found[1] is not None and found[1] > now:
-            return False
+            return str(found[0])
         conn.execute(
             update(s)
             .where(s.c.id == session_id)
             .values(compaction_holder=holder, compaction_expires=now + ttl)
         )
-    return True
+    return holder
 
 
 def release_compaction(engine: Engine, t: Tables, session_id: str, *, holder: str) -> None:

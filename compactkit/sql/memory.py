@@ -29,8 +29,10 @@ from compactkit.compressors.base import CompressorLike
 from compactkit.items import Item
 from compactkit.items.snapshot import DEFAULT_SUMMARY_ROLE, MemorySnapshot, SummaryRole
 from compactkit.memory.base import BaseMemory, CompactCallback, SnapshotTrigger
+from compactkit.memory.lease import DEFAULT_COMPACTION_TTL, check_compaction_options
 from compactkit.sql._compaction import Compactions
 from compactkit.sql._engine import connect, read_transaction
+from compactkit.sql._lease import release_compaction, take_compaction
 from compactkit.sql._recall import Recall
 from compactkit.sql._rows import _ARCHIVED
 from compactkit.sql._schema import tables, validate_session_id
@@ -66,6 +68,8 @@ class SQLMemory(Recall, Compactions, Writes, BaseMemory):
         on_compact: CompactCallback | None = None,
         accept_unknown_call_ids: bool = False,
         summary_role: SummaryRole = DEFAULT_SUMMARY_ROLE,
+        compaction_ttl: float = DEFAULT_COMPACTION_TTL,
+        compaction_wait: float = 0.0,
     ) -> None:
         """Open the memory of ``session_id``.
 
@@ -83,6 +87,10 @@ class SQLMemory(Recall, Compactions, Writes, BaseMemory):
             on_compact: See ``BaseMemory``.
             accept_unknown_call_ids: See ``BaseMemory``.
             summary_role: See ``BaseMemory``.
+            compaction_ttl: Seconds the compaction lease lives (``compactkit.memory.lease``):
+                a compactor that died holding it is replaced after that long.
+            compaction_wait: Seconds a compactor waits for the compaction lease another
+                holds before it skips (0: skip at once, without calling the compressor).
 
         Raises:
             ConfigError: a bad session id, prefix or URL, a missing driver, or (with
@@ -97,6 +105,9 @@ class SQLMemory(Recall, Compactions, Writes, BaseMemory):
             summary_role=summary_role,
         )
         validate_session_id(session_id)
+        self.compaction_ttl, self.compaction_wait = check_compaction_options(
+            compaction_ttl, compaction_wait
+        )
         t = tables(table_prefix)
         self._open(t, connect(url_or_engine, t, create_schema=create_schema), session_id)
 
@@ -118,6 +129,24 @@ class SQLMemory(Recall, Compactions, Writes, BaseMemory):
     def table_prefix(self) -> str:
         """The prefix of the table names."""
         return self._t.prefix
+
+    # -- the compaction lease (compactkit.memory.lease) ----------------------------------------
+
+    def take_compaction(self, holder: str) -> str:
+        """Take the session's compaction lease for ``holder`` unless another holds a live one
+        (waiting up to ``compaction_wait``); who holds it afterwards."""
+        return take_compaction(
+            self._engine,
+            self._t,
+            self._session_id,
+            holder=holder,
+            ttl=self.compaction_ttl,
+            wait=self.compaction_wait,
+        )
+
+    def release_compaction(self, holder: str) -> None:
+        """Give the compaction lease back, if ``holder`` still holds it."""
+        release_compaction(self._engine, self._t, self._session_id, holder=holder)
 
     # -- reads --------------------------------------------------------------------------------
 

@@ -199,8 +199,10 @@ def test_another_workers_sql_compaction_invalidates_the_background_result(tmp_pa
         tool_round(ours, n)
         gov.step(ours)
         n += 1
-    theirs = SQLMemory(url, "shared-session")  # another worker on the same session
-    theirs.compact(WindowedCompressor(max_tokens=800, counter=COUNTER))
+    assert gated.entered.wait(timeout=60)  # ours holds the compaction lease and is running
+    theirs = SQLMemory(url, "shared-session")  # another worker on the same session, past the
+    # (advisory) lease: apply's version check is what refuses the stale result
+    theirs.apply(WindowedCompressor(max_tokens=800, counter=COUNTER).compress(theirs.snapshot()))
     compacted = theirs.snapshot()
     gated.gate.set()
     assert gov.background.join(ours)

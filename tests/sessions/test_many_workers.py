@@ -1,5 +1,5 @@
 """Many worker processes, one store: real processes (forked or spawned, never threads) on the
-file store, an SQLite file and PostgreSQL. Afterwards no turn is lost or duplicated, and every
+file store, an SQLite file, PostgreSQL and Redis. Afterwards no turn is lost or duplicated, and every
 refusal is a typed error."""
 
 from __future__ import annotations
@@ -10,29 +10,41 @@ import signal
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 import session_workers
 import sql_workers
+from redis_support import redis_url  # noqa: F401
 from sql_support import POSTGRES_URL, needs_postgres
 
 from compactkit.errors import LeaseLostError, SessionBusyError
 from compactkit.items import Message
 
-STORES = ["file", "sqlite", pytest.param("postgresql", marks=needs_postgres)]
+STORES = ["file", "sqlite", pytest.param("postgresql", marks=needs_postgres), "redis"]
 
 
 @pytest.fixture(params=STORES)
-def where(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str, str]:
-    """(kind, location, table prefix) of a fresh store."""
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str, str]]:
+    """(kind, location, table or key prefix) of a fresh store."""
     prefix = f"w{uuid.uuid4().hex[:8]}_"
     if request.param == "file":
-        return "file", str(tmp_path / "sessions"), prefix
-    if request.param == "sqlite":
-        return "sqlite", f"sqlite:///{tmp_path}/workers.db", prefix
-    assert POSTGRES_URL
-    return "postgresql", POSTGRES_URL, prefix
+        yield "file", str(tmp_path / "sessions"), prefix
+    elif request.param == "sqlite":
+        yield "sqlite", f"sqlite:///{tmp_path}/workers.db", prefix
+    elif request.param == "redis":
+        url = request.getfixturevalue("redis_url")
+        yield "redis", url, prefix
+        client = redis.Redis.from_url(url)
+        keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
+        if keys:
+            client.delete(*keys)
+        client.close()
+    else:
+        assert POSTGRES_URL
+        yield "postgresql", POSTGRES_URL, prefix
 
 
 def user_turns(kind: str, where: str, prefix: str, session_id: str) -> list[str]:
