@@ -1,9 +1,11 @@
 """``RedisSessionStore``: saved sessions (``SessionState`` JSON) in Redis, sync and asyncio.
 
-A state lives at ``<prefix>:{<id>}:state``; a sorted set ``<prefix>:sessions`` lists the saved ids
-(scored by when they expire, so ``list()`` drops expired ones). ``save`` is one MULTI/EXEC (last
-writer wins; a reader never sees half a state). With ``ttl`` a saved state expires that long
-after its last save.
+A state lives at ``<prefix>:{<id>}:state`` and its revision at ``…:revision``; a sorted set
+``<prefix>:sessions`` lists the saved ids (scored by when they expire, so ``list()`` drops expired
+ones). ``save`` is one Lua script (a reader never sees half a state), fenced by the run's lease
+and the stored revision like the SQL and file stores (``compactkit.redis._lease``,
+``compactkit.sessions.lease``): ``acquire``/``release`` lease a session to a run. With ``ttl`` a
+saved state expires that long after its last save.
 
 ``save``/``load``/``delete``/``list`` use the ``redis.Redis`` client; ``asave``/``aload``/
 ``adelete``/``alist`` the same commands on a ``redis.asyncio.Redis`` client, for event loops.

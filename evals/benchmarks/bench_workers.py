@@ -124,7 +124,7 @@ def run_row(
         outs = [f"{directory}/w{w}.json" for w in range(workers)]
         start_at = time.time() + 0.5 + 0.1 * workers
         processes = [
-            context.Process(
+            context.Process(  # type: ignore[attr-defined]
                 target=worker,
                 args=(kind, where, prefix, ids[w], leased, appends, start_at, outs[w]),
             )
@@ -197,10 +197,10 @@ def bench(name: str, kind: str, where: str, prefix: str, plan: Plan) -> None:
     print("leased / plain, same run (p50 of one append; throughput):")
     for (workers, sessions, leased), row in rows.items():
         if leased:
-            plain = rows[(workers, sessions, False)]
+            base = rows[(workers, sessions, False)]
             print(
-                f"  {workers} workers, {sessions:>8} sessions: p50 {row.p50 / plain.p50:.2f}x, "
-                f"throughput {row.throughput / plain.throughput:.2f}x"
+                f"  {workers} workers, {sessions:>8} sessions: p50 {row.p50 / base.p50:.2f}x, "
+                f"throughput {row.throughput / base.throughput:.2f}x"
             )
     timed = probe_leases(kind, where, prefix, plan.probes)
     plain = pct(timed["plain"], 0.5)
@@ -238,12 +238,24 @@ def drop_sql(url: str, prefix: str) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--tiny", action="store_true", help="a few seconds (CI smoke run)")
+    parser.add_argument("--appends", type=int, help="appends per worker (default 1,000)")
+    parser.add_argument(
+        "--stores",
+        default="sqlite,postgresql,redis",
+        help="which stores to run, comma-separated (default: all three)",
+    )
     args = parser.parse_args()
     plan = TINY if args.tiny else FULL
-    with tempfile.TemporaryDirectory() as directory:
-        bench("SQLite (file, WAL)", "sql", f"sqlite:///{directory}/workers.db", "bw_", plan)
+    if args.appends:
+        plan = Plan(plan.workers, args.appends, plan.probes)
+    stores = set(args.stores.split(","))
+    if "sqlite" in stores:
+        with tempfile.TemporaryDirectory() as directory:
+            bench("SQLite (file, WAL)", "sql", f"sqlite:///{directory}/workers.db", "bw_", plan)
     postgres = os.environ.get("COMPACTKIT_TEST_POSTGRES_URL")
-    if postgres:
+    if "postgresql" not in stores:
+        pass
+    elif postgres:
         prefix = f"bw{uuid.uuid4().hex[:6]}_"
         try:
             bench("PostgreSQL", "sql", postgres, prefix, plan)
@@ -252,7 +264,9 @@ def main() -> int:
     else:
         print("\nPostgreSQL: skipped (set COMPACTKIT_TEST_POSTGRES_URL to a database to run it)")
     redis_url = os.environ.get("COMPACTKIT_TEST_REDIS_URL")
-    if redis_url:
+    if "redis" not in stores:
+        pass
+    elif redis_url:
         import redis
 
         prefix = f"bw:{uuid.uuid4().hex[:6]}"

@@ -30,11 +30,17 @@ def session(session_id: str = "s1", *inputs: str, **metadata: object) -> AgentSe
     return made
 
 
-class TestLocalStores(SessionStoreConformance):
-    @pytest.fixture(params=["memory", "file"])
-    def store_factory(self, request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-        if request.param == "memory":
-            return InMemorySessionStore
+class TestInMemoryStore(SessionStoreConformance):
+    @pytest.fixture
+    def store_factory(self) -> Any:
+        return InMemorySessionStore
+
+
+class TestFileStore(SessionStoreConformance):
+    leases = True
+
+    @pytest.fixture
+    def store_factory(self, tmp_path: Path) -> Any:
         folders = iter(range(1000))
         return lambda: FileSessionStore(tmp_path / f"sessions-{next(folders)}")
 

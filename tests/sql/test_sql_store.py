@@ -57,6 +57,7 @@ class TestSQLStoreContract(SessionStoreConformance):
     """The store contract every ``SessionStore`` meets, on SQLite and PostgreSQL."""
 
     hostile_ids = HOSTILE_IDS  # SQL-flavoured ids; NUL and over-long ids are refused below
+    leases = True
 
     @pytest.fixture
     def store_factory(self, database: Database) -> Iterator[Any]:  # noqa: F811

@@ -13,15 +13,17 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from compactkit.errors import SessionNotFoundError
+from compactkit.errors import SessionBusyError, SessionNotFoundError
 from compactkit.items import Message
 from compactkit.items.snapshot import CompactResult
-from compactkit.sessions import InMemorySessionStore
+from compactkit.sessions import FileSessionStore, InMemorySessionStore
+from compactkit.sessions.lease import SessionLease
 from compactkit.sessions.session import AgentSession, SessionState
 from compactkit.testing.conformance import (
     ConformanceReport,
@@ -353,6 +355,57 @@ def test_each_broken_store_rule_is_reported(store_class: Any, rule: str) -> None
 def test_the_in_memory_store_keeps_every_rule() -> None:
     report = check_store(InMemorySessionStore)
     assert report.ok, str(report)
+
+
+class FreeForAllLeases(FileSessionStore):
+    """Hands every caller the same lease: nobody ever waits, the token never grows."""
+
+    def acquire(self, session_id: str, **options: Any) -> SessionLease:
+        holder = options.get("holder") or "anyone"
+        return SessionLease(session_id, holder, 1, datetime.now(timezone.utc), 0, "nowhere")
+
+    def release(self, lease: SessionLease) -> None:
+        pass
+
+
+class UnfencedSaves(FileSessionStore):
+    """Saves under any lease, lost or not."""
+
+    def save(self, session: AgentSession) -> None:
+        lease, session.lease = session.lease, None
+        try:
+            if lease is not None:
+                self.release(self.acquire(session.session_id, timeout=0.0))
+            super().save(session)
+        except SessionBusyError:
+            self._save_locked(session, self.path(session.session_id))
+        finally:
+            session.lease = lease
+
+
+@pytest.mark.parametrize(
+    ("store_class", "rule"),
+    [
+        (FreeForAllLeases, "a-held-lease-makes-others-wait"),
+        (FreeForAllLeases, "every-acquisition-gets-a-larger-token"),
+        (UnfencedSaves, "a-save-under-a-lost-lease-is-refused"),
+    ],
+)
+def test_each_broken_lease_rule_is_reported(store_class: Any, rule: str, tmp_path: Path) -> None:
+    folders = iter(range(1000))
+    report = check_store(lambda: store_class(tmp_path / f"s{next(folders)}"), leases=True)
+    assert report.failed(rule), f"{store_class.__name__} passed {rule!r}:\n{report}"
+    readable(report, rule)
+
+
+def test_lease_rules_apply_only_to_stores_declaring_leases(tmp_path: Path) -> None:
+    folders = iter(range(1000))
+    report = check_store(lambda: FileSessionStore(tmp_path / f"s{next(folders)}"), leases=True)
+    assert report.ok, str(report)
+    leasing = [r.name for r in store_rules() if "leases" in r.needs]
+    assert set(leasing) <= set(report.passed) and len(leasing) == 4
+    plain = check_store(InMemorySessionStore)
+    assert sorted(name for name, _ in plain.not_run) == sorted(leasing)
 
 
 # -- through pytest, as a user runs it ------------------------------------------------------------

@@ -22,7 +22,8 @@ backend offers with class attributes: ``thread_safe`` (one object used from many
 ``persistent`` (``factory(id)`` twice opens the same stored session, as two processes would),
 ``options`` (the factory takes ``BaseMemory``'s keyword options) and ``recall`` (it offers
 ``recall``/``expand``); rules needing what you do not declare are not generated. ``SessionStoreConformance`` does the same for a
-``SessionStore`` with a ``store_factory`` fixture (a callable returning a fresh, empty store).
+``SessionStore`` with a ``store_factory`` fixture (a callable returning a fresh, empty store);
+declare ``leases`` when it leases sessions to runs (``LeasingStore``).
 
 Without pytest, ``check_memory(factory)`` and ``check_store(factory)`` run every rule and return
 a ``ConformanceReport``. The kit itself imports nothing from pytest: its base classes only use
@@ -37,6 +38,7 @@ from compactkit.testing.conformance import (  # noqa: F401 (they register their 
     _memory_compaction,
     _memory_recall,
     _memory_sessions,
+    _store_leases,
 )
 from compactkit.testing.conformance._kit import (
     ConformanceFailure,
@@ -129,6 +131,7 @@ def check_store(
     factory: StoreFactory,
     *,
     hostile_ids: list[str] | None = None,
+    leases: bool = False,
     rules: list[str] | None = None,
 ) -> ConformanceReport:
     """Run the session-store rules against ``factory`` (a fresh, empty store per call).
@@ -136,11 +139,13 @@ def check_store(
     Args:
         factory: Returns a fresh, empty ``SessionStore``.
         hostile_ids: The ids the store must round-trip (``HOSTILE_IDS`` by default).
+        leases: The store leases sessions to runs (``compactkit.sessions.lease.LeasingStore``):
+            run the lease rules too.
         rules: Run only the rules with these names.
     """
     kit = StoreKit(factory, list(HOSTILE_IDS if hostile_ids is None else hostile_ids))
     chosen = [r for r in _STORE_RULES if rules is None or r.name in rules]
-    return run_rules(chosen, kit, set())
+    return run_rules(chosen, kit, {"leases"} if leases else set())
 
 
 class MemoryConformance:
@@ -186,11 +191,15 @@ class SessionStoreConformance:
 
     hostile_ids: list[str] = HOSTILE_IDS
     """The ids the store must round-trip; narrow it when your backend refuses some (say so)."""
+    leases: bool = False
+    """The store leases sessions to runs (``LeasingStore``): the lease rules apply."""
 
     def pytest_generate_tests(self, metafunc: Any) -> None:
-        """Parametrize ``store_rule`` with every store rule."""
+        """Parametrize ``store_rule`` with every store rule the store's capabilities cover."""
         if "store_rule" in metafunc.fixturenames:
-            metafunc.parametrize("store_rule", _STORE_RULES, ids=[r.name for r in _STORE_RULES])
+            offered = {"leases"} if self.leases else set()
+            chosen = [r for r in _STORE_RULES if r.needs <= offered]
+            metafunc.parametrize("store_rule", chosen, ids=[r.name for r in chosen])
 
     def test_store_rule(self, store_factory: StoreFactory, store_rule: Rule[StoreKit]) -> None:
         """The store keeps ``store_rule``."""

@@ -70,11 +70,11 @@ class StoreKit:
 RULES: list[Rule[StoreKit]] = []
 
 
-def rule(name: str, statement: str) -> Callable[[Callable[[StoreKit], None]], Any]:
-    """Register the decorated check as the store rule ``name``."""
+def rule(name: str, statement: str, *needs: str) -> Callable[[Callable[[StoreKit], None]], Any]:
+    """Register the decorated check as the store rule ``name`` (needing ``needs``)."""
 
     def register(check: Callable[[StoreKit], None]) -> Callable[[StoreKit], None]:
-        RULES.append(Rule(name, statement, check))
+        RULES.append(Rule(name, statement, check, frozenset(needs)))
         return check
 
     return register
