@@ -23,6 +23,7 @@ SKIPPED = {"cli", "testing"}
 # the compaction cost arithmetic (``CompactionEvent.cost``).
 MODULE_EXPORTS = {
     "compactkit.memory.rules",
+    "compactkit.memory.lease",
     "compactkit.compressors.preview",
     "compactkit.governance.cost",
     "compactkit.sessions.lease",

@@ -42,7 +42,6 @@ __all__ = [
     "Instructions",
     "StepPlan",
     "StepSeam",
-    "hold_for_compaction",
 ]
 
 Instructions = str | Sequence[Message] | None

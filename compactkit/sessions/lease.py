@@ -20,9 +20,9 @@ from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from compactkit.errors import ConfigError
-from compactkit.memory.lease import default_holder
+from compactkit.memory.lease import default_holder as default_holder  # (its old home)
 
-__all__ = ["DEFAULT_TTL", "FencedMemory", "LeasingStore", "SessionLease", "default_holder"]
+__all__ = ["DEFAULT_TTL", "FencedMemory", "LeasingStore", "SessionLease"]
 
 DEFAULT_TTL = 60.0
 """Seconds a SQL lease lives without a save to extend it."""
