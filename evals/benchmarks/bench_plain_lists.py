@@ -206,7 +206,7 @@ if kind.startswith("compactkit"):
     from compactkit.integrations import compact_messages
     if kind == "compactkit, encoding loaded":
         from compactkit.budget import counter_for
-        counter_for({model!r})
+        counter_for({model!r}).count_text("x")  # a counter reads its rank file at its first count
     start = time.thread_time()
     compact_messages(messages, model={model!r}, compaction=False)
 else:
