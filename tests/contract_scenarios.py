@@ -41,6 +41,9 @@ class Scenario:
     huge_at: int | None = None
     """A round whose (single) output is larger than the whole budget."""
     failing_summarizer: bool = False
+    fault: str | None = None
+    """A misbehaving LLM summarizer (``FAULTS``), with the digest as its fallback: the
+    guaranteed-progress contract (docs/control.md) must hold through it."""
     resumed: bool = False
     """The second run continues the session from its store, in a new object."""
 
@@ -56,6 +59,18 @@ SCENARIOS = [
     Scenario("failing-summarizer", steps=12, failing_summarizer=True),
     Scenario("resumed-from-store", steps=10, resumed=True),
 ]
+
+FAULTS = {
+    "bigger-than-its-source": "a summary far larger than the span it replaces",
+    "empty": "an empty answer",
+    "refusal": "a refusal instead of a summary",
+    "ten-500s": "ten consecutive HTTP 500s (transient), then good answers",
+    "small-window": "a summarizer window smaller than the span (it is cut into chunks)",
+}
+"""Summarizer faults of the guaranteed-progress suite (issue 29), each played at every entry
+point."""
+
+FAULT_SCENARIOS = [Scenario(f"fault-{name}", steps=12, fault=name) for name in FAULTS]
 
 
 def output(n: int, scenario: Scenario) -> str:
@@ -92,7 +107,10 @@ class Brain:
     requests: int = 0
     where: str = ""
     summarizer_calls: int = 0
-    """Calls the scenario's LLM summarizer received (``failing_summarizer``)."""
+    """Calls the scenario's LLM summarizer received (``failing_summarizer``, ``fault``)."""
+    summarizer_log: list[int] = field(default_factory=list)
+    """For each summarizer call, the model requests made before it (calls between two model
+    requests belong to one governance step)."""
 
     def __post_init__(self) -> None:
         self.checker = RequestChecker(

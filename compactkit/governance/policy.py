@@ -445,6 +445,22 @@ class CompactPolicy:
 
         return trigger
 
+    def rearm_tokens(self, tokens_after: int) -> int | None:
+        """After a compaction that left the request at ``tokens_after``: the size it must grow
+        to before the trigger is honoured again, or ``None`` when the compaction reached the
+        target (the trigger's own distance above the target is the hysteresis then).
+
+        A compaction that could not get under the target (the newest group alone is bigger,
+        say) would otherwise fire again on the very next step, and every step after it, paying
+        the summarizer each time for no progress. It waits instead until the request has grown
+        by the same distance the trigger keeps above the target. ``force`` is always honoured.
+        """
+        target = self.target_tokens()
+        lowest = min((threshold for threshold, _ in self._thresholds()), default=None)
+        if tokens_after <= target or lowest is None:
+            return None
+        return tokens_after + max(1, lowest - target)
+
     def cache_lifetime(self) -> float | None:
         """The cache lifetime a ``cache_cold`` part of the trigger names (the shortest), or
         ``None`` when the trigger has none."""

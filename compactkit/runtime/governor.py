@@ -76,10 +76,11 @@ _CEILING_MARGIN = 64  # tokens a raised compaction target leaves below the budge
 class _Track:
     """Per-memory counters: the same governor may serve many sessions."""
 
-    __slots__ = ("last_step", "last_usage", "ratio", "since", "turn")
+    __slots__ = ("last_step", "last_usage", "ratio", "rearm", "since", "turn")
 
     def __init__(self) -> None:
         self.last_step: float | None = None  # the clock when this memory's last step ended
+        self.rearm: int | None = None  # tokens to reach before the trigger counts again
         self.turn = 0
         self.since = 0
         self.last_usage: int | None = None
@@ -504,6 +505,8 @@ class Governor:
             if factor > 1.0:
                 state = dataclasses.replace(state, tokens=int(state.tokens * factor))
             due = policy.should_compact(state)
+            if due and not force and track.rearm is not None and state.tokens < track.rearm:
+                due = False  # no progress since a compaction that could not reach the target
         else:
             due = force
         request = None
@@ -542,6 +545,9 @@ class Governor:
                 snapshot = memory.snapshot()
                 track.since = 0
                 track.last_usage = None  # it described the prompt before the compaction
+                after = result.stats.tokens_after
+                if self.policy is not None and after is not None:
+                    track.rearm = self.policy.rearm_tokens(after)
             assert plan.request is not None
             events.append(
                 self.emit(_compaction_event(result, applied, plan.request, error, self.policy))

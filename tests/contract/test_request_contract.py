@@ -11,17 +11,29 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from contract_scenarios import INSTRUCTIONS, MODEL, SCENARIOS, TASK, Brain, Scenario, as_chat
+from contract_scenarios import (
+    FAULT_SCENARIOS,
+    INSTRUCTIONS,
+    MODEL,
+    SCENARIOS,
+    TASK,
+    Brain,
+    Scenario,
+    as_chat,
+)
 from contract_support import body_items
 from runtime_support import NO_WAIT
 
 from compactkit import Agent
+from compactkit.compressors import DigestCompressor
 from compactkit.compressors.summary import RetryPolicy, SummaryCompressor
+from compactkit.errors import SummarizationError
 from compactkit.formats.chat import chat_to_items, tools_from_chat, tools_to_chat
 from compactkit.integrations import MessageCompactor, compact_messages
 from compactkit.items import Tool
@@ -48,7 +60,10 @@ def _offline() -> Iterator[None]:
 
 
 def summarizer(brain: Brain) -> SummaryCompressor | None:
-    """For ``failing_summarizer``: an LLM summary that answers twice, then fails for good."""
+    """For ``failing_summarizer``: an LLM summary that answers twice, then fails for good; for
+    a ``fault``, the faulty summarizer (``faulty_summarizer``)."""
+    if brain.scenario.fault is not None:
+        return faulty_summarizer(brain, brain.scenario.fault)
     if not brain.scenario.failing_summarizer:
         return None
 
@@ -65,6 +80,41 @@ def summarizer(brain: Brain) -> SummaryCompressor | None:
         target_tokens=2_500,
         counter=counter_for(MODEL),
         retry=RetryPolicy.never(),
+    )
+
+
+GOOD_ANSWER = "## Current state\n- reading the report\n\n## Next steps\n- read the next part"
+ATTEMPTS = 3  # the retry policy's attempts per summarizer call
+SMALL_WINDOW = 2_400
+
+
+def faulty_summarizer(brain: Brain, fault: str) -> SummaryCompressor:
+    """A summary compressor whose LLM misbehaves as ``fault`` says, the digest its fallback."""
+    from compactkit.budget import counter_for
+
+    def answer(messages: list[dict[str, str]]) -> str:
+        brain.summarizer_calls += 1
+        brain.summarizer_log.append(brain.requests)
+        if fault == "bigger-than-its-source":
+            lines = "\n".join(f"- decided step {n}: kept option {n} of many" for n in range(900))
+            return f"## Decisions\n{lines}\n\n## Current state\n- reading the report"
+        if fault == "empty":
+            return ""
+        if fault == "refusal":
+            return "I'm sorry, but I can't help with that request."
+        if fault == "ten-500s" and brain.summarizer_calls <= 10:
+            raise SummarizationError("'summarizer' answered HTTP 500: error", transient=True)
+        return GOOD_ANSWER
+
+    counter = counter_for(MODEL)
+    return SummaryCompressor(
+        FunctionLLM(answer),
+        target_tokens=2_500,
+        counter=counter,
+        summary_cap_tokens=400 if fault == "small-window" else None,
+        summarizer_window_tokens=SMALL_WINDOW if fault == "small-window" else 32_000,
+        retry=RetryPolicy(attempts=ATTEMPTS, initial_wait=0.0, jitter=0.0),
+        fallback=DigestCompressor(keep_last_groups=2, counter=counter),
     )
 
 
@@ -346,3 +396,26 @@ def test_every_request_keeps_the_contract(entry: str, scenario: Scenario, tmp_pa
     brain.where = entry
     ENTRY_POINTS[entry](brain, tmp_path)
     brain.done()
+
+
+@pytest.mark.parametrize("scenario", FAULT_SCENARIOS, ids=lambda s: s.name)
+@pytest.mark.parametrize("entry", list(ENTRY_POINTS))
+def test_a_faulty_summarizer_never_breaks_progress(
+    entry: str, scenario: Scenario, tmp_path: Path
+) -> None:
+    """Guaranteed progress (issue 29): whatever the summarizer does, every request keeps the
+    contract (under budget, nothing lost, the rules and the task present), the run finishes,
+    and no governance step calls the summarizer more than its retries and chunks allow."""
+    brain = Brain(scenario)
+    brain.where = entry
+    ENTRY_POINTS[entry](brain, tmp_path)
+    brain.done()
+    assert brain.summarizer_calls > 0, f"{entry}: the summarizer was never asked"
+    per_step = max(Counter(brain.summarizer_log).values())
+    # one chunk per call but for the small window; never a loop of attempts
+    chunks = 12 if scenario.fault == "small-window" else 1
+    # a background entry may finish a compaction off the hot path and run one in the step
+    compactions = 2 if "background" in entry else 1
+    assert per_step <= ATTEMPTS * chunks * compactions, f"{entry}: {per_step} calls in a step"
+    if scenario.fault == "ten-500s":  # the breaker opens after 5 failed requests in a row
+        assert brain.summarizer_calls <= 5, f"{entry}: {brain.summarizer_calls} calls"
