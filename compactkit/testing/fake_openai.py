@@ -27,6 +27,8 @@ class FakeReply:
     """``(name, arguments JSON, call id or None)`` per call; ``None`` sends no id."""
     prompt_tokens: int | None = None
     completion_tokens: int = 5
+    cached_tokens: int = 0
+    """Prompt tokens to report as read from the provider's cache."""
 
 
 @dataclass(frozen=True)
@@ -275,6 +277,8 @@ class FakeOpenAI:
                 "completion_tokens": reply.completion_tokens,
                 "total_tokens": prompt + reply.completion_tokens,
             }
+            if reply.cached_tokens:
+                answer["usage"]["prompt_tokens_details"] = {"cached_tokens": reply.cached_tokens}
         return answer
 
     def _responses(self, reply: FakeReply, body: dict[str, Any]) -> dict[str, Any]:
@@ -317,7 +321,7 @@ class FakeOpenAI:
                 "input_tokens": prompt,
                 "output_tokens": reply.completion_tokens,
                 "total_tokens": prompt + reply.completion_tokens,
-                "input_tokens_details": {"cached_tokens": 0},
+                "input_tokens_details": {"cached_tokens": reply.cached_tokens},
                 "output_tokens_details": {"reasoning_tokens": 0},
             }
         return answer
