@@ -5,6 +5,7 @@ shortens context before dropping by class, the target is never exceeded."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from compactkit import (
 )
 from compactkit.budget import TiktokenCounter
 from compactkit.compressors import FactReport, SummaryDocument, digest_items
+from compactkit.compressors._trim import FLOORS
 from compactkit.compressors.sections import QUOTED_NOTE
 
 COUNTER = TiktokenCounter("o200k_base")
@@ -108,10 +110,17 @@ def test_trimming_spends_low_priority_classes_first(
     assert COUNTER.count_text(trimmed.render()) <= cap
     report = FactReport.compare(doc, trimmed)
     counts = report.classes
-    if any(c.dropped for k, c in counts.items() if k in ("errors", "constraints")):
-        # an error or a constraint only goes once every file read and command is gone
-        assert not trimmed.entries("files_read") and not trimmed.entries("commands")
+    if counts.get("errors") and counts["errors"].dropped:
+        # an error only goes once every command is gone and the files read are down to their
+        # newest floor (kept under heavy pressure, so the class shrinks instead of vanishing)
+        assert not trimmed.entries("commands")
+        kept_reads = trimmed.entries("files_read")
+        assert len(kept_reads) <= math.ceil(FLOORS["files_read"] * reads)
+        newest = [e.split(" — ")[0] for e in doc.entries("files_read")][reads - len(kept_reads) :]
+        assert [e.split(" — ")[0] for e in kept_reads] == newest
     if counts.get("constraints") and counts["constraints"].dropped:
+        # a constraint only goes once everything else is gone
+        assert not trimmed.entries("files_read") and not trimmed.entries("commands")
         assert not trimmed.entries("errors")
     for key, count in counts.items():  # what went is counted in the text (when it fits)
         if count.dropped and key in ("files_read", "commands", "errors") and trimmed.omitted:
@@ -152,3 +161,16 @@ def test_the_target_is_shared_by_need_and_never_exceeded() -> None:
         assert kept == modified.kept
         if modified.dropped:
             assert f"{modified.dropped} files modified" in summary.splitlines()[1]
+
+
+def test_under_heavy_pressure_files_read_shrink_instead_of_vanishing() -> None:
+    doc = SummaryDocument.of(
+        constraints=["Never touch vendor/."],
+        files_read=[f"`src/read_{i}.py` — read lines 1-{i + 80}" for i in range(10)],
+        errors=[f"`KeyError: 'key_number_{i}'` — from `pytest -q`" for i in range(60)],
+    )
+    trimmed = doc.trim_to(300, COUNTER)  # the bare facts need far more than twice this
+    reads = [e.split(" — ")[0] for e in trimmed.entries("files_read")]
+    assert reads == [f"`src/read_{i}.py`" for i in range(4, 10)]  # the newest 60%
+    assert trimmed.entries("errors") and trimmed.entries("constraints")
+    assert COUNTER.count_text(trimmed.render()) <= 300
