@@ -39,11 +39,11 @@ from compactkit import Message, Tool, chat_to_items, counter_for
 from compactkit.budget import budget_for
 from compactkit.formats import (
     responses_to_items,
+    to_plain,
     tools_from_chat,
     validate_chat,
     validate_responses,
 )
-from compactkit.formats._sdk import to_plain
 from compactkit.integrations import CompactkitInputFilter, MessageCompactor, compact_messages
 
 SCALE_MODEL = "gpt-4o-mini"  # 117,411 usable input tokens

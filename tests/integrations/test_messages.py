@@ -19,12 +19,12 @@ from compactkit.budget import default_registry
 from compactkit.formats import (
     anthropic_to_items,
     responses_to_items,
+    to_plain,
     tools_from_chat,
     validate_anthropic,
     validate_chat,
     validate_responses,
 )
-from compactkit.formats._sdk import to_plain
 from compactkit.integrations import CompactedMessages, MessageCompactor, compact_messages
 from compactkit.runtime import PassthroughEvent
 

@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from compactkit.formats._sdk import to_plain
+from compactkit.formats import to_plain
 from compactkit.integrations import CompactedMessages, MessageCompactor, compact_messages
 from compactkit.integrations._seen import SeenList
 

@@ -8,8 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactkit import FunctionCall, MemorySnapshot, chat_to_items, counter_for
-from compactkit.formats import responses_to_items, validate_chat, validate_responses
-from compactkit.formats._sdk import to_plain
+from compactkit.formats import responses_to_items, to_plain, validate_chat, validate_responses
 from compactkit.integrations import MessageCompactor
 
 MODEL = "gpt-4"
