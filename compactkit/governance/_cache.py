@@ -32,19 +32,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from itertools import accumulate
 from operator import is_
-from typing import Any, TypeAlias
 
 from compactkit.budget.profile import Budget
 from compactkit.budget.tokens import TokenCounter
 from compactkit.errors import BudgetError, ConfigError
 from compactkit.governance._incremental import item_counts, sum_counts
+from compactkit.governance._prompt import Projection
 from compactkit.items import FunctionCallOutput, Item, Message, Tool
 from compactkit.items.groups import group_items
 from compactkit.items.snapshot import MemorySnapshot
 from compactkit.items.view import ItemsChain, ItemsView, Run, same_history, sliceable
-
-Projection: TypeAlias = Any
-"""A ``governance.projector.Projection`` (not imported: the projector imports this module)."""
 
 __all__ = [
     "CACHE_TARGET",

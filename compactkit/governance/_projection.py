@@ -19,7 +19,7 @@ from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors.masking import mask_output
 from compactkit.formats.validate import validate_items
 from compactkit.governance._incremental import extends
-from compactkit.governance._select import Sums
+from compactkit.governance._sums import Sums
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
 from compactkit.items.groups import Group, group_items
 from compactkit.items.snapshot import is_summary_message, leading_instructions

@@ -349,8 +349,8 @@ def test_pruning_the_running_totals_never_changes_a_cached_prefix(
                     memory.add_user_input(item)
                 else:
                     memory.add_output_items([item])
-            pruned._prefixes._prune_at = -1  # prune at this prompt
-            kept._prefixes._prune_at = 10**9
+            pruned._memo._prefixes._prune_at = -1  # prune at this prompt
+            kept._memo._prefixes._prune_at = 10**9
             try:
                 a = pruned.project(memory.snapshot(), tools=TOOLS)
             except BudgetError:

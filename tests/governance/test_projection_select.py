@@ -13,8 +13,11 @@ from hypothesis import strategies as st
 
 from compactkit.budget.tokens import TiktokenCounter
 from compactkit.errors import BudgetError
+from compactkit.governance._plan import budget_error, cut_newest
 from compactkit.governance._projection import Mask, Piece, Pieces
-from compactkit.governance._select import MinTree, Sums, window_start
+from compactkit.governance._render import report_notes, send_valid
+from compactkit.governance._select import refuse_problems
+from compactkit.governance._sums import MinTree, Sums, window_start
 from compactkit.governance.projector import ContextProjector, Projection, ProjectionReport
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, Tool
 from compactkit.items.snapshot import MemorySnapshot, require_snapshot
@@ -39,12 +42,12 @@ class PlainFill(ContextProjector):
         limit = budget if budget is not None else self.budget
         assert limit is not None
         count = self.counter.count_item
-        view = self._views.view(snapshot.items)
-        head = [*self._instructions(instructions), *snapshot.items[: view.lead]]
+        view = self._memo.view(snapshot.items)
+        head = [*self._memo.instructions(instructions), *snapshot.items[: view.lead]]
         if snapshot.summary:
-            head.append(self._messages.get(self.summary_role, snapshot.summary, summary=True))
-        fixed = sum(count(item) for item in head) + self._overhead(self.counter, tools)
-        pieces = Pieces(view, self.counter, self._masker, self.mask_threshold, self.validate)
+            head.append(self._memo.summary(self.summary_role, snapshot.summary))
+        fixed = sum(count(item) for item in head) + self._memo.overhead(tools)
+        pieces = Pieces(view, self.counter, self._memo.masker, self.mask_threshold, self.validate)
         required = view.required()
         newest = view.n_groups - 1 if view.tail is not None and view.n_closed in required else None
         sizes = {index: pieces.get(index).min_tokens for index in required}
@@ -54,11 +57,11 @@ class PlainFill(ContextProjector):
             sizes[newest] += sum(mask.saving for mask in tail.masks)
             over = fixed + sum(sizes.values()) - limit
             if over > 0:
-                cuts, saved_by_cut = self._cut_newest(tail, over)
+                cuts, saved_by_cut = cut_newest(self.counter, tail, over)
                 sizes[newest] -= saved_by_cut
         required_tokens = sum(sizes.values())
         if fixed + required_tokens > limit:
-            raise self._budget_error(snapshot, head, tools, pieces, required, limit, sizes)
+            raise budget_error(self.counter, snapshot, head, tools, pieces, required, limit, sizes)
         remaining = limit - fixed - required_tokens
         window: list[Piece] = []
         with_masks: list[Piece] = []
@@ -78,7 +81,7 @@ class PlainFill(ContextProjector):
         ahead = [pieces.get(index) for index in sorted(required) if index < start]
         problems += [piece for piece in ahead if piece.problem]
         with_masks += [piece for piece in reversed(ahead) if piece.masks and piece.index != newest]
-        self._check(problems)
+        refuse_problems(problems, self.validate)
         masked: list[Mask] = []
         masked_in: set[int] = set()
         for piece in with_masks:
@@ -100,11 +103,13 @@ class PlainFill(ContextProjector):
                 out.extend(piece.items)
             sent += len(piece.items)
         saved = sum(mask.saving for mask in masked)
-        notes = self._notes(view, problems, ahead, start, len(masked), saved, required)
+        notes = report_notes(
+            view, self._rules, problems, ahead, start, len(masked), saved, required
+        )
         if cuts:
             ids = ", ".join(repr(getattr(item, "call_id", "")) for item in cuts.values())
             notes.append(f"cut the newest output(s) {ids} to fit the budget (marked in the text)")
-        out, dropped = self._send_valid(out, notes)
+        out, dropped = send_valid(out, notes, self.validate)
         if dropped:
             remaining += sum(count(item) for item in dropped)
             sent -= len(dropped)
@@ -117,9 +122,7 @@ class PlainFill(ContextProjector):
             notes=tuple(notes),
             masked_call_ids=tuple(mask.original.call_id for mask in masked),
             cached_prefix_tokens=(
-                self._prefixes.observe(self.counter, out, tools, limit - remaining)
-                if observe
-                else 0
+                self._memo.cached_prefix(out, tools, limit - remaining) if observe else 0
             ),
         )
         return Projection(tuple(out), limit - remaining, limit, report)

@@ -1,0 +1,125 @@
+"""What a projector remembers between calls, behind one object: ``ProjectionMemo``.
+
+The projector asks it, on the plain path and the cache-aware path alike, for:
+
+* the structure of a history (``view``: groups, pins, running totals), indexed incrementally as
+  the history grows (``_projection.ViewCache``);
+* the messages it makes from text (the instructions, the summary), one object per text, so the
+  counter's per-item cache hits;
+* the checked tools and their schema tokens, remembered for the tools of the last call;
+* the previous prompt of each session: the cache-aware planner (``_cache.StablePrefix``) and
+  the byte-identical prefix a prompt shares with it (``_cache.PrefixTracker``).
+
+Every cache answers exactly what the plain computation would; each keeps per-turn work
+proportional to what changed, not to the whole history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from operator import is_
+
+from compactkit.budget.tokens import TokenCounter
+from compactkit.errors import ConfigError
+from compactkit.governance._cache import PrefixTracker, StablePrefix
+from compactkit.governance._incremental import MessageCache, OverheadCache
+from compactkit.governance._projection import Masker, View, ViewCache
+from compactkit.governance._prompt import Projection
+from compactkit.items import Item, Message, Tool
+from compactkit.items.snapshot import MemorySnapshot, SummaryRole
+
+__all__ = ["ProjectionMemo", "checked_tools"]
+
+Instructions = str | Sequence[Message] | None
+
+
+class ProjectionMemo:
+    """The caches of one projector (one per ``ContextProjector``; safe across threads)."""
+
+    def __init__(self, counter: TokenCounter, refill: float) -> None:
+        self.counter = counter
+        self.masker = Masker()
+        self._views = ViewCache()
+        self._overhead = OverheadCache()
+        self._messages = MessageCache()
+        self._tools: tuple[Tool, ...] = ()
+        self._prefixes = PrefixTracker()
+        self._stable = StablePrefix(counter, refill)
+
+    def view(self, items: Sequence[Item]) -> View:
+        """The structure of ``items``, reusing what is known of a history it extends."""
+        return self._views.view(items)
+
+    def forget(self, items: Sequence[Item]) -> None:
+        """Drop the structure of the history ``items`` extends (a compaction replaced it)."""
+        self._views.forget(items)
+
+    def tools(self, tools: object) -> tuple[Tool, ...]:
+        """``checked_tools(tools)``, remembered for the tools of the last call: agents pass the
+        same tool objects every turn, and checking them again costs more than comparing them."""
+        seen = self._tools
+        if (
+            isinstance(tools, (list, tuple))
+            and len(tools) == len(seen)
+            and all(map(is_, tools, seen))
+        ):
+            return seen
+        checked = self._tools = checked_tools(tools)
+        return checked
+
+    def overhead(self, tools: Sequence[Tool]) -> int:
+        """The request's tokens beyond its items: the tool schemas and the reply priming."""
+        return self._overhead(self.counter, tools)
+
+    def instructions(self, instructions: Instructions) -> list[Message]:
+        """The instructions as messages, or a ``ConfigError`` for anything else."""
+        if instructions is None:
+            return []
+        if isinstance(instructions, str):
+            return [self._messages.get("system", instructions)] if instructions else []
+        checked: object = instructions
+        if not isinstance(checked, Sequence) or isinstance(checked, (bytes, bytearray)):
+            raise ConfigError(
+                f"instructions must be a string or a list of Messages, got "
+                f"{type(instructions).__name__}"
+            )
+        for item in instructions:
+            if not isinstance(item, Message):
+                raise ConfigError(f"instructions must be messages, got {item!r}")
+        return list(instructions)
+
+    def summary(self, role: SummaryRole, text: str) -> Message:
+        """The summary's own marked message."""
+        return self._messages.get(role, text, summary=True)
+
+    def cached_prefix(self, items: Sequence[Item], tools: Sequence[Tool], tokens: int) -> int:
+        """Tokens of this request that repeat the session's previous prompt byte for byte
+        (and remember this one as the session's latest)."""
+        return self._prefixes.observe(self.counter, items, tools, tokens)
+
+    def extend_previous(
+        self,
+        plain: Callable[..., Projection],
+        snapshot: MemorySnapshot,
+        instructions: Instructions,
+        tools: tuple[Tool, ...],
+        budget: int,
+    ) -> Projection:
+        """Cache-aware mode: the session's previous prompt plus what was appended, or a fresh
+        plan by ``plain`` when that no longer fits (``_cache.StablePrefix``)."""
+        return self._stable.project(plain, snapshot, instructions, tools, budget)
+
+
+def checked_tools(tools: object) -> tuple[Tool, ...]:
+    """``tools`` as ``Tool``s; wire tool dicts get a ``ConfigError`` saying how to convert them."""
+    if tools is None or isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable):
+        raise ConfigError(f"tools must be a list of Tools, got {type(tools).__name__}")
+    checked = tuple(tools)
+    for index, tool in enumerate(checked):
+        if not isinstance(tool, Tool):
+            raise ConfigError(
+                f"tools[{index}] is a {type(tool).__name__}, not a compactkit Tool; convert "
+                "provider tool definitions with tools_from_chat, tools_from_responses or "
+                "tools_from_anthropic (compactkit.formats), or build Tool(name=..., parameters=...)"
+            )
+    return checked

@@ -1,0 +1,185 @@
+"""The projection's first step, ``plan``: what is always sent, and the room it leaves.
+
+``ContextProjector.project`` runs three steps, each a function of what the one before returned:
+``plan`` (here) → ``_select.select`` → ``_render.render``.
+
+A plan holds the head (instructions, the snapshot's leading system messages, the summary), the
+groups never dropped (pinned ones, the latest user input, pending calls, the newest group) with
+their tokens, and the room the budget leaves for the window. It raises ``BudgetError`` when what
+is never dropped does not fit. The newest group is sent whole, never masked: an output of it
+larger than the budget leaves is cut (with a marker saying so), not dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from compactkit.budget.tokens import TokenCounter
+from compactkit.compressors.masking import cut_output
+from compactkit.errors import BudgetError
+from compactkit.governance._memo import ProjectionMemo
+from compactkit.governance._projection import Piece, Pieces, View
+from compactkit.governance._prompt import ValidateMode
+from compactkit.governance._sums import Sums
+from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, Tool
+from compactkit.items.snapshot import MemorySnapshot, SummaryRole
+
+__all__ = ["Plan", "Rules", "plan"]
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """A projector's fixed settings, as the three steps read them."""
+
+    counter: TokenCounter
+    mask_threshold: int
+    summary_role: SummaryRole
+    validate: ValidateMode
+
+
+@dataclass(slots=True)
+class Plan:
+    """What ``plan`` returns: the parts always sent and the room left for the window."""
+
+    snapshot: MemorySnapshot
+    rules: Rules
+    limit: int
+    """The budget the request must fit."""
+    view: View
+    """The history's structure: groups, pins, the running totals over closed groups."""
+    pieces: Pieces
+    """Measures the groups the next steps ask for by index."""
+    sums: Sums
+    head: list[Item]
+    """Instructions, the snapshot's leading system messages, the summary message."""
+    required: dict[int, str]
+    """Groups never dropped, by index, with the part each one is."""
+    needed: dict[int, int]
+    """Their tokens (the newest group whole, minus what cutting saved)."""
+    tail: Piece | None
+    """The open last group, measured."""
+    cuts: dict[int, Item]
+    """``id(output) -> cut output`` for the newest group's outputs cut to fit."""
+    room: int
+    """Tokens the budget leaves for the window."""
+    observe: Callable[[Sequence[Item], int], int] | None
+    """Measures the finished prompt's cached prefix (``None``: report 0)."""
+
+
+def plan(
+    snapshot: MemorySnapshot,
+    instructions: list[Message],
+    tools: Sequence[Tool],
+    limit: int,
+    rules: Rules,
+    memo: ProjectionMemo,
+    observe: Callable[[Sequence[Item], int], int] | None = None,
+) -> Plan:
+    """The head and the groups never dropped, their tokens, and the room left.
+
+    Raises:
+        BudgetError: what is never dropped does not fit ``limit``.
+    """
+    counter = rules.counter
+    view = memo.view(snapshot.items)
+    head = [*instructions, *snapshot.items[: view.lead]]
+    if snapshot.summary:
+        head.append(memo.summary(rules.summary_role, snapshot.summary))
+    fixed = sum(map(counter.count_item, head)) + memo.overhead(tools)
+    pieces = Pieces(view, counter, memo.masker, rules.mask_threshold, rules.validate)
+    sums = pieces.catch_up(reach=limit)
+    required = view.required()
+    needed = {index: pieces.get(index).min_tokens for index in required}
+    n_closed = view.n_closed
+    tail = pieces.get(n_closed) if view.tail is not None else None
+    cuts: dict[int, Item] = {}
+    if tail is not None and n_closed in required:
+        # The newest group is sent whole, never masked; an output of it larger than what
+        # the budget leaves is cut (with a marker saying so), not dropped or masked.
+        needed[n_closed] = tail.min_tokens + sum(mask.saving for mask in tail.masks)
+        over = fixed + sum(needed.values()) - limit
+        if over > 0:
+            cuts, saved_by_cut = cut_newest(counter, tail, over)
+            needed[n_closed] -= saved_by_cut
+    total = fixed + sum(needed.values())
+    if total > limit:
+        raise budget_error(counter, snapshot, head, tools, pieces, required, limit, needed)
+    return Plan(
+        snapshot,
+        rules,
+        limit,
+        view,
+        pieces,
+        sums,
+        head,
+        required,
+        needed,
+        tail,
+        cuts,
+        limit - total,
+        observe,
+    )
+
+
+def cut_newest(counter: TokenCounter, tail: Piece, over: int) -> tuple[dict[int, Item], int]:
+    """Cuts of the newest group's outputs, largest first, until ``over`` tokens are saved
+    (or nothing more can be): ``id(original) -> cut output``, and the tokens saved."""
+    count = counter.count_item
+    names = {item.call_id: item.name for item in tail.items if isinstance(item, FunctionCall)}
+    outputs = sorted(
+        (item for item in tail.items if isinstance(item, FunctionCallOutput)),
+        key=count,
+        reverse=True,
+    )
+    cuts: dict[int, Item] = {}
+    saved = 0
+    for output in outputs:
+        if saved >= over:
+            break
+        size = count(output)
+        cut = cut_output(
+            output,
+            max_tokens=max(0, size - (over - saved)),
+            counter=counter,
+            tool=names.get(output.call_id),
+        )
+        if count(cut) < size:  # (the marker alone may be longer than a short output)
+            cuts[id(output)] = cut
+            saved += size - count(cut)
+    return cuts, saved
+
+
+def budget_error(
+    counter: TokenCounter,
+    snapshot: MemorySnapshot,
+    head: Sequence[Item],
+    tools: Sequence[Tool],
+    pieces: Pieces,
+    required: dict[int, str],
+    limit: int,
+    sizes: Mapping[int, int] | None = None,
+) -> BudgetError:
+    """The ``BudgetError`` naming the largest part of what is never dropped."""
+    count = counter.count_item
+    summary = count(head[-1]) if snapshot.summary else 0
+    priming = counter.count_overhead(())
+    parts = {
+        "system instructions": sum(count(item) for item in head) - summary,
+        "summary": summary,
+        "tools": counter.count_overhead(tools) - priming,
+        "reply priming": priming,
+    }
+    for index, part in required.items():
+        size = sizes[index] if sizes is not None else pieces.get(index).min_tokens
+        parts[part] = parts.get(part, 0) + size
+    total = sum(parts.values())
+    part, tokens = max(parts.items(), key=lambda entry: entry[1])
+    others = ", ".join(f"{name} {size:,}" for name, size in parts.items() if size)
+    return BudgetError(
+        f"{part}: {tokens:,} tokens; budget {limit:,} (irreducible total {total:,}: "
+        f"{others}). Raise the budget or make the {part} smaller",
+        part=part,
+        tokens=tokens,
+        budget=limit,
+    )
