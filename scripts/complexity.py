@@ -4,8 +4,12 @@ Run ``python scripts/complexity.py`` to print the numbers (share of radon blocks
 complexity >= 11, the longest functions); ``--check`` exits non-zero when the rule is broken.
 CI runs it with ``--check`` (``.ci/run``); ``tests/test_complexity.py`` runs the same check.
 
-Table-driven parsers whose tables are data may exceed the length limit: list them in
-``LONG_BY_DESIGN`` with the reason.
+Lengths do not count docstrings. Table-driven parsers whose tables are data may exceed the
+length limit: list them in ``LONG_BY_DESIGN`` with the reason.
+
+``KNOWN_OFFENDERS`` is the debt left when the gate was added (issue 31): functions that still
+break the rule. The check fails on any function that breaks it and is not listed, so the list
+can only shrink: split one, then delete its line.
 """
 
 from __future__ import annotations
@@ -25,7 +29,44 @@ MAX_LONG_SHARE = 0.01
 COMPLEX_BLOCK = 11  # radon's grade C and above: the share the issue reports
 
 # "path:qualified name" -> why its length is data, not logic.
-LONG_BY_DESIGN: dict[str, str] = {}
+LONG_BY_DESIGN: dict[str, str] = {
+    "compactkit/sql/_schema.py:tables": "the table definitions (columns, indexes) are data",
+    "compactkit/cli/eval.py:_register_eval": "an argparse table: one add_argument per option",
+}
+
+# Over the limits when the gate was added; each line goes once its function is split.
+KNOWN_OFFENDERS: frozenset[str] = frozenset(
+    {
+        "compactkit/checkup/_checks.py:check_drift",
+        "compactkit/checkup/_checks.py:check_tool_pairs",
+        "compactkit/checkup/timeline.py:_chart",
+        "compactkit/cli/compact.py:_compact",
+        "compactkit/cli/eval.py:_run",
+        "compactkit/cli/inspect.py:_inspect",
+        "compactkit/compressors/_facts.py:identifiers_in",
+        "compactkit/compressors/_facts.py:values_in_prose",
+        "compactkit/compressors/digest/_extract.py:_Digest.call",
+        "compactkit/compressors/digest/compressor.py:DigestCompressor._compress_measured",
+        "compactkit/compressors/summary/_chunks.py:cut_chunks",
+        "compactkit/compressors/summary/compressor.py:SummaryCompressor.__init__",
+        "compactkit/compressors/summary/compressor.py:SummaryCompressor._plan",
+        "compactkit/evals/_html.py:scatter",
+        "compactkit/evals/log_probes.py:_shell_files",
+        "compactkit/evals/report.py:_compressor",
+        "compactkit/evals/runner.py:run_one",
+        "compactkit/evals/runner.py:run_suite",
+        "compactkit/formats/chat.py:validate_chat",
+        "compactkit/formats/responses.py:_item_from_responses",
+        "compactkit/integrations/_governed.py:Governors.build",
+        "compactkit/integrations/_wire.py:WireConverter.from_items",
+        "compactkit/integrations/messages.py:MessageCompactor.__init__",
+        "compactkit/integrations/openai_agents.py:CompactkitSession.__init__",
+        "compactkit/runtime/agent.py:Agent.__init__",
+        "compactkit/sql/_compaction.py:Compactions.apply",
+        "compactkit/sql/_compaction.py:Compactions.undo_last_compaction",
+        "compactkit/sql/_writes.py:Writes.restore",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -54,6 +95,18 @@ def _functions(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.As
     yield from walk(tree, "")
 
 
+def _docstring_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """Lines of the function's docstring (prose, not code: not counted in its length)."""
+    first = node.body[0] if node.body else None
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        return (first.end_lineno or first.lineno) - first.lineno + 1
+    return 0
+
+
 def measure(root: Path) -> tuple[list[Function], int, int]:
     """Every function under ``root``, plus radon's blocks (functions, methods, classes) and
     how many of them are at or above grade C."""
@@ -70,7 +123,7 @@ def measure(root: Path) -> tuple[list[Function], int, int]:
                 complexity[(closure.name, closure.lineno)] = closure.complexity
             complexity[(block.name, block.lineno)] = block.complexity
         for name, node in _functions(ast.parse(source)):
-            lines = (node.end_lineno or node.lineno) - node.lineno + 1
+            lines = (node.end_lineno or node.lineno) - node.lineno + 1 - _docstring_lines(node)
             cc = complexity.get((node.name, node.lineno), 1)
             functions.append(Function(f"{rel}:{name}", lines, cc))
     return functions, blocks, complex_blocks
@@ -84,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     functions, blocks, complex_blocks = measure(Path(args.root))
     too_complex = [f for f in functions if f.complexity > MAX_COMPLEXITY]
     long = [f for f in functions if f.lines > LONG_FUNCTION_LINES and f.where not in LONG_BY_DESIGN]
+    new = sorted({f.where for f in [*too_complex, *long]} - KNOWN_OFFENDERS)
+    fixed = sorted(KNOWN_OFFENDERS - {f.where for f in [*too_complex, *long]})
     allowed_long = int(len(functions) * MAX_LONG_SHARE)
     print(f"functions: {len(functions)}; radon blocks: {blocks}")
     print(
@@ -95,8 +150,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"functions over {LONG_FUNCTION_LINES} lines: {len(long)} (allowed: {allowed_long})")
     for f in sorted(long, key=lambda f: -f.lines):
         print(f"  {f.lines:4d}  {f.where}")
-    if args.check and (too_complex or len(long) > allowed_long):
-        print("complexity gate: FAILED (split the functions listed above)", file=sys.stderr)
+    met = not too_complex and len(long) <= allowed_long
+    print(f"rule met: {'yes' if met else 'no'}; known offenders left: {len(KNOWN_OFFENDERS)}")
+    for where in fixed:
+        print(f"  no longer an offender (delete it from KNOWN_OFFENDERS): {where}")
+    if args.check and new:
+        print("complexity gate: FAILED; new offenders (split them):", file=sys.stderr)
+        for where in new:
+            print(f"  {where}", file=sys.stderr)
         return 1
     return 0
 

@@ -122,76 +122,25 @@ class LadderCompressor:
                 tokens_before=before,
                 details=details,
             )
-        originals = {i.call_id: i for i in snapshot.items if isinstance(i, FunctionCallOutput)}
-        current, tokens = snapshot, before
-        # The default steps count with this ladder's counter and tools: each is handed what was
-        # measured already (the tokens, the layout) instead of measuring the history again.
-        measured: Measured | None = (
-            Measured(snapshot, before, Layout.of(snapshot.items)) if self.steps is None else None
-        )
-        used: list[str] = []
-        failures: list[tuple[str, str, BaseException | None]] = []
-        for step in self.rungs():
-            label = str(getattr(step, "name", type(step).__name__))
-            try:
-                outcome: CompactResult
-                if measured is not None and isinstance(step, MaskingCompressor):
-                    outcome, masked = step._compress_measured(measured)
-                elif measured is not None and isinstance(step, DigestCompressor):
-                    outcome, masked = step._compress_measured(measured, originals), None
-                else:
-                    masked = None
-                    with_originals = getattr(step, "compress_with_originals", None)
-                    if callable(with_originals):
-                        outcome = with_originals(current, originals)
-                    else:
-                        outcome = step.compress(current)
-            except Exception as exc:  # a step breaking its contract must not lose the input
-                failures.append((label, f"{type(exc).__name__}: {exc}", exc))
-                details["steps"].append({"step": label, "outcome": "failed", "error": str(exc)})
-                continue
-            record = {"step": label, "outcome": outcome.outcome, **outcome.stats.details}
-            if outcome.outcome == "failed":
-                failures.append((label, outcome.error or "failed", outcome.cause))
-                record["error"] = outcome.error
-            elif outcome.changed:
-                current = outcome.snapshot
-                counted = outcome.stats.tokens_after
-                if masked is not None:
-                    tokens = masked.tokens
-                elif measured is not None and isinstance(step, DigestCompressor) and counted:
-                    tokens = counted  # the digest counted it with this ladder's counter and tools
-                else:
-                    tokens = request_tokens(current, counter, self.tools)
-                measured = masked
-                used.append(label)
-            record["tokens_after"] = tokens
-            details["steps"].append(record)
-            if tokens <= target:
-                break
+        current, tokens, used, failures = self._climb(snapshot, before, details)
+        return self._conclude(snapshot, before, current, tokens, used, failures, details)
+
+    def _conclude(
+        self,
+        snapshot: MemorySnapshot,
+        before: int,
+        current: MemorySnapshot,
+        tokens: int,
+        used: list[str],
+        failures: list[tuple[str, str, BaseException | None]],
+        details: dict[str, Any],
+    ) -> CompactResult:
+        """The ladder's result: compacted (a fallback when a rung failed on the way), the
+        reduction kept when only never-reducible parts remain over the target, else failed."""
+        counter, target = self.counter, self.target_tokens
         details["target_met"] = tokens <= target
-        parts = (
-            sorted(irreducible(current, counter, self.tools), key=lambda p: -p[1])
-            if tokens > target
-            else []
-        )
-        if tokens > target and used and tokens < before and sum(t for _, t in parts) >= tokens:
-            # Everything that could be reduced was: what is left may never be (the newest
-            # group, the latest input, pins). Keep the reduction rather than none at all.
-            details["irreducible"] = dict(parts)
-            details["target_unreachable"] = (
-                f"the parts no compressor may reduce take {tokens:,} tokens, over the target "
-                f"{target:,}: " + ", ".join(f"{name} ({size:,} tokens)" for name, size in parts)
-            )
-        elif tokens > target:
-            listing = ", ".join(f"{name} ({size:,} tokens)" for name, size in parts)
-            error = (
-                f"cannot reach target {target:,} tokens: {tokens:,} remain after "
-                f"{', '.join(used) or 'every step'}; what cannot be reduced: {listing}"
-            )
-            if failures:
-                error += "; " + "; ".join(f"{name} failed: {why}" for name, why, _ in failures)
-            details["irreducible"] = dict(parts)
+        error = self._short_of_target(before, current, tokens, used, failures, details)
+        if error is not None:
             cause = failures[-1][2] if failures else None
             return result(
                 self.name,
@@ -220,3 +169,100 @@ class LadderCompressor:
                 update={"outcome": "fallback", "error": error, "cause": failures[-1][2]}
             )
         return done
+
+    def _short_of_target(
+        self,
+        before: int,
+        current: MemorySnapshot,
+        tokens: int,
+        used: list[str],
+        failures: list[tuple[str, str, BaseException | None]],
+        details: dict[str, Any],
+    ) -> str | None:
+        """When ``tokens`` is over the target: the error of a failed climb, or ``None`` when
+        only parts no compressor may reduce remain (the reduction is kept, and said in
+        ``details``). ``None`` too when the target is met."""
+        target = self.target_tokens
+        if tokens <= target:
+            return None
+        parts = sorted(irreducible(current, self.counter, self.tools), key=lambda p: -p[1])
+        details["irreducible"] = dict(parts)
+        listing = ", ".join(f"{name} ({size:,} tokens)" for name, size in parts)
+        if used and tokens < before and sum(t for _, t in parts) >= tokens:
+            # Everything that could be reduced was: what is left may never be (the newest
+            # group, the latest input, pins). Keep the reduction rather than none at all.
+            details["target_unreachable"] = (
+                f"the parts no compressor may reduce take {tokens:,} tokens, over the target "
+                f"{target:,}: " + listing
+            )
+            return None
+        error = (
+            f"cannot reach target {target:,} tokens: {tokens:,} remain after "
+            f"{', '.join(used) or 'every step'}; what cannot be reduced: {listing}"
+        )
+        if failures:
+            error += "; " + "; ".join(f"{name} failed: {why}" for name, why, _ in failures)
+        return error
+
+    def _climb(
+        self, snapshot: MemorySnapshot, before: int, details: dict[str, Any]
+    ) -> tuple[MemorySnapshot, int, list[str], list[tuple[str, str, BaseException | None]]]:
+        """Run the rungs in order until the target is met: the snapshot reached, its tokens,
+        the rungs that changed it and those that failed (each recorded in ``details``)."""
+        counter, target = self.counter, self.target_tokens
+        originals = {i.call_id: i for i in snapshot.items if isinstance(i, FunctionCallOutput)}
+        current, tokens = snapshot, before
+        # The default steps count with this ladder's counter and tools: each is handed what was
+        # measured already (the tokens, the layout) instead of measuring the history again.
+        measured: Measured | None = (
+            Measured(snapshot, before, Layout.of(snapshot.items)) if self.steps is None else None
+        )
+        used: list[str] = []
+        failures: list[tuple[str, str, BaseException | None]] = []
+        for step in self.rungs():
+            label = str(getattr(step, "name", type(step).__name__))
+            try:
+                outcome, masked = _run_rung(step, current, measured, originals)
+            except Exception as exc:  # a step breaking its contract must not lose the input
+                failures.append((label, f"{type(exc).__name__}: {exc}", exc))
+                details["steps"].append({"step": label, "outcome": "failed", "error": str(exc)})
+                continue
+            record = {"step": label, "outcome": outcome.outcome, **outcome.stats.details}
+            if outcome.outcome == "failed":
+                failures.append((label, outcome.error or "failed", outcome.cause))
+                record["error"] = outcome.error
+            elif outcome.changed:
+                current = outcome.snapshot
+                counted = outcome.stats.tokens_after
+                if masked is not None:
+                    tokens = masked.tokens
+                elif measured is not None and isinstance(step, DigestCompressor) and counted:
+                    tokens = counted  # the digest counted it with this ladder's counter and tools
+                else:
+                    tokens = request_tokens(current, counter, self.tools)
+                measured = masked
+                used.append(label)
+            record["tokens_after"] = tokens
+            details["steps"].append(record)
+            if tokens <= target:
+                break
+        return current, tokens, used, failures
+
+
+def _run_rung(
+    step: MemoryCompressor,
+    current: MemorySnapshot,
+    measured: Measured | None,
+    originals: dict[str, FunctionCallOutput],
+) -> tuple[CompactResult, Measured | None]:
+    """One rung's result, and what it measured when it is a default step handed the ladder's
+    measurement (``measured``); the original outputs go to a step that reads them."""
+    if measured is not None and isinstance(step, MaskingCompressor):
+        return step._compress_measured(measured)
+    if measured is not None and isinstance(step, DigestCompressor):
+        return step._compress_measured(measured, originals), None
+    with_originals = getattr(step, "compress_with_originals", None)
+    if callable(with_originals):
+        outcome: CompactResult = with_originals(current, originals)
+        return outcome, None
+    return step.compress(current), None

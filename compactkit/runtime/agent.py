@@ -115,43 +115,20 @@ class Agent:
             )
         if not isinstance(model, str) or not model:
             raise ConfigError(f"model must be a model name, got {model!r}")
-        if governor is not None:
-            given = {
-                name
-                for name, value in (
-                    ("budget", budget),
-                    ("trigger", trigger),
-                    ("target", target),
-                    ("projector", projector),
-                    ("policy", policy),
-                    ("compressor", compressor),
-                    ("summary_role", summary_role),
-                    ("before_compaction", before_compaction),
-                    ("registry", registry),
-                )
-                if value is not None
-            }
-            if given or not compaction:
-                raise ConfigError(
-                    f"governor= already holds the governance parts; do not also pass "
-                    f"{', '.join(sorted(given)) or 'compaction=False'} (build the governor with them)"
-                )
-            if not isinstance(governor, Governor):
-                raise ConfigError(f"governor must be a Governor, got {type(governor).__name__}")
-        else:
-            governor = Governor.for_model(
-                model,
-                budget=budget,
-                trigger=trigger,
-                target=target,
-                registry=registry,
-                projector=projector,
-                policy=policy,
-                compressor=compressor,
-                compaction=compaction,
-                summary_role=summary_role,
-                before_compaction=before_compaction,
-            )
+        governor = _governor_for(
+            model,
+            governor,
+            budget=budget,
+            trigger=trigger,
+            target=target,
+            registry=registry,
+            projector=projector,
+            policy=policy,
+            compressor=compressor,
+            compaction=compaction,
+            summary_role=summary_role,
+            before_compaction=before_compaction,
+        )
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             raise ConfigError(f"max_steps must be a positive int, got {max_steps!r}")
         if tool_timeout is not None and tool_timeout <= 0:
@@ -163,27 +140,13 @@ class Agent:
         check_lease_times(lease_timeout, lease_ttl)
         if on_event is not None and not callable(on_event):
             raise ConfigError(f"on_event must be callable, got {on_event!r:.80}")
-        if isinstance(instructions, str) or instructions is None:
-            self.instructions: str | tuple[Message, ...] | None = instructions
-        else:
-            self.instructions = tuple(instructions)
-            for item in self.instructions:
-                if not isinstance(item, Message):
-                    raise ConfigError(
-                        f"instructions must be a string or messages, got {item!r:.80}"
-                    )
+        self.instructions: str | tuple[Message, ...] | None = _checked_instructions(instructions)
         self.model = model
         self.api: Api = api
         self.tools: dict[str, FunctionTool] = as_tools(tools)
         self.recall = bool(recall)
         if self.recall:
-            taken = sorted(set(RECALL_TOOL_NAMES) & set(self.tools))
-            if taken:
-                raise ConfigError(
-                    f"recall=True adds tools named {RECALL_TOOL_NAMES!r}; rename your tools "
-                    f"{taken!r} or drop recall=True"
-                )
-            self.tools.update({t.name: t for t in recall_tools(InMemoryMemory())})
+            _add_recall_tools(self.tools)
         self.schemas: tuple[Tool, ...] = tuple(t.schema() for t in self.tools.values())
         self.memory_factory = memory_factory or (lambda _session_id: InMemoryMemory())
         self.governor = governor
@@ -246,3 +209,83 @@ class Agent:
         if not isinstance(session, AgentSession):
             raise ConfigError(f"session must be an AgentSession, got {type(session).__name__}")
         return RunnableSession.bind(self, session)
+
+
+def _governor_for(
+    model: str,
+    governor: Governor | None,
+    *,
+    budget: int | None,
+    trigger: TriggerLike | int | float | None,
+    target: int | float | None,
+    registry: ProfileRegistry | None,
+    projector: ContextProjector | None,
+    policy: CompactPolicy | None,
+    compressor: MemoryCompressor | None,
+    compaction: bool,
+    summary_role: SummaryRole | None,
+    before_compaction: Callable[[CompactionRequest], bool] | None,
+) -> Governor:
+    """The agent's governor: the one given (then no governance part may be given beside it),
+    else ``Governor.for_model`` with the parts given."""
+    if governor is None:
+        return Governor.for_model(
+            model,
+            budget=budget,
+            trigger=trigger,
+            target=target,
+            registry=registry,
+            projector=projector,
+            policy=policy,
+            compressor=compressor,
+            compaction=compaction,
+            summary_role=summary_role,
+            before_compaction=before_compaction,
+        )
+    given = {
+        name
+        for name, value in (
+            ("budget", budget),
+            ("trigger", trigger),
+            ("target", target),
+            ("projector", projector),
+            ("policy", policy),
+            ("compressor", compressor),
+            ("summary_role", summary_role),
+            ("before_compaction", before_compaction),
+            ("registry", registry),
+        )
+        if value is not None
+    }
+    if given or not compaction:
+        raise ConfigError(
+            f"governor= already holds the governance parts; do not also pass "
+            f"{', '.join(sorted(given)) or 'compaction=False'} (build the governor with them)"
+        )
+    if not isinstance(governor, Governor):
+        raise ConfigError(f"governor must be a Governor, got {type(governor).__name__}")
+    return governor
+
+
+def _checked_instructions(
+    instructions: str | Sequence[Message] | None,
+) -> str | tuple[Message, ...] | None:
+    """The agent's instructions as kept: a string, ``None``, or a tuple of messages."""
+    if isinstance(instructions, str) or instructions is None:
+        return instructions
+    checked = tuple(instructions)
+    for item in checked:
+        if not isinstance(item, Message):
+            raise ConfigError(f"instructions must be a string or messages, got {item!r:.80}")
+    return checked
+
+
+def _add_recall_tools(tools: dict[str, FunctionTool]) -> None:
+    """``recall=True``: the recall tools join the agent's (a name they take is refused)."""
+    taken = sorted(set(RECALL_TOOL_NAMES) & set(tools))
+    if taken:
+        raise ConfigError(
+            f"recall=True adds tools named {RECALL_TOOL_NAMES!r}; rename your tools "
+            f"{taken!r} or drop recall=True"
+        )
+    tools.update({t.name: t for t in recall_tools(InMemoryMemory())})

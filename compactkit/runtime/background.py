@@ -395,46 +395,12 @@ class BackgroundCompaction:
             applied = memory.apply(result)
         except (ConcurrencyError, ConfigError) as exc:
             self.stats.discarded += 1
-            error = f"not applied, the memory no longer holds the span it folded: {exc}"
-            event = BackgroundCompactionEvent(
-                "discarded",
-                job.name,
-                started_version=job.snapshot.version,
-                waited_s=waited,
-                tokens_before=result.stats.tokens_before,
-                tokens_after=result.stats.tokens_after,
-                error=error,
-                result=result,
-            )
-            return [governor.emit(event)]
+            return [governor.emit(_discarded(job, result, waited, exc))]
         if not applied:
             return []
         self.stats.applied += 1
         governor.record_compaction(memory)
-        stats = result.stats
-        done = BackgroundCompactionEvent(
-            "applied",
-            job.name,
-            started_version=job.snapshot.version,
-            waited_s=waited,
-            tokens_before=stats.tokens_before,
-            tokens_after=stats.tokens_after,
-            result=result,
-        )
-        compaction = CompactionEvent(
-            outcome=result.outcome,
-            applied=True,
-            forced=False,
-            compressor=stats.compressor,
-            tokens_before=stats.tokens_before,
-            tokens_after=stats.tokens_after,
-            items_before=stats.items_before,
-            items_after=stats.items_after,
-            error=result.error,
-            result=result,
-            cost=compaction_cost(result, model=job.request.model),
-        )
-        return [governor.emit(done), governor.emit(compaction)]
+        return [governor.emit(event) for event in _applied(job, result, waited)]
 
     def _report(
         self,
@@ -574,3 +540,50 @@ class _StepArgs:
         return governor.finish(
             memory, plan, result, instructions=self.instructions, tools=self.tools
         )
+
+
+def _discarded(
+    job: Job, result: CompactResult, waited: float | None, exc: Exception
+) -> BackgroundCompactionEvent:
+    """The event of a result ``memory.apply`` refused: the span it folded is gone."""
+    return BackgroundCompactionEvent(
+        "discarded",
+        job.name,
+        started_version=job.snapshot.version,
+        waited_s=waited,
+        tokens_before=result.stats.tokens_before,
+        tokens_after=result.stats.tokens_after,
+        error=f"not applied, the memory no longer holds the span it folded: {exc}",
+        result=result,
+    )
+
+
+def _applied(
+    job: Job, result: CompactResult, waited: float | None
+) -> tuple[BackgroundCompactionEvent, CompactionEvent]:
+    """The events of a background result applied: the background one, then the compaction
+    (as a foreground compaction reports it)."""
+    stats = result.stats
+    done = BackgroundCompactionEvent(
+        "applied",
+        job.name,
+        started_version=job.snapshot.version,
+        waited_s=waited,
+        tokens_before=stats.tokens_before,
+        tokens_after=stats.tokens_after,
+        result=result,
+    )
+    compaction = CompactionEvent(
+        outcome=result.outcome,
+        applied=True,
+        forced=False,
+        compressor=stats.compressor,
+        tokens_before=stats.tokens_before,
+        tokens_after=stats.tokens_after,
+        items_before=stats.items_before,
+        items_after=stats.items_after,
+        error=result.error,
+        result=result,
+        cost=compaction_cost(result, model=job.request.model),
+    )
+    return done, compaction

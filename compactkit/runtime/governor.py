@@ -224,33 +224,16 @@ class Governor:
             raise ConfigError.unknown_options(
                 "Governor.for_model", unknown, [n for n in known if n not in ("model", "unknown")]
             )
-        if not isinstance(model, str) or not model:
-            raise ConfigError(f"model must be a model name, got {model!r}")
-        if not compaction and (policy is not None or compressor is not None):
-            raise ConfigError(
-                "compaction=False turns compaction off: do not pass policy= or compressor= "
-                "with it (drop compaction=False to use them)"
-            )
-        if projector is not None and summary_role is not None:
-            raise ConfigError(
-                "summary_role= configures the default projector; with projector= given, build "
-                "it with ContextProjector(..., summary_role=...) instead"
-            )
-        shaped = (trigger, target)
-        if projector is not None and budget is not None:
-            raise ConfigError(
-                "budget= sizes the default projector; with projector= given, build it with "
-                "ContextProjector.for_model(model, budget=...) instead"
-            )
-        if policy is not None and any(option is not None for option in shaped):
-            raise ConfigError(
-                "policy= already says when to compact and down to what: do not pass trigger= "
-                "or target= with it (or drop policy=)"
-            )
-        if not compaction and any(option is not None for option in shaped):
-            raise ConfigError(
-                "compaction=False turns compaction off: trigger= and target= would not be used"
-            )
+        _check_for_model(
+            model,
+            compaction=compaction,
+            budget=budget,
+            shaped=(trigger, target),
+            projector=projector,
+            policy=policy,
+            compressor=compressor,
+            summary_role=summary_role,
+        )
         usable, _, _ = model_thresholds(model, budget, registry)
         if projector is None:
             options: dict[str, Any] = {} if summary_role is None else {"summary_role": summary_role}
@@ -618,6 +601,47 @@ class Governor:
             ladder = LadderCompressor(target_tokens=target, counter=self.counter, tools=tools)
             self._ladder = (key, target, ladder)
             return ladder
+
+
+def _check_for_model(
+    model: object,
+    *,
+    compaction: bool,
+    budget: int | None,
+    shaped: tuple[object, object],
+    projector: ContextProjector | None,
+    policy: CompactPolicy | None,
+    compressor: MemoryCompressor | None,
+    summary_role: SummaryRole | None,
+) -> None:
+    """``Governor.for_model``'s options that contradict each other: a ``ConfigError`` naming
+    the fix (``shaped`` is ``(trigger, target)``)."""
+    if not isinstance(model, str) or not model:
+        raise ConfigError(f"model must be a model name, got {model!r}")
+    if not compaction and (policy is not None or compressor is not None):
+        raise ConfigError(
+            "compaction=False turns compaction off: do not pass policy= or compressor= "
+            "with it (drop compaction=False to use them)"
+        )
+    if projector is not None and summary_role is not None:
+        raise ConfigError(
+            "summary_role= configures the default projector; with projector= given, build "
+            "it with ContextProjector(..., summary_role=...) instead"
+        )
+    if projector is not None and budget is not None:
+        raise ConfigError(
+            "budget= sizes the default projector; with projector= given, build it with "
+            "ContextProjector.for_model(model, budget=...) instead"
+        )
+    if policy is not None and any(option is not None for option in shaped):
+        raise ConfigError(
+            "policy= already says when to compact and down to what: do not pass trigger= "
+            "or target= with it (or drop policy=)"
+        )
+    if not compaction and any(option is not None for option in shaped):
+        raise ConfigError(
+            "compaction=False turns compaction off: trigger= and target= would not be used"
+        )
 
 
 def default_policy(

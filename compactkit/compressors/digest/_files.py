@@ -114,18 +114,8 @@ def file_ops(name: str, args: dict[str, object]) -> list[FileOp]:
     paths = [str(value) for k in _PATH_KEYS if isinstance(value := args.get(k), str)]
     if args.keys().isdisjoint(_DETAIL_KEYS):
         return _by_name(name, paths)
-    if not args.keys().isdisjoint(_LIST_KEYS):
-        for key in _LIST_KEYS:
-            value = args.get(key)
-            if isinstance(value, list):
-                paths += [str(v) for v in value if isinstance(v, str)]
-    action = ""
-    if not args.keys().isdisjoint(_ACTION_KEYS):
-        for key in _ACTION_KEYS:
-            value = args.get(key)
-            if isinstance(value, str) and value in _ACTIONS:
-                action = str(value)
-                break
+    paths += _listed_paths(args)
+    action = _action_of(args)
     patch = _first_str(args, _PATCH_KEYS)
     if isinstance(patch, str) and ("*** " in patch or "+++ " in patch):
         return list(_patch_ops(patch))
@@ -142,36 +132,77 @@ def file_ops(name: str, args: dict[str, object]) -> list[FileOp]:
     if not modified and not reads and not action:
         return []
     if not modified:
-        what = "read"
-        if args.keys().isdisjoint(_READ_KEYS) and args.keys().isdisjoint(_SEARCH_KEYS):
-            return [FileOp(p, False, what) for p in paths]
-        span = args.get("view_range") or args.get("range") or args.get("lines")
-        start, end = (
-            args.get("start_line") or args.get("offset"),
-            args.get("end_line") or args.get("limit"),
-        )
-        if isinstance(span, list) and len(span) == 2:
-            what = f"read lines {span[0]}-{span[1]}"
-        elif "limit" in args and start is not None:
-            what = f"read {end} lines from line {start}"
-        elif start is not None or end is not None:
-            what = f"read lines {start or 1}-{end or 'end'}"
-        pattern = args.get("pattern") or args.get("query") or args.get("regex")
-        if isinstance(pattern, str):
-            what = f"searched for {code(pattern, 60)}"
-        return [FileOp(p, False, what) for p in paths]
+        return [FileOp(p, False, _read_what(args)) for p in paths]
     if "delete" in action or (not action and deletes):
         what = "deleted"
-    elif isinstance(old, str) and isinstance(new, str):
-        what = f"edited {code(old, 40)} → {code(new, 40)}"
-    elif ("insert" in action and isinstance(new, str)) or isinstance(args.get("insert_line"), int):
-        what = f"inserted {code(str(new or args.get('new_str') or ''), 60)} at line {args.get('insert_line')}"
-    elif isinstance(content, str):
-        lines = content.count("\n") + (0 if content.endswith("\n") else 1)
-        what = f"{'created' if 'create' in (action or name.lower()) else 'wrote'} ({lines} lines)"
     else:
-        what = action or name
+        what = _write_what(name, args, action, old, new, content)
     return [FileOp(p, True, what) for p in paths]
+
+
+def _listed_paths(args: dict[str, object]) -> list[str]:
+    """The paths of the arguments that list several (``paths``, ``files``, ...)."""
+    if args.keys().isdisjoint(_LIST_KEYS):
+        return []
+    paths: list[str] = []
+    for key in _LIST_KEYS:
+        value = args.get(key)
+        if isinstance(value, list):
+            paths += [str(v) for v in value if isinstance(v, str)]
+    return paths
+
+
+def _action_of(args: dict[str, object]) -> str:
+    """The action an argument names (``command="str_replace"``, ...), or ``""``."""
+    if args.keys().isdisjoint(_ACTION_KEYS):
+        return ""
+    for key in _ACTION_KEYS:
+        value = args.get(key)
+        if isinstance(value, str) and value in _ACTIONS:
+            return str(value)
+    return ""
+
+
+def _read_what(args: dict[str, object]) -> str:
+    """What a reading call did: read (which lines), or searched (for what)."""
+    what = "read"
+    if args.keys().isdisjoint(_READ_KEYS) and args.keys().isdisjoint(_SEARCH_KEYS):
+        return what
+    span = args.get("view_range") or args.get("range") or args.get("lines")
+    start, end = (
+        args.get("start_line") or args.get("offset"),
+        args.get("end_line") or args.get("limit"),
+    )
+    if isinstance(span, list) and len(span) == 2:
+        what = f"read lines {span[0]}-{span[1]}"
+    elif "limit" in args and start is not None:
+        what = f"read {end} lines from line {start}"
+    elif start is not None or end is not None:
+        what = f"read lines {start or 1}-{end or 'end'}"
+    pattern = args.get("pattern") or args.get("query") or args.get("regex")
+    if isinstance(pattern, str):
+        what = f"searched for {code(pattern, 60)}"
+    return what
+
+
+def _write_what(
+    name: str,
+    args: dict[str, object],
+    action: str,
+    old: str | None,
+    new: str | None,
+    content: str | None,
+) -> str:
+    """What a modifying call (not a delete) did: edited, inserted, created or wrote."""
+    if isinstance(old, str) and isinstance(new, str):
+        return f"edited {code(old, 40)} → {code(new, 40)}"
+    if ("insert" in action and isinstance(new, str)) or isinstance(args.get("insert_line"), int):
+        inserted = code(str(new or args.get("new_str") or ""), 60)
+        return f"inserted {inserted} at line {args.get('insert_line')}"
+    if isinstance(content, str):
+        lines = content.count("\n") + (0 if content.endswith("\n") else 1)
+        return f"{'created' if 'create' in (action or name.lower()) else 'wrote'} ({lines} lines)"
+    return action or name
 
 
 def _files_named(
