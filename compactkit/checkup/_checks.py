@@ -10,11 +10,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from compactkit.checkup._sources import StoredSession, seqs_of
 from compactkit.compressors import digest_items
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, item_text
 from compactkit.items.snapshot import SUMMARY_NAME, is_summary_message, looks_sealed
+
+if TYPE_CHECKING:
+    from compactkit.sql.records import CompactionRecord
 
 __all__ = ["Check", "SESSION_CHECKS", "isolation_checks", "refs"]
 
@@ -92,21 +96,11 @@ def check_tool_pairs(session: StoredSession) -> Check:
     ]
     # Calls still waiting at the very end are pending (the run stopped before its tools
     # answered); an unanswered call with anything after it means the output was never written.
-    trailing: set[str] = set()
-    for item in reversed(items):
-        if not isinstance(item, FunctionCall):
-            break
-        trailing.add(item.call_id)
+    trailing = _trailing_calls(items)
     unanswered = [
         _seq(c) for cid, c in calls.items() if cid not in answered and cid not in trailing
     ]
-    seen: set[str] = set()
-    duplicated = []
-    for item in items:
-        if isinstance(item, FunctionCall):
-            if item.call_id in seen:
-                duplicated.append(_seq(item))
-            seen.add(item.call_id)
+    duplicated = _reused_call_ids(items)
     problems = []
     if unanswered:
         problems.append(f"{len(unanswered)} tool call(s) have no output")
@@ -128,6 +122,28 @@ def check_tool_pairs(session: StoredSession) -> Check:
         "write each tool result with memory.add_tool_output(call_id, output) using the call_id "
         "of the call it answers, right after the tool runs (the runtime's three writes)",
     )
+
+
+def _trailing_calls(items: Sequence[Item]) -> set[str]:
+    """The call ids of the calls at the very end (pending: their outputs come next)."""
+    trailing: set[str] = set()
+    for item in reversed(items):
+        if not isinstance(item, FunctionCall):
+            break
+        trailing.add(item.call_id)
+    return trailing
+
+
+def _reused_call_ids(items: Sequence[Item]) -> list[int]:
+    """The refs of the calls whose call id an earlier call used."""
+    seen: set[str] = set()
+    duplicated: list[int] = []
+    for item in items:
+        if isinstance(item, FunctionCall):
+            if item.call_id in seen:
+                duplicated.append(_seq(item))
+            seen.add(item.call_id)
+    return duplicated
 
 
 def _folded(session: StoredSession) -> list[Item]:
@@ -254,59 +270,17 @@ def check_drift(session: StoredSession, budget: int | None = None) -> Check:
     """Compactions that gained nothing, compaction storms, a summary that shrank abruptly or is
     larger than its source, and (given the model's budget) compactions that left the context
     over it."""
-    problems: list[str] = []
-    evidence: list[str] = []
     standing = [c for c in session.compactions if c.undone_at is None]
-    previous = ""
-    for c in standing:  # a summary that loses most of itself at once lost state with it
-        after = c.summary_after
-        if after is None:
-            continue
-        if len(previous) >= _SHRINK_FLOOR and len(after) < len(previous) // 2:
-            problems.append(
-                f"compaction {c.id} shrank the summary from {len(previous):,} to "
-                f"{len(after):,} chars (what it held may be lost)"
-            )
-            evidence.append(f"compaction {c.id}")
-        previous = after
-    if budget is not None:
-        over = [c for c in standing if c.tokens_after is not None and c.tokens_after > budget]
-        if over:
-            problems.append(
-                f"{len(over)} compaction(s) left the context over the model's budget "
-                f"({budget:,} tokens)"
-            )
-            evidence.extend(f"compaction {c.id}" for c in over[:5])
-    futile = [
-        c
-        for c in standing
-        if c.outcome == "compacted"
-        and c.tokens_before is not None
-        and c.tokens_after is not None
-        and c.tokens_after >= c.tokens_before
+    findings = [
+        *_shrunk_summaries(standing),
+        *_over_budget(standing, budget),
+        *_futile(standing),
+        *_failing(standing),
+        *_tiny(standing),
+        *_summary_larger(session),
     ]
-    if futile:
-        problems.append(f"{len(futile)} compaction(s) did not make the context smaller")
-        evidence.extend(f"compaction {c.id}" for c in futile)
-    failed_run = 0
-    for c in standing:
-        failed_run = failed_run + 1 if c.outcome == "failed" else 0
-        if failed_run == 3:
-            problems.append("three compactions in a row failed (is the summarizer reachable?)")
-            evidence.append(f"compaction {c.id}")
-    tiny = [c for c in standing if c.outcome == "compacted" and 0 < c.archived <= 1]
-    if len(tiny) >= 3:
-        problems.append(
-            f"{len(tiny)} compactions folded a single item each: the policy fires every turn"
-        )
-        evidence.extend(f"compaction {c.id}" for c in tiny[:5])
-    folded = _folded(session)
-    source = sum(len(item_text(i)) for i in folded)
-    if folded and len(session.summary) > max(source, 200):
-        problems.append(
-            f"the summary ({len(session.summary):,} chars) is larger than everything it folded "
-            f"({source:,} chars)"
-        )
+    problems = [problem for problem, _ in findings]
+    evidence = [ref for _, refs_of in findings for ref in refs_of]
     if problems:
         return Check(
             "drift",
@@ -317,6 +291,86 @@ def check_drift(session: StoredSession, budget: int | None = None) -> Check:
             "tokens, and let failures fall back to the digest",
         )
     return Check("drift", True, f"{len(standing)} compaction(s), each made the context smaller")
+
+
+# What check_drift finds: (the problem, the compactions that show it).
+_Finding = tuple[str, list[str]]
+
+
+def _shrunk_summaries(standing: Sequence[CompactionRecord]) -> list[_Finding]:
+    """A summary that loses most of itself at once lost state with it."""
+    found: list[_Finding] = []
+    previous = ""
+    for c in standing:
+        after = c.summary_after
+        if after is None:
+            continue
+        if len(previous) >= _SHRINK_FLOOR and len(after) < len(previous) // 2:
+            problem = (
+                f"compaction {c.id} shrank the summary from {len(previous):,} to "
+                f"{len(after):,} chars (what it held may be lost)"
+            )
+            found.append((problem, [f"compaction {c.id}"]))
+        previous = after
+    return found
+
+
+def _over_budget(standing: Sequence[CompactionRecord], budget: int | None) -> list[_Finding]:
+    if budget is None:
+        return []
+    over = [c for c in standing if c.tokens_after is not None and c.tokens_after > budget]
+    if not over:
+        return []
+    problem = (
+        f"{len(over)} compaction(s) left the context over the model's budget ({budget:,} tokens)"
+    )
+    return [(problem, [f"compaction {c.id}" for c in over[:5]])]
+
+
+def _futile(standing: Sequence[CompactionRecord]) -> list[_Finding]:
+    futile = [
+        c
+        for c in standing
+        if c.outcome == "compacted"
+        and c.tokens_before is not None
+        and c.tokens_after is not None
+        and c.tokens_after >= c.tokens_before
+    ]
+    if not futile:
+        return []
+    problem = f"{len(futile)} compaction(s) did not make the context smaller"
+    return [(problem, [f"compaction {c.id}" for c in futile])]
+
+
+def _failing(standing: Sequence[CompactionRecord]) -> list[_Finding]:
+    found: list[_Finding] = []
+    failed_run = 0
+    for c in standing:
+        failed_run = failed_run + 1 if c.outcome == "failed" else 0
+        if failed_run == 3:
+            problem = "three compactions in a row failed (is the summarizer reachable?)"
+            found.append((problem, [f"compaction {c.id}"]))
+    return found
+
+
+def _tiny(standing: Sequence[CompactionRecord]) -> list[_Finding]:
+    tiny = [c for c in standing if c.outcome == "compacted" and 0 < c.archived <= 1]
+    if len(tiny) < 3:
+        return []
+    problem = f"{len(tiny)} compactions folded a single item each: the policy fires every turn"
+    return [(problem, [f"compaction {c.id}" for c in tiny[:5]])]
+
+
+def _summary_larger(session: StoredSession) -> list[_Finding]:
+    folded = _folded(session)
+    source = sum(len(item_text(i)) for i in folded)
+    if folded and len(session.summary) > max(source, 200):
+        problem = (
+            f"the summary ({len(session.summary):,} chars) is larger than everything it folded "
+            f"({source:,} chars)"
+        )
+        return [(problem, [])]
+    return []
 
 
 def check_reuse(session: StoredSession) -> Check:

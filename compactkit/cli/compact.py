@@ -38,7 +38,7 @@ from compactkit.items import Item, Tool
 
 if TYPE_CHECKING:
     from compactkit.compressors import MemoryCompressor
-    from compactkit.items.snapshot import MemorySnapshot
+    from compactkit.items.snapshot import CompactResult, MemorySnapshot, SummaryRole
 
 
 @dataclass(frozen=True)
@@ -190,21 +190,12 @@ def _register_compact(subparsers: Any) -> None:
 def _compact(args: argparse.Namespace) -> int:
     from compactkit.budget.profiles import budget_for
     from compactkit.budget.tokens import counter_for
-    from compactkit.items import FunctionCallOutput, Message
+    from compactkit.items import FunctionCallOutput
     from compactkit.items.snapshot import (
-        DEFAULT_SUMMARY_ROLE,
         MemorySnapshot,
-        is_summary_message,
     )
 
-    if args.keep_last_groups is not None and args.compressor not in ("mask", "ladder"):
-        raise ConfigError(  # silently ignoring it would look like it had no effect
-            f"--keep-last-groups applies to --compressor mask and ladder, not "
-            f"{args.compressor}; drop it or pick one of those"
-        )
-    _check_base_url(args.base_url)
-    if args.dry_run and args.out is not None:
-        raise ConfigError("--dry-run writes nothing: drop --out, or drop --dry-run to write it")
+    _check_compact_args(args)
     transcript = _read(args)
     clamped = False
     if args.target is None:
@@ -233,11 +224,7 @@ def _compact(args: argparse.Namespace) -> int:
             return _dry_run(compressor, snapshot, options, args.json, clamped)
         result = compressor.compress(snapshot)
 
-    marked = [item for item in transcript.items if is_summary_message(item)]
-    role = marked[0].role if marked and isinstance(marked[0], Message) else DEFAULT_SUMMARY_ROLE
-    if role == "assistant":  # a summary may not speak as the model
-        role = "user"
-    rendered = result.snapshot.render_items(summary_role=role)
+    rendered = result.snapshot.render_items(summary_role=_summary_role(transcript.items))
     messages = _dump_for_output(Transcript(rendered, [], transcript.format), args)
     # Only history is compacted: the tool schemas go back out too. --out and stdout carry the
     # conversation as a transcript reads it back ({"messages", "tools"} when there are tools).
@@ -258,14 +245,7 @@ def _compact(args: argparse.Namespace) -> int:
     stats = result.stats
     target_met = stats.tokens_after is not None and stats.tokens_after <= target
     if args.out is not None:
-        try:
-            with open(args.out, "w", encoding="utf-8") as handle:
-                handle.write(_json_text(conversation, "utf-8"))
-        except OSError as exc:
-            raise ConfigError(
-                f"cannot write --out {args.out!r}: {exc.strerror or exc}; "
-                "name a file in a writable directory"
-            ) from exc
+        _write_out(args.out, conversation)
     if args.json:
         _emit_json(
             {
@@ -290,6 +270,45 @@ def _compact(args: argparse.Namespace) -> int:
         )
     elif args.out is None:
         _emit_json(conversation)
+    return _exit_status(result, target, target_met)
+
+
+def _check_compact_args(args: argparse.Namespace) -> None:
+    """Options of ``compact`` that contradict each other: a ``ConfigError`` naming the fix."""
+    if args.keep_last_groups is not None and args.compressor not in ("mask", "ladder"):
+        raise ConfigError(  # silently ignoring it would look like it had no effect
+            f"--keep-last-groups applies to --compressor mask and ladder, not "
+            f"{args.compressor}; drop it or pick one of those"
+        )
+    _check_base_url(args.base_url)
+    if args.dry_run and args.out is not None:
+        raise ConfigError("--dry-run writes nothing: drop --out, or drop --dry-run to write it")
+
+
+def _summary_role(items: Sequence[Item]) -> SummaryRole:
+    """The role the transcript's own summary had (a summary may not speak as the model)."""
+    from compactkit.items import Message
+    from compactkit.items.snapshot import DEFAULT_SUMMARY_ROLE, is_summary_message
+
+    marked = [item for item in items if is_summary_message(item)]
+    role = marked[0].role if marked and isinstance(marked[0], Message) else DEFAULT_SUMMARY_ROLE
+    return "user" if role == "assistant" else role
+
+
+def _write_out(path: str, conversation: object) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(_json_text(conversation, "utf-8"))
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write --out {path!r}: {exc.strerror or exc}; "
+            "name a file in a writable directory"
+        ) from exc
+
+
+def _exit_status(result: CompactResult, target: int, target_met: bool) -> int:
+    """The exit code, after the error or warning the result calls for."""
+    stats = result.stats
     if result.outcome == "failed":
         _error(result.error or "compaction failed")
         return EXIT_FAILURE

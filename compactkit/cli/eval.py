@@ -7,6 +7,7 @@ import itertools
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -284,7 +285,6 @@ def _llm(model: str, base_url: str | None) -> Any:
 def _run(args: argparse.Namespace) -> int:
     from compactkit.evals import (
         Judge,
-        baseline,
         check_gates,
         load_suite,
         parse_gates,
@@ -302,20 +302,7 @@ def _run(args: argparse.Namespace) -> int:
     llms = {m: _llm(m, args.base_url) for m in models}
     llm = llms[models[0]] if models else None
     names = args.compressor or [*_DEFAULT, *(["summary"] if llm is not None else [])]
-    factories: dict[str, Any] = {}
-    fingerprints: dict[str, str] = {}
-    for name in dict.fromkeys(names):
-        if name == "summary" and len(models) > 1:  # one column per summarizer model
-            for model, each in llms.items():
-                factories[f"summary:{model}"] = baseline("summary", llm=each)
-                fingerprints[f"summary:{model}"] = f"summary/{each!r}"
-            continue
-        if name == "provider":
-            factories[name] = baseline(name, client=_provider_client(args.base_url))
-            continue
-        factories[name] = baseline(name, llm=llm)
-        if llm is not None and name in ("summary", "ladder"):
-            fingerprints[name] = f"{name}/{llm!r}"
+    factories, fingerprints = _factories(names, llms, llm, args.base_url)
     judge = Judge(_llm(args.judge_model, args.base_url)) if args.judge_model else None
     if "judge" in under and judge is None:
         raise ConfigError("a judge gate needs LLM mode: give --judge-model")
@@ -334,22 +321,7 @@ def _run(args: argparse.Namespace) -> int:
     failures = check_gates(report, under, over)
     paths = write_reports(report, args.report) if args.report else {}
     if args.json:
-        out = {k: v for k, v in report.items() if k != "runs"}
-        out["gates"] = {
-            "passed": not failures,
-            "failures": [
-                {
-                    "compressor": f.compressor,
-                    "metric": f.metric,
-                    "value": f.value,
-                    "required": f.required,
-                }
-                for f in failures
-            ],
-        }
-        if paths:
-            out["reports"] = {k: str(v) for k, v in paths.items()}
-        _emit_json(out)
+        _emit_json(_json_report(report, failures, paths))
     else:
         sys.stdout.write(to_markdown(report))
         for kind, path in paths.items():
@@ -357,6 +329,50 @@ def _run(args: argparse.Namespace) -> int:
     for failure in failures:
         _error(f"gate failed: {failure}")
     return EXIT_GATE if failures else EXIT_OK
+
+
+def _factories(
+    names: Sequence[str], llms: dict[str, Any], llm: Any, base_url: str | None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The compressor factories to run, by column name, and the fingerprints of those an LLM
+    drives (one summary column per summarizer model when there are several)."""
+    from compactkit.evals import baseline
+
+    factories: dict[str, Any] = {}
+    fingerprints: dict[str, str] = {}
+    for name in dict.fromkeys(names):
+        if name == "summary" and len(llms) > 1:  # one column per summarizer model
+            for model, each in llms.items():
+                factories[f"summary:{model}"] = baseline("summary", llm=each)
+                fingerprints[f"summary:{model}"] = f"summary/{each!r}"
+            continue
+        if name == "provider":
+            factories[name] = baseline(name, client=_provider_client(base_url))
+            continue
+        factories[name] = baseline(name, llm=llm)
+        if llm is not None and name in ("summary", "ladder"):
+            fingerprints[name] = f"{name}/{llm!r}"
+    return factories, fingerprints
+
+
+def _json_report(report: dict[str, Any], failures: Sequence[Any], paths: dict[str, Any]) -> Any:
+    """``eval --json``: the report without its runs, the gates, the report files written."""
+    out = {k: v for k, v in report.items() if k != "runs"}
+    out["gates"] = {
+        "passed": not failures,
+        "failures": [
+            {
+                "compressor": f.compressor,
+                "metric": f.metric,
+                "value": f.value,
+                "required": f.required,
+            }
+            for f in failures
+        ],
+    }
+    if paths:
+        out["reports"] = {k: str(v) for k, v in paths.items()}
+    return out
 
 
 def _generate(args: argparse.Namespace) -> int:

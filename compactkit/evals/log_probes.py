@@ -332,24 +332,29 @@ def _shell_files(command: str) -> list[tuple[str, Action]]:
             continue
         if not words:
             continue
-        head, rest = words[0], [w for w in words[1:] if not w.startswith("-")]
-        if head == "tee":
-            found += [(p, "modified") for p in rest]
-        elif head == "sed" and any(w.startswith("-i") for w in words[1:]) and len(rest) >= 2:
-            found.append((rest[-1], "modified"))
-        elif head == "sed" and "-n" in words[1:] and len(rest) >= 2:
-            found.append((rest[-1], "read"))
-        elif head == "touch":
-            found += [(p, "created") for p in rest]
-        elif head in ("cp", "mv") and len(rest) == 2:
-            found.append((rest[1], "created"))
-            if head == "mv":
-                found.append((rest[0], "deleted"))
-        elif head == "rm":
-            found += [(p, "deleted") for p in rest]
-        elif head in _SHELL_READERS and ">" not in segment:
-            found += [(p, "read") for p in rest if not p.isdigit()]
+        found += _segment_files(segment, words)
     return found
+
+
+def _segment_files(segment: str, words: list[str]) -> list[tuple[str, Action]]:
+    """The files one simple command (``words``, split from ``segment``) touches, and how."""
+    head, rest = words[0], [w for w in words[1:] if not w.startswith("-")]
+    if head == "tee":
+        return [(p, "modified") for p in rest]
+    if head == "sed" and any(w.startswith("-i") for w in words[1:]) and len(rest) >= 2:
+        return [(rest[-1], "modified")]
+    if head == "sed" and "-n" in words[1:] and len(rest) >= 2:
+        return [(rest[-1], "read")]
+    if head == "touch":
+        return [(p, "created") for p in rest]
+    if head in ("cp", "mv") and len(rest) == 2:
+        moved: list[tuple[str, Action]] = [(rest[1], "created")]
+        return [*moved, (rest[0], "deleted")] if head == "mv" else moved
+    if head == "rm":
+        return [(p, "deleted") for p in rest]
+    if head in _SHELL_READERS and ">" not in segment:
+        return [(p, "read") for p in rest if not p.isdigit()]
+    return []
 
 
 def _command_probes(commands: list[_Command]) -> list[Probe]:

@@ -76,25 +76,8 @@ def _per_repeat(runs: Sequence[RunResult]) -> list[list[RunResult]]:
 
 def _compressor(runs: Sequence[RunResult]) -> dict[str, Any]:
     repeats = _per_repeat(runs)
-    retention: dict[str, Any] = {}
-    for cls in CLASSES:
-        shares, kept_all, total_all = [], 0, 0
-        for rep in repeats:
-            kept = sum(r.retention.get(cls, (0, 0))[0] for r in rep)
-            probes = sum(r.retention.get(cls, (0, 0))[1] for r in rep)
-            kept_all, total_all = kept_all + kept, total_all + probes
-            if probes:
-                shares.append(kept / probes)
-        if total_all:
-            retention[cls] = {**_spread(shares), "kept": kept_all, "total": total_all}
-
-    recovered: dict[str, Any] = {}
-    if any(r.recoverable is not None for r in runs):
-        for cls in retention:
-            kept = sum((r.recoverable or {}).get(cls, (0, 0))[0] for r in runs)
-            probes = sum((r.recoverable or {}).get(cls, (0, 0))[1] for r in runs)
-            if probes:
-                recovered[cls] = {"mean": kept / probes, "kept": kept, "total": probes}
+    retention = _retention(repeats)
+    recovered = _recovered(runs, retention)
 
     def total(rep: list[RunResult], attr: str) -> float:
         return float(sum(getattr(r, attr) for r in rep))
@@ -106,25 +89,7 @@ def _compressor(runs: Sequence[RunResult]) -> dict[str, Any]:
 
     precisions = [r.artifact_precision for r in runs if r.artifact_precision is not None]
     recalls = [r.artifact_recall for r in runs if r.artifact_recall is not None]
-    judged = [r.judge for r in runs if r.judge is not None and r.judge.overall is not None]
-    judge = None
-    if judged:
-        judge = {
-            "overall": _spread(
-                [
-                    statistics.fmean(
-                        r.judge.overall
-                        for r in rep
-                        if r.judge is not None and r.judge.overall is not None
-                    )
-                    for rep in repeats
-                    if any(r.judge is not None and r.judge.overall is not None for r in rep)
-                ]
-            ),
-            "dimensions": {
-                d: statistics.fmean(j.dimensions[d] for j in judged) for d in DIMENSIONS
-            },
-        }
+    judge = _judge(runs, repeats)
     return {
         "retention": retention,
         **({"recoverable": recovered} if recovered else {}),
@@ -153,6 +118,55 @@ def _compressor(runs: Sequence[RunResult]) -> dict[str, Any]:
             [statistics.fmean(r.tokens_after <= r.target_tokens for r in rep) for rep in repeats]
         ),
         "judge": judge,
+    }
+
+
+def _retention(repeats: list[list[RunResult]]) -> dict[str, Any]:
+    """Per fact class: the spread of the share kept over the repeats, and the totals."""
+    retention: dict[str, Any] = {}
+    for cls in CLASSES:
+        shares, kept_all, total_all = [], 0, 0
+        for rep in repeats:
+            kept = sum(r.retention.get(cls, (0, 0))[0] for r in rep)
+            probes = sum(r.retention.get(cls, (0, 0))[1] for r in rep)
+            kept_all, total_all = kept_all + kept, total_all + probes
+            if probes:
+                shares.append(kept / probes)
+        if total_all:
+            retention[cls] = {**_spread(shares), "kept": kept_all, "total": total_all}
+    return retention
+
+
+def _recovered(runs: Sequence[RunResult], retention: dict[str, Any]) -> dict[str, Any]:
+    """Per fact class: the share recoverable from the archive (when the runs measured it)."""
+    recovered: dict[str, Any] = {}
+    if any(r.recoverable is not None for r in runs):
+        for cls in retention:
+            kept = sum((r.recoverable or {}).get(cls, (0, 0))[0] for r in runs)
+            probes = sum((r.recoverable or {}).get(cls, (0, 0))[1] for r in runs)
+            if probes:
+                recovered[cls] = {"mean": kept / probes, "kept": kept, "total": probes}
+    return recovered
+
+
+def _judge(runs: Sequence[RunResult], repeats: list[list[RunResult]]) -> dict[str, Any] | None:
+    """The judge's overall score (spread over the repeats) and mean per dimension."""
+    judged = [r.judge for r in runs if r.judge is not None and r.judge.overall is not None]
+    if not judged:
+        return None
+    return {
+        "overall": _spread(
+            [
+                statistics.fmean(
+                    r.judge.overall
+                    for r in rep
+                    if r.judge is not None and r.judge.overall is not None
+                )
+                for rep in repeats
+                if any(r.judge is not None and r.judge.overall is not None for r in rep)
+            ]
+        ),
+        "dimensions": {d: statistics.fmean(j.dimensions[d] for j in judged) for d in DIMENSIONS},
     }
 
 

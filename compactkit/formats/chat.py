@@ -243,14 +243,7 @@ def validate_chat(
     """
     check_mode(mode)
     messages = wire_list(messages, "validate_chat", "chat messages")
-    for index, message in enumerate(messages):
-        if not isinstance(message, Mapping):
-            raise FormatError(f"message {index}: expected a JSON object, got {shown(message)}")
-        calls = message.get("tool_calls")
-        if calls is not None and (
-            not isinstance(calls, list) or not all(isinstance(c, Mapping) for c in calls)
-        ):
-            raise FormatError(f"message {index}: 'tool_calls' must be a list of objects")
+    _check_shapes(messages)
     problems: list[ChatProblem] = []
     answer_at: dict[str, int] = {}
     for index, message in enumerate(messages):
@@ -260,55 +253,18 @@ def validate_chat(
     out: list[ChatMessage] = []
     used: set[int] = set()
     seen_ids: set[str] = set()
-    index = 0
-    while index < len(messages):
-        message = messages[index]
+    for index, message in enumerate(messages):
         role = message.get("role")
         if role == "tool":
             if index not in used:
                 call_id = str(message.get("tool_call_id"))
                 problems.append(ChatProblem("orphan_output", call_id, index))
-            index += 1
             continue
         calls = message.get("tool_calls") if role == "assistant" else None
         if not calls:
             out.append(dict(message))
-            index += 1
             continue
-        # The tool messages directly after this one, as the API wants them.
-        adjacent: dict[str, int] = {}
-        probe = index + 1
-        while probe < len(messages) and messages[probe].get("role") == "tool":
-            adjacent.setdefault(str(messages[probe].get("tool_call_id")), probe)
-            probe += 1
-        kept_calls: list[Any] = []
-        answers: list[int] = []
-        for call in calls:
-            call_id = str(call.get("id"))
-            if call_id in seen_ids:
-                problems.append(ChatProblem("duplicate_call_id", call_id, index))
-                continue
-            seen_ids.add(call_id)
-            answer = adjacent.get(call_id)
-            if answer is None:
-                later = answer_at.get(call_id)
-                if later is not None and later > index and later not in used:
-                    answer = later
-                problems.append(ChatProblem("missing_output", call_id, index))
-            if answer is None:
-                continue
-            used.add(answer)
-            answers.append(answer)
-            kept_calls.append(call)
-        repaired = dict(message)
-        if kept_calls:
-            repaired["tool_calls"] = kept_calls
-        else:
-            repaired.pop("tool_calls", None)
-        if kept_calls or repaired.get("content") not in (None, ""):
-            out.append(repaired)
-        out.extend(dict(messages[a]) for a in answers)
-        index += 1
+        out += _with_answers(messages, index, calls, answer_at, used, seen_ids, problems)
 
     if mode == "raise" and problems:
         listing = "; ".join(str(p) for p in problems)
@@ -319,6 +275,67 @@ def validate_chat(
     if not problems:
         return [dict(m) for m in messages], problems
     return out, problems
+
+
+def _check_shapes(messages: Sequence[Any]) -> None:
+    """A ``FormatError`` for a message that is not an object or whose ``tool_calls`` is not
+    a list of objects."""
+    for index, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            raise FormatError(f"message {index}: expected a JSON object, got {shown(message)}")
+        calls = message.get("tool_calls")
+        if calls is not None and (
+            not isinstance(calls, list) or not all(isinstance(c, Mapping) for c in calls)
+        ):
+            raise FormatError(f"message {index}: 'tool_calls' must be a list of objects")
+
+
+def _with_answers(
+    messages: Sequence[Mapping[str, Any]],
+    index: int,
+    calls: list[Any],
+    answer_at: dict[str, int],
+    used: set[int],
+    seen_ids: set[str],
+    problems: list[ChatProblem],
+) -> list[ChatMessage]:
+    """The assistant message at ``index`` with the calls that are answered, followed by their
+    answers (moved up when they came later); the problems found are appended to ``problems``."""
+    # The tool messages directly after this one, as the API wants them.
+    adjacent: dict[str, int] = {}
+    probe = index + 1
+    while probe < len(messages) and messages[probe].get("role") == "tool":
+        adjacent.setdefault(str(messages[probe].get("tool_call_id")), probe)
+        probe += 1
+    kept_calls: list[Any] = []
+    answers: list[int] = []
+    for call in calls:
+        call_id = str(call.get("id"))
+        if call_id in seen_ids:
+            problems.append(ChatProblem("duplicate_call_id", call_id, index))
+            continue
+        seen_ids.add(call_id)
+        answer = adjacent.get(call_id)
+        if answer is None:
+            later = answer_at.get(call_id)
+            if later is not None and later > index and later not in used:
+                answer = later
+            problems.append(ChatProblem("missing_output", call_id, index))
+        if answer is None:
+            continue
+        used.add(answer)
+        answers.append(answer)
+        kept_calls.append(call)
+    repaired = dict(messages[index])
+    if kept_calls:
+        repaired["tool_calls"] = kept_calls
+    else:
+        repaired.pop("tool_calls", None)
+    out: list[ChatMessage] = []
+    if kept_calls or repaired.get("content") not in (None, ""):
+        out.append(repaired)
+    out.extend(dict(messages[a]) for a in answers)
+    return out
 
 
 # -- conversion helpers ----------------------------------------------------------------------

@@ -208,45 +208,14 @@ def _item_from_responses(raw: Mapping[str, Any]) -> Item:
     if item_id is not None and not isinstance(item_id, str):
         raise FormatError(f"'id' must be a string, got {shown(item_id)}")
     if kind == "message":
-        role = raw.get("role")
-        if role not in _ROLES:
-            raise FormatError(f"unknown role {shown(role)}; expected one of {', '.join(_ROLES)}")
-        if "content" not in raw:
-            raise FormatError(f"a {role} message needs 'content'")
-        content = _content_from_responses(raw["content"])
-        extra = tag_extra(
-            {k: v for k, v in raw.items() if k not in ("type", "id", "role", "content")},
-            "responses",
-        )
-        return Message(id=item_id, role=role, content=content, extra=extra)
+        return _message_from_responses(raw, item_id)
     if kind in ("function_call", "function_call_output"):
         call_id = raw.get("call_id")
         if not isinstance(call_id, str) or not call_id:
             raise FormatError(f"a {kind} needs a non-empty 'call_id'")
         if kind == "function_call":
-            name, arguments = raw.get("name"), raw.get("arguments", "{}")
-            if not isinstance(name, str) or not name:
-                raise FormatError(f"function_call {shown(call_id)} needs a non-empty 'name'")
-            if not isinstance(arguments, str):
-                raise FormatError(
-                    f"function_call {shown(call_id)}: 'arguments' must be a JSON string"
-                )
-            modelled = ("type", "id", "call_id", "name", "arguments")
-            extra = tag_extra({k: v for k, v in raw.items() if k not in modelled}, "responses")
-            return FunctionCall(
-                id=item_id, call_id=call_id, name=name, arguments=arguments, extra=extra
-            )
-        if "output" not in raw:
-            raise FormatError(f"function_call_output {shown(call_id)} needs 'output'")
-        name = raw.get("name")
-        modelled = ("type", "id", "call_id", "output", "name")
-        return FunctionCallOutput(
-            id=item_id,
-            call_id=call_id,
-            output=_content_from_responses(raw["output"]),
-            name=name if isinstance(name, str) else None,
-            extra=tag_extra({k: v for k, v in raw.items() if k not in modelled}, "responses"),
-        )
+            return _call_from_responses(raw, item_id, call_id)
+        return _output_from_responses(raw, item_id, call_id)
     if kind == "reasoning":
         return Reasoning(id=item_id, format="responses", payload=dict(raw))
     if kind == "compaction":
@@ -256,6 +225,47 @@ def _item_from_responses(raw: Mapping[str, Any]) -> Item:
     raise FormatError(
         f"item type {shown(kind)} is not supported; compactkit models message, function_call, "
         "function_call_output, reasoning and compaction items"
+    )
+
+
+def _message_from_responses(raw: Mapping[str, Any], item_id: str | None) -> Message:
+    role = raw.get("role")
+    if role not in _ROLES:
+        raise FormatError(f"unknown role {shown(role)}; expected one of {', '.join(_ROLES)}")
+    if "content" not in raw:
+        raise FormatError(f"a {role} message needs 'content'")
+    content = _content_from_responses(raw["content"])
+    extra = tag_extra(
+        {k: v for k, v in raw.items() if k not in ("type", "id", "role", "content")},
+        "responses",
+    )
+    return Message(id=item_id, role=role, content=content, extra=extra)
+
+
+def _call_from_responses(raw: Mapping[str, Any], item_id: str | None, call_id: str) -> FunctionCall:
+    name, arguments = raw.get("name"), raw.get("arguments", "{}")
+    if not isinstance(name, str) or not name:
+        raise FormatError(f"function_call {shown(call_id)} needs a non-empty 'name'")
+    if not isinstance(arguments, str):
+        raise FormatError(f"function_call {shown(call_id)}: 'arguments' must be a JSON string")
+    modelled = ("type", "id", "call_id", "name", "arguments")
+    extra = tag_extra({k: v for k, v in raw.items() if k not in modelled}, "responses")
+    return FunctionCall(id=item_id, call_id=call_id, name=name, arguments=arguments, extra=extra)
+
+
+def _output_from_responses(
+    raw: Mapping[str, Any], item_id: str | None, call_id: str
+) -> FunctionCallOutput:
+    if "output" not in raw:
+        raise FormatError(f"function_call_output {shown(call_id)} needs 'output'")
+    name = raw.get("name")
+    modelled = ("type", "id", "call_id", "output", "name")
+    return FunctionCallOutput(
+        id=item_id,
+        call_id=call_id,
+        output=_content_from_responses(raw["output"]),
+        name=name if isinstance(name, str) else None,
+        extra=tag_extra({k: v for k, v in raw.items() if k not in modelled}, "responses"),
     )
 
 
