@@ -40,8 +40,6 @@ KNOWN_OFFENDERS: frozenset[str] = frozenset(
         "compactkit/checkup/timeline.py:_chart",
         "compactkit/cli/compact.py:_compact",
         "compactkit/cli/inspect.py:_inspect",
-        "compactkit/compressors/_facts.py:identifiers_in",
-        "compactkit/compressors/_facts.py:values_in_prose",
         "compactkit/compressors/digest/_extract.py:_Digest.call",
         "compactkit/compressors/digest/compressor.py:DigestCompressor._compress_measured",
         "compactkit/compressors/summary/_chunks.py:cut_chunks",

@@ -290,6 +290,15 @@ def identifiers_in(text: str, *, prose: bool, limit: int = 8) -> list[tuple[str,
     if dash:
         for uuid in _UUID.findall(text):
             found.setdefault(uuid, "uuid")
+    _add_shas(text, found, inside_urls)
+    _add_ids(text, found, dash=dash, underscore=underscore)
+    if prose:
+        _add_prose_ids(text, found, inside_urls)
+    return list(found.items())[:limit]
+
+
+def _add_shas(text: str, found: dict[str, str], inside_urls: str) -> None:
+    """Add the hex shas of ``text`` not inside a URL or a uuid already ``found``."""
     for sha in _SHA.findall(text):
         uuids = [u for u, kind in found.items() if kind == "uuid"]
         if (
@@ -299,6 +308,11 @@ def identifiers_in(text: str, *, prose: bool, limit: int = 8) -> list[tuple[str,
             and not any(sha in u for u in uuids)
         ):
             found.setdefault(sha, "sha")
+
+
+def _add_ids(text: str, found: dict[str, str], *, dash: bool, underscore: bool) -> None:
+    """Add the tickets, prefixed ids, random ids and code ids of ``text`` (an id inside one
+    already ``found`` is not added again)."""
     if dash:
         for prefix, number in _TICKET.findall(text):
             if prefix not in _NOT_TICKETS:
@@ -316,15 +330,17 @@ def identifiers_in(text: str, *, prose: bool, limit: int = 8) -> list[tuple[str,
     for ident in () if text.islower() else _CODE_ID.findall(text):
         if not any(ident in known for known in found):
             found.setdefault(ident, "id")
-    if prose:
-        if "#" in text or _may_name_issue(text):
-            for hashed, named in _ISSUE.findall(text):
-                found.setdefault(f"#{hashed or named}", "issue")
-        if text.count(".") > 1:
-            for version in _VERSION.findall(text):
-                if version not in inside_urls:
-                    found.setdefault(version, "version")
-    return list(found.items())[:limit]
+
+
+def _add_prose_ids(text: str, found: dict[str, str], inside_urls: str) -> None:
+    """Add the issues and versions of ``text`` (prose only: elsewhere they are noise)."""
+    if "#" in text or _may_name_issue(text):
+        for hashed, named in _ISSUE.findall(text):
+            found.setdefault(f"#{hashed or named}", "issue")
+    if text.count(".") > 1:
+        for version in _VERSION.findall(text):
+            if version not in inside_urls:
+                found.setdefault(version, "version")
 
 
 def _may_name_issue(text: str) -> bool:
@@ -403,16 +419,25 @@ def values_in_prose(text: str) -> list[tuple[str, str, str | None]]:
             new = match.group("new") or match.group("now") or match.group("make")
             if name and new and name.strip("`").lower() not in _STOP_NAMES:
                 found.append((match.start(), (name.strip("`"), new.strip("`"), None)))
+    found += _assignments(text)
+    return [value for _, value in sorted(found, key=lambda pair: pair[0])]
+
+
+def _assignments(text: str) -> list[tuple[int, tuple[str, str, str | None]]]:
+    """``values_in_prose``'s ``name = value`` / ``name: value`` lines, by position."""
+    found: list[tuple[int, tuple[str, str, str | None]]] = []
+    if not _ASSIGNMENT_HINT.search(text):
+        return found
     offset = 0
     # Each assignment is "=" or ":", at most one space, then a value's first character.
-    for line in text.splitlines(keepends=True) if _ASSIGNMENT_HINT.search(text) else ():
+    for line in text.splitlines(keepends=True):
         for match in _ASSIGNMENT.finditer(line):
             name, new = match.group(1), match.group(2)
             quoted = f"`{name}`" in line
             if (quoted or _plain_name(name)) and not name.startswith(("http", "https")):
                 found.append((offset + match.start(), (name, new.strip("`"), None)))
         offset += len(line)
-    return [value for _, value in sorted(found, key=lambda pair: pair[0])]
+    return found
 
 
 def _strip(value: str | None) -> str | None:
