@@ -37,6 +37,10 @@ LONG_BY_DESIGN: dict[str, str] = {
 # Over the limits when the gate was added; each line goes once its function is split.
 KNOWN_OFFENDERS: frozenset[str] = frozenset(
     {
+        # landed by other work while the gate was being added:
+        "compactkit/compressors/digest/_files.py:_part_ops",
+        "compactkit/integrations/langchain.py:CompactkitMiddleware.__init__",
+        "compactkit/sql/store.py:SQLSessionStore.save",
         "compactkit/checkup/timeline.py:_chart",
         "compactkit/cli/compact.py:_compact",
         "compactkit/cli/inspect.py:_inspect",

@@ -221,7 +221,7 @@ def _governor_for(
     registry: ProfileRegistry | None,
     projector: ContextProjector | None,
     policy: CompactPolicy | None,
-    compressor: MemoryCompressor | None,
+    compressor: CompressorLike | None,
     compaction: bool,
     summary_role: SummaryRole | None,
     before_compaction: Callable[[CompactionRequest], bool] | None,

@@ -611,7 +611,7 @@ def _check_for_model(
     shaped: tuple[object, object],
     projector: ContextProjector | None,
     policy: CompactPolicy | None,
-    compressor: MemoryCompressor | None,
+    compressor: CompressorLike | None,
     summary_role: SummaryRole | None,
 ) -> None:
     """``Governor.for_model``'s options that contradict each other: a ``ConfigError`` naming
