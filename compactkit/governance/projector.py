@@ -31,7 +31,8 @@ from compactkit.budget.tokens import TokenCounter, counter_for
 from compactkit.errors import ConfigError
 from compactkit.governance._cache import DEFAULT_REFILL
 from compactkit.governance._fast import with_cached_prefix
-from compactkit.governance._memo import ProjectionMemo, checked_tools
+from compactkit.governance._memo import ProjectionMemo
+from compactkit.governance._memo import checked_tools as checked_tools  # (the governor uses it)
 from compactkit.governance._plan import Rules, plan
 from compactkit.governance._prompt import Projection, ProjectionReport, ValidateMode
 from compactkit.governance._render import render
@@ -44,7 +45,7 @@ from compactkit.items.snapshot import (
     require_snapshot,
 )
 
-__all__ = ["ContextProjector", "Projection", "ProjectionReport", "ValidateMode", "checked_tools"]
+__all__ = ["ContextProjector", "Projection", "ProjectionReport"]
 
 
 @dataclass(frozen=True)
