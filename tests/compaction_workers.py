@@ -110,10 +110,12 @@ def compact(
 
 
 def hold_compaction(kind: str, where: str, prefix: str, session_id: str, ready: str) -> None:
-    """Take the compaction lease as ``doomed`` (ttl 1 s), say so in ``ready``, hang until
-    killed."""
+    """Take the compaction lease as ``doomed`` (ttl 1 s), say so in ``ready``, and keep it
+    (taking it again renews it) until killed: on a loaded machine the test's own compaction may
+    come more than a ttl after ``ready``, and must still find the lease held."""
     memory = open_memory(kind, where, prefix, session_id, compaction_ttl=1.0)
     assert memory.take_compaction("doomed") == "doomed"
     Path(ready).write_text("held", encoding="utf-8")
     while True:
-        time.sleep(1)
+        time.sleep(0.2)
+        memory.take_compaction("doomed")

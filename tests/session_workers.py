@@ -60,9 +60,10 @@ def run_turns(
 
 
 def hold_lease(kind: str, where: str, prefix: str, session_id: str, ready: str) -> None:
-    """Take the session's lease (ttl 1 s), say so in ``ready``, and hang until killed."""
+    """Take the session's lease (ttl 3 s: the test's own acquire must come before it runs out,
+    also on a loaded machine), say so in ``ready``, and hang until killed."""
     store, _ = open_store(kind, where, prefix)
-    lease = store.acquire(session_id, holder="doomed", ttl=1.0)
+    lease = store.acquire(session_id, holder="doomed", ttl=3.0)
     Path(ready).write_text(str(lease.token), encoding="utf-8")
     while True:
         time.sleep(1)
