@@ -6,9 +6,7 @@ the real endpoints whose answers are built from the SDKs' own types."""
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -22,6 +20,7 @@ from openai.types.responses import (
     ResponseUsage,
 )
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
+from sql_support import Database, database, postgres  # noqa: F401
 
 from compactkit import DigestCompressor, InMemoryMemory, items_to_chat
 from compactkit.compressors import ProviderCompactor, export_portable
@@ -131,29 +130,15 @@ def test_a_format_that_cannot_carry_it_names_the_item(target: str) -> None:
     assert dropped == ["compaction"]
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
-def test_sql_memories_keep_it_byte_exact_for_another_process(
-    backend: str, tmp_path: Path, postgres_url: str | None
+def test_sql_memories_keep_it_byte_exact_for_a_fresh_reader(
+    database: Database,  # noqa: F811
 ) -> None:
-    if backend == "sqlite":
-        url, prefix = f"sqlite:///{tmp_path}/agent.db", "compactkit_"
-    else:
-        if postgres_url is None:
-            pytest.skip("set COMPACTKIT_TEST_POSTGRES_URL to run the PostgreSQL tests")
-        url, prefix = postgres_url, f"p{uuid.uuid4().hex[:8]}_"
     history = [{"role": "user", "content": "hi"}, openai_compaction(), *coding_history(1)]
-    writer = SQLMemory(url, "s1", table_prefix=prefix)
+    writer = SQLMemory(database.url, "s1", table_prefix=database.prefix)
     writer.add_user_input("hi")
     writer.add_output_items([history[1]])
-    reader = SQLMemory(url, "s1", table_prefix=prefix)  # a fresh reader: what is stored
+    reader = SQLMemory(database.url, "s1", table_prefix=database.prefix)  # what is stored
     assert items_to_responses(reader.snapshot().items)[1] == history[1]
-
-
-@pytest.fixture
-def postgres_url() -> str | None:
-    import os
-
-    return os.environ.get("COMPACTKIT_TEST_POSTGRES_URL")
 
 
 def test_projection_and_the_digest_never_drop_or_read_it() -> None:
