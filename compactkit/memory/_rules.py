@@ -38,6 +38,7 @@ from compactkit.items.snapshot import (
     CompactResult,
     MemorySnapshot,
     is_summary_message,
+    leading_instructions,
     require_snapshot,
 )
 
@@ -469,19 +470,17 @@ def plan_restore(
         if item.seq in known:
             raise ConfigError(f"history holds seq={item.seq} twice")
         known[item.seq] = item
+    lead = leading_instructions(snapshot.items)
+    if lead < len(snapshot.items) and is_summary_message(snapshot.items[lead]):
+        # memory.items (the rendered view) passed as the items: the summary would be sent (and
+        # folded) twice. Later in the list, a sealed summary is quoted text, kept as the
+        # ordinary message from_items leaves it as.
+        raise ConfigError(
+            "the snapshot holds a rendered summary message as an item; build it with "
+            "MemorySnapshot.from_items(items) so the summary becomes its summary field"
+        )
     seen: set[int] = set()
-    at_head = True  # only instructions so far: where from_items reads a summary message
     for item in snapshot.items:
-        if at_head and is_summary_message(item):
-            # memory.items (the rendered view) passed as the items: the summary would be sent
-            # (and folded) twice. Later in the list, a sealed summary is quoted text, kept as
-            # the ordinary message from_items leaves it as.
-            raise ConfigError(
-                "the snapshot holds a rendered summary message as an item; build it with "
-                "MemorySnapshot.from_items(items) so the summary becomes its summary field"
-            )
-        if not (isinstance(item, Message) and item.role in ("system", "developer")):
-            at_head = False
         if item.seq is not None:
             if item.seq in seen:
                 raise ConfigError(f"the snapshot holds seq={item.seq} twice")
