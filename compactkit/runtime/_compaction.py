@@ -1,9 +1,15 @@
-"""A compaction inside the governance step: run a compressor so that its failure is a result, never
-an exception, and the event that reports it."""
+"""A compaction inside the governance step: run a compressor so that its failure is a result, not
+an exception, and the event that reports it.
+
+One kind of failure is raised instead: a ``ConfigError`` (a compressor built or given wrongly, a
+function compressor returning something that is not messages). Retrying or falling back cannot
+fix it, so the step raises it, with the memory unchanged, rather than report a failed compaction
+on every step while the context keeps growing."""
 
 from __future__ import annotations
 
 from compactkit.compressors import MemoryCompressor
+from compactkit.errors import ConfigError
 from compactkit.governance.cost import compaction_cost
 from compactkit.governance.policy import CompactPolicy
 from compactkit.items.snapshot import CompactResult, CompactStats, MemorySnapshot
@@ -16,6 +22,8 @@ from compactkit.runtime.events import (
 def _safe_compress(compressor: MemoryCompressor, snapshot: MemorySnapshot) -> CompactResult:
     try:
         return compressor.compress(snapshot)
+    except ConfigError:
+        raise  # the user's to fix: see the module docstring
     except Exception as exc:  # a compressor breaking its contract must not lose the memory
         return _failed(compressor, snapshot, exc)
 

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 
 from compactkit.compressors.base import MemoryCompressor
+from compactkit.errors import ConfigError
 from compactkit.governance.policy import CompactPolicy, Trigger, ratio_over, tokens_over, usage_over
 from compactkit.items.snapshot import CompactResult, MemorySnapshot
 from compactkit.memory.base import AgentMemory
@@ -198,5 +199,7 @@ async def acompress(compressor: MemoryCompressor, snapshot: MemorySnapshot) -> C
             result: CompactResult = await acompress(snapshot)
             return result
         return await asyncio.to_thread(compressor.compress, snapshot)
+    except ConfigError:
+        raise  # the user's to fix (see runtime._compaction)
     except Exception as exc:
         return _failed(compressor, snapshot, exc)

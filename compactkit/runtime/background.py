@@ -375,7 +375,10 @@ class BackgroundCompaction:
             cancelled = isinstance(outcome, asyncio.CancelledError)
             status: Status = "cancelled" if cancelled else "failed"
             error = f"{job.name} raised {type(outcome).__name__}: {outcome}"
-            return self._report(governor, memory, job, status, error, None, waited)
+            events = self._report(governor, memory, job, status, error, None, waited)
+            if isinstance(outcome, ConfigError):
+                raise outcome  # reported, then raised: the user's to fix (see runtime._compaction)
+            return events
         result = outcome
         if result.outcome == "failed":
             return self._report(governor, memory, job, "failed", result.error, result, waited)

@@ -7,7 +7,8 @@ Per model call, ``step(memory, instructions=..., tools=...)``:
 2. when the policy fires (or ``force=True``), ask the ``before_compaction`` hook, run the
    compressor and swap its result in atomically with ``memory.apply``. A failed compressor or a
    ``ConcurrencyError`` loses nothing: the step goes on with the memory as it is and reports
-   the failure as a ``CompactionEvent``;
+   the failure as a ``CompactionEvent``. A ``ConfigError`` from the compressor (the user's to
+   fix: no retry or fallback can) is raised instead, with the memory unchanged;
 3. project the prompt (``ContextProjector.project``) under the (calibrated) budget.
 
 ``observe_usage(prompt_tokens, projection)`` after the call calibrates: the smoothed ratio of

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from compactkit.compressors.base import MemoryCompressor
+from compactkit.errors import ConfigError
 from compactkit.governance.policy import CompactPolicy, PolicyState
 from compactkit.governance.projector import Projection
 from compactkit.items import Item, Message, Tool
@@ -258,6 +259,8 @@ class ForegroundCompaction:
                 if callable(acompress):
                     try:
                         result = await acompress(plan.snapshot)
+                    except ConfigError:
+                        raise  # the user's to fix (see runtime._compaction)
                     except Exception as exc:  # a compressor breaking its contract loses nothing
                         result = _failed(compressor, plan.snapshot, exc)
                 else:

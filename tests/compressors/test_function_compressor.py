@@ -3,6 +3,7 @@ is what reaches the model, and what it returns is held to the memory's rules."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -22,7 +23,11 @@ from compactkit import (
     MessageCompactor,
     compact_messages,
 )
+from compactkit.budget.tokens import TiktokenCounter
 from compactkit.evals import as_compressor
+from compactkit.governance import CompactPolicy, ContextProjector, tokens_over
+from compactkit.runtime.background import BackgroundCompaction
+from compactkit.runtime.events import BackgroundCompactionEvent, Event
 from compactkit.testing import FakeOpenAI, text
 
 Messages = list[dict[str, Any]]
@@ -225,3 +230,74 @@ def test_any_slice_either_applies_by_the_rules_or_is_refused(
     calls = {i.call_id for i in after if isinstance(i, FunctionCall)}
     outputs = {i.call_id for i in after if isinstance(i, FunctionCallOutput)}
     assert calls == outputs  # every call with its output, no orphan
+
+
+def filled_memory(turns: int = 40) -> InMemoryMemory:
+    memory = InMemoryMemory()
+    for message in session(turns)[1:]:
+        if message["role"] == "user":
+            memory.add_user_input(message["content"])
+        elif message["role"] == "assistant":
+            memory.add_output_items([message])
+        else:
+            memory.add_tool_output(message["tool_call_id"], message["content"])
+    return memory
+
+
+def answers_text(messages: Messages) -> str:
+    return "done"
+
+
+def test_a_governed_step_raises_a_functions_config_error_with_the_memory_unchanged() -> None:
+    """A function that returns no messages is the user's to fix: the step raises it (retrying or
+    falling back every step would hide it while the context grows), and nothing is stored."""
+    memory = filled_memory()
+    before = memory.snapshot()
+    governor = Governor.for_model("gpt-4", compressor=answers_text)
+    with pytest.raises(ConfigError, match="answers_text must return a list of messages, got str"):
+        governor.step(memory, instructions="You are a coding agent.")
+    with pytest.raises(ConfigError, match="must return a list of messages"):
+        asyncio.run(governor.astep(memory, instructions="You are a coding agent."))
+    assert memory.snapshot() == before
+
+
+def test_the_agent_raises_a_functions_config_error_at_the_first_compaction() -> None:
+    fake = FakeOpenAI([text("ok " * 150) for _ in range(8)])
+    agent = Agent(
+        model="gpt-4", client=fake.client(), trigger=700, target=400, compressor=answers_text
+    )
+    run = agent.new_session()
+    with pytest.raises(ConfigError, match="answers_text must return a list of messages"):
+        for n in range(8):
+            run.run(f"question {n}")
+    sent = len(fake.requests)
+    assert 0 < sent < 8  # raised at the step that would compact, before its request
+    asked = [m["content"] for m in fake.requests[-1]["messages"] if m["role"] == "user"]
+    assert asked == [f"question {n}" for n in range(sent)]  # nothing was dropped before
+
+
+def test_a_background_job_raises_a_functions_config_error_at_the_next_step() -> None:
+    events: list[Event] = []
+    budget = 6000
+    governor = Governor(
+        ContextProjector(TiktokenCounter("o200k_base"), budget=budget),
+        policy=CompactPolicy(tokens_over(4000), target=1500, budget=budget),
+        background=BackgroundCompaction(soft=2500, compressor=FunctionCompressor(answers_text)),
+        on_event=events.append,
+    )
+    memory = InMemoryMemory()
+    memory.add_user_input("Read the parts.")
+    n = 0
+    assert governor.background is not None
+    while not governor.background.running(memory):
+        memory.add_output_items([FunctionCall(call_id=f"c{n}", name="read", arguments="{}")])
+        memory.add_tool_output(f"c{n}", " ".join(f"w{i % 9}" for i in range(100)))
+        governor.step(memory)
+        n += 1
+    governor.background.join(memory)
+    before = memory.snapshot()
+    with pytest.raises(ConfigError, match="answers_text must return a list of messages"):
+        governor.step(memory)
+    assert memory.snapshot() == before
+    failed = [e for e in events if isinstance(e, BackgroundCompactionEvent)][-1]
+    assert failed.status == "failed" and "ConfigError" in (failed.error or "")
