@@ -66,6 +66,10 @@ FAULTS = {
     "refusal": "a refusal instead of a summary",
     "ten-500s": "ten consecutive HTTP 500s (transient), then good answers",
     "small-window": "a summarizer window smaller than the span (it is cut into chunks)",
+    "refusal-unreachable-fallback": (
+        "a refusal, and a digest fallback aiming at a target (2,500 tokens) the newest group "
+        "alone exceeds while the budget has room: the goal and rules must stay"
+    ),
 }
 """Summarizer faults of the guaranteed-progress suite (issue 29), each played at every entry
 point."""

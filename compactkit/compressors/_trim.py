@@ -257,8 +257,9 @@ def pool_of(key: str, entry: str) -> str:
     return key
 
 
-def _steps(state: _State, budget: int) -> Iterator[None]:
-    """Every change trimming may make, in order; the caller stops as soon as the text fits."""
+def _steps(state: _State, budget: int, keep: frozenset[str]) -> Iterator[None]:
+    """Every change trimming may make, in order; the caller stops as soon as the text fits.
+    The pools in ``keep`` are shortened like the others but never dropped."""
     pools = state.pools
     tier_pools = [[p for p in tier if p in pools] for tier in TIERS]
     for tier in tier_pools:  # 1. context shortened, everywhere
@@ -279,6 +280,7 @@ def _steps(state: _State, budget: int) -> Iterator[None]:
     # class keeps its most recent facts while a later tier still has entries to give); then
     # 4. the floors, tier by tier.
     heavy = state.total > budget * HEAVY
+    tier_pools = [[p for p in tier if p not in keep] for tier in tier_pools]
     floors = {p: _floor(p, len(pools[p])) if heavy else 0 for tier in tier_pools for p in tier}
     queues = {p: list(reversed(pools[p])) for tier in tier_pools for p in tier}
     if heavy:  # every tier but the last down to its floors first
@@ -326,15 +328,18 @@ def fit(
     counter: TokenCounter,
     headings: Mapping[str, str],
     label: tuple[str, frozenset[str]],
+    *,
+    keep: frozenset[str] = frozenset(),
 ) -> Doc:
     """``doc`` within ``cap_tokens`` of rendered text (see the module docstring); ``doc`` itself
-    when it fits already. When even the title does not fit, every entry is dropped.
-    ``headings`` maps section keys to their rendered headings; ``label`` is the quoted-data
-    line and the sections whose entries make it appear."""
+    when it fits already. When even the title does not fit, every entry is dropped but those
+    of the pools in ``keep`` (the result is then over the cap). ``headings`` maps section keys
+    to their rendered headings; ``label`` is the quoted-data line and the sections whose
+    entries make it appear."""
     if text_tokens(doc.render(), counter) <= cap_tokens:  # mostly counted while it grew
         return doc
     state = _State(doc, counter, headings, label)
-    steps = _steps(state, cap_tokens)
+    steps = _steps(state, cap_tokens, keep)
     budget = cap_tokens
     for _attempt in range(6):
         for _ in steps:

@@ -414,7 +414,9 @@ class SummaryDocument:
             omitted={k: v for k, v in omitted.items() if v},
         )
 
-    def trim_to(self, cap_tokens: int, counter: TokenCounter) -> SummaryDocument:
+    def trim_to(
+        self, cap_tokens: int, counter: TokenCounter, *, keep: frozenset[str] = frozenset()
+    ) -> SummaryDocument:
         """The document within ``cap_tokens`` of rendered text, in linear time.
 
         First every entry's context is shortened (its fact — path, error line, command,
@@ -426,8 +428,11 @@ class SummaryDocument:
         entries are counted under their section's heading and in the trimming note. When even
         an empty document does not fit, every entry is removed. The document itself is
         returned when it fits already.
+
+        ``keep`` names trimming pools (``"goal"``, ``"constraints"``) whose entries are never
+        dropped: when the cap cannot hold them, the result is over the cap with them whole.
         """
-        return _trim.fit(self, cap_tokens, counter, _HEADINGS, (QUOTED_NOTE, _QUOTING))
+        return _trim.fit(self, cap_tokens, counter, _HEADINGS, (QUOTED_NOTE, _QUOTING), keep=keep)
 
 
 def _fold_reads(sections: dict[SectionKey, tuple[str, ...]]) -> dict[SectionKey, tuple[str, ...]]:

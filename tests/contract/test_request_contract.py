@@ -100,7 +100,7 @@ def faulty_summarizer(brain: Brain, fault: str) -> SummaryCompressor:
             return f"## Decisions\n{lines}\n\n## Current state\n- reading the report"
         if fault == "empty":
             return ""
-        if fault == "refusal":
+        if fault in ("refusal", "refusal-unreachable-fallback"):
             return "I'm sorry, but I can't help with that request."
         if fault == "ten-500s" and brain.summarizer_calls <= 10:
             raise SummarizationError("'summarizer' answered HTTP 500: error", transient=True)
@@ -114,7 +114,11 @@ def faulty_summarizer(brain: Brain, fault: str) -> SummaryCompressor:
         summary_cap_tokens=400 if fault == "small-window" else None,
         summarizer_window_tokens=SMALL_WINDOW if fault == "small-window" else 32_000,
         retry=RetryPolicy(attempts=ATTEMPTS, initial_wait=0.0, jitter=0.0),
-        fallback=DigestCompressor(keep_last_groups=2, counter=counter),
+        fallback=(
+            DigestCompressor(target_tokens=2_500, counter=counter)
+            if fault == "refusal-unreachable-fallback"
+            else DigestCompressor(keep_last_groups=2, counter=counter)
+        ),
     )
 
 

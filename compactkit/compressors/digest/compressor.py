@@ -37,7 +37,9 @@ are masked first (oldest first, never in the newest kept group) and the summary 
 they free; only then is the summary trimmed — context shortened before any fact goes, then by
 class (see ``SummaryDocument.trim_to``), with what was dropped counted in the summary and in
 ``stats.details["facts"]`` (a ``FactReport``). The result never exceeds the target when the
-parts no compressor may shrink fit it.
+parts no compressor may shrink fit it — and the user's goal and constraints with them: a
+target never drops those (it is a wish; the budget, held by the projection, is the law), only
+an explicit ``summary_cap_tokens`` does.
 """
 
 from __future__ import annotations
@@ -241,8 +243,11 @@ class DigestCompressor:
         if target is not None and (explicit_keep or not self.mask_tail):
             rest = sum(counter.count_item(i) for i in kept) + counter.count_overhead(self.tools)
             cap = max(1, min(cap, target - rest - counter.count_item(summary_message(""))))
+        # The target is a wish, the budget the law: the user's goal and rules are never dropped
+        # to meet a target (an explicit summary cap is the user's own word, and holds).
+        keep = USER_WORDS if self.summary_cap_tokens is None else frozenset()
         merged_tokens = needs.tokens(merged)  # what trim_to counts first: its entries are known
-        trimmed = merged if merged_tokens <= cap else merged.trim_to(cap, counter)
+        trimmed = merged if merged_tokens <= cap else merged.trim_to(cap, counter, keep=keep)
         after = snapshot.model_copy(update={"items": tuple(kept), "summary": trimmed.render()})
         # The request is the kept items, the summary message and the overhead: the kept part is
         # counted once, each trim recounts only the summary.
@@ -254,7 +259,10 @@ class DigestCompressor:
             if target is None or after_tokens <= target or trimmed.is_empty:
                 break
             cap = max(1, counter.count_text(trimmed.render()) - (after_tokens - target))
-            trimmed = merged.trim_to(cap, counter)
+            retrimmed = merged.trim_to(cap, counter, keep=keep)
+            if retrimmed == trimmed:  # only what it keeps is left: over the target
+                break
+            trimmed = retrimmed
             after = after.model_copy(update={"summary": trimmed.render()})
             after_tokens = kept_tokens + summary_tokens(after.summary, counter)
         report = FactReport.compare(
@@ -340,3 +348,5 @@ def masker(items: Sequence[Item]) -> Callable[[FunctionCallOutput, int], Functio
 
 
 _MASK_MIN_TOKENS = 200  # smaller outputs are not worth a placeholder
+USER_WORDS = frozenset({"goal", "constraints"})
+"""The trimming pools a target never drops: the user's goal and rules."""
