@@ -253,34 +253,8 @@ class _Digest:
         command = files.command_of(name, args)
         text = out_text or ""
         found = facts.error_lines(text) if text else []  # read once: errors, outcome, failure
-        ok: bool | None = None
-        if command is not None:
-            outcome, ok = _outcome(text, found)
-            self.add("commands", f"{facts.code(command_line(command), 200)} → {outcome}")
-            ops = files.shell_file_ops(command)
-        else:
-            ops = files.file_ops(name, args)
-            if not ops:  # a file tool's call has its files for an outcome
-                outcome = _outcome(text, found)[0]
-                self.add(
-                    "commands", f"{facts.code(f'{name}({_arguments(args)})', 160)} → {outcome}"
-                )
-        # what a failed write is marked with (a read is not); no error line, no failure to mark
-        failed = facts.last_error(text, found) if found and any(o.modified for o in ops) else None
-        for op in ops:
-            what = op.what + (
-                f" (failed: {facts.code(failed, 120)})" if failed and op.modified else ""
-            )
-            self.add(
-                "files_modified" if op.modified else "files_read",
-                f"{facts.code(op.path, 160)} — {what}",
-            )
-            if op.modified and facts.CONFIG_FILE.search(op.path):
-                if command is None:
-                    self.config_values(op.path, args)
-                else:  # the same settings, written through the shell
-                    for old, new in files.shell_edits(command):
-                        self.config_change(op.path, old, new)
+        ops, ok = self.command_run(name, args, command, text, found)
+        self.file_entries(ops, args, command, text, found)
         self.step += 1
         for op in ops:
             if op.modified:
@@ -301,6 +275,54 @@ class _Digest:
             self.identifiers(plain, prose=True, limit=4)
         self.argument_ids(args)
         return command is None and bool(ops)
+
+    def command_run(
+        self,
+        name: str,
+        args: dict[str, object],
+        command: str | None,
+        text: str,
+        found: list[str],
+    ) -> tuple[list[files.FileOp], bool | None]:
+        """The files a call touches and whether it succeeded; a shell command, or a call that
+        touches no file, listed with its outcome under commands (a file tool's call has its
+        files for an outcome)."""
+        if command is not None:
+            outcome, ok = _outcome(text, found)
+            self.add("commands", f"{facts.code(command_line(command), 200)} → {outcome}")
+            return files.shell_file_ops(command), ok
+        ops = files.file_ops(name, args)
+        if not ops:
+            outcome = _outcome(text, found)[0]
+            self.add("commands", f"{facts.code(f'{name}({_arguments(args)})', 160)} → {outcome}")
+        return ops, None
+
+    def file_entries(
+        self,
+        ops: list[files.FileOp],
+        args: dict[str, object],
+        command: str | None,
+        text: str,
+        found: list[str],
+    ) -> None:
+        """An entry per file a call touched (a failed write marked with its error line), and
+        the settings it wrote into a config file."""
+        # what a failed write is marked with (a read is not); no error line, no failure to mark
+        failed = facts.last_error(text, found) if found and any(o.modified for o in ops) else None
+        for op in ops:
+            what = op.what + (
+                f" (failed: {facts.code(failed, 120)})" if failed and op.modified else ""
+            )
+            self.add(
+                "files_modified" if op.modified else "files_read",
+                f"{facts.code(op.path, 160)} — {what}",
+            )
+            if op.modified and facts.CONFIG_FILE.search(op.path):
+                if command is None:
+                    self.config_values(op.path, args)
+                else:  # the same settings, written through the shell
+                    for old, new in files.shell_edits(command):
+                        self.config_change(op.path, old, new)
 
     def argument_ids(self, args: Mapping[str, object], depth: int = 0) -> None:
         """Identifiers named by their argument: ``reservation_id="8JX2WO"`` → `` `8JX2WO` ``."""

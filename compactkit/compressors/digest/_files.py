@@ -486,6 +486,27 @@ def _part_ops(part: str) -> list[FileOp]:
     """The files one simple command (no ``&&``, ``|``, ``;``) reads and modifies: its
     redirections, a ``python -c`` script's writes, an editor command's file, and its path
     arguments as its ``SHELL_COMMANDS`` row says."""
+    tokens = _command_tokens(part)
+    if not tokens:
+        return []
+    program, rest = tokens[0].rsplit("/", 1)[-1], tokens[1:]
+    targets = _redirect_targets(rest)
+    verb = "appended (>>)" if ">>" in part else "written (>)"
+    ops = [FileOp(t, True, verb) for t in targets]
+    paths = [t for t in rest if looks_like_path(t) and t not in targets and not t.startswith(">")]
+    special = _SPECIAL_PROGRAMS.get(program)
+    found = special(program, rest, paths) if special is not None else None
+    if found is not None:
+        return ops + found
+    rule = _rule_for(program, rest)
+    if rule is None or not paths:
+        return ops
+    return ops + _rule_ops(rule, program, rest, paths)
+
+
+def _command_tokens(part: str) -> list[str]:
+    """A simple command's words, without its environment assignments and prefix programs
+    (``FOO=1 sudo sed …`` → ``sed …``)."""
     try:
         tokens = shlex.split(part)
     except ValueError:
@@ -494,9 +515,12 @@ def _part_ops(part: str) -> list[FileOp]:
         tokens = tokens[1:]  # environment assignments
     while tokens and tokens[0] in _PREFIX_PROGRAMS:
         tokens = tokens[1:]
-    if not tokens:
-        return []
-    program, rest = tokens[0].rsplit("/", 1)[-1], tokens[1:]
+    return tokens
+
+
+def _redirect_targets(rest: list[str]) -> list[str]:
+    """The files a command's output redirections write (``> f``, ``>>f``, ``2> f``; not
+    ``/dev/null`` or a descriptor)."""
     targets: list[str] = []
     for index, token in enumerate(rest):
         if token in _REDIRECTIONS and index + 1 < len(rest):
@@ -504,34 +528,57 @@ def _part_ops(part: str) -> list[FileOp]:
                 targets.append(rest[index + 1])
         elif (match := _REDIRECT.match(token)) and not token.startswith(">&"):
             targets.append(match.group("path"))
-    targets = [t for t in targets if t not in ("/dev/null", "&1", "&2") and not t.startswith("&")]
-    verb = "appended (>>)" if ">>" in part else "written (>)"
-    ops = [FileOp(t, True, verb) for t in targets]
-    paths = [t for t in rest if looks_like_path(t) and t not in targets and not t.startswith(">")]
-    if program in ("python", "python3") and rest[:1] == ["-c"] and len(rest) > 1:
-        return ops + _script_ops(rest[1])
-    if program in ("str_replace_editor", "edit_file", "create") and paths:
-        action = rest[0] if rest and rest[0] in _EDITOR_COMMANDS else program
-        modified = action not in ("view",)
-        return [*ops, FileOp(paths[0], modified, action if modified else "read")]
+    return [t for t in targets if t not in ("/dev/null", "&1", "&2") and not t.startswith("&")]
+
+
+def _python_c(_program: str, rest: list[str], _paths: list[str]) -> list[FileOp] | None:
+    """``python -c SCRIPT``: the files the script writes."""
+    return _script_ops(rest[1]) if rest[:1] == ["-c"] and len(rest) > 1 else None
+
+
+def _editor(program: str, rest: list[str], paths: list[str]) -> list[FileOp] | None:
+    """An editor command line (``str_replace_editor view f``): its first file, read or
+    modified as its subcommand says."""
+    if not paths:
+        return None
+    action = rest[0] if rest and rest[0] in _EDITOR_COMMANDS else program
+    modified = action != "view"
+    return [FileOp(paths[0], modified, action if modified else "read")]
+
+
+_SPECIAL_PROGRAMS: dict[str, Callable[[str, list[str], list[str]], list[FileOp] | None]] = {
+    "python": _python_c,
+    "python3": _python_c,
+    "str_replace_editor": _editor,
+    "edit_file": _editor,
+    "create": _editor,
+}
+"""Programs read by their own function (``None``: read by ``SHELL_COMMANDS`` instead)."""
+
+
+def _rule_for(program: str, rest: list[str]) -> ShellRule | None:
+    """The ``SHELL_COMMANDS`` row that applies: a ``git`` subcommand's before the program's,
+    the first whose flags hold."""
     rules = SHELL_COMMANDS.get(f"{program} {rest[0]}") if rest else None
     rules = rules or SHELL_COMMANDS.get(program, ())
-    rule = next((r for r in rules if r.when is None or r.when(rest)), None)
-    if rule is None or not paths:
-        return ops
+    return next((r for r in rules if r.when is None or r.when(rest)), None)
+
+
+def _rule_ops(rule: ShellRule, program: str, rest: list[str], paths: list[str]) -> list[FileOp]:
+    """What ``rule`` does to the path arguments ``paths`` of ``program rest``."""
     if rule.skip_pattern and not rest[0].startswith("-") and rest[0] == paths[0]:
         paths = paths[1:]  # the pattern
     if program == "perl":
         paths = [p for p in paths if not p.startswith("s/")]
     if rule.action in ("moved", "copied") and len(paths) >= 2:
         source, target = paths[0], paths[-1]
-        ops.append(FileOp(target, True, f"{rule.what} from {source}"))
+        ops = [FileOp(target, True, f"{rule.what} from {source}")]
         if rule.action == "moved":
             ops.append(FileOp(source, True, f"moved to {target}"))
         return ops
     if rule.action in ("moved", "copied"):
-        return ops + [FileOp(p, True, program) for p in paths]
-    return ops + [FileOp(p, rule.action != "read", rule.what) for p in paths]
+        return [FileOp(p, True, program) for p in paths]
+    return [FileOp(p, rule.action != "read", rule.what) for p in paths]
 
 
 # -- text actions (ReAct, mini-swe-agent): the command is in the assistant's text ----------------

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors._args import check_sizes, snapshot_arg
@@ -53,6 +54,7 @@ from compactkit.compressors._plan import (
     Keep,
     Layout,
     Measured,
+    Split,
     default_counter,
     newest_groups_keeper,
     request_tokens,
@@ -61,7 +63,7 @@ from compactkit.compressors._plan import (
     summary_cap,
     summary_tokens,
 )
-from compactkit.compressors._verify import unkept, verify
+from compactkit.compressors._verify import Verification, unkept, verify
 from compactkit.compressors.digest._extract import digest_items, values_in
 from compactkit.compressors.digest._merging import Merging
 from compactkit.compressors.digest._sizer import SummarySizer
@@ -197,37 +199,19 @@ class DigestCompressor:
         """``compress_with_originals`` for a snapshot already measured under this compressor's
         counter and tools (a ``LadderCompressor`` passes what it counted)."""
         snapshot, layout, before = measured.snapshot, measured.layout, measured.tokens
-        counter, target = self.counter, self.target_tokens
-        explicit_keep = self.keep_last_groups is not None or self.keep_tokens is not None
-        if target is not None and before <= target and not explicit_keep:
+        target = self.target_tokens
+        if target is not None and before <= target and not self._explicit_keep:
             # Already within the target (as the LLM summary decides): nothing to fold.
-            return result(self.name, snapshot, None, counter, self.tools, tokens_before=before)
+            return result(self.name, snapshot, None, self.counter, self.tools, tokens_before=before)
         existing = (
             SummaryDocument.parse(snapshot.summary) if snapshot.summary else SummaryDocument()
         )
-        needs = FactsNeed(layout, existing, originals, counter)
-        masked: Mapping[int, FunctionCallOutput] = {}
-        if target is not None and not explicit_keep:
-            split = split_by_need(
-                layout,
-                counter,
-                target_tokens=target,
-                ceiling=self.cap,
-                need=needs,
-                mask=masker(snapshot.items) if self.mask_tail else None,
-                hard_cap=self.summary_cap_tokens is not None,
-                tools=self.tools,
-            )
-            first_kept, cap, masked = split.first_kept, split.cap, split.masked
-            counted = split.kept_tokens
-        else:
-            first_kept = layout.cut(self._keeper(layout))
-            cap = self.cap
-            counted = None
-        kept, folded = layout.split(first_kept, masked)
+        needs = FactsNeed(layout, existing, originals, self.counter)
+        split = self._split(measured, needs)
+        kept, folded = layout.split(split.first_kept, split.masked)
         if not folded:
-            return result(self.name, snapshot, None, counter, self.tools, tokens_before=before)
-        needs(first_kept)
+            return result(self.name, snapshot, None, self.counter, self.tools, tokens_before=before)
+        needs(split.first_kept)
         # The post-condition (``compactkit.compressors._verify``): the folded span's must-keep
         # facts are in the summary, and nothing the span does not support is.
         merged, verification = verify(
@@ -240,21 +224,104 @@ class DigestCompressor:
         # A value the verbatim tail sets anew is superseded in the summary, never "current".
         superseded = values_in(kept[layout.lead :], merged)
         merged = merged if superseded.is_empty else merged.merge(superseded)
-        if target is not None and (explicit_keep or not self.mask_tail):
+        fitted = self._fit(merged, kept, split, needs.tokens(merged))
+        after = snapshot.model_copy(update={"items": tuple(kept), "summary": fitted.summary})
+        if fitted.doc is not merged:  # must-keep facts the cap left out (the tail's newer
+            # values supersede the span's own: those are no longer current, hence not must-keep)
+            must = needs.new if superseded.is_empty else needs.new.merge(superseded)
+            verification = replace(verification, dropped=unkept(fitted.doc, must))
+        details = self._details(merged, fitted, needs, split, layout, verification)
+        smaller = fitted.tokens < before  # else folding this little only grew the prompt
+        if not smaller:
+            details["reason"] = "the digest would not be smaller than what it replaces"
+        return result(
+            self.name,
+            snapshot,
+            after if smaller else None,
+            self.counter,
+            self.tools,
+            tokens_before=before,
+            tokens_after=fitted.tokens if smaller else None,
+            details=details,
+        )
+
+    def _details(
+        self,
+        merged: SummaryDocument,
+        fitted: _Fitted,
+        needs: FactsNeed,
+        split: Split,
+        layout: Layout,
+        verification: Verification,
+    ) -> dict[str, object]:
+        """``stats.details`` of a fold: what it folded, kept and trimmed, the fact report, the
+        post-condition's counts, and whether the target was met."""
+        report = FactReport.compare(
+            merged,
+            fitted.doc,
+            summary_tokens=fitted.merged_tokens
+            if fitted.doc is merged
+            else needs.tokens(fitted.doc),
+            summary_cap_tokens=fitted.cap,
+            masked_outputs=len(split.masked),
+        )
+        details: dict[str, object] = {
+            "folded_groups": sum(1 for i in range(split.first_kept) if layout.protected[i] is None),
+            "digest_entries": len(needs.new),
+            "summary_entries": len(fitted.doc),
+            "trimmed_entries": fitted.doc.trimmed - merged.trimmed,
+            "summary_cap_tokens": fitted.cap,
+            "masked_in_tail": len(split.masked),
+            "facts": report.model_dump(),
+            "verification": verification.details(),
+        }
+        if self.target_tokens is not None:
+            details["target_tokens"] = self.target_tokens
+            details["target_met"] = fitted.tokens <= self.target_tokens
+        return details
+
+    @property
+    def _explicit_keep(self) -> bool:
+        return self.keep_last_groups is not None or self.keep_tokens is not None
+
+    def _split(self, measured: Measured, needs: FactsNeed) -> Split:
+        """Where the verbatim tail starts and the summary's cap: shared by need (with a target
+        and no keep rule, masking the tail to make room), else by the keep rule."""
+        layout, target = measured.layout, self.target_tokens
+        if target is not None and not self._explicit_keep:
+            return split_by_need(
+                layout,
+                self.counter,
+                target_tokens=target,
+                ceiling=self.cap,
+                need=needs,
+                mask=masker(measured.snapshot.items) if self.mask_tail else None,
+                hard_cap=self.summary_cap_tokens is not None,
+                tools=self.tools,
+            )
+        return Split(layout.cut(self._keeper(layout)), self.cap, 0, {})
+
+    def _fit(
+        self, merged: SummaryDocument, kept: list[Item], split: Split, merged_tokens: int
+    ) -> _Fitted:
+        """``merged`` trimmed to the cap, then by what the whole request is still over the
+        target (``merged_tokens``: its size, already counted)."""
+        counter, target, cap = self.counter, self.target_tokens, split.cap
+        if target is not None and (self._explicit_keep or not self.mask_tail):
             rest = sum(counter.count_item(i) for i in kept) + counter.count_overhead(self.tools)
             cap = max(1, min(cap, target - rest - counter.count_item(summary_message(""))))
         # The target is a wish, the budget the law: the user's goal and rules are never dropped
         # to meet a target (an explicit summary cap is the user's own word, and holds).
         keep = USER_WORDS if self.summary_cap_tokens is None else frozenset()
-        merged_tokens = needs.tokens(merged)  # what trim_to counts first: its entries are known
         trimmed = merged if merged_tokens <= cap else merged.trim_to(cap, counter, keep=keep)
-        after = snapshot.model_copy(update={"items": tuple(kept), "summary": trimmed.render()})
+        summary = trimmed.render()
         # The request is the kept items, the summary message and the overhead: the kept part is
         # counted once, each trim recounts only the summary.
+        counted = split.kept_tokens
         if counted is None:
             counted = sum(counter.count_item(i) for i in kept)
         kept_tokens = counted + counter.count_overhead(self.tools)
-        after_tokens = kept_tokens + summary_tokens(after.summary, counter)
+        after_tokens = kept_tokens + summary_tokens(summary, counter)
         for _attempt in range(4):  # exact: re-trim by what the whole request is still over
             if target is None or after_tokens <= target or trimmed.is_empty:
                 break
@@ -262,54 +329,9 @@ class DigestCompressor:
             retrimmed = merged.trim_to(cap, counter, keep=keep)
             if retrimmed == trimmed:  # only what it keeps is left: over the target
                 break
-            trimmed = retrimmed
-            after = after.model_copy(update={"summary": trimmed.render()})
-            after_tokens = kept_tokens + summary_tokens(after.summary, counter)
-        report = FactReport.compare(
-            merged,
-            trimmed,
-            summary_tokens=merged_tokens if trimmed is merged else needs.tokens(trimmed),
-            summary_cap_tokens=cap,
-            masked_outputs=len(masked),
-        )
-        if trimmed is not merged:  # must-keep facts the cap left out (the tail's newer values
-            # supersede the span's own: those are no longer current, hence not must-keep)
-            must = needs.new if superseded.is_empty else needs.new.merge(superseded)
-            verification = replace(verification, dropped=unkept(trimmed, must))
-        details: dict[str, object] = {
-            "folded_groups": sum(1 for i in range(first_kept) if layout.protected[i] is None),
-            "digest_entries": len(needs.new),
-            "summary_entries": len(trimmed),
-            "trimmed_entries": trimmed.trimmed - merged.trimmed,
-            "summary_cap_tokens": cap,
-            "masked_in_tail": len(masked),
-            "facts": report.model_dump(),
-            "verification": verification.details(),
-        }
-        if target is not None:
-            details["target_tokens"] = target
-            details["target_met"] = after_tokens <= target
-        if after_tokens >= before:  # folding this little only grew the prompt
-            details["reason"] = "the digest would not be smaller than what it replaces"
-            return result(
-                self.name,
-                snapshot,
-                None,
-                counter,
-                self.tools,
-                tokens_before=before,
-                details=details,
-            )
-        return result(
-            self.name,
-            snapshot,
-            after,
-            counter,
-            self.tools,
-            tokens_before=before,
-            tokens_after=after_tokens,
-            details=details,
-        )
+            trimmed, summary = retrimmed, retrimmed.render()
+            after_tokens = kept_tokens + summary_tokens(summary, counter)
+        return _Fitted(trimmed, summary, cap, merged_tokens, after_tokens)
 
     def _keeper(self, layout: Layout) -> Keep:
         return newest_groups_keeper(
@@ -321,6 +343,20 @@ class DigestCompressor:
             summary_cap=self.cap,
             tools=self.tools,
         )
+
+
+class _Fitted(NamedTuple):
+    """The summary as fitted (``DigestCompressor._fit``)."""
+
+    doc: SummaryDocument
+    summary: str
+    """``doc`` rendered."""
+    cap: int
+    """The cap it was last trimmed to."""
+    merged_tokens: int
+    """The untrimmed summary's tokens."""
+    tokens: int
+    """The whole request's tokens with it."""
 
 
 def _originals(
