@@ -27,8 +27,12 @@ MAX_DETAILS = 6  # per keyed entry (a file edited fifty times keeps its six late
 MAX_SUPERSEDED = 3  # per value name
 
 
+@functools.lru_cache(maxsize=1 << 15)
 def fold(text: str) -> str:
-    """The comparison form of a text: whitespace collapsed, case folded."""
+    """The comparison form of a text: whitespace collapsed, case folded.
+
+    Remembered: each merge into a summary folds the entries already in it, so the same entries
+    (the summary keeps most of them between compactions) would be folded again and again."""
     return " ".join(text.split()).casefold()
 
 

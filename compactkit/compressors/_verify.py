@@ -21,6 +21,7 @@ entries and the span's text.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -97,12 +98,19 @@ class _Span:
     known: frozenset[str] = field(default_factory=frozenset)
 
 
-def folded_text(items: Sequence[Item], previous: SummaryDocument | None = None) -> tuple[str, str]:
+def folded_text(
+    items: Sequence[Item], previous: SummaryDocument | None = None, *, everything: bool = True
+) -> tuple[str, str]:
     """``(authored, everything)``: the text people wrote in ``items`` (user messages that are
     not a tool's output fed back, system and developer messages; plus the previous summary's
-    goal and constraints) and all of the span's text (plus the previous summary)."""
+    goal and constraints) and all of the span's text (plus the previous summary).
+
+    With ``everything=False`` the second is ``""``, not built: it is the whole span and the
+    whole previous summary, rendered and normalised (O(span + summary) per compaction), and a
+    caller that does not check facts against the span (the digest) never reads it.
+    """
     authored: list[str] = []
-    everything: list[str] = []
+    every: list[str] = []
     for item in items:
         if isinstance(item, Message):
             text = item.text
@@ -110,15 +118,16 @@ def folded_text(items: Sequence[Item], previous: SummaryDocument | None = None) 
                 item.role == "user" and not is_observation(text)
             ):
                 authored.append(text)
-            everything.append(text)
-        elif isinstance(item, FunctionCall):
-            everything.append(f"{item.name} {item.arguments}")
-        elif isinstance(item, FunctionCallOutput):
-            everything.append(item.text)
+            every.append(text)
+        elif everything and isinstance(item, FunctionCall):
+            every.append(f"{item.name} {item.arguments}")
+        elif everything and isinstance(item, FunctionCallOutput):
+            every.append(item.text)
     if previous is not None and not previous.is_empty:
         authored += [_plain(e) for key in ("goal", "constraints") for e in previous.entries(key)]
-        everything.append(previous.render())
-    return _lines("\n".join(authored)), _norm("\n".join(everything))
+        if everything:
+            every.append(previous.render())
+    return _lines("\n".join(authored)), _norm("\n".join(every)) if everything else ""
 
 
 def verify(
@@ -145,9 +154,9 @@ def verify(
         The summary with unsupported entries removed and missing must-keep facts added back,
         and what was verified, re-added and rejected.
     """
-    authored, everything = text if text is not None else folded_text(items, previous)
-    if not check_facts:
-        everything = ""
+    if text is None:
+        text = folded_text(items, previous, everything=check_facts)
+    authored, everything = text if check_facts else (text[0], "")
     known = frozenset(
         entry for key in summary.sections for entry in (previous or SummaryDocument()).entries(key)
     )
@@ -257,11 +266,11 @@ def _restore(
 ) -> tuple[SummaryDocument, tuple[str, ...], tuple[str, ...]]:
     verified: list[str] = []
     missing: dict[SectionKey, list[str]] = {}
-    have_constraints = {_norm(_plain(e)).rstrip(".") for e in summary.entries("constraints")}
+    have_constraints = set(map(_constraint_key, summary.entries("constraints")))
     for entry in facts.entries("constraints"):
         if entry.startswith(_LATER):
             continue  # a request, not a rule: not must-keep
-        if _norm(_plain(entry)).rstrip(".") in have_constraints:
+        if _constraint_key(entry) in have_constraints:
             verified.append(f"constraints: {entry[:160]}")
         else:
             missing.setdefault("constraints", []).append(entry)
@@ -293,6 +302,15 @@ def _restore(
     added = SummaryDocument.of(**missing)
     re_added = tuple(f"{key}: {e[:160]}" for key, entries in missing.items() for e in entries)
     return summary.merge(added), tuple(verified), re_added
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _constraint_key(entry: str) -> str:
+    """What a constraint is matched on: its quoted words, normalised, no final period.
+
+    Remembered: every compaction matches the whole summary's constraints again (twice, when
+    it trims), and the summary keeps most of them from one compaction to the next."""
+    return _norm(_plain(entry)).rstrip(".")
 
 
 def _current_values(entries: Iterable[str]) -> dict[str, tuple[str, str]]:
