@@ -20,8 +20,10 @@ from compactkit.governance.policy import (
     usage_over,
 )
 from compactkit.governance.projector import ContextProjector, Projection, ProjectionReport
+from compactkit.governance.status import BudgetStatus, is_budget_status
 
 __all__ = [
+    "BudgetStatus",
     "CompactPolicy",
     "ContextProjector",
     "PolicyState",
@@ -33,6 +35,7 @@ __all__ = [
     "cache_cold",
     "cache_hysteresis",
     "every_turns",
+    "is_budget_status",
     "items_over",
     "ratio_over",
     "tokens_over",

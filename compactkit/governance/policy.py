@@ -461,6 +461,12 @@ class CompactPolicy:
             return None
         return tokens_after + max(1, lowest - target)
 
+    def trigger_tokens(self) -> int | None:
+        """The trigger's lowest token threshold (``tokens_over``, ``usage_over``, a resolved
+        ``ratio_over``), or ``None`` when it has none: where the budget status says compaction
+        happens."""
+        return min((threshold for threshold, _ in self._thresholds()), default=None)
+
     def cache_lifetime(self) -> float | None:
         """The cache lifetime a ``cache_cold`` part of the trigger names (the shortest), or
         ``None`` when the trigger has none."""

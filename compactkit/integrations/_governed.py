@@ -21,6 +21,7 @@ from compactkit.compressors.base import CompressorLike
 from compactkit.errors import ConfigError
 from compactkit.governance.policy import CompactPolicy, TriggerLike, model_thresholds
 from compactkit.governance.projector import ContextProjector, Projection
+from compactkit.governance.status import BudgetStatus
 from compactkit.items.snapshot import SummaryRole
 from compactkit.runtime.events import CompactionRequest, EventHandler, PassthroughEvent, emit
 from compactkit.runtime.governor import Governor, default_policy
@@ -42,6 +43,7 @@ OPTIONS = (
     "registry",
     "on_event",
     "before_compaction",
+    "budget_visible",
 )
 """The options the LangChain middleware and the pydantic-ai capability take beyond ``model``."""
 
@@ -92,9 +94,11 @@ class Governors:
         on_event: EventHandler | None,
         before_compaction: Callable[[CompactionRequest], bool] | None,
         counter: TokenCounter | None = None,
+        budget_visible: bool = False,
     ) -> Governors:
         """Check the options and build the governors (see the integrations' docstrings);
-        ``counter`` replaces the model's counter in the default projector."""
+        ``counter`` replaces the model's counter in the default projector; ``budget_visible``
+        puts the budget status line in every prompt (the projecting governor's)."""
         if mode not in ("project", "compact"):
             raise ConfigError(f"mode must be 'project' or 'compact', got {mode!r}")
         if projector is not None and budget is not None:
@@ -125,6 +129,7 @@ class Governors:
             cache_aware=projector.cache_aware,
         )
         compacting = None
+        status = BudgetStatus(policy) if budget_visible else None
         if mode == "compact":
             compacting = Governor(
                 projector,
@@ -132,8 +137,9 @@ class Governors:
                 compressor=compressor,
                 on_event=on_event,
                 before_compaction=before_compaction,
+                status=status,  # pydantic-ai sends the compacting step's own projection
             )
-            projecting = Governor(projector, on_event=on_event)
+            projecting = Governor(projector, on_event=on_event, status=status)
         else:
             # The framework's history is never changed; the mirror of it is compacted (its
             # summary held here), so the user's task and rules stay in every prompt once the
@@ -144,8 +150,14 @@ class Governors:
                 compressor=compressor,
                 on_event=on_event,
                 before_compaction=before_compaction,
+                status=status,
             )
         return cls(projecting, compacting, summary_role, on_event, format)
+
+    @property
+    def compacts(self) -> Governor:
+        """The governor that compacts (and so honours ``request_compaction``)."""
+        return self.compacting or self.projecting
 
     def observe_usage(self, prompt_tokens: object, projection: Projection) -> None:
         """Calibrate both governors with the provider's reported prompt tokens, when given."""

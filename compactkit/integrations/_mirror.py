@@ -23,6 +23,7 @@ from typing import Any, Generic, TypeVar
 
 from compactkit.errors import BudgetError
 from compactkit.governance.projector import Projection
+from compactkit.governance.status import is_budget_status
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
 from compactkit.items.snapshot import MemorySnapshot
 from compactkit.memory.in_memory import InMemoryMemory
@@ -201,6 +202,8 @@ def require_newest(snapshot: MemorySnapshot, projection: Projection) -> None:
         return
     newest = snapshot.items[-1]
     sent = projection.items[-1] if projection.items else None
+    if is_budget_status(sent) and len(projection.items) > 1:  # the line comes after the history
+        sent = projection.items[-2]
     if sent is newest or (sent is not None and sent.seq is not None and sent.seq == newest.seq):
         return
     if isinstance(newest, FunctionCallOutput) and not _answers_a_call(snapshot.items):

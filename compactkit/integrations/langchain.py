@@ -39,6 +39,7 @@ from langchain.agents.middleware.internal_call_transformer import (  # noqa: E40
     internal_call_metadata,
 )
 from langchain.agents.middleware.types import ModelRequest, ModelResponse  # noqa: E402
+from langchain.tools import ToolRuntime  # noqa: E402
 from langchain_core.language_models import BaseChatModel  # noqa: E402
 from langchain_core.messages import (  # noqa: E402
     AIMessage,
@@ -49,7 +50,7 @@ from langchain_core.messages import (  # noqa: E402
 )
 from langchain_core.messages.utils import convert_to_messages  # noqa: E402
 from langchain_core.runnables import RunnableConfig  # noqa: E402
-from langchain_core.tools import BaseTool  # noqa: E402
+from langchain_core.tools import BaseTool, StructuredTool  # noqa: E402
 from langgraph.constants import TAG_NOSTREAM  # noqa: E402
 from langgraph.graph.message import REMOVE_ALL_MESSAGES  # noqa: E402
 
@@ -74,6 +75,7 @@ from compactkit.integrations._langchain_recall import recall_tools_over  # noqa:
 from compactkit.integrations._mirror import Converted, Mirror, Mirrors, require_newest  # noqa: E402
 from compactkit.items import Message, Tool  # noqa: E402
 from compactkit.items.snapshot import DEFAULT_SUMMARY_ROLE, MemorySnapshot, SummaryRole  # noqa: E402
+from compactkit.runtime.budget_tools import COMPACT_TOOL_DESCRIPTION  # noqa: E402
 from compactkit.runtime.events import CompactionRequest, EventHandler  # noqa: E402
 from compactkit.runtime.governor import GovernedStep  # noqa: E402
 from compactkit.runtime.recall_tools import DEFAULT_RECALL_TOKENS  # noqa: E402
@@ -126,6 +128,10 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         recall: ``True`` registers the ``recall(query)`` and ``expand(ref)`` tools
             (``langchain_recall_tools(middleware)``): the agent can search what this middleware's
             compactions folded out of its thread.
+        budget_visible: ``True`` ends every model call's messages with the budget status line
+            (``context 61% used; compaction at 80%``; counted in the budget, never in the
+            state) and registers the ``compact_context()`` tool, which asks for a compaction
+            of the thread at its next model call (docs/control.md).
 
     Raises:
         ConfigError: the options contradict each other, or the model is unknown.
@@ -159,6 +165,7 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         token_counter: CountMessages | None = None,
         clear_tool_outputs: ClearToolOutputs | None = None,
         recall: bool = False,
+        budget_visible: bool = False,
         **unknown: object,
     ) -> None:
         if unknown:
@@ -195,11 +202,14 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             on_event=on_event,
             before_compaction=before_compaction,
             counter=counter,
+            budget_visible=budget_visible,
         )
         self._mirrors: Mirrors[BaseMessage] = Mirrors(self._to_items)
         self._tools: tuple[tuple[object, ...], list[Tool]] = ((), [])
         self._system: tuple[object, list[Message]] = (None, [])
         self.tools: list[BaseTool] = langchain_recall_tools(self) if recall else []
+        if budget_visible:
+            self.tools.append(self._compact_tool())
 
     # -- the non-destructive projection, every model call ---------------------------------------
 
@@ -256,6 +266,27 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return self._state_update(mirror, step)
 
     # -- helpers -------------------------------------------------------------------------------
+
+    def _compact_tool(self) -> BaseTool:
+        """``compact_context()`` over the thread the call runs in."""
+        governor = self.governors.compacts
+
+        def request(runtime: object) -> str:
+            mirror = self._mirrors.get(_thread(runtime))
+            return governor.request_compaction(mirror.memory)
+
+        def compact_context(runtime: ToolRuntime[Any, Any]) -> str:
+            return request(runtime)
+
+        async def acompact_context(runtime: ToolRuntime[Any, Any]) -> str:
+            return request(runtime)
+
+        return StructuredTool.from_function(
+            compact_context,
+            coroutine=acompact_context,
+            name="compact_context",
+            description=COMPACT_TOOL_DESCRIPTION,
+        )
 
     def _to_items(self, message: BaseMessage, warn: Callable[[str], None]) -> Converted:
         return convert.to_items(message, warn)

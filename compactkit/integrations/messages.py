@@ -41,6 +41,7 @@ from compactkit.items.snapshot import (
     SummaryRole,
     is_summary_message,
 )
+from compactkit.memory.base import AgentMemory
 from compactkit.memory.in_memory import InMemoryMemory
 from compactkit.runtime.background import BackgroundCompaction
 from compactkit.runtime.events import Event, PassthroughEvent, emit
@@ -275,6 +276,12 @@ class MessageCompactor:
         if projection is None:
             raise ConfigError("observe_usage() reports on the latest call: govern a call first")
         self.governor.observe_usage(prompt_tokens, projection)
+
+    def governed_memory(self) -> AgentMemory:
+        """The memory this compactor mirrors the conversation into (what its governor steps;
+        ``Governor.request_compaction(compactor.governed_memory())`` asks for a compaction of
+        it at the next call)."""
+        return self._memory
 
     def reset(self) -> None:
         """Forget the conversation (the next call reads its list from the start)."""

@@ -26,7 +26,14 @@ from compactkit.integrations._extras import require
 
 require("agents", extra="openai-agents", integration="compactkit.integrations.openai_agents")
 
-from agents import Agent, FunctionTool, ModelResponse, RunContextWrapper, RunHooks  # noqa: E402
+from agents import (  # noqa: E402
+    Agent,
+    FunctionTool,
+    ModelResponse,
+    RunContextWrapper,
+    RunHooks,
+    function_tool,
+)
 from agents.memory import Session, SessionSettings  # noqa: E402
 from agents.memory.session_settings import coerce_session_settings  # noqa: E402
 from agents.run_config import CallModelData, ModelInputData  # noqa: E402
@@ -51,6 +58,7 @@ from compactkit.items.snapshot import (  # noqa: E402
     is_summary_message,
 )
 from compactkit.memory.base import AgentMemory  # noqa: E402
+from compactkit.runtime.budget_tools import compact_context_function  # noqa: E402
 from compactkit.runtime.events import Event, PassthroughEvent, emit  # noqa: E402
 from compactkit.runtime.governor import Governor  # noqa: E402
 
@@ -87,6 +95,7 @@ def _governor(
     compressor: CompressorLike | None,
     summary_role: SummaryRole | None,
     on_event: Callable[[Event], None] | None,
+    budget_visible: bool = False,
 ) -> Governor:
     if governor is not None:
         if not isinstance(governor, Governor):
@@ -96,6 +105,11 @@ def _governor(
             raise ConfigError(
                 "governor= is already configured: do not pass budget=, trigger=, target=, "
                 "registry=, policy=, compressor=, summary_role= or compaction= with it"
+            )
+        if budget_visible and governor.status is None:
+            raise ConfigError(
+                "budget_visible=True needs the governor to add the status line: build it with "
+                "Governor.for_model(model, budget_visible=True)"
             )
         return governor
     return Governor.for_model(
@@ -109,6 +123,7 @@ def _governor(
         compaction=compaction,
         summary_role=summary_role,
         on_event=on_event,
+        budget_visible=budget_visible,
     )
 
 
@@ -135,6 +150,10 @@ class CompactkitInputFilter:
         compressor: What compacts (default: the ``LadderCompressor``, no LLM).
         summary_role: The role of the summary message.
         on_event: Called with every event.
+        budget_visible: End every call's input with the budget status line (``context 61%
+            used; compaction at 80%``; counted in the budget, never stored in the session);
+            give the agent ``filter.tools()`` for the ``compact_context()`` tool, which asks for
+            a compaction at the next call (docs/control.md).
 
     Each call costs O(new items) while the input extends the previous call's, as it does along
     a run and across runs of one session; one filter per conversation keeps it so (a filter
@@ -155,10 +174,13 @@ class CompactkitInputFilter:
         compressor: CompressorLike | None = None,
         summary_role: SummaryRole | None = None,
         on_event: Callable[[Event], None] | None = None,
+        budget_visible: bool = False,
         **unknown: object,
     ) -> None:
         if unknown:
-            raise ConfigError.unknown_options("CompactkitInputFilter", unknown, _OPTIONS)
+            raise ConfigError.unknown_options(
+                "CompactkitInputFilter", unknown, [*_OPTIONS, "budget_visible"]
+            )
         self.governor = _governor(
             model,
             governor,
@@ -171,6 +193,7 @@ class CompactkitInputFilter:
             compressor=compressor,
             summary_role=summary_role,
             on_event=on_event,
+            budget_visible=budget_visible,
         )
         self.model = model
         self._compactor = MessageCompactor(
@@ -192,6 +215,14 @@ class CompactkitInputFilter:
             )
         self.last = turn
         return ModelInputData(input=turn.send, instructions=model_data.instructions)
+
+    def tools(self) -> list[FunctionTool]:
+        """The ``compact_context()`` tool, as the SDK's tool: the agent asks for a compaction
+        of the conversation this filter governs, run at its next model call when the policy
+        can make progress (``Governor.request_compaction``; the answer says what happens).
+        Pass it with the agent's own: ``Agent(tools=[*my_tools, *filter.tools()])``."""
+        function = compact_context_function(self.governor, self._compactor.governed_memory)
+        return [function_tool(function, name_override="compact_context")]
 
     def hooks(self) -> RunHooks[Any]:
         """``RunHooks`` that report each response's ``input_tokens`` back to this filter: the

@@ -61,6 +61,7 @@ from compactkit.integrations._mirror import Mirror, Mirrors, require_newest  # n
 from compactkit.items import Message, Tool  # noqa: E402
 from compactkit.items.snapshot import DEFAULT_SUMMARY_ROLE, SummaryRole  # noqa: E402
 from compactkit.memory.in_memory import InMemoryMemory  # noqa: E402
+from compactkit.runtime.budget_tools import COMPACT_TOOL_DESCRIPTION  # noqa: E402
 from compactkit.runtime.events import CompactionRequest, EventHandler  # noqa: E402
 from compactkit.runtime.governor import GovernedStep  # noqa: E402
 from compactkit.runtime.recall_tools import (  # noqa: E402
@@ -94,6 +95,9 @@ class CompactkitHistory:
         on_event: Called with every event: projections, compactions (failures too), parts
             passed through untouched.
         before_compaction: Asked before every compaction; returning ``False`` vetoes it.
+        budget_visible: End every prompt ``govern`` returns with the budget status line (for
+            ``CompactkitCapability(budget_visible=True)``; a history processor's prompt becomes
+            the history, so ``process`` refuses it: the line is never stored).
 
     Raises:
         ConfigError: the options contradict each other, or the model is unknown.
@@ -114,11 +118,13 @@ class CompactkitHistory:
         registry: ProfileRegistry | None = None,
         on_event: EventHandler | None = None,
         before_compaction: Callable[[CompactionRequest], bool] | None = None,
+        budget_visible: bool = False,
         **unknown: object,
     ) -> None:
         if unknown:
             raise ConfigError.unknown_options("CompactkitHistory", unknown, OPTIONS)
         self.mode: Mode = mode
+        self.budget_visible = bool(budget_visible)
         self.governors = Governors.build(
             model,
             format="pydantic_ai",
@@ -133,6 +139,7 @@ class CompactkitHistory:
             summary_role=summary_role,
             on_event=on_event,
             before_compaction=before_compaction,
+            budget_visible=budget_visible,
         )
         self._mirrors: Mirrors[ModelMessage] = Mirrors(convert.to_items)
         self._instructions: tuple[str | None, list[Message]] = (None, [])
@@ -146,12 +153,14 @@ class CompactkitHistory:
     def process(self, messages: list[ModelMessage]) -> list[ModelMessage]:
         """A sync history processor: ``ProcessHistory(history.process)``. Returns the prompt;
         pydantic-ai makes it the history."""
+        self._check_processor()
         mirror, governor, instructions = self._begin(messages, None, None)
         step = governor.step(mirror.memory, instructions=instructions, usage=_usage(messages))
         return self._finish(mirror, step, instructions)[0]
 
     async def aprocess(self, messages: list[ModelMessage]) -> list[ModelMessage]:
         """An async history processor: ``ProcessHistory(history.aprocess)``."""
+        self._check_processor()
         mirror, governor, instructions = await asyncio.to_thread(self._begin, messages, None, None)
         step = await governor.astep(
             mirror.memory, instructions=instructions, usage=_usage(messages)
@@ -182,7 +191,21 @@ class CompactkitHistory:
         """Calibrate the counts with the tokens the provider reported for ``response``."""
         self.governors.observe_usage(response.usage.input_tokens, projection)
 
+    def request_compaction(self, conversation_id: str | None = None) -> str:
+        """Ask for a compaction of conversation ``conversation_id`` at its next request (what
+        the ``compact_context`` tool calls); the plain answer (``Governor.request_compaction``)."""
+        memory = self._mirrors.get(conversation_id).memory
+        return self.governors.compacts.request_compaction(memory)
+
     # -- helpers -------------------------------------------------------------------------------
+
+    def _check_processor(self) -> None:
+        if self.budget_visible:
+            raise ConfigError(
+                "budget_visible=True adds a status line to each prompt, and a history "
+                "processor's prompt becomes the history (the line would be stored): use "
+                "CompactkitCapability(model, budget_visible=True) instead"
+            )
 
     def _begin(
         self,
@@ -260,7 +283,10 @@ class CompactkitCapability(AbstractCapability[Any]):
 
     Takes the arguments of ``CompactkitHistory`` (``model``, ``mode``, ``budget``, ``compressor``,
     ``policy``, ``projector``, ``summary_role``, ``registry``, ``on_event``,
-    ``before_compaction``). Works under ``run``, ``run_sync`` and ``run_stream``; one capability
+    ``before_compaction``), and ``recall=True`` (the ``recall``/``expand`` tools) and
+    ``budget_visible=True`` (every request ends with the budget status line, counted in the
+    budget and never stored; the ``compact_context()`` tool asks for a compaction of the
+    conversation at its next request; docs/control.md). Works under ``run``, ``run_sync`` and ``run_stream``; one capability
     may serve many conversations (a mirror per ``conversation_id``).
     """
 
@@ -280,11 +306,13 @@ class CompactkitCapability(AbstractCapability[Any]):
         on_event: EventHandler | None = None,
         before_compaction: Callable[[CompactionRequest], bool] | None = None,
         recall: bool = False,
+        budget_visible: bool = False,
         **unknown: object,
     ) -> None:
         if unknown:
             raise ConfigError.unknown_options("CompactkitCapability", unknown, [*OPTIONS, "recall"])
         self.recall = bool(recall)
+        self.budget_visible = bool(budget_visible)
         self.history = CompactkitHistory(
             model,
             mode=mode,
@@ -298,13 +326,25 @@ class CompactkitCapability(AbstractCapability[Any]):
             registry=registry,
             on_event=on_event,
             before_compaction=before_compaction,
+            budget_visible=budget_visible,
         )
         self._projections: OrderedDict[int, tuple[ModelRequestContext, Projection]] = OrderedDict()
 
     def get_toolset(self) -> FunctionToolset[Any] | None:
         """With ``recall=True``: the ``recall`` and ``expand`` tools over each conversation's
-        archive (``pydantic_ai_recall_toolset(self)``)."""
-        return pydantic_ai_recall_toolset(self) if self.recall else None
+        archive (``pydantic_ai_recall_toolset(self)``); with ``budget_visible=True``: the
+        ``compact_context`` tool."""
+        recall = pydantic_ai_recall_toolset(self) if self.recall else None
+        if not self.budget_visible:
+            return recall
+        history = self.history
+
+        async def compact_context(ctx: RunContext[Any]) -> str:
+            return await asyncio.to_thread(history.request_compaction, ctx.conversation_id)
+
+        compact_context.__doc__ = COMPACT_TOOL_DESCRIPTION
+        tools = [*recall.tools.values()] if recall is not None else []
+        return FunctionToolset([*tools, compact_context])
 
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext

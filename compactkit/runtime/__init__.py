@@ -10,6 +10,7 @@ from compactkit._lazy import lazy_exports
 if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
     from compactkit.runtime.agent import Agent
     from compactkit.runtime.background import BackgroundCompaction, BackgroundStats
+    from compactkit.runtime.budget_tools import budget_tools
     from compactkit.runtime.events import (
         BackgroundCompactionEvent,
         CompactionEvent,
@@ -42,6 +43,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
 # caller that needs one part does not load the others.
 _LAZY: dict[str, str] = {
     "recall_tools": "compactkit.runtime.recall_tools",
+    "budget_tools": "compactkit.runtime.budget_tools",
     "Agent": "compactkit.runtime.agent",
     "BackgroundCompaction": "compactkit.runtime.background",
     "BackgroundCompactionEvent": "compactkit.runtime.events",
@@ -108,6 +110,7 @@ __all__ = [
     "ToolCallEvent",
     "ToolOutcome",
     "Usage",
+    "budget_tools",
     "recall_tools",
     "tool",
 ]

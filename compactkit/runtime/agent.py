@@ -21,6 +21,7 @@ from compactkit.items import Message, Tool
 from compactkit.items.snapshot import SummaryRole
 from compactkit.memory import AgentMemory, InMemoryMemory
 from compactkit.runtime._model import Api, Client, ModelCaller
+from compactkit.runtime.budget_tools import COMPACT_TOOL_NAME, budget_tools
 from compactkit.runtime.events import CompactionRequest, EventHandler
 from compactkit.runtime.governor import Governor
 from compactkit.runtime.recall_tools import RECALL_TOOL_NAMES, recall_tools
@@ -72,6 +73,10 @@ class Agent:
         recall: Add the ``recall(query)`` and ``expand(ref)`` tools, bound to each session's
             memory, so the model can get folded details back (docs/recall.md); the memory
             must offer recall (``InMemoryMemory``, ``SQLMemory``).
+        budget_visible: Let the model see and steer its budget (docs/control.md): every request
+            ends with one status line (``context 61% used; compaction at 80%``; counted in the
+            budget, never stored), and the ``compact_context()`` tool asks for a compaction
+            at the next step, honoured by the policy when it can make progress.
 
     Raises:
         ConfigError: unknown model, bad tools, or options that contradict each other.
@@ -104,6 +109,7 @@ class Agent:
         on_event: EventHandler | None = None,
         before_compaction: Callable[[CompactionRequest], bool] | None = None,
         recall: bool = False,
+        budget_visible: bool = False,
         lease_timeout: float = 10.0,
         lease_ttl: float = DEFAULT_TTL,
         **unknown: object,
@@ -128,6 +134,7 @@ class Agent:
             compaction=compaction,
             summary_role=summary_role,
             before_compaction=before_compaction,
+            budget_visible=budget_visible,
         )
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             raise ConfigError(f"max_steps must be a positive int, got {max_steps!r}")
@@ -147,6 +154,9 @@ class Agent:
         self.recall = bool(recall)
         if self.recall:
             _add_recall_tools(self.tools)
+        self.budget_visible = bool(budget_visible)
+        if self.budget_visible:
+            _add_budget_tools(self.tools, governor)
         self.schemas: tuple[Tool, ...] = tuple(t.schema() for t in self.tools.values())
         self.memory_factory = memory_factory or (lambda _session_id: InMemoryMemory())
         self.governor = governor
@@ -166,15 +176,19 @@ class Agent:
 
     def tools_for(self, memory: AgentMemory) -> dict[str, FunctionTool]:
         """The tools a session with ``memory`` runs: the agent's, with ``recall`` and
-        ``expand`` bound to ``memory`` when ``recall=True``.
+        ``expand`` bound to ``memory`` when ``recall=True``, and ``compact_context`` when
+        ``budget_visible=True``.
 
         Raises:
             RecallUnsupportedError: ``recall=True`` and the memory offers no recall.
         """
-        if not self.recall:
-            return self.tools
-        bound = recall_tools(memory, counter=self.governor.counter)
-        return {**self.tools, **{t.name: t for t in bound}}
+        tools = self.tools
+        if self.recall:
+            bound = recall_tools(memory, counter=self.governor.counter)
+            tools = {**tools, **{t.name: t for t in bound}}
+        if self.budget_visible:
+            tools = {**tools, **{t.name: t for t in budget_tools(self.governor, memory)}}
+        return tools
 
     def new_session(self, session_id: str | None = None) -> RunnableSession:
         """A new session with a fresh memory from ``memory_factory``.
@@ -225,6 +239,7 @@ def _governor_for(
     compaction: bool,
     summary_role: SummaryRole | None,
     before_compaction: Callable[[CompactionRequest], bool] | None,
+    budget_visible: bool = False,
 ) -> Governor:
     """The agent's governor: the one given (then no governance part may be given beside it),
     else ``Governor.for_model`` with the parts given."""
@@ -241,6 +256,7 @@ def _governor_for(
             compaction=compaction,
             summary_role=summary_role,
             before_compaction=before_compaction,
+            budget_visible=budget_visible,
         )
     given = {
         name
@@ -264,6 +280,11 @@ def _governor_for(
         )
     if not isinstance(governor, Governor):
         raise ConfigError(f"governor must be a Governor, got {type(governor).__name__}")
+    if budget_visible and governor.status is None:
+        raise ConfigError(
+            "budget_visible=True needs the governor to add the status line: build it with "
+            "Governor.for_model(model, budget_visible=True) (or status=BudgetStatus(policy))"
+        )
     return governor
 
 
@@ -289,3 +310,14 @@ def _add_recall_tools(tools: dict[str, FunctionTool]) -> None:
             f"{taken!r} or drop recall=True"
         )
     tools.update({t.name: t for t in recall_tools(InMemoryMemory())})
+
+
+def _add_budget_tools(tools: dict[str, FunctionTool], governor: Governor) -> None:
+    """``budget_visible=True``: ``compact_context`` joins the agent's tools (the name is
+    refused if one of them takes it)."""
+    if COMPACT_TOOL_NAME in tools:
+        raise ConfigError(
+            f"budget_visible=True adds a tool named {COMPACT_TOOL_NAME!r}; rename your tool or "
+            "drop budget_visible=True"
+        )
+    tools.update({t.name: t for t in budget_tools(governor, InMemoryMemory())})

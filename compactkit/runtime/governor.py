@@ -40,12 +40,14 @@ from compactkit.governance.policy import (
     usage_over,
 )
 from compactkit.governance.projector import ContextProjector, Projection, checked_tools
+from compactkit.governance.status import BudgetStatus
 from compactkit.items import Item, Message, Tool
 from compactkit.items.groups import group_items
 from compactkit.items.snapshot import CompactResult, MemorySnapshot, SummaryRole
 from compactkit.memory.base import AgentMemory
 from compactkit.runtime._compaction import _compaction_event, _off_event
 from compactkit.runtime._owners import ProjectionOwners
+from compactkit.runtime._request import answer_request, honoured
 from compactkit.runtime.background import BackgroundCompaction
 from compactkit.runtime.events import (
     CompactionRequest,
@@ -77,9 +79,22 @@ _CEILING_MARGIN = 64  # tokens a raised compaction target leaves below the budge
 class _Track:
     """Per-memory counters: the same governor may serve many sessions."""
 
-    __slots__ = ("last_step", "last_usage", "ratio", "rearm", "since", "turn")
+    __slots__ = (
+        "floor",
+        "last_step",
+        "last_usage",
+        "ratio",
+        "rearm",
+        "requested",
+        "since",
+        "turn",
+        "used",
+    )
 
     def __init__(self) -> None:
+        self.floor: int | None = None  # the tokens measured right after the last compaction
+        self.requested = False  # the agent asked for a compaction at the next step
+        self.used: int | None = None  # the tokens the last step measured (after compacting)
         self.last_step: float | None = None  # the clock when this memory's last step ended
         self.rearm: int | None = None  # tokens to reach before the trigger counts again
         self.turn = 0
@@ -107,6 +122,8 @@ class Governor:
             step that requests it (``ForegroundCompaction``); either way the scheduler drives
             the step through the governor's public seam (``compactkit.runtime.scheduling``).
         clock: Seconds, for the idle time ``cache_cold`` reads (default ``time.monotonic``).
+        status: Append the budget status line to every prompt (``BudgetStatus``; opt-in, see
+            docs/control.md); ``request_compaction`` is honoured either way.
 
     One governor may serve many memories and threads; its per-memory counters (steps since the
     last compaction, the last reported usage) are kept per memory object.
@@ -123,6 +140,7 @@ class Governor:
         before_compaction: Callable[[CompactionRequest], bool] | None = None,
         background: BackgroundCompaction | None = None,
         clock: Callable[[], float] = time.monotonic,
+        status: BudgetStatus | None = None,
     ) -> None:
         if not isinstance(projector, ContextProjector):
             raise ConfigError(
@@ -136,17 +154,8 @@ class Governor:
         for name, hook in (("on_event", on_event), ("before_compaction", before_compaction)):
             if hook is not None and not callable(hook):
                 raise ConfigError(f"{name} must be callable, got {hook!r:.80}")
-        if background is not None and not isinstance(background, BackgroundCompaction):
-            raise ConfigError(
-                f"background must be a BackgroundCompaction, got {type(background).__name__}"
-            )
-        if background is not None:
-            if policy is None:
-                raise ConfigError(
-                    "background compaction needs a policy (its trigger is the hard threshold): "
-                    "pass policy= or drop background="
-                )
-            background.soft_tokens(policy)  # a soft threshold not above the target is refused
+        _check_parts(background, policy, status)
+        self.status = status
         self.projector = projector
         self.policy = policy
         self.counter: TokenCounter = counter or projector.counter
@@ -190,6 +199,7 @@ class Governor:
         before_compaction: Callable[[CompactionRequest], bool] | None = None,
         background: BackgroundCompaction | None = None,
         clock: Callable[[], float] = time.monotonic,
+        budget_visible: bool = False,
         **unknown: object,
     ) -> Governor:
         """The model's defaults, from its profile: its counter and usable input budget, a policy
@@ -216,6 +226,8 @@ class Governor:
             before_compaction: Asked before every compaction; ``False`` vetoes it.
             background: Compact in the background from a soft threshold (docs/background.md).
             clock: Seconds, for the idle time ``cache_cold`` reads (default ``time.monotonic``).
+            budget_visible: Append the one-line budget status to every prompt
+                (``BudgetStatus``; docs/control.md).
 
         Raises:
             ConfigError: the model is unknown, or the options contradict each other.
@@ -237,12 +249,7 @@ class Governor:
         )
         usable, _, _ = model_thresholds(model, budget, registry)
         if projector is None:
-            options: dict[str, Any] = {} if summary_role is None else {"summary_role": summary_role}
-            found = budget_for(model, registry=registry)
-            options["cache_aware"] = found.profile.prompt_cache is not None
-            projector = ContextProjector(
-                counter_for(model, registry=registry), budget=usable, **options
-            )
+            projector = _default_projector(model, usable, registry, summary_role)
         if compaction and policy is None:
             policy = default_policy(
                 model,
@@ -260,6 +267,7 @@ class Governor:
             before_compaction=before_compaction,
             background=background,
             clock=clock,
+            status=BudgetStatus(policy if compaction else None) if budget_visible else None,
         )
 
     # -- calibration ---------------------------------------------------------------------------
@@ -356,6 +364,30 @@ class Governor:
         return await self.scheduler.astep(
             self, memory, instructions=instructions, tools=tools, usage=usage, force=force
         )
+
+    def request_compaction(self, memory: AgentMemory) -> str:
+        """The agent asks for a compaction of ``memory`` at its next step (between subtasks,
+        say): the plain answer to give it.
+
+        It is honoured when it can make progress: the next step compacts down to the policy's
+        target, through the usual compressor (its breaker and fallback included). It is
+        declined, and the answer says why, when compaction is off, the context is already at
+        or under the target, or the last compaction could not reach the target and the
+        context has not grown enough since (``CompactPolicy.rearm_tokens``). One request runs
+        at most one compaction.
+        """
+        track = self._track(memory)
+        with self._lock:
+            answer = answer_request(
+                self.policy,
+                compressor=self.compressor is not None,
+                used=track.used,
+                rearm=track.rearm,
+                floor=track.floor,
+                pending=track.requested,
+            )
+            track.requested = answer.accepted
+        return answer.text
 
     def preview(
         self,
@@ -457,12 +489,7 @@ class Governor:
         usage: int | None,
         force: bool,
     ) -> StepPlan:
-        # Not isinstance(memory, AgentMemory): a runtime Protocol check reads every member,
-        # and the `items` property renders the whole history, an O(history) cost per step.
-        if not all(callable(getattr(type(memory), name, None)) for name in _MEMORY_METHODS):
-            raise ConfigError(
-                f"step() takes the session's memory (an AgentMemory), got {type(memory).__name__}"
-            )
+        _require_memory(memory)
         # Arguments are checked here, before the policy counts them, so a wrong one is named.
         tools = checked_tools(tools)
         self.projector.check_instructions(instructions)
@@ -491,8 +518,11 @@ class Governor:
             due = policy.should_compact(state)
             if due and not force and track.rearm is not None and state.tokens < track.rearm:
                 due = False  # no progress since a compaction that could not reach the target
+            if track.requested and not due:  # the agent asked (request_compaction)
+                due = honoured(policy, state.tokens, track.rearm, track.floor)
         else:
-            due = force
+            due = force or track.requested
+        track.requested = False  # a request is for one step: it never repeats itself
         request = None
         if due:
             if state is None:
@@ -517,6 +547,7 @@ class Governor:
         tools: Sequence[Tool],
     ) -> GovernedStep:
         snapshot, track, events = plan.snapshot, plan.track, plan.events
+        applied = False
         if result is not None:
             applied, error = False, result.error
             if result.changed:
@@ -527,11 +558,7 @@ class Governor:
             if applied:
                 self.projector.forget(snapshot)  # the compacted history is not projected again
                 snapshot = memory.snapshot()
-                track.since = 0
-                track.last_usage = None  # it described the prompt before the compaction
-                after = result.stats.tokens_after
-                if self.policy is not None and after is not None:
-                    track.rearm = self.policy.rearm_tokens(after)
+                self._compacted(track, snapshot, result, instructions, tools)
             assert plan.request is not None
             events.append(
                 self.emit(_compaction_event(result, applied, plan.request, error, self.policy))
@@ -544,9 +571,9 @@ class Governor:
         factor = self._factor(track)
         if budget is not None and factor > 1.0:
             budget = max(1, int(budget / factor))
-        projection = self.projector.project(
-            snapshot, instructions=instructions, tools=tools, budget=budget
-        )
+        # What a compaction request is judged by: this step's measure, unless it compacted.
+        measured = track.floor if applied else plan.state.tokens if plan.state else None
+        projection = self._project(snapshot, instructions, tools, budget, measured, track)
         track.turn += 1
         track.since += 1
         track.last_step = self.clock()
@@ -568,6 +595,64 @@ class Governor:
         with self._lock:
             self._owners.remember(projection, track)
         return GovernedStep(projection, result, tuple(events), plan.state)
+
+    def _compacted(
+        self,
+        track: _Track,
+        snapshot: MemorySnapshot,
+        result: CompactResult,
+        instructions: Instructions,
+        tools: Sequence[Tool],
+    ) -> None:
+        """A compaction was applied: the counters restart; the policy's rearm and the size a
+        compaction request is judged from (its floor) are taken."""
+        track.since = 0
+        track.last_usage = None  # it described the prompt before the compaction
+        policy = self.policy
+        if policy is None:
+            return
+        after = result.stats.tokens_after
+        if after is not None:
+            track.rearm = policy.rearm_tokens(after)
+        floor = policy.measure(snapshot, self.counter, instructions=instructions, tools=tools)
+        track.floor = int(floor.tokens * self._factor(track))
+
+    def _project(
+        self,
+        snapshot: MemorySnapshot,
+        instructions: Instructions,
+        tools: Sequence[Tool],
+        budget: int | None,
+        measured: int | None,
+        track: _Track,
+    ) -> Projection:
+        """The prompt under ``budget``, with the budget status line when it is on; records the
+        tokens a compaction request is judged by (``measured``, or the status line's)."""
+        status = self.status
+        track.used = measured
+        if status is None or budget is None:
+            return self.projector.project(
+                snapshot, instructions=instructions, tools=tools, budget=budget
+            )
+        factor = self._factor(track)
+
+        def project(room: int) -> Projection:
+            return self.projector.project(
+                snapshot, instructions=instructions, tools=tools, budget=room
+            )
+
+        def used(projection: Projection, line: int) -> int:
+            measured = status.used(
+                snapshot,
+                self.counter,
+                instructions=instructions,
+                tools=tools,
+                projected=projection.tokens + line,
+            )
+            track.used = int(measured * factor)  # as the policy's step measures it
+            return measured
+
+        return status.project(project, budget, self.counter, used)
 
     def _compressor_for(
         self,
@@ -602,6 +687,47 @@ class Governor:
             ladder = LadderCompressor(target_tokens=target, counter=self.counter, tools=tools)
             self._ladder = (key, target, ladder)
             return ladder
+
+
+def _check_parts(
+    background: BackgroundCompaction | None,
+    policy: CompactPolicy | None,
+    status: BudgetStatus | None,
+) -> None:
+    """A ``Governor``'s background scheduler and status line, or a ``ConfigError``."""
+    if background is not None and not isinstance(background, BackgroundCompaction):
+        raise ConfigError(
+            f"background must be a BackgroundCompaction, got {type(background).__name__}"
+        )
+    if background is not None:
+        if policy is None:
+            raise ConfigError(
+                "background compaction needs a policy (its trigger is the hard threshold): "
+                "pass policy= or drop background="
+            )
+        background.soft_tokens(policy)  # a soft threshold not above the target is refused
+    if status is not None and not isinstance(status, BudgetStatus):
+        raise ConfigError(f"status must be a BudgetStatus or None, got {status!r:.80}")
+
+
+def _require_memory(memory: object) -> None:
+    # Not isinstance(memory, AgentMemory): a runtime Protocol check reads every member,
+    # and the `items` property renders the whole history, an O(history) cost per step.
+    if not all(callable(getattr(type(memory), name, None)) for name in _MEMORY_METHODS):
+        raise ConfigError(
+            f"step() takes the session's memory (an AgentMemory), got {type(memory).__name__}"
+        )
+
+
+def _default_projector(
+    model: str, usable: int, registry: ProfileRegistry | None, summary_role: SummaryRole | None
+) -> ContextProjector:
+    """The model's projector: its counter, the usable budget, cache-aware when the model has a
+    prompt cache."""
+    options: dict[str, Any] = {} if summary_role is None else {"summary_role": summary_role}
+    found = budget_for(model, registry=registry)
+    options["cache_aware"] = found.profile.prompt_cache is not None
+    return ContextProjector(counter_for(model, registry=registry), budget=usable, **options)
 
 
 def _check_for_model(

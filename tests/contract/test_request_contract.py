@@ -35,6 +35,7 @@ from compactkit.compressors import DigestCompressor
 from compactkit.compressors.summary import RetryPolicy, SummaryCompressor
 from compactkit.errors import SummarizationError
 from compactkit.formats.chat import chat_to_items, tools_from_chat, tools_to_chat
+from compactkit.governance import is_budget_status
 from compactkit.integrations import MessageCompactor, compact_messages
 from compactkit.items import Tool
 from compactkit.memory import InMemoryMemory
@@ -48,6 +49,11 @@ READ = Tool(
     description="Read one part of the report.",
     parameters={"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
 )
+
+
+VISIBLE: dict[str, Any] = {}
+"""Options every entry point that offers it is built with (``budget_visible=True`` for the
+budget-visible run of the contract; empty otherwise)."""
 
 
 @pytest.fixture(autouse=True)
@@ -157,6 +163,7 @@ def play_agent(brain: Brain, *, api: str, mode: str, tmp: Path) -> None:
             max_steps=100,
             retry=NO_WAIT,
             **({"compressor": compressor} if compressor else {}),
+            **VISIBLE,
         )
 
     def run(session: Any, text: str) -> None:
@@ -178,6 +185,7 @@ def play_governor(brain: Brain, *, mode: str, background: bool = False) -> None:
         MODEL,
         **({"compressor": compressor} if compressor else {}),
         **({"background": BackgroundCompaction()} if background else {}),
+        **VISIBLE,
     )
     memory = InMemoryMemory()
     for text in (TASK, brain.second_input):
@@ -260,7 +268,7 @@ def play_openai_agents(brain: Brain, *, hook: str, tmp: Path) -> None:
         if hook == "session":
             governed = session()
             return governed, RunConfig(call_model_input_filter=governed.input_filter())
-        filter = CompactkitInputFilter(MODEL, **options)
+        filter = CompactkitInputFilter(MODEL, **options, **VISIBLE)
         return SQLiteSession("conversation", path), RunConfig(call_model_input_filter=filter)
 
     current, config = wiring()
@@ -302,7 +310,7 @@ def play_langchain(brain: Brain, *, mode: str, asynchronous: bool) -> None:
         llm,
         tools=[read],
         system_prompt=INSTRUCTIONS,
-        middleware=[CompactkitMiddleware(MODEL, mode=mode, **options)],  # type: ignore[arg-type]
+        middleware=[CompactkitMiddleware(MODEL, mode=mode, **options, **VISIBLE)],  # type: ignore[arg-type]
         checkpointer=InMemorySaver(),
     )
     config = {"configurable": {"thread_id": "t"}, "recursion_limit": 500}
@@ -342,7 +350,7 @@ def play_pydantic_ai(brain: Brain, *, mode: str, asynchronous: bool) -> None:
     agent: PydanticAgent[None, str] = PydanticAgent(
         FunctionModel(model, model_name=MODEL),
         instructions=INSTRUCTIONS,
-        capabilities=[CompactkitCapability(MODEL, mode=mode, **options)],  # type: ignore[arg-type]
+        capabilities=[CompactkitCapability(MODEL, mode=mode, **options, **VISIBLE)],  # type: ignore[arg-type]
     )
 
     @agent.tool_plain
@@ -423,3 +431,37 @@ def test_a_faulty_summarizer_never_breaks_progress(
     assert per_step <= ATTEMPTS * chunks * compactions, f"{entry}: {per_step} calls in a step"
     if scenario.fault == "ten-500s":  # the breaker opens after 5 failed requests in a row
         assert brain.summarizer_calls <= 5, f"{entry}: {brain.summarizer_calls} calls"
+
+
+VISIBLE_ENTRY_POINTS = [
+    "Agent chat run",
+    "Agent responses arun",
+    "Governor.step",
+    "Agents SDK input filter",
+    "LangChain project invoke",
+    "LangChain compact ainvoke",
+    "pydantic-ai project run_sync",
+    "pydantic-ai compact run",
+]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+@pytest.mark.parametrize("entry", VISIBLE_ENTRY_POINTS)
+def test_every_request_keeps_the_contract_with_the_budget_visible(
+    entry: str, scenario: Scenario, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``budget_visible=True`` (issue 29): every request ends with the status line and still
+    keeps every row, the line's tokens counted in the budget (row a)."""
+    monkeypatch.setitem(VISIBLE, "budget_visible", True)
+    brain = Brain(scenario)
+    brain.where = entry
+    reply = brain.reply
+
+    def checked(items: Any, tools: Any = ()) -> Any:
+        listed = list(items)
+        assert is_budget_status(listed[-1]), f"{entry}: request ends with {listed[-1]!r:.120}"
+        return reply(listed, tools)
+
+    brain.reply = checked  # type: ignore[method-assign]
+    ENTRY_POINTS[entry](brain, tmp_path)
+    brain.done()
