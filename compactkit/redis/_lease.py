@@ -7,12 +7,15 @@ Keys of one session (next to ``RedisMemory``'s, same prefix and hash tag):
   last fenced write wherever the workers run;
 * ``fence`` — the fencing counter: ``INCR`` on every acquisition, never reset, so a later lease
   always has a larger token than any earlier one;
-* ``revision`` — the saved state's revision (``SessionState.revision``), bumped by every save.
+* ``revision`` — the saved state's revision (``SessionState.revision``), bumped by every save;
+* ``journal`` — ``RedisSessionStore``'s patches on top of the saved base state (``state``),
+  after the id of that base (``compactkit.sessions.journal``).
 
 Each step is one Lua script, atomic on the server: taking the lease (free, expired or already
 ours) and bumping the token; giving it back only while the token is still ours; and a save that
 checks the token (or, without a lease, that no live run holds the session) and the revision
-before it writes anything. ``RedisMemory`` checks the same token inside its own transactions.
+before it writes anything — a whole state, or a patch appended to the journal when the base and
+revision it extends are still the stored ones (else it answers ``rebase`` and writes nothing). ``RedisMemory`` checks the same token inside its own transactions.
 """
 
 from __future__ import annotations
@@ -51,8 +54,11 @@ if redis.call('HGET', KEYS[1], 'token') == ARGV[1] then return redis.call('DEL',
 return 0
 """
 
-# KEYS: state, index, lease, revision. ARGV: lease token ('' = no lease), lease ttl ms,
-# expected revision ('' = any), state JSON, state ttl ms ('' = none), index score, session id.
+# KEYS: state, index, lease, revision, journal. ARGV: lease token ('' = no lease), lease ttl ms,
+# expected revision ('' = any), state JSON or patch, state ttl ms ('' = none), index score,
+# session id, 'whole' or 'patch', base id (whole: the new base's; patch: the one it extends),
+# the stored revision the patch extends (patch only).
+# The journal list starts with the id of the base its patches extend; a whole save replaces it.
 SAVE = """
 local lease = redis.call('HMGET', KEYS[3], 'token', 'holder', 'since')
 if ARGV[1] ~= '' then
@@ -63,12 +69,26 @@ elseif lease[2] then
 end
 local revision = tonumber(redis.call('GET', KEYS[4]) or '0')
 if ARGV[3] ~= '' and tonumber(ARGV[3]) ~= revision then return {'stale', tostring(revision)} end
+if ARGV[8] == 'patch' then
+  if tonumber(ARGV[10]) ~= revision or redis.call('LINDEX', KEYS[5], 0) ~= ARGV[9] then
+    return {'rebase'}
+  end
+  redis.call('RPUSH', KEYS[5], ARGV[4])
+  if ARGV[5] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[5]) end
+else
+  redis.call('DEL', KEYS[5])
+  redis.call('RPUSH', KEYS[5], ARGV[9])
+  if ARGV[5] == '' then
+    redis.call('SET', KEYS[1], ARGV[4])
+  else
+    redis.call('SET', KEYS[1], ARGV[4], 'PX', ARGV[5])
+  end
+end
 if ARGV[5] == '' then
-  redis.call('SET', KEYS[1], ARGV[4])
   redis.call('SET', KEYS[4], revision + 1)
 else
-  redis.call('SET', KEYS[1], ARGV[4], 'PX', ARGV[5])
   redis.call('SET', KEYS[4], revision + 1, 'PX', ARGV[5])
+  redis.call('PEXPIRE', KEYS[5], ARGV[5])
 end
 redis.call('ZADD', KEYS[2], ARGV[6], ARGV[7])
 return {'ok', tostring(revision + 1)}

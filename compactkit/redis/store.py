@@ -1,11 +1,15 @@
 """``RedisSessionStore``: saved sessions (``SessionState`` JSON) in Redis, sync and asyncio.
 
-A state lives at ``<prefix>:{<id>}:state`` and its revision at ``…:revision``; a sorted set
+A state is a base at ``<prefix>:{<id>}:state`` plus a journal of patches at ``…:journal``
+(``compactkit.sessions.journal``), its revision at ``…:revision``; a sorted set
 ``<prefix>:sessions`` lists the saved ids (scored by when they expire, so ``list()`` drops expired
 ones). ``save`` is one Lua script (a reader never sees half a state), fenced by the run's lease
 and the stored revision like the SQL and file stores (``compactkit.redis._lease``,
-``compactkit.sessions.lease``): ``acquire``/``release`` lease a session to a run. With ``ttl`` a
-saved state expires that long after its last save.
+``compactkit.sessions.lease``): ``acquire``/``release`` lease a session to a run. Saves are
+incremental: the session object that saved last appends one patch holding what changed (what it
+costs does not grow with the session); any other save, and one once the journal outgrows the
+base, writes the whole state and starts a new journal. With ``ttl`` a saved state expires that
+long after its last save.
 
 ``save``/``load``/``delete``/``list`` use the ``redis.Redis`` client; ``asave``/``aload``/
 ``adelete``/``alist`` the same commands on a ``redis.asyncio.Redis`` client, for event loops.
@@ -15,11 +19,12 @@ The commands are queued by shared helpers, so only the execution differs.
 from __future__ import annotations
 
 import builtins
+import secrets
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, cast
 
 from compactkit.errors import ConfigError, SessionNotFoundError, StorageError
 from compactkit.redis._keys import (
@@ -38,6 +43,7 @@ from compactkit.redis._lease import (
     lease_scope,
     save_outcome,
 )
+from compactkit.sessions.journal import SaveMark, SaveMarks, read_journal, save_patch, save_whole
 from compactkit.sessions.lease import (
     DEFAULT_TTL,
     SessionLease,
@@ -94,6 +100,7 @@ class RedisSessionStore:
         self._ttl_ms = require_ttl(ttl)
         client = self._client if self._client is not None else self._async_client
         self._scope = lease_scope(client, self._prefix)
+        self._marks = SaveMarks()
 
     def __repr__(self) -> str:
         return f"RedisSessionStore(key_prefix={self._prefix!r})"
@@ -103,11 +110,14 @@ class RedisSessionStore:
     def _key(self, session_id: str) -> str:
         return f"{session_tag(self._prefix, session_id)}:state"
 
-    def _save_call(self, session: AgentSession) -> tuple[Any, ...]:
-        """``SAVE``'s script, keys and arguments: fenced by ``session.lease`` when it is one of
-        this store's, else refused while a run holds the session; checked against the stored
-        revision when the session was resumed."""
-        session = _require_session(session)
+    def _save_call(
+        self, session: AgentSession, whole: bool = False
+    ) -> tuple[tuple[Any, ...], SaveMark, str]:
+        """``SAVE``'s script, keys and arguments, the mark the save leaves and its base id:
+        a patch when this store saw ``session``'s last save (and ``whole`` is false), else the
+        whole state. Fenced by ``session.lease`` when it is one of this store's, else refused
+        while a run holds the session; checked against the stored revision when the session was
+        resumed."""
         session_id = session.session_id
         tag = session_tag(self._prefix, session_id)
         lease_key, _, revision_key = lease_keys(tag)
@@ -115,30 +125,61 @@ class RedisSessionStore:
         fenced = lease is not None and lease.scope == self._scope
         expected = session.revision if session.fenced_by_revision else None
         expires = _FOREVER if self._ttl_ms is None else time.time() * 1000 + self._ttl_ms
-        return (
+        mark = None if whole else self._marks.get(session)
+        if mark is not None and not mark.outgrown():
+            base, extends = cast("tuple[str, int]", mark.proof)
+            change = save_patch(session, mark, mark.revision + 1)
+            data, new_mark, mode = change.data, change.mark, ("patch", base, str(extends))
+        else:
+            # The base's own revision only numbers its patches: a load takes the stored one.
+            data, new_mark = save_whole(session, (session.revision or 0) + 1)
+            base = secrets.token_hex(8)
+            mode = ("whole", base, "")
+        call = (
             SAVE,
-            4,
+            5,
             f"{tag}:state",
             self._index,
             lease_key,
             revision_key,
+            f"{tag}:journal",
             str(lease.token) if fenced and lease is not None else "",
             str(max(1, round((lease.ttl or 60.0) * 1000))) if fenced and lease else "0",
             "" if expected is None else str(expected),
-            session.state().to_json(),
+            data,
             "" if self._ttl_ms is None else str(self._ttl_ms),
             repr(expires) if expires != _FOREVER else "inf",
             session_id.encode(),
+            *mode,
         )
+        return call, new_mark, base
 
-    def _loaded(self, session_id: str, data: bytes | None, revision: bytes | None) -> SessionState:
+    def _saved(self, session: AgentSession, reply: list[Any], mark: SaveMark, base: str) -> None:
+        revision = save_outcome(reply, session)
+        mark.proof = (base, revision)
+        self._marks.set(session, mark)
+        session.revision = revision
+
+    def _loaded(
+        self,
+        session_id: str,
+        data: bytes | None,
+        patches: builtins.list[bytes],
+        revision: bytes | None,
+    ) -> SessionState:
         if data is None:
             raise SessionNotFoundError(session_id)
-        state = SessionState.from_json(data, source=f"Redis key {self._key(session_id)!r}")
+        state = read_journal(data, patches, source=f"Redis key {self._key(session_id)!r}")
         return state.model_copy(update={"revision": int(revision or 0)})
 
+    def _queue_load(self, pipe: Any, session_id: str) -> None:
+        tag = session_tag(self._prefix, session_id)
+        pipe.get(f"{tag}:state")
+        pipe.lrange(f"{tag}:journal", 1, -1)  # after the base id
+        pipe.get(self._revision_key(session_id))
+
     def _queue_delete(self, pipe: Any, session_id: str) -> None:
-        pipe.delete(self._key(session_id))
+        pipe.delete(self._key(session_id), f"{session_tag(self._prefix, session_id)}:journal")
         pipe.zrem(self._index, session_id.encode())
 
     def _queue_list(self, pipe: Any) -> None:
@@ -150,6 +191,10 @@ class RedisSessionStore:
     def save(self, session: AgentSession) -> None:
         """Save ``session.state()`` atomically (one script on the server), replacing its earlier
         saved state.
+
+        Incremental: when this store object saved this session object last, only what changed
+        since is written (one patch appended to the journal); otherwise, and once the journal
+        outgrows the base, the whole state (see ``compactkit.sessions.journal``).
 
         Fenced: under ``session.lease`` (a run's, from this store) the save is applied only
         while that lease still holds the session, and extends it; without a lease it is refused
@@ -163,10 +208,19 @@ class RedisSessionStore:
             ConcurrencyError: the session was saved since this object loaded it.
             StorageError: Redis failed; the earlier state is unchanged.
         """
-        call = self._save_call(session)
-        with self._storage(f"save session {session.session_id!r}"):
-            reply = self._sync("save").eval(*call)
-        session.revision = save_outcome(reply, session)
+        session = _require_session(session)
+        client = self._sync("save")
+        try:
+            call, mark, base = self._save_call(session)
+            with self._storage(f"save session {session.session_id!r}"):
+                reply = client.eval(*call)
+                if _text(reply[0]) == "rebase":  # something else was saved since: write it all
+                    call, mark, base = self._save_call(session, whole=True)
+                    reply = client.eval(*call)
+            self._saved(session, reply, mark, base)
+        except BaseException:
+            self._marks.forget(session)
+            raise
 
     def load(self, session_id: str) -> SessionState:
         """The saved state of ``session_id``.
@@ -175,10 +229,11 @@ class RedisSessionStore:
             SessionNotFoundError: nothing is saved under ``session_id`` (or it expired).
             StorageError: the saved state is corrupt or Redis failed.
         """
-        client = self._sync("load")
+        pipe = self._sync("load").pipeline(transaction=True)  # one snapshot: base and journal
+        self._queue_load(pipe, session_id)
         with self._storage(f"load session {session_id!r}"):
-            data, revision = client.mget(self._key(session_id), self._revision_key(session_id))
-        return self._loaded(session_id, data, revision)
+            data, patches, revision = pipe.execute()
+        return self._loaded(session_id, data, patches, revision)
 
     def delete(self, session_id: str) -> bool:
         """Delete the saved state; ``False`` when there was none."""
@@ -200,19 +255,27 @@ class RedisSessionStore:
 
     async def asave(self, session: AgentSession) -> None:
         """``save`` on the asyncio client."""
-        call = self._save_call(session)
-        with self._storage(f"save session {session.session_id!r}"):
-            reply = await self._asyncio("asave").eval(*call)
-        session.revision = save_outcome(reply, session)
+        session = _require_session(session)
+        client = self._asyncio("asave")
+        try:
+            call, mark, base = self._save_call(session)
+            with self._storage(f"save session {session.session_id!r}"):
+                reply = await client.eval(*call)
+                if _text(reply[0]) == "rebase":  # something else was saved since: write it all
+                    call, mark, base = self._save_call(session, whole=True)
+                    reply = await client.eval(*call)
+            self._saved(session, reply, mark, base)
+        except BaseException:
+            self._marks.forget(session)
+            raise
 
     async def aload(self, session_id: str) -> SessionState:
         """``load`` on the asyncio client."""
-        client = self._asyncio("aload")
+        pipe = self._asyncio("aload").pipeline(transaction=True)
+        self._queue_load(pipe, session_id)
         with self._storage(f"load session {session_id!r}"):
-            data, revision = await client.mget(
-                self._key(session_id), self._revision_key(session_id)
-            )
-        return self._loaded(session_id, data, revision)
+            data, patches, revision = await pipe.execute()
+        return self._loaded(session_id, data, patches, revision)
 
     async def adelete(self, session_id: str) -> bool:
         """``delete`` on the asyncio client."""
@@ -321,6 +384,10 @@ class RedisSessionStore:
             yield
         except redis.RedisError as exc:
             raise StorageError(f"cannot {what} in Redis: {exc}") from exc
+
+
+def _text(raw: Any) -> str:
+    return raw.decode() if isinstance(raw, bytes) else str(raw)
 
 
 def _require_session(value: object) -> AgentSession:

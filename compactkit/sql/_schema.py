@@ -1,13 +1,16 @@
 """The SQL schema of ``SQLMemory`` and ``SQLSessionStore``, and its forward migrations.
 
-Five tables (and the recall index of ``compactkit.sql._recall_schema``), every name starting with the table prefix (``compactkit_`` by default)::
+Six tables (and the recall index of ``compactkit.sql._recall_schema``), every name starting with the table prefix (``compactkit_`` by default)::
 
     <prefix>schema_version   one row per applied migration (version, applied_at)
     <prefix>sessions         one row per session: version counters, next seq, summary,
-                             the store's saved state (JSON) and its revision, the session
-                             lease (holder, fencing token, expiry) and the compaction lease
+                             the revision of the store's saved state, the session lease
+                             (holder, fencing token, expiry) and the compaction lease
                              (version 3), the id of the saved base state (version 4),
-                             timestamps
+                             timestamps; its ``state`` column held the saved state up to
+                             version 4 and is empty since
+    <prefix>session_bases    SQLSessionStore's saved base states (JSON), one row per saved
+                             session, written only when a whole state is saved (version 5)
     <prefix>session_patches  SQLSessionStore's journal: one row per incremental save, the
                              patch on top of the saved base state (version 4)
     <prefix>items            one row per stored item: (session_id, seq) primary key, kind,
@@ -60,6 +63,7 @@ from sqlalchemy import (
     insert,
     inspect,
     select,
+    update,
 )
 
 from compactkit.errors import ConfigError, StorageError
@@ -140,6 +144,7 @@ class Tables:
     items: Table
     compactions: Table
     session_patches: Table
+    session_bases: Table
 
 
 _TABLES: dict[str, Tables] = {}
@@ -171,13 +176,16 @@ def tables(prefix: str) -> Tables:
         Column("next_seq", BigInteger, nullable=False, server_default="1"),
         # A JSON string: text may hold NUL characters, which PostgreSQL's text type cannot.
         Column("summary", Text, nullable=False, server_default='""'),
-        Column("state", Text, nullable=True),  # SQLSessionStore's SessionState JSON
+        # SQLSessionStore's SessionState JSON up to version 4; version 5 moved it to
+        # session_bases, out of the row every save and every append updates.
+        Column("state", Text, nullable=True),
         Column("created_at", when, nullable=False),
         Column("updated_at", when, nullable=False),
         *_v3_lease_columns(),
         *_v4_base_columns(),
     )
     session_patches = _v4_patches_table(metadata, prefix)
+    session_bases = _v5_bases_table(metadata, prefix)
     compactions = Table(
         f"{prefix}compactions",
         metadata,
@@ -220,7 +228,16 @@ def tables(prefix: str) -> Tables:
         Index(f"{prefix}items_call", "session_id", "call_id"),
     )
     recall_table(metadata, prefix, items)  # schema version 2 (compactkit.sql._recall_schema)
-    found = Tables(prefix, metadata, schema_version, sessions, items, compactions, session_patches)
+    found = Tables(
+        prefix,
+        metadata,
+        schema_version,
+        sessions,
+        items,
+        compactions,
+        session_patches,
+        session_bases,
+    )
     _TABLES[prefix] = found
     return found
 
@@ -306,6 +323,31 @@ def _v4_add_journal(conn: Connection, t: Tables) -> None:
     t.session_patches.create(conn)
 
 
+def _v5_bases_table(metadata: MetaData, prefix: str) -> Table:
+    """``SQLSessionStore``'s saved base states (version 5): one row per saved session.
+
+    A row of its own, apart from the session's row: every save (and every ``SQLMemory``
+    write) updates the session's row, and SQLite rewrites a whole row on any update — with the
+    base inside it, every save would rewrite the whole session."""
+    return Table(
+        f"{prefix}session_bases",
+        metadata,
+        Column("session_id", String(_MAX_ID), primary_key=True),
+        Column("state", Text, nullable=False),
+    )
+
+
+def _v5_move_bases(conn: Connection, t: Tables) -> None:
+    t.session_bases.create(conn)
+    s, b = t.sessions, t.session_bases
+    conn.execute(
+        insert(b).from_select(
+            ["session_id", "state"], select(s.c.id, s.c.state).where(s.c.state.is_not(None))
+        )
+    )
+    conn.execute(update(s).where(s.c.state.is_not(None)).values(state=None))
+
+
 Migration = Callable[[Connection, Tables], None]
 
 MIGRATIONS: list[Migration] = [
@@ -313,6 +355,7 @@ MIGRATIONS: list[Migration] = [
     create_recall_index,
     _v3_add_leases,
     _v4_add_journal,
+    _v5_move_bases,
 ]
 """The forward migrations, in order: entry ``n - 1`` brings version ``n - 1`` to ``n``."""
 

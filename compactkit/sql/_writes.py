@@ -174,8 +174,8 @@ class Writes(SQLSession):
             if self._lock_existing(conn) is None:
                 return False
             self._delete_contents(conn)
-            p = self._t.session_patches  # the store's journal of the saved state
-            conn.execute(delete(p).where(p.c.session_id == self._session_id))
+            for table in (self._t.session_patches, self._t.session_bases):  # the store's state
+                conn.execute(delete(table).where(table.c.session_id == self._session_id))
             conn.execute(delete(s).where(s.c.id == self._session_id))
         with self._lock:
             self._window = None

@@ -144,7 +144,7 @@ def _session_infos(engine: Engine, t: Tables, session_id: str | None) -> list[SQ
         count(i, i.c.status == _ACTIVE),
         count(i, i.c.status == _ARCHIVED),
         count(c),
-        s.c.state.is_not(None),
+        select(t.session_bases.c.session_id).where(t.session_bases.c.session_id == s.c.id).exists(),
         s.c.created_at,
         s.c.updated_at,
     )

@@ -1,14 +1,16 @@
 """``SQLSessionStore``: saved sessions in SQLite or PostgreSQL, next to ``SQLMemory``.
 
 A saved state (``SessionState`` JSON: runtime counters, metadata, the memory snapshot and its
-history) lives in the ``state`` column of the session's row in ``<prefix>sessions`` — the same
-row ``SQLMemory`` keeps its counters in, so one database and one prefix hold a session's memory
-and its checkpoints. A save is one transaction (a reader never sees half a state), fenced by
-the run's lease and the stored revision (``compactkit.sessions.lease``). Saves are incremental:
-a save by the session object that saved last inserts one row in ``<prefix>session_patches``
-holding what changed (``compactkit.sessions.journal``) and bumps the revision; any other save,
-and one once the patches outgrow the base, writes the whole state and deletes the patches. The
-row's ``state_base`` (a random id per whole state) keeps a patch from landing on another base. Resuming into an
+history) is a base plus a journal (``compactkit.sessions.journal``): the base in
+``<prefix>session_bases``, one row per incremental save in ``<prefix>session_patches``, and its
+revision in the session's row of ``<prefix>sessions`` — the row ``SQLMemory`` keeps its counters
+in, so one database and one prefix hold a session's memory and its checkpoints. A save is one
+transaction (a reader never sees half a state), fenced by the run's lease and the stored
+revision (``compactkit.sessions.lease``). A save by the session object that saved last inserts
+one patch row holding what changed and bumps the revision in the (small) session row: it costs
+what changed, not the session's size. Any other save, and one once the patches outgrow the
+base, writes the whole state as a new base and deletes the patches. The row's ``state_base``
+(a random id per base) keeps a patch from landing on another base. Resuming into an
 ``SQLMemory`` that kept being written since the checkpoint keeps what it holds: nothing
 committed after a checkpoint is ever deleted by resuming it.
 """
@@ -97,7 +99,7 @@ class SQLSessionStore:
         session_id = validate_session_id(session.session_id)
         mark = self._marks.get(session)
         now = datetime.now(timezone.utc)
-        s, p = self._t.sessions, self._t.session_patches
+        s, p, b = self._t.sessions, self._t.session_patches, self._t.session_bases
         failure = f"cannot save session {session_id!r}"
         lease = session.lease
         try:
@@ -121,8 +123,7 @@ class SQLSessionStore:
                         .where(
                             s.c.id == session_id,
                             s.c.state_revision == revision,
-                            s.c.state_base == mark.proof,
-                            s.c.state.is_not(None),
+                            s.c.state_base == mark.proof,  # never 0: 0 is "no saved state"
                         )
                         .values(state_revision=revision + 1, updated_at=now)
                     )
@@ -140,7 +141,6 @@ class SQLSessionStore:
                     data, new_mark = save_whole(session, revision + 1)
                     new_mark.proof = secrets.randbits(62) + 1
                     values = {
-                        "state": data.decode(),
                         "state_revision": revision + 1,
                         "state_base": new_mark.proof,
                         "updated_at": now,
@@ -148,6 +148,11 @@ class SQLSessionStore:
                     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
                     upsert = dialect.insert(s).values(id=session_id, created_at=now, **values)
                     conn.execute(upsert.on_conflict_do_update(index_elements=[s.c.id], set_=values))
+                    base = {"state": data.decode()}
+                    upsert = dialect.insert(b).values(session_id=session_id, **base)
+                    conn.execute(
+                        upsert.on_conflict_do_update(index_elements=[b.c.session_id], set_=base)
+                    )
                     conn.execute(delete(p).where(p.c.session_id == session_id))
         except BaseException:
             self._marks.forget(session)
@@ -217,11 +222,10 @@ class SQLSessionStore:
             ConfigError: the id cannot be stored in SQL (empty, too long, holds NUL).
         """
         validate_session_id(session_id)
-        s = self._t.sessions
+        b, p = self._t.session_bases, self._t.session_patches
         failure = f"cannot load session {session_id!r}"
-        p = self._t.session_patches
         with read_transaction(self._engine, failure) as conn:  # one snapshot: base and journal
-            data = conn.execute(select(s.c.state).where(s.c.id == session_id)).scalar()
+            data = conn.execute(select(b.c.state).where(b.c.session_id == session_id)).scalar()
             patches = (
                 []
                 if data is None
@@ -243,20 +247,23 @@ class SQLSessionStore:
         validate_session_id(session_id)
         s = self._t.sessions
         failure = f"cannot delete session {session_id!r}"
+        b, p = self._t.session_bases, self._t.session_patches
         with write_transaction(self._engine, failure) as conn:
             found = conn.execute(
-                select(s.c.version, s.c.state).where(s.c.id == session_id).with_for_update()
+                select(s.c.version).where(s.c.id == session_id).with_for_update()
             ).first()
-            if found is None or found.state is None:
+            if (
+                found is None
+                or not conn.execute(delete(b).where(b.c.session_id == session_id)).rowcount
+            ):
                 return False
-            p = self._t.session_patches
             conn.execute(delete(p).where(p.c.session_id == session_id))
             if found.version == 0:  # no memory was ever written here: the row is the store's
                 c = self._t.compactions  # (at most failed-compaction records of an empty memory)
                 conn.execute(delete(c).where(c.c.session_id == session_id))
                 conn.execute(delete(s).where(s.c.id == session_id))
             else:
-                conn.execute(update(s).where(s.c.id == session_id).values(state=None, state_base=0))
+                conn.execute(update(s).where(s.c.id == session_id).values(state_base=0))
         return True
 
     def purge(self, session_id: str) -> bool:
@@ -267,7 +274,7 @@ class SQLSessionStore:
 
     def list(self) -> builtins.list[str]:
         """The ids of the sessions with a saved state, sorted."""
-        s = self._t.sessions
+        b = self._t.session_bases
         with read_transaction(self._engine, "cannot list sessions") as conn:
-            ids = conn.execute(select(s.c.id).where(s.c.state.is_not(None))).scalars().all()
+            ids = conn.execute(select(b.c.session_id)).scalars().all()
         return sorted(ids)

@@ -131,8 +131,8 @@ def test_without_ttl_nothing_expires(
     store = RedisSessionStore(redis_client, key_prefix=key_prefix)
     store.save(AgentSession(session_id="kept"))
     keys = list(redis_client.scan_iter(match=f"{key_prefix}:*"))
-    # meta, active, history, the saved state, its revision and the index of saved sessions
-    assert len(keys) == 6 and all(redis_client.pttl(k) == -1 for k in keys)
+    # meta, active, history, the saved state, its journal, its revision, the saved sessions
+    assert len(keys) == 7 and all(redis_client.pttl(k) == -1 for k in keys)
 
 
 def test_a_store_ttl_drops_expired_sessions_from_the_list(

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from redis_support import redis_url  # noqa: F401
 from sql_support import Database, fast_engine, needs_postgres, postgres, sqlite_database  # noqa: F401
 
 from compactkit.errors import ConcurrencyError, ConfigError
@@ -122,8 +124,24 @@ def play(session: AgentSession, op: tuple[str, Any], kept: list[SessionState]) -
 # -- the stores, each with a way to open a second store object on the same data ----------------
 
 
+def redis_store(url: str, prefix: str) -> Any:
+    from compactkit.redis import RedisSessionStore
+
+    return RedisSessionStore(url, key_prefix=prefix)
+
+
+def drop_redis_keys(url: str, prefix: str) -> None:
+    import redis
+
+    client = redis.Redis.from_url(url)
+    keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
+    if keys:
+        client.delete(*keys)
+    client.close()
+
+
 @pytest.fixture(
-    params=["memory", "file", "sqlite", pytest.param("postgresql", marks=needs_postgres)]
+    params=["memory", "file", "sqlite", pytest.param("postgresql", marks=needs_postgres), "redis"]
 )
 def stores(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
@@ -138,6 +156,12 @@ def stores(
     if kind == "file":
         folder = tmp_path_factory.mktemp("sessions")
         yield FileSessionStore(folder), lambda: FileSessionStore(folder)
+        return
+    if kind == "redis":
+        url: str = request.getfixturevalue("redis_url")
+        prefix = f"cktest:{uuid.uuid4().hex[:10]}"
+        yield redis_store(url, prefix), lambda: redis_store(url, prefix)
+        drop_redis_keys(url, prefix)
         return
     from compactkit.sql import SQLSessionStore
 
@@ -187,7 +211,13 @@ from compactkit.sessions import FileSessionStore
 from compactkit.sql import SQLSessionStore
 
 kind, where, session_id = sys.argv[1:]
-store = FileSessionStore(where) if kind == "file" else SQLSessionStore(where)
+if kind == "redis":
+    from compactkit.redis import RedisSessionStore
+
+    url, prefix = where.split("|")
+    store = RedisSessionStore(url, key_prefix=prefix)
+else:
+    store = FileSessionStore(where) if kind == "file" else SQLSessionStore(where)
 state = store.load(session_id)
 print(json.dumps(state.model_dump(mode="json", exclude={"updated_at", "revision"})))
 """
@@ -216,15 +246,30 @@ def busy_session(store: Any, session_id: str = "s1") -> AgentSession:
     return session
 
 
-@pytest.mark.parametrize("kind", ["file", "sqlite"])
-def test_a_fresh_process_reads_back_exactly_what_was_saved(kind: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["file", "sqlite", "redis"])
+def test_a_fresh_process_reads_back_exactly_what_was_saved(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     from compactkit.sql import SQLSessionStore
 
-    where = str(tmp_path / "sessions") if kind == "file" else f"sqlite:///{tmp_path}/db.sqlite"
-    store = FileSessionStore(where) if kind == "file" else SQLSessionStore(where)
+    if kind == "redis":
+        url: str = request.getfixturevalue("redis_url")
+        prefix = f"cktest:{uuid.uuid4().hex[:10]}"
+        request.addfinalizer(lambda: drop_redis_keys(url, prefix))
+        where = f"{url}|{prefix}"
+        store = redis_store(url, prefix)
+    else:
+        where = str(tmp_path / "sessions") if kind == "file" else f"sqlite:///{tmp_path}/db.sqlite"
+        store = FileSessionStore(where) if kind == "file" else SQLSessionStore(where)
     session = busy_session(store)
     if kind == "file":  # the saves after the first were patches, not whole files
         assert (tmp_path / "sessions" / "s1.jnl").stat().st_size > 0
+    if kind == "redis":  # the base's id, then a patch per save after the first
+        import redis
+
+        client = redis.Redis.from_url(url)
+        assert client.llen(f"{prefix}:{{s1}}:journal") > 20
+        client.close()
     read = subprocess.run(
         [sys.executable, "-c", READER, kind, where, "s1"],
         capture_output=True,
@@ -288,9 +333,38 @@ def test_the_journal_is_folded_into_a_new_base_once_it_outgrows_it(
     assert comparable(FileSessionStore(tmp_path).load("s1")) == comparable(session.state())
 
 
-@pytest.mark.parametrize("kind", ["memory", "file", "sqlite"])
+def test_the_redis_journal_is_folded_into_a_new_base_once_it_outgrows_it(
+    redis_url: str,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import redis
+
+    monkeypatch.setattr("compactkit.sessions.journal.JOURNAL_MIN_BYTES", 0)
+    prefix = f"cktest:{uuid.uuid4().hex[:10]}"
+    client = redis.Redis.from_url(redis_url)
+    try:
+        store = redis_store(redis_url, prefix)
+        session = AgentSession(session_id="s1")
+        store.save(session)
+        folds = 0
+        for turn in range(60):
+            session.memory.add_user_input(f"turn {turn}")
+            store.save(session)
+            journal = client.lrange(f"{prefix}:{{s1}}:journal", 1, -1)
+            folds += not journal
+            base = client.strlen(f"{prefix}:{{s1}}:state")
+            # before its last patch the journal was no bigger than the base, else it was folded
+            assert sum(len(patch) for patch in journal[:-1]) <= base
+        assert folds > 1
+        assert comparable(redis_store(redis_url, prefix).load("s1")) == comparable(session.state())
+    finally:
+        client.close()
+        drop_redis_keys(redis_url, prefix)
+
+
+@pytest.mark.parametrize("kind", ["memory", "file", "sqlite", "redis"])
 def test_two_writers_of_one_session_each_load_what_the_last_one_saved(
-    kind: str, tmp_path: Path
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     """Two session objects saving one id in turns (last writer wins, as before): a patch is
     only ever written on top of what its own writer saved, so every load is one whole save."""
@@ -301,8 +375,14 @@ def test_two_writers_of_one_session_each_load_what_the_last_one_saved(
             return shared
         if kind == "file":
             return FileSessionStore(tmp_path)
+        if kind == "redis":
+            return redis_store(url, prefix)
         return SQLSessionStore(f"sqlite:///{tmp_path}/db.sqlite")
 
+    if kind == "redis":
+        url: str = request.getfixturevalue("redis_url")
+        prefix = f"cktest:{uuid.uuid4().hex[:10]}"
+        request.addfinalizer(lambda: drop_redis_keys(url, prefix))
     shared = InMemorySessionStore()
     first_store, second_store = open_store(), open_store()
     first, second = AgentSession(session_id="s1"), AgentSession(session_id="s1")

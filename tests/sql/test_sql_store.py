@@ -83,10 +83,10 @@ def test_ids_sql_cannot_hold_are_refused(store: SQLSessionStore, session_id: str
 
 def test_a_corrupt_or_newer_state_raises_storage_error(store: SQLSessionStore) -> None:
     store.save(session("s1"))
-    s = tables(store._t.prefix).sessions
+    b = tables(store._t.prefix).session_bases
     for state, message in [("{not json", "corrupt"), ('{"schema_version": 99}', "newer")]:
         with store.engine.begin() as conn:
-            conn.execute(update(s).where(s.c.id == "s1").values(state=state))
+            conn.execute(update(b).where(b.c.session_id == "s1").values(state=state))
         with pytest.raises(StorageError, match=message):
             store.load("s1")
 
