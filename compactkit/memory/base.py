@@ -43,7 +43,7 @@ from compactkit.items.snapshot import (
     MemorySnapshot,
     SummaryRole,
 )
-from compactkit.memory._rules import (
+from compactkit.memory._inputs import (
     OutputItem,
     UserInput,
     output_items,
@@ -151,7 +151,7 @@ class BaseMemory(ABC):
     """What the built-in memories share: input normalisation and write-path compaction.
 
     A backend implements ``_append`` (validate call ids, assign seqs and store, atomically) and
-    the state methods of ``AgentMemory``; the shared rules live in ``compactkit.memory._rules``.
+    the state methods of ``AgentMemory``; the shared rules live in ``compactkit.memory._inputs`` and ``compactkit.memory._rules``.
     """
 
     def __init__(

@@ -15,10 +15,9 @@ from compactkit.items.snapshot import (
 )
 from compactkit.items.view import ItemsView
 from compactkit.memory._bm25 import BM25Index
+from compactkit.memory._inputs import CallIndex, assign_seqs
 from compactkit.memory._rules import (
-    CallIndex,
     Lineage,
-    assign_seqs,
     not_active_error,
     plan_apply,
     plan_restore,

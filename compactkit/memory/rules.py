@@ -16,12 +16,11 @@ its writes, restores and compactions mean, so that it behaves exactly like the b
 Prove a backend built on them with ``compactkit.testing.conformance``.
 """
 
+from compactkit.memory._inputs import CallIndex, assign_seqs
 from compactkit.memory._rules import (
     ApplyPlan,
-    CallIndex,
     Lineage,
     RestorePlan,
-    assign_seqs,
     check_version,
     not_active_error,
     plan_apply,

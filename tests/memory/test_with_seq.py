@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from compactkit import FunctionCall, FunctionCallOutput, InMemoryMemory, Item, Message
 from compactkit.items import Reasoning
-from compactkit.memory._rules import with_seq
+from compactkit.memory._inputs import with_seq
 
 TEXT = st.text(max_size=30)
 ITEMS = st.one_of(
