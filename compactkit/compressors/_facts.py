@@ -73,6 +73,15 @@ _EXIT = re.compile(
     r"[\s:=]+(-?\d+)",
     re.IGNORECASE,
 )
+# Every ``_EXIT`` match starts with one of these (lowered): ASCII text holding none has none.
+_EXIT_PHRASES = (
+    "exit code",
+    "exit status",
+    "exited with",
+    "returncode",
+    "return code",
+    "exit_code",
+)
 _PYTEST_SUMMARY = re.compile(r"^=+ (.*\b(?:passed|failed|error|errors|skipped)\b.*?) in [\d.]+s")
 
 
@@ -193,13 +202,14 @@ def last_error(text: str, found: list[str] | None = None) -> str | None:
 def _last_exit(text: str) -> re.Match[str] | None:
     """The last exit-code phrase of ``text`` (``_EXIT``), or ``None``.
 
-    Every phrase ``_EXIT`` matches holds "exit" or "return" in some case. For ASCII text (where
-    ignoring case folds only ASCII letters) two substring tests of the lowered text rule most
-    outputs out at once: the case-insensitive pattern is slow to scan (tens of µs per output).
+    Every phrase ``_EXIT`` matches starts with one of ``_EXIT_PHRASES`` in some case. For ASCII
+    text (where ignoring case folds only ASCII letters) substring tests of the lowered text rule
+    most outputs out at once (a source file holds "return" and "exit", rarely these phrases):
+    the case-insensitive pattern is slow to scan (tens of µs per output).
     """
     if text.isascii():
         lowered = text.lower()
-        if "exit" not in lowered and "return" not in lowered:
+        if not any(phrase in lowered for phrase in _EXIT_PHRASES):
             return None
     exits = list(_EXIT.finditer(text))
     return exits[-1] if exits else None
@@ -267,6 +277,15 @@ _CODE_ID = re.compile(r"\b(?=[A-Z0-9]*\d)[A-Z0-9]{0,3}[A-Z]{1,5}\d{8,24}\b")
 _VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+\.\d+(?:[-+][\w.]+)?(?![\w.])")
 _GIT_COMMIT = re.compile(r"^\[([\w./-]+)(?: \(root-commit\))? ([0-9a-f]{7,40})\] (.+)$", re.M)
 _NOT_TICKETS = {"UTF", "ISO", "SHA", "HTTP", "CP", "TLS", "SSL", "MD", "AES", "GPT", "X"}
+# What every match of a pattern holds, found by a search that starts with a literal (a fast
+# scan, where the pattern's leading \b makes the regex engine try every position: 40-70 ns per
+# character, more than tokenizing the text): a text without it holds no match, and the pattern
+# is not run (tests/compressors/test_facts_hints.py: every match of each pattern holds its hint).
+_UUID_HINT = re.compile(r"-[0-9a-f]{4}-", re.I)
+_TICKET_HINT = re.compile(r"-\d")
+_PREFIXED_HINTS = (re.compile(r"_[A-Za-z0-9]*\d"), re.compile(r"-[A-Za-z0-9]*\d"))
+_RANDOM_ID_HINT = re.compile(r"_[A-Za-z0-9]{8}")
+_CODE_ID_HINT = re.compile(r"[A-Z]\d{8}")
 
 
 def identifiers_in(text: str, *, prose: bool, limit: int = 8) -> list[tuple[str, str]]:
@@ -287,7 +306,7 @@ def identifiers_in(text: str, *, prose: bool, limit: int = 8) -> list[tuple[str,
         found.setdefault(url, "url")
     inside_urls = " ".join(urls)
     dash, underscore = "-" in text, "_" in text
-    if dash:
+    if dash and _UUID_HINT.search(text):
         for uuid in _UUID.findall(text):
             found.setdefault(uuid, "uuid")
     _add_shas(text, found, inside_urls)
@@ -313,21 +332,23 @@ def _add_shas(text: str, found: dict[str, str], inside_urls: str) -> None:
 def _add_ids(text: str, found: dict[str, str], *, dash: bool, underscore: bool) -> None:
     """Add the tickets, prefixed ids, random ids and code ids of ``text`` (an id inside one
     already ``found`` is not added again)."""
-    if dash:
+    if dash and _TICKET_HINT.search(text):
         for prefix, number in _TICKET.findall(text):
             if prefix not in _NOT_TICKETS:
                 found.setdefault(f"{prefix}-{number}", "ticket")
-    if dash or underscore:
+    if (underscore and _PREFIXED_HINTS[0].search(text)) or (
+        dash and _PREFIXED_HINTS[1].search(text)
+    ):
         for match in _PREFIXED.finditer(text):
             found.setdefault(match.group(0), "id")
-    if underscore:
+    if underscore and _RANDOM_ID_HINT.search(text):
         for match in _RANDOM_ID.finditer(text):
             ident = match.group(0)
             if not any(ident in known for known in found):
                 found.setdefault(ident, "id")
     # Every code id holds an uppercase letter A-Z: a text whose cased characters are all
     # lowercase (most paths, most prose) holds none.
-    for ident in () if text.islower() else _CODE_ID.findall(text):
+    for ident in () if text.islower() or not _CODE_ID_HINT.search(text) else _CODE_ID.findall(text):
         if not any(ident in known for known in found):
             found.setdefault(ident, "id")
 
