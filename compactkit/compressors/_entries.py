@@ -18,6 +18,8 @@ import functools
 import re
 from collections.abc import Iterable
 
+from compactkit.compressors._refs import Spans, add_refs, merge_spans, split_refs, with_refs
+
 LEADING_CODE = re.compile(r"^`([^`]+)`")
 VALUE = re.compile(r"^`(?P<name>[^`]+)` = (?P<value>.*?)(?: \((?P<status>current|superseded)\))?$")
 _OMITTED = re.compile(r"^(\d+) earlier omitted$")
@@ -29,10 +31,13 @@ MAX_SUPERSEDED = 3  # per value name
 
 @functools.lru_cache(maxsize=1 << 15)
 def fold(text: str) -> str:
-    """The comparison form of a text: whitespace collapsed, case folded.
+    """The comparison form of a text: whitespace collapsed, case folded, its provenance
+    references left out (the same fact drawn from other items is the same entry).
 
     Remembered: each merge into a summary folds the entries already in it, so the same entries
     (the summary keeps most of them between compactions) would be folded again and again."""
+    if text.endswith("]"):
+        text = split_refs(text)[0]
     return " ".join(text.split()).casefold()
 
 
@@ -120,20 +125,28 @@ def merge_keyed_into(entries: dict[str, str], new: Iterable[str]) -> None:
         if old is None:
             entries[key] = entry
             continue
-        head, details = split_details(old)
-        _, more = split_details(entry)
+        old_text, old_refs = split_refs(old)
+        new_text, new_refs = split_refs(entry)
+        head, details = split_details(old_text)
+        _, more = split_details(new_text)
         details, changed = add_details(details, more)
+        refs = merge_spans(old_refs, new_refs) if new_refs else old_refs
         if changed:
             del entries[key]
-            entries[key] = join_details(head, details)
+            entries[key] = with_refs(join_details(head, details), refs)
+        elif refs != old_refs:
+            entries[key] = with_refs(old_text, refs)
 
 
-def with_read(entry: str) -> str:
-    """A modified file's entry noting that the file was read too (once)."""
-    head, details = split_details(entry)
+def with_read(entry: str, read: str = "") -> str:
+    """A modified file's entry noting that the file was read too (once), with the references
+    of its entry among the files read (``read``) added."""
+    text, refs = split_refs(entry)
+    head, details = split_details(text)
     if not any(d == "read" or d.startswith("read \N{MULTIPLICATION SIGN}") for d in details):
         details, _ = add_details(["read"], details)
-    return join_details(head, details)
+    refs = merge_spans(refs, split_refs(read)[1]) if read else refs
+    return with_refs(join_details(head, details), refs)
 
 
 def runs(entry: str) -> tuple[str, int]:
@@ -149,17 +162,19 @@ MAX_EARLIER = 3  # outcomes of earlier runs kept per command
 def merge_commands(existing: list[str], new: Iterable[str]) -> list[str]:
     """Commands merged per command: the newest outcome, how often it ran (``(x3)``), and the
     last few different outcomes of earlier runs (``— earlier: 2 failed | 5 failed``)."""
-    entries: dict[str, tuple[str, int]] = {}
+    entries: dict[str, tuple[str, int, Spans]] = {}
     for entry in [*existing, *new]:
-        text, n = runs(entry)
+        plain, refs = split_refs(entry)
+        text, n = runs(plain)
         key = key_of(text) or fold(text)
         if key in entries:
-            old_text, old_n = entries.pop(key)  # re-inserted last, with the newest outcome
-            entries[key] = (_with_earlier(text, old_text), old_n + n)
+            old_text, old_n, old_refs = entries.pop(key)  # re-inserted last, newest outcome
+            entries[key] = (_with_earlier(text, old_text), old_n + n, merge_spans(old_refs, refs))
         else:
-            entries[key] = (text, n)
+            entries[key] = (text, n, refs)
     return [
-        f"{text} (\N{MULTIPLICATION SIGN}{n})" if n > 1 else text for text, n in entries.values()
+        with_refs(f"{text} (\N{MULTIPLICATION SIGN}{n})" if n > 1 else text, refs)
+        for text, n, refs in entries.values()
     ]
 
 
@@ -189,12 +204,21 @@ def append_unique_into(existing: list[str], seen: set[str], new: Iterable[str]) 
         if key not in seen:
             seen.add(key)
             existing.append(entry)
+        elif entry.endswith("]") and (refs := split_refs(entry)[1]):
+            for index in range(len(existing) - 1, -1, -1):  # the twin: its references grow
+                if fold(existing[index]) == key:
+                    existing[index] = add_refs(existing[index], refs)
+                    break
     return existing
 
 
 def merge_values(existing: list[str], new: Iterable[str]) -> tuple[list[str], int]:
     """Values merged (see ``SummaryDocument.merge``), and how many old superseded values were
-    dropped. Linear: entries live in one list with tombstones, indexed by name."""
+    dropped. Linear: entries live in one list with tombstones, indexed by name. An entry's
+    references follow its name and value (a current value marked superseded keeps them)."""
+    refs: dict[str, Spans] = {}
+    existing = _without_refs(existing, refs)
+    new = _without_refs(new, refs)
     slots: list[str | None] = []
     by_name: dict[str, list[int]] = {}
     seen: set[str] = set()
@@ -251,5 +275,23 @@ def merge_values(existing: list[str], new: Iterable[str]) -> tuple[list[str], in
             if n > MAX_SUPERSEDED:
                 dropped += 1
                 continue
-        out.append(entry)
+        out.append(with_refs(entry, refs.get(_value_id(entry), ())) if refs else entry)
     return out[::-1], dropped
+
+
+def _value_id(entry: str) -> str:
+    """What a value entry's references are kept by: its name and value (else its text)."""
+    match = VALUE.match(entry)
+    return f"{match.group('name')}\0{match.group('value').strip()}" if match else fold(entry)
+
+
+def _without_refs(entries: Iterable[str], refs: dict[str, Spans]) -> list[str]:
+    """``entries`` without their references, collected into ``refs`` by ``_value_id``."""
+    out = []
+    for entry in entries:
+        text, spans = split_refs(entry)
+        if spans:
+            ident = _value_id(text)
+            refs[ident] = merge_spans(refs.get(ident, ()), spans)
+        out.append(text)
+    return out

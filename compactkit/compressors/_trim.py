@@ -24,6 +24,7 @@ from typing import Any, Protocol, TypeVar
 from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors._entries import add_details, key_of, runs, split_details
 from compactkit.compressors._plan import text_tokens
+from compactkit.compressors._refs import split_refs, strip_refs, with_refs
 
 
 class _Document(Protocol):
@@ -97,7 +98,12 @@ def clip(text: str, limit: int) -> str:
 
 
 def shorten(pool: str, entry: str) -> str:
-    """``entry`` with its context shortened (the fact itself untouched)."""
+    """``entry`` with its context shortened (the fact itself and its references untouched)."""
+    text, refs = split_refs(entry)
+    return with_refs(_shorten(pool, text), refs) if refs else _shorten(pool, entry)
+
+
+def _shorten(pool: str, entry: str) -> str:
     if pool in _KEYED:
         head, details = split_details(entry)
         if not details:
@@ -116,7 +122,13 @@ def shorten(pool: str, entry: str) -> str:
 
 def bare(pool: str, entry: str) -> str:
     """``entry`` reduced to its fact alone (an error keeps whether it was resolved, a file
-    whether it was created or deleted: the state an entry states must stay true)."""
+    whether it was created or deleted: the state an entry states must stay true) and its
+    references (what ``expand`` returns in full)."""
+    text, refs = split_refs(entry)
+    return with_refs(_bare(pool, text), refs) if refs else _bare(pool, entry)
+
+
+def _bare(pool: str, entry: str) -> str:
     if pool in _KEYED:
         key = key_of(entry)
         if key is None:
@@ -250,7 +262,7 @@ class _State:
 
 def pool_of(key: str, entry: str) -> str:
     """The trimming pool of an entry of section ``key``."""
-    if key == "values" and entry.endswith("(superseded)"):
+    if key == "values" and strip_refs(entry).endswith("(superseded)"):
         return SUPERSEDED
     if key in ("goal", "constraints") and entry.startswith("Later: "):
         return LATER

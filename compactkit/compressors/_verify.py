@@ -29,6 +29,7 @@ from typing import Any
 
 from compactkit.compressors._entries import VALUE, entry_key, key_of
 from compactkit.compressors._facts import is_observation
+from compactkit.compressors._refs import strip_refs
 from compactkit.compressors.sections import SectionKey, SummaryDocument
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
 
@@ -317,15 +318,16 @@ def _current_values(entries: Iterable[str]) -> dict[str, tuple[str, str]]:
     """name -> (its current value, the entry), the last current entry of each name."""
     out: dict[str, tuple[str, str]] = {}
     for entry in entries:
-        match = VALUE.match(entry)
+        match = VALUE.match(strip_refs(entry))
         if match and match.group("status") != "superseded":
             out[match.group("name")] = (match.group("value").strip(), entry)
     return out
 
 
 def _plain(entry: str) -> str:
-    """An entry's quoted words: no role or ``Later:`` label, no surrounding quotes."""
-    text = _ROLE.sub("", entry.strip())
+    """An entry's quoted words: no role or ``Later:`` label, no surrounding quotes, no
+    references."""
+    text = _ROLE.sub("", strip_refs(entry).strip())
     text = text.removeprefix(_LATER)
     return text.strip(_QUOTES)
 

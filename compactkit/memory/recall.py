@@ -30,12 +30,14 @@ en dash, U+2013; a hyphen, brackets ``[#412-418]`` and a missing ``#`` are accep
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from compactkit.errors import ConfigError, RecallUnsupportedError
 from compactkit.items import Item, Message, item_text
+from compactkit.memory._bm25 import K1, B
 
 __all__ = ["RecallHit", "Recallable", "format_ref", "parse_ref", "require_recall"]
 
@@ -236,3 +238,28 @@ def rank_hits(
 
     ranked = sorted(items, key=lambda hit: (-matched(hit), -hit.score, hit.seq))
     return [*ranked, *summary][:limit]
+
+
+def rank_matches(
+    matches: Iterable[tuple[int, str]], words: Iterable[str]
+) -> list[tuple[int, float]]:
+    """``(key, score)`` of documents that all hold every one of ``words`` (``matches``: key and
+    the document's words, space-separated), best first; ties by key.
+
+    BM25 with every word's idf equal (each match holds each word, so an idf would weigh the
+    same words for every match), lengths normalised by the matches' average: the order
+    BM25's term-frequency part gives, without counting each word's documents in the whole
+    index (what makes a database's own BM25 slow for common words).
+    """
+    wanted = list(dict.fromkeys(words))
+    counted = [(key, Counter(text.split())) for key, text in matches]
+    if not counted:
+        return []
+    lengths = [sum(counts.values()) for _, counts in counted]
+    average = sum(lengths) / len(lengths) or 1.0
+    scored = []
+    for (key, counts), length in zip(counted, lengths, strict=True):
+        norm = K1 * (1.0 - B + B * length / average)
+        score = sum(counts[w] * (K1 + 1.0) / (counts[w] + norm) for w in wanted if counts[w])
+        scored.append((key, score))
+    return sorted(scored, key=lambda pair: (-pair[1], pair[0]))

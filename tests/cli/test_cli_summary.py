@@ -130,7 +130,7 @@ def test_compact_with_summary(
     assert out["tokens_after"] <= 12000 < out["tokens_before"]
     assert out["folded"] > 0
     assert "Add retries with exponential backoff" in out["summary"]
-    assert out["details"]["prompt_version"] == "summary-v1"
+    assert out["details"]["prompt_version"] == "summary-v2"
     assert out["details"]["summarizer_calls"] == len(server.requests) >= 1
     marked = [m for m in out["messages"] if unseal_summary(m.get("content") or "") is not None]
     assert len(marked) == 1 and unseal_summary(marked[0]["content"]) == out["summary"]

@@ -364,7 +364,7 @@ def test_digest_folds_into_the_summary_and_keeps_the_newest_groups() -> None:
     result = DigestCompressor(keep_last_groups=2, counter=COUNTER).compress(_session())
     assert result.outcome == "compacted"
     doc = SummaryDocument.parse(result.snapshot.summary)
-    assert doc.entries("goal") == ("Fix the build. Never push to main.",)
+    assert doc.entries("goal") == ("Fix the build. Never push to main. [#2]",)  # its item
     assert any("pytest -q tests/test_0.py" in e for e in doc.entries("commands"))
     assert any("src/file1.py" in e for e in doc.entries("files_read"))
     assert result.stats.details["folded_groups"] == 11  # the first user message + 10 turns

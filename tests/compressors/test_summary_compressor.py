@@ -160,7 +160,7 @@ def test_folds_old_history_into_a_sectioned_summary() -> None:
     assert res.stats.tokens_after < res.stats.tokens_before
 
     details = res.stats.details
-    assert details["prompt_version"] == PROMPT_VERSION == "summary-v1"
+    assert details["prompt_version"] == PROMPT_VERSION == "summary-v2"
     assert details["summarizer_calls"] == 1 and details["chunks"] == 1
     assert details["summarizer_input_tokens"] > 0
     assert details["items_seen"] == details["folded_items"] == len(res.folded)
@@ -756,7 +756,7 @@ def test_cap_defaults_follow_the_digest() -> None:
     assert SummaryCompressor(ScriptedLLM(), target_tokens=40_000).cap == 24_000
     assert SummaryCompressor(ScriptedLLM(), target_tokens=8_000).cap == 4_800
     assert SummaryCompressor(ScriptedLLM(), target_tokens=400).cap == 300
-    assert "summary-v1" in repr(SummaryCompressor(ScriptedLLM()))
+    assert "summary-v2" in repr(SummaryCompressor(ScriptedLLM()))
 
 
 def test_a_target_that_leaves_no_room_for_a_summary_fails_cleanly() -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from pathlib import Path
 from typing import Any
@@ -11,8 +12,10 @@ import pytest
 from runtime_support import make_agent, run
 
 from compactkit import ConfigError, InMemoryMemory
-from compactkit.compressors import WindowedCompressor
+from compactkit.compressors import DigestCompressor, WindowedCompressor
+from compactkit.compressors.sections import REFS_NOTE
 from compactkit.errors import RecallUnsupportedError
+from compactkit.memory.recall import parse_ref
 from compactkit.runtime.recall_tools import recall_tools
 from compactkit.sql import SQLMemory
 from compactkit.testing import FakeOpenAI, text, tool_call
@@ -103,3 +106,35 @@ def test_recall_needs_a_memory_that_offers_it_and_free_tool_names() -> None:
         agent.new_session("x")
     with pytest.raises(ConfigError, match=">= 50"):
         recall_tools(InMemoryMemory(), max_tokens=10)
+
+
+def test_the_model_reads_an_entrys_reference_and_expands_it(tmp_path: Path) -> None:
+    """The digest's summary reaches the model with each entry's references and the line saying
+    what they are; the model expands one and gets exactly the items it names, quoted."""
+
+    def fold(memory: Any) -> None:
+        for k in range(6):
+            memory.add_user_input(f"run the migration of shard {k}")
+            memory.add_output_items(
+                [{"role": "assistant", "content": f"shard {k} failed: lock timeout on table t{k}"}]
+                + [{"role": "assistant", "content": "retrying " + "and waiting " * 60}]
+            )
+        memory.compact(DigestCompressor(keep_last_groups=2))
+
+    probe = InMemoryMemory()
+    fold(probe)
+    entry = next(line for line in probe.summary.splitlines() if "migration of shard 1" in line)
+    ref = entry.rsplit("[", 1)[1].rstrip("]").split(", ")[0]
+    fake = FakeOpenAI([tool_call("expand", {"ref": ref}), text("t1 was locked")])
+    url = f"sqlite:///{tmp_path}/a.db"
+    agent = make_agent(fake, "sync", recall=True, memory_factory=lambda sid: SQLMemory(url, sid))
+    session = agent.new_session("s-refs")
+    fold(session.memory)
+    assert run(session, "sync", "why did shard 1 fail?").output == "t1 was locked"
+    first = "\n".join(str(m["content"]) for m in fake.requests[0]["messages"])
+    assert entry in first and REFS_NOTE in first
+    (expanded,) = tool_outputs(fake)
+    first_seq, last_seq = parse_ref(ref)
+    shown = re.findall(r'<archived ref="#(\d+)"', expanded)
+    assert [int(s) for s in shown] == list(range(first_seq, last_seq + 1))
+    assert "run the migration of shard 1" in expanded

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from compactkit.compressors import _facts as facts
+from compactkit.compressors._refs import Spans, spans_of, with_refs
 from compactkit.compressors.digest import _files as files
 from compactkit.compressors.masking import is_masked
 from compactkit.compressors.sections import SectionKey, SummaryDocument
@@ -87,33 +88,54 @@ class _Digest:
         self.file_calls: set[str] = set()  # calls that read or wrote files through a file tool
         self.last_assistant = ""
         self.pending_actions: list[tuple[str, dict[str, object]]] = []
+        self.refs: Spans = ()  # the references ``add`` gives an entry: the item being read
 
     def add(self, key: SectionKey, text: str) -> None:
-        self.entries.setdefault(key, []).append(text)
+        self.entries.setdefault(key, []).append(with_refs(text, self.refs))
 
     def run(self) -> None:
         items = self.items
+        error_refs: list[Spans] = []  # the item each of self.errors was found in
+        last_assistant, state_refs = self.last_assistant, self.refs
         for index, item in enumerate(items):
-            if isinstance(item, Message):
-                following = items[index + 1] if index + 1 < len(items) else None
-                self.message(item, following)
-            elif isinstance(item, FunctionCall):
-                output = self.outputs.get(item.call_id)
-                args = arguments_of(item)
-                if self.call(item.name, args, None if output is None else output.text):
-                    self.file_calls.add(item.call_id)
-            elif (
-                isinstance(item, FunctionCallOutput)
-                and item.call_id not in self.file_calls  # ids in file contents are mostly noise
-                and not is_masked(self.outputs[item.call_id])
-            ):
-                self.identifiers(self.outputs[item.call_id].text, prose=False)
+            # The provenance of what this item adds (a call's: the call and its output).
+            output = self.outputs.get(item.call_id) if isinstance(item, FunctionCall) else None
+            self.refs = spans_of((item.seq, None if output is None else output.seq))
+            self.step_item(index, item)
+            error_refs += [self.refs] * (len(self.errors) - len(error_refs))
+            if self.last_assistant is not last_assistant:
+                last_assistant, state_refs = self.last_assistant, self.refs
         self.flush_actions(None)
+        error_refs += [self.refs] * (len(self.errors) - len(error_refs))
+        self.finish(error_refs, state_refs)
+
+    def step_item(self, index: int, item: Item) -> None:
+        """Digest one item (its entries carry ``self.refs``)."""
+        items = self.items
+        if isinstance(item, Message):
+            following = items[index + 1] if index + 1 < len(items) else None
+            self.message(item, following)
+        elif isinstance(item, FunctionCall):
+            output = self.outputs.get(item.call_id)
+            args = arguments_of(item)
+            if self.call(item.name, args, None if output is None else output.text):
+                self.file_calls.add(item.call_id)
+        elif (
+            isinstance(item, FunctionCallOutput)
+            and item.call_id not in self.file_calls  # ids in file contents are mostly noise
+            and not is_masked(self.outputs[item.call_id])
+        ):
+            self.identifiers(self.outputs[item.call_id].text, prose=False)
+
+    def finish(self, error_refs: list[Spans], state_refs: Spans) -> None:
+        """The entries known only once every item is read: errors (with how each was
+        resolved), the current state and the next steps."""
         last_seen = {error.text: error.step for error in self.errors}
         by_step: dict[int, list[str]] = {}
         for error in self.errors:
             by_step.setdefault(error.step, []).append(error.text)
-        for error in self.errors:
+        for error, refs in zip(self.errors, error_refs, strict=True):
+            self.refs = refs
             if error.source and any(
                 error.text != other and error.text in other for other in by_step[error.step]
             ):
@@ -125,6 +147,7 @@ class _Digest:
             if how:
                 entry += ("; " if error.source else " — ") + how
             self.add("errors", entry)
+        self.refs = state_refs
         if self.last_assistant:
             self.add(
                 "state",

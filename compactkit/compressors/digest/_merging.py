@@ -120,7 +120,7 @@ class Merging:
         read, modified = self._by_key(_READ), self._by_key(_MODIFIED)
         both = [k for k in touched if k in read and k in modified]
         for key in both:
-            modified[key] = _entries.with_read(modified[key])
+            modified[key] = _entries.with_read(modified[key], read[key])
             del read[key]
         if both:
             self.sections[_READ][:] = read.values()

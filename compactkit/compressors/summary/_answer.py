@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from compactkit.compressors._facts import is_observation
+from compactkit.compressors._refs import spans_of, split_refs, strip_refs, with_refs
 from compactkit.compressors.sections import SectionKey, SummaryDocument
 from compactkit.errors import SummarizationError
 from compactkit.items import Item, Message
@@ -61,7 +62,9 @@ def _normalise(text: str) -> str:
 
 
 def _needles(key: SectionKey, entry: str) -> list[str]:
-    """The exact strings that show an entry's fact is present in a text."""
+    """The exact strings that show an entry's fact is present in a text (its references
+    aside: the same fact may be cited from other items)."""
+    entry = strip_refs(entry)
     if key == "values":
         match = _VALUE.match(entry)
         if match:
@@ -134,3 +137,23 @@ def _verbatim_constraints(
     else:
         sections.pop("constraints", None)
     return replace(update, sections=sections), len(entries) - len(kept)
+
+
+def within_items(doc: SummaryDocument, items: Sequence[Item]) -> SummaryDocument:
+    """``doc`` (a summarizer's entries about ``items``) with each entry's references checked:
+    a range kept only when both its ends name one of ``items``; an entry left without any
+    names every one of ``items`` (it may draw on any of them). Items never stored (no seq)
+    give no references, and an invented one is dropped."""
+    seqs = {item.seq for item in items if item.seq is not None}
+    whole = spans_of(seqs)
+
+    def checked(entry: str) -> str:
+        text, spans = split_refs(entry)
+        kept = tuple((a, b) for a, b in spans if a in seqs and b in seqs)
+        return with_refs(text, kept or whole)
+
+    return replace(
+        doc,
+        sections={k: tuple(map(checked, v)) for k, v in doc.sections.items()},
+        extra={k: tuple(map(checked, v)) for k, v in doc.extra.items()},
+    )

@@ -106,11 +106,13 @@ def cut_chunks(
     with_goal: bool,
     counter: TokenCounter,
     max_item_tokens: int,
+    numbered: bool = True,
 ) -> list[_Chunk]:
     """Cut the folded span into chunks whose text and facts fit ``room`` tokens each.
 
     Whole groups stay together when they fit; a group too large for one chunk is split
-    between items (the summarizer's input need not keep calls and outputs together).
+    between items (the summarizer's input need not keep calls and outputs together). With
+    ``numbered``, each stored item's line starts with its reference (``#412``).
     """
     item_cap = max(64, min(max_item_tokens, room // 2))
     names = {i.call_id: i.name for i in folded if isinstance(i, FunctionCall)}
@@ -124,6 +126,8 @@ def cut_chunks(
         unit = []
         for position, item in enumerate(members):
             line, tokens = _describe(_original(item, originals), names, item_cap, counter)
+            if numbered and item.seq is not None:  # its reference, for the entries to cite
+                line, tokens = f"#{item.seq} {line}", tokens + 3
             unit.append((item, line, tokens, facts if position == 0 else SummaryDocument()))
         units.append(unit)
     chunks: list[_Chunk] = []

@@ -60,6 +60,7 @@ from compactkit.compressors.summary._answer import (
     _absent,
     _answer_text,
     _body,
+    within_items,
 )
 from compactkit.compressors.summary._chunks import SummaryPlan, _Chunk, _Fold, _Plan, cut_chunks
 from compactkit.compressors.summary._resilience import (
@@ -401,6 +402,7 @@ class SummaryCompressor:
             with_goal=not previous.entries("goal"),
             counter=self.counter,
             max_item_tokens=self.max_item_tokens,
+            numbered=self.prompt_version != "summary-v1",
         )
         return _Plan(
             kept=kept,
@@ -478,6 +480,9 @@ class SummaryCompressor:
                 "the summarizer's answer has none of the summary's headings: "
                 f"{answer.strip()[:200]!r}"
             )
+        # Provenance: each entry keeps the references it cites among the chunk's items, or
+        # else names the whole chunk (an LLM's entry may draw on any of it).
+        update = within_items(update, chunk.items)
         # The post-condition (``compactkit.compressors._verify``): what the chunk's text does not
         # support is refused (a cut that drops a negation, a one-word rule, an invented goal or
         # file), and its must-keep facts the answer lost are added back.
