@@ -214,11 +214,18 @@ def append_unique_into(existing: list[str], seen: set[str], new: Iterable[str]) 
 
 def merge_values(existing: list[str], new: Iterable[str]) -> tuple[list[str], int]:
     """Values merged (see ``SummaryDocument.merge``), and how many old superseded values were
-    dropped. Linear: entries live in one list with tombstones, indexed by name. An entry's
-    references follow its name and value (a current value marked superseded keeps them)."""
+    dropped. An entry's references follow its name and value (a current value marked
+    superseded keeps them)."""
     refs: dict[str, Spans] = {}
-    existing = _without_refs(existing, refs)
-    new = _without_refs(new, refs)
+    values, dropped = _merge_values(_without_refs(existing, refs), _without_refs(new, refs))
+    if refs:
+        values = [with_refs(v, refs.get(_value_id(v), ())) for v in values]
+    return values, dropped
+
+
+def _merge_values(existing: list[str], new: Iterable[str]) -> tuple[list[str], int]:
+    """``merge_values`` of entries without references. Linear: entries live in one list with
+    tombstones, indexed by name."""
     slots: list[str | None] = []
     by_name: dict[str, list[int]] = {}
     seen: set[str] = set()
@@ -275,7 +282,7 @@ def merge_values(existing: list[str], new: Iterable[str]) -> tuple[list[str], in
             if n > MAX_SUPERSEDED:
                 dropped += 1
                 continue
-        out.append(with_refs(entry, refs.get(_value_id(entry), ())) if refs else entry)
+        out.append(entry)
     return out[::-1], dropped
 
 

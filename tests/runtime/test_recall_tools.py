@@ -115,9 +115,12 @@ def test_the_model_reads_an_entrys_reference_and_expands_it(tmp_path: Path) -> N
     def fold(memory: Any) -> None:
         for k in range(6):
             memory.add_user_input(f"run the migration of shard {k}")
+            failed = f"shard {k} failed: lock timeout on table t{k}"
             memory.add_output_items(
-                [{"role": "assistant", "content": f"shard {k} failed: lock timeout on table t{k}"}]
-                + [{"role": "assistant", "content": "retrying " + "and waiting " * 60}]
+                [
+                    {"role": "assistant", "content": failed},
+                    {"role": "assistant", "content": "retrying " + "and waiting " * 60},
+                ]
             )
         memory.compact(DigestCompressor(keep_last_groups=2))
 
