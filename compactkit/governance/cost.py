@@ -11,8 +11,15 @@ Two numbers make a compaction's net cost:
   Without compaction a warm cache serves the previous prompt's prefix at the cached price; a
   compaction rewrites the prompt after the instructions, so that part is paid in full (and
   written to the cache where the provider charges for writing). The prefix that stays the same
-  (instructions, tool schemas) is not credited, so the change is an upper bound; only the next
-  request is counted, because later ones depend on when the next compaction comes.
+  (instructions, tool schemas) is not credited, so the change is an upper bound.
+- ``until_next_compaction``: the same change summed over every request from this compaction to
+  the next one (``until_next_change``), when the governor knows how fast the request grows and
+  where the next compaction fires (a ``Horizon``). With the compaction, the first request pays
+  its whole prompt and each later one reads the previous one from the cache; without it, every
+  request is the bigger one (up to the budget, where the projection would cut), its prefix
+  cached. Over a horizon the cache saving of a smaller prompt is counted, not only the first
+  request's cache miss, so a compaction that costs more on the next request can still pay for
+  itself.
 
 Either is ``None`` when the model it needs has no known prices: compactkit never guesses one.
 """
@@ -30,12 +37,17 @@ from compactkit.items.snapshot import CompactResult
 
 __all__ = [
     "CompactionCost",
+    "Horizon",
     "compaction_cost",
     "known_prices",
     "next_request_change",
     "request_cost",
     "summarizer_cost",
+    "until_next_change",
 ]
+
+MAX_HORIZON = 10_000
+"""The most requests a horizon counts (a request that barely grows would make it endless)."""
 
 
 @dataclass(frozen=True)
@@ -49,12 +61,41 @@ class CompactionCost:
     """The next request's cost after the compaction minus without it, prompt cache counted
     (negative: the compaction saves on it). ``None``: the agent's model has no known prices."""
 
+    until_next_compaction: float | None = None
+    """The change summed over the requests until the next compaction (``requests_until_next``
+    of them), prompt cache counted; ``None`` when the horizon is unknown (no growth measured
+    yet, no token trigger, a background compaction) or the model has no known prices."""
+    requests_until_next: int | None = None
+    """How many requests that horizon counts (modelled: the growth per request so far, up to
+    the trigger's lowest token threshold)."""
+
     @property
     def net(self) -> float | None:
         """``summarizer + next_request_change``, or ``None`` when either is unknown."""
         if self.summarizer is None or self.next_request_change is None:
             return None
         return self.summarizer + self.next_request_change
+
+    @property
+    def net_until_next(self) -> float | None:
+        """``summarizer + until_next_compaction``: what the compaction costs (positive) or saves
+        (negative) by the time the next one comes; ``None`` when either is unknown."""
+        if self.summarizer is None or self.until_next_compaction is None:
+            return None
+        return self.summarizer + self.until_next_compaction
+
+
+@dataclass(frozen=True)
+class Horizon:
+    """What the requests after a compaction look like, in request tokens (instructions and tool
+    schemas included): each grows by ``growth`` over the previous one, the next compaction fires
+    at ``next_at``, and a request never exceeds ``budget``. ``overhead`` is what a request
+    carries beyond the memory a compressor counts (its ``tokens_before``/``tokens_after``)."""
+
+    growth: float
+    next_at: int
+    budget: int | None = None
+    overhead: int = 0
 
 
 def known_prices(model: str | None, registry: ProfileRegistry | None = None) -> ModelProfile | None:
@@ -109,6 +150,46 @@ def next_request_change(
     return request_cost(prices, caching, tokens=tokens_after) - without
 
 
+def until_next_change(
+    prices: Prices,
+    caching: PromptCaching | None,
+    *,
+    tokens_before: int,
+    tokens_after: int,
+    horizon: Horizon,
+    cache_warm: bool = True,
+) -> tuple[float, int]:
+    """The input cost of the requests from a compaction until the next one, minus the same
+    requests had nothing been compacted, and how many requests that is.
+
+    Request ``k`` (from 0) is ``tokens_after + k * growth`` tokens with the compaction (the
+    first one uncached, each later one reading the previous one from the cache) and
+    ``tokens_before + k * growth`` without (capped at the budget; its prefix cached, the first
+    one only when ``cache_warm``). The horizon ends at the first request at or over
+    ``next_at`` (at least one request, at most ``MAX_HORIZON``).
+    """
+    growth = horizon.growth
+    ceiling = horizon.budget or 2**62
+    before, after = tokens_before + horizon.overhead, tokens_after + horizon.overhead
+    room = horizon.next_at - after
+    count = 1 if room <= 0 else min(MAX_HORIZON, max(1, -(-room // growth)))
+    requests = int(count)
+
+    def cached(previous: float) -> int:
+        return caching.cached_tokens(int(previous)) if caching is not None else 0
+
+    change = 0.0
+    for k in range(requests):
+        size_with = int(after + k * growth)
+        size_without = min(ceiling, int(before + k * growth))
+        hit_with = 0 if k == 0 else min(size_with, cached(after + (k - 1) * growth))
+        previous_without = min(ceiling, before + (k - 1) * growth) if k else before
+        hit_without = min(size_without, cached(previous_without)) if (k or cache_warm) else 0
+        change += request_cost(prices, caching, tokens=size_with, cached_tokens=hit_with)
+        change -= request_cost(prices, caching, tokens=size_without, cached_tokens=hit_without)
+    return change, requests
+
+
 def summarizer_cost(result: CompactResult) -> float | None:
     """What a compaction's summarizer calls cost: ``0.0`` without any (a deterministic
     compressor), ``None`` when a summarizer was called whose prices are not known."""
@@ -129,6 +210,7 @@ def compaction_cost(
     model: str | None,
     cache_warm: bool = True,
     registry: ProfileRegistry | None = None,
+    horizon: Horizon | None = None,
 ) -> CompactionCost:
     """The ``CompactionCost`` of ``result`` for a session on ``model``.
 
@@ -137,23 +219,38 @@ def compaction_cost(
         model: The agent's model (its prices price the next request).
         cache_warm: Whether the provider's cache still holds the previous prompt.
         registry: Where to look ``model`` up (default: the process-wide registry).
+        horizon: How the requests until the next compaction grow (``None``: that change is
+            not modelled).
     """
     summarizer = summarizer_cost(result)
     profile = known_prices(model, registry)
     stats = result.stats
     change: float | None = None
+    until: tuple[float | None, int | None] = (None, None)
+    before, after = stats.tokens_before, stats.tokens_after
     if not result.changed:
-        change = 0.0
-    elif profile is not None and stats.tokens_before is not None and stats.tokens_after is not None:
+        change, until = 0.0, (0.0, None)
+    elif profile is not None and before is not None and after is not None:
         assert profile.prices is not None
+        prices, caching = profile.prices, profile.prompt_cache
         change = next_request_change(
-            profile.prices,
-            profile.prompt_cache,
-            tokens_before=stats.tokens_before,
-            tokens_after=stats.tokens_after,
-            cache_warm=cache_warm,
+            prices, caching, tokens_before=before, tokens_after=after, cache_warm=cache_warm
         )
-    return CompactionCost(summarizer=summarizer, next_request_change=change)
+        if horizon is not None and horizon.growth > 0:
+            until = until_next_change(
+                prices,
+                caching,
+                tokens_before=before,
+                tokens_after=after,
+                horizon=horizon,
+                cache_warm=cache_warm,
+            )
+    return CompactionCost(
+        summarizer=summarizer,
+        next_request_change=change,
+        until_next_compaction=until[0],
+        requests_until_next=until[1],
+    )
 
 
 def _summaries(details: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:

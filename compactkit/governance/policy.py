@@ -462,10 +462,24 @@ class CompactPolicy:
         return tokens_after + max(1, lowest - target)
 
     def trigger_tokens(self) -> int | None:
-        """The trigger's lowest token threshold (``tokens_over``, ``usage_over``, a resolved
-        ``ratio_over``), or ``None`` when it has none: where the budget status says compaction
-        happens."""
-        return min((threshold for threshold, _ in self._thresholds()), default=None)
+        """The size at which the trigger fires whatever else holds: the lowest threshold of
+        ``tokens_over``/``usage_over``/``ratio_over`` parts joined by ``|``; an ``&`` part counts
+        only when all its parts are thresholds (its highest), since a condition such as
+        ``cache_cold`` may never come. ``None`` when there is no such size. Where the budget
+        status says compaction happens, and where a compaction's cost horizon ends."""
+        return self._sure_tokens(self.trigger)
+
+    def _sure_tokens(self, trigger: TriggerLike | None) -> int | None:
+        if isinstance(trigger, tokens_over | usage_over):
+            return trigger.value
+        if isinstance(trigger, ratio_over):
+            return int(trigger.ratio * self.budget) if self.budget is not None else None
+        if isinstance(trigger, any_of | all_of):
+            parts = [self._sure_tokens(part) for part in trigger.triggers]
+            if isinstance(trigger, any_of):
+                return min((p for p in parts if p is not None), default=None)
+            return None if None in parts else max(p for p in parts if p is not None)
+        return None
 
     def cache_lifetime(self) -> float | None:
         """The cache lifetime a ``cache_cold`` part of the trigger names (the shortest), or

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from compactkit.compressors import MemoryCompressor
 from compactkit.errors import ConfigError
-from compactkit.governance.cost import compaction_cost
+from compactkit.governance.cost import Horizon, compaction_cost
 from compactkit.governance.policy import CompactPolicy
 from compactkit.items.snapshot import CompactResult, CompactStats, MemorySnapshot
 from compactkit.runtime.events import (
@@ -47,7 +47,10 @@ def _compaction_event(
     request: CompactionRequest,
     error: str | None,
     policy: CompactPolicy | None = None,
+    growth: float | None = None,
 ) -> CompactionEvent:
+    """The event of ``result``; ``growth`` (request tokens per step so far) lets its cost model
+    the requests until the next compaction, which fires at the policy's lowest token threshold."""
     stats = result.stats
     # The cache is taken as warm unless the policy names its lifetime (``cache_cold``) and the
     # memory has been idle that long: compactkit does not guess a provider's cache lifetime.
@@ -66,9 +69,28 @@ def _compaction_event(
         error=error,
         result=result,
         cost=compaction_cost(
-            result if applied else _not_applied(result), model=request.model, cache_warm=warm
+            result if applied else _not_applied(result),
+            model=request.model,
+            cache_warm=warm,
+            horizon=_horizon(policy, request, result, growth),
         ),
     )
+
+
+def _horizon(
+    policy: CompactPolicy | None,
+    request: CompactionRequest,
+    result: CompactResult,
+    growth: float | None,
+) -> Horizon | None:
+    """The requests after this compaction, when the growth and the next trigger are known."""
+    next_at = policy.trigger_tokens() if policy is not None else None
+    before = result.stats.tokens_before
+    if not growth or growth <= 0 or next_at is None or before is None:
+        return None
+    assert policy is not None
+    overhead = max(0, request.state.tokens - before)  # instructions, tool schemas, priming
+    return Horizon(growth=growth, next_at=next_at, budget=policy.budget, overhead=overhead)
 
 
 def _not_applied(result: CompactResult) -> CompactResult:

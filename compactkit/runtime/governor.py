@@ -26,18 +26,15 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from compactkit.budget import ProfileRegistry, TokenCounter, budget_for, counter_for
+from compactkit.budget import ProfileRegistry, TokenCounter
 from compactkit.compressors import LadderCompressor, MemoryCompressor, as_memory_compressor
 from compactkit.compressors.base import CompressorLike
 from compactkit.errors import ConcurrencyError, ConfigError
-from compactkit.governance import cache_hysteresis
 from compactkit.governance.policy import (
     CompactPolicy,
     PolicyState,
     TriggerLike,
     model_thresholds,
-    tokens_over,
-    usage_over,
 )
 from compactkit.governance.projector import ContextProjector, Projection, checked_tools
 from compactkit.governance.status import BudgetStatus
@@ -46,6 +43,15 @@ from compactkit.items.groups import group_items
 from compactkit.items.snapshot import CompactResult, MemorySnapshot, SummaryRole
 from compactkit.memory.base import AgentMemory
 from compactkit.runtime._compaction import _compaction_event, _off_event
+from compactkit.runtime._governor_setup import (
+    _check_for_model,
+    _check_parts,
+    _default_projector,
+    _require_memory,
+)
+from compactkit.runtime._governor_setup import (
+    default_policy as default_policy,  # its home since the split; imported from here by others
+)
 from compactkit.runtime._owners import ProjectionOwners
 from compactkit.runtime._request import answer_request, honoured
 from compactkit.runtime.background import BackgroundCompaction
@@ -70,7 +76,6 @@ if TYPE_CHECKING:  # the preview loads with its first use (it pulls in the summa
 
 __all__ = ["GovernedStep", "Governor"]
 
-_MEMORY_METHODS = ("snapshot", "apply", "add_user_input", "add_output_items", "add_tool_output")
 _SMOOTHING = 0.3  # weight of the newest usage ratio in the calibration average
 _RATIO_BOUNDS = (0.25, 4.0)  # a ratio outside this is a reporting glitch, not a counter error
 _CEILING_MARGIN = 64  # tokens a raised compaction target leaves below the budget
@@ -80,6 +85,7 @@ class _Track:
     """Per-memory counters: the same governor may serve many sessions."""
 
     __slots__ = (
+        "base",
         "floor",
         "last_step",
         "last_usage",
@@ -93,6 +99,7 @@ class _Track:
 
     def __init__(self) -> None:
         self.floor: int | None = None  # the tokens measured right after the last compaction
+        self.base: tuple[int, int] | None = None  # (tokens, turn) the growth is measured from
         self.requested = False  # the agent asked for a compaction at the next step
         self.used: int | None = None  # the tokens the last step measured (after compacting)
         self.last_step: float | None = None  # the clock when this memory's last step ended
@@ -515,6 +522,8 @@ class Governor:
             factor = self._factor(track)
             if factor > 1.0:
                 state = dataclasses.replace(state, tokens=int(state.tokens * factor))
+            if track.base is None:
+                track.base = (state.tokens, track.turn)
             due = policy.should_compact(state)
             if due and not force and track.rearm is not None and state.tokens < track.rearm:
                 due = False  # no progress since a compaction that could not reach the target
@@ -558,11 +567,12 @@ class Governor:
             if applied:
                 self.projector.forget(snapshot)  # the compacted history is not projected again
                 snapshot = memory.snapshot()
-                self._compacted(track, snapshot, result, instructions, tools)
             assert plan.request is not None
-            events.append(
-                self.emit(_compaction_event(result, applied, plan.request, error, self.policy))
-            )
+            growth = _growth(track, plan.request.state.tokens)
+            if applied:
+                self._compacted(track, snapshot, result, instructions, tools)
+            event = _compaction_event(result, applied, plan.request, error, self.policy, growth)
+            events.append(self.emit(event))
             if not applied:
                 snapshot = memory.snapshot()  # a concurrent write may have landed
         budget = self.projector.budget
@@ -616,6 +626,7 @@ class Governor:
             track.rearm = policy.rearm_tokens(after)
         floor = policy.measure(snapshot, self.counter, instructions=instructions, tools=tools)
         track.floor = int(floor.tokens * self._factor(track))
+        track.base = (track.floor, track.turn)
 
     def _project(
         self,
@@ -689,116 +700,13 @@ class Governor:
             return ladder
 
 
-def _check_parts(
-    background: BackgroundCompaction | None,
-    policy: CompactPolicy | None,
-    status: BudgetStatus | None,
-) -> None:
-    """A ``Governor``'s background scheduler and status line, or a ``ConfigError``."""
-    if background is not None and not isinstance(background, BackgroundCompaction):
-        raise ConfigError(
-            f"background must be a BackgroundCompaction, got {type(background).__name__}"
-        )
-    if background is not None:
-        if policy is None:
-            raise ConfigError(
-                "background compaction needs a policy (its trigger is the hard threshold): "
-                "pass policy= or drop background="
-            )
-        background.soft_tokens(policy)  # a soft threshold not above the target is refused
-    if status is not None and not isinstance(status, BudgetStatus):
-        raise ConfigError(f"status must be a BudgetStatus or None, got {status!r:.80}")
-
-
-def _require_memory(memory: object) -> None:
-    # Not isinstance(memory, AgentMemory): a runtime Protocol check reads every member,
-    # and the `items` property renders the whole history, an O(history) cost per step.
-    if not all(callable(getattr(type(memory), name, None)) for name in _MEMORY_METHODS):
-        raise ConfigError(
-            f"step() takes the session's memory (an AgentMemory), got {type(memory).__name__}"
-        )
-
-
-def _default_projector(
-    model: str, usable: int, registry: ProfileRegistry | None, summary_role: SummaryRole | None
-) -> ContextProjector:
-    """The model's projector: its counter, the usable budget, cache-aware when the model has a
-    prompt cache."""
-    options: dict[str, Any] = {} if summary_role is None else {"summary_role": summary_role}
-    found = budget_for(model, registry=registry)
-    options["cache_aware"] = found.profile.prompt_cache is not None
-    return ContextProjector(counter_for(model, registry=registry), budget=usable, **options)
-
-
-def _check_for_model(
-    model: object,
-    *,
-    compaction: bool,
-    budget: int | None,
-    shaped: tuple[object, object],
-    projector: ContextProjector | None,
-    policy: CompactPolicy | None,
-    compressor: CompressorLike | None,
-    summary_role: SummaryRole | None,
-) -> None:
-    """``Governor.for_model``'s options that contradict each other: a ``ConfigError`` naming
-    the fix (``shaped`` is ``(trigger, target)``)."""
-    if not isinstance(model, str) or not model:
-        raise ConfigError(f"model must be a model name, got {model!r}")
-    if not compaction and (policy is not None or compressor is not None):
-        raise ConfigError(
-            "compaction=False turns compaction off: do not pass policy= or compressor= "
-            "with it (drop compaction=False to use them)"
-        )
-    if projector is not None and summary_role is not None:
-        raise ConfigError(
-            "summary_role= configures the default projector; with projector= given, build "
-            "it with ContextProjector(..., summary_role=...) instead"
-        )
-    if projector is not None and budget is not None:
-        raise ConfigError(
-            "budget= sizes the default projector; with projector= given, build it with "
-            "ContextProjector.for_model(model, budget=...) instead"
-        )
-    if policy is not None and any(option is not None for option in shaped):
-        raise ConfigError(
-            "policy= already says when to compact and down to what: do not pass trigger= "
-            "or target= with it (or drop policy=)"
-        )
-    if not compaction and any(option is not None for option in shaped):
-        raise ConfigError(
-            "compaction=False turns compaction off: trigger= and target= would not be used"
-        )
-
-
-def default_policy(
-    model: str,
-    *,
-    budget: int | None = None,
-    trigger: TriggerLike | int | float | None = None,
-    target: int | float | None = None,
-    registry: ProfileRegistry | None = None,
-    cache_aware: bool = False,
-) -> CompactPolicy:
-    """The policy every entry point builds from the shared options: ``budget`` (tokens; the
-    profile's usable input by default) with the trigger and target at their shares of it, fired
-    by the local count or the provider's reported usage; ``trigger``/``target`` override them
-    (a trigger without a target gets one below it). ``cache_aware`` widens the defaults' gap
-    (compactions are cache misses: make them rarer)."""
-    usable, trigger_tokens, target_tokens = model_thresholds(model, budget, registry)
-    if trigger is not None:
-        return CompactPolicy.for_model(
-            model, budget=usable, trigger=trigger, target=target, registry=registry
-        )
-    if budget is None and target is None and cache_aware:
-        trigger_tokens, target_tokens = cache_hysteresis(budget_for(model, registry=registry))
-    return CompactPolicy.for_model(
-        model,
-        budget=usable,
-        trigger=tokens_over(trigger_tokens) | usage_over(trigger_tokens),
-        target=target_tokens if target is None else target,
-        registry=registry,
-    )
+def _growth(track: _Track, tokens: int) -> float | None:
+    """Request tokens gained per step since the last compaction (or the first step)."""
+    if track.base is None:
+        return None
+    base_tokens, base_turn = track.base
+    steps = track.turn - base_turn
+    return (tokens - base_tokens) / steps if steps > 0 else None
 
 
 def _newest_tokens(items: Sequence[Item], counter: TokenCounter) -> int:

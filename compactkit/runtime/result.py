@@ -87,6 +87,7 @@ class RunResult:
         return CompactionCost(
             summarizer=_total(c.summarizer for c in costs),
             next_request_change=_total(c.next_request_change for c in costs),
+            until_next_compaction=_total(c.until_next_compaction for c in costs),
         )
 
     def cost(self, prices: Prices) -> float | None:

@@ -11,12 +11,17 @@ endpoint; the agent is ``gpt-4o``; both priced from their bundled profiles.
 
 * **default**: the model's default trigger (80 % of the budget);
 * **cache_cold**: the same, or 50 % of the budget when the cache has gone cold anyway
-  (``ratio_over(0.8) | (ratio_over(0.5) & cache_cold(after=1800))``).
+  (``ratio_over(0.8) | (ratio_over(0.5) & cache_cold(after=1800))``);
+* **off**: no compaction (the projection drops the oldest turns to fit the budget): the
+  counterfactual the compactions' modelled cost is compared with.
 
 Reported per arm: total cost (``RunResult.cost(prices)`` summed over the runs), of which the
 summarizer, compactions, requests, the share of prompt tokens served from the cache; the ratio
-cache_cold / default; and the check that the cost report equals the sum recomputed from the
-requests the endpoints received (exact, to the cent's billionth).
+cache_cold / default; the check that the cost report equals the sum recomputed from the
+requests the endpoints received (exact, to the cent's billionth); and the compactions' modelled
+net cost until the next compaction (``CompactionCost.net_until_next`` summed) beside the
+measured difference to the ``off`` arm (a model of each compaction's horizon, not of the whole
+run: the two are compared, not required to be equal).
 
 Run: ``python evals/benchmarks/bench_control.py`` (``--tiny`` for CI's smoke run, seconds).
 """
@@ -100,6 +105,7 @@ class Arm:
     summarizer: float = 0.0
     recomputed: float = 0.0
     compactions: int = 0
+    modelled: float | None = 0.0
     requests: int = 0
     prompt: int = 0
     cached: int = 0
@@ -121,13 +127,17 @@ def play(name: str, turns: int, calls_per_turn: int, output_tokens: int, seed: i
     trigger = ratio_over(0.8)
     if name == "cache_cold":
         trigger = trigger | (ratio_over(0.5) & cache_cold(after=TTL))
-    governor = Governor.for_model(
-        MODEL,
-        budget=BUDGET,
-        trigger=trigger,
-        target=0.4,
-        compressor=compressor,
-        clock=lambda: clock[0],
+    governor = (
+        Governor.for_model(MODEL, budget=BUDGET, compaction=False, clock=lambda: clock[0])
+        if name == "off"
+        else Governor.for_model(
+            MODEL,
+            budget=BUDGET,
+            trigger=trigger,
+            target=0.4,
+            compressor=compressor,
+            clock=lambda: clock[0],
+        )
     )
     words = [f"token{n}" for n in range(500)]
 
@@ -152,6 +162,8 @@ def play(name: str, turns: int, calls_per_turn: int, output_tokens: int, seed: i
         arm.total += cost
         arm.summarizer += result.compaction_cost.summarizer or 0.0
         arm.compactions += sum(1 for c in result.compactions if c.changed)
+        net = result.compaction_cost.net_until_next
+        arm.modelled = None if net is None or arm.modelled is None else arm.modelled + net
     arm.requests = len(endpoint.billed)
     arm.prompt = sum(p for p, _, _ in endpoint.billed)
     arm.cached = sum(c for _, c, _ in endpoint.billed)
@@ -180,22 +192,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
     turns, calls, size = (9, 3, 300) if args.tiny else (60, 4, 700)
-    arms = [play(name, turns, calls, size, args.seed) for name in ("default", "cache_cold")]
+    names = ("default", "cache_cold", "off")
+    arms = [play(name, turns, calls, size, args.seed) for name in names]
     print(f"{turns} user turns x {calls} tool calls, outputs ~{size} words, budget {BUDGET:,}")
     print(
-        f"{'arm':<11} {'total $':>10} {'summ. $':>9} {'compact.':>8} {'requests':>8} {'cached':>7}"
+        f"{'arm':<11} {'total $':>10} {'summ. $':>9} {'compact.':>8} {'requests':>8} "
+        f"{'cached':>7} {'modelled net $':>14} {'measured vs off $':>17}"
     )
+    off = arms[-1]
     for arm in arms:
         share = arm.cached / arm.prompt if arm.prompt else 0.0
+        modelled = "n/a" if arm.modelled is None else f"{arm.modelled:+.4f}"
+        measured = "" if arm is off else f"{arm.total - off.total:+.4f}"
         print(
             f"{arm.name:<11} {arm.total:>10.4f} {arm.summarizer:>9.5f} {arm.compactions:>8} "
-            f"{arm.requests:>8} {share:>7.1%}"
+            f"{arm.requests:>8} {share:>7.1%} {modelled:>14} {measured:>17}"
         )
         if abs(arm.total - arm.recomputed) > 1e-9:
             print(f"{arm.name}: report {arm.total!r} != recomputed {arm.recomputed!r}")
             return 1
-    default, cold = arms
-    print("cost report == sum recomputed from the requests: exact (both arms)")
+    default, cold, _ = arms
+    print("cost report == sum recomputed from the requests: exact (every arm)")
     print(f"cache_cold / default total cost: {cold.total / default.total:.3f}")
     return 0
 

@@ -263,3 +263,24 @@ def test_requests_never_loop_and_every_prompt_fits(ops: list[tuple[str, int]]) -
         if step.compacted and accepted and not state_due:
             assert governor.request_compaction(memory).startswith(("Nothing", "Not now"))
         accepted = False
+
+
+def test_the_line_names_where_compaction_surely_fires() -> None:
+    """A ``cache_cold`` part may never come: the line names the threshold that fires anyway."""
+    from compactkit.governance import cache_cold, ratio_over, tokens_over
+
+    trigger = ratio_over(0.8) | (ratio_over(0.5) & cache_cold(after=1800))
+    governor = Governor.for_model(
+        MODEL, budget=BUDGET, trigger=trigger, target=0.4, budget_visible=True
+    )
+    memory = InMemoryMemory()
+    memory.add_user_input("hello")
+    assert governor.step(memory).items[-1].text.endswith("compaction at 80%</context-status>")  # type: ignore[union-attr]
+    both = Governor.for_model(
+        MODEL,
+        budget=BUDGET,
+        trigger=tokens_over(900) & tokens_over(1500),
+        target=600,
+        budget_visible=True,
+    )
+    assert both.step(memory).items[-1].text.endswith("compaction at 50%</context-status>")  # type: ignore[union-attr]
