@@ -27,13 +27,14 @@ from sqlalchemy.engine import URL
 
 from compactkit.errors import ConcurrencyError, SessionBusyError, SessionNotFoundError
 from compactkit.sessions import require_session
-from compactkit.sessions.journal import SaveMarks, read_journal, save_patch, save_whole
+from compactkit.sessions.journal import SaveMark, SaveMarks, read_journal, save_patch, save_whole
 from compactkit.sessions.lease import DEFAULT_TTL, SessionLease, check_lease_times, default_holder
 from compactkit.sessions.session import AgentSession, SessionState
-from compactkit.sql._engine import connect, read_transaction, write_transaction
+from compactkit.sql._engine import connect, raw_writer, read_transaction, write_transaction
 from compactkit.sql._lease import acquire, check_fence, lease_scope, release, seconds_now
 from compactkit.sql._rows import _utc
 from compactkit.sql._schema import tables, validate_session_id
+from compactkit.sql._store_patch import PatchSQL
 from compactkit.sql.memory import SQLMemory
 
 __all__ = ["SQLSessionStore"]
@@ -66,6 +67,8 @@ class SQLSessionStore:
         self._engine = connect(url_or_engine, self._t, create_schema=create_schema)
         self._scope = lease_scope(self._engine, self._t)
         self._marks = SaveMarks()
+        self._raw_write = raw_writer(self._engine)
+        self._patch_sql = PatchSQL(self._t, self._engine)
 
     def __repr__(self) -> str:
         url = self._engine.url.render_as_string(hide_password=True)
@@ -98,6 +101,8 @@ class SQLSessionStore:
         session = require_session(session, "SQLSessionStore")
         session_id = validate_session_id(session.session_id)
         mark = self._marks.get(session)
+        if mark is not None and self._saved_patch(session, mark):
+            return
         now = datetime.now(timezone.utc)
         s, p, b = self._t.sessions, self._t.session_patches, self._t.session_bases
         failure = f"cannot save session {session_id!r}"
@@ -159,6 +164,34 @@ class SQLSessionStore:
             raise
         self._marks.set(session, new_mark)
         session.revision = revision + 1
+
+    def _saved_patch(self, session: AgentSession, mark: SaveMark) -> bool:
+        """The usual save, on the driver's cursor: a patch on top of what this session object
+        saved last (``compactkit.sql._store_patch``). ``False``: nothing was written; the full
+        path decides what to do."""
+        if mark.outgrown() or (session.fenced_by_revision and session.revision != mark.revision):
+            return False
+        change = save_patch(session, mark, mark.revision + 1)
+        lease = session.lease
+        if lease is not None and lease.scope != self._scope:
+            lease = None  # another store's lease: saved as without one, as the full path does
+        try:
+            saved = self._raw_write(
+                f"cannot save session {session.session_id!r}",
+                self._patch_sql.save,
+                session.session_id,
+                lease,
+                mark,
+                change.data.decode(),
+            )
+        except BaseException:
+            self._marks.forget(session)
+            raise
+        if saved:
+            change.mark.proof = mark.proof
+            self._marks.set(session, change.mark)
+            session.revision = mark.revision + 1
+        return saved
 
     def _unleased_revision(self, conn: Connection, session_id: str) -> int:
         """Lock the session row; its state revision, unless another run holds its lease."""

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -395,3 +396,52 @@ def test_two_writers_of_one_session_each_load_what_the_last_one_saved(
     first.memory.add_user_input("after delete")
     first_store.save(first)  # its mark names a base that is gone: a whole state again
     assert comparable(open_store().load("s1")) == comparable(first.state())
+
+
+@pytest.mark.parametrize(
+    "kind", ["sqlite", pytest.param("postgresql", marks=needs_postgres), "redis"]
+)
+def test_an_incremental_save_is_fenced_like_a_whole_one(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A save that would be a patch (its writer saved last) is still refused while another
+    run holds the lease, and after its own run's lease was taken over; nothing of it lands."""
+    from compactkit.errors import LeaseLostError, SessionBusyError
+    from compactkit.sql import SQLSessionStore
+
+    if kind == "redis":
+        url: str = request.getfixturevalue("redis_url")
+        prefix = f"cktest:{uuid.uuid4().hex[:10]}"
+        request.addfinalizer(lambda: drop_redis_keys(url, prefix))
+        store: Any = redis_store(url, prefix)
+    else:
+        database = (
+            sqlite_database(tmp_path) if kind == "sqlite" else request.getfixturevalue("postgres")
+        )
+        store = SQLSessionStore(database.url, table_prefix=database.prefix)
+    session_id = uuid.uuid4().hex
+    free = AgentSession(session_id=session_id)
+    for n in range(3):  # a whole save, then patches
+        free.memory.add_user_input(f"free {n}")
+        store.save(free)
+    running = store.acquire(session_id, ttl=30.0)
+    free.memory.add_user_input("while a run holds the lease")
+    with pytest.raises(SessionBusyError):
+        store.save(free)
+    store.release(running)
+
+    stalled = AgentSession.from_state(store.load(session_id))
+    stalled.lease = store.acquire(session_id, ttl=0.3)
+    for n in range(3):
+        stalled.memory.add_user_input(f"leased {n}")
+        store.save(stalled)
+    saved = comparable(store.load(session_id))
+    time.sleep(0.5)  # it stalled past its ttl
+    other = store.acquire(session_id, timeout=5.0)
+    stalled.memory.add_user_input("late")
+    with pytest.raises(LeaseLostError, match="was taken over"):
+        store.save(stalled)
+    store.release(other)
+    assert comparable(store.load(session_id)) == saved
+    texts = [item.content for item in store.load(session_id).memory.items]  # type: ignore[union-attr]
+    assert texts == ["free 0", "free 1", "free 2", "leased 0", "leased 1", "leased 2"]

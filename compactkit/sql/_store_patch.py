@@ -1,0 +1,76 @@
+"""``SQLSessionStore``'s hot path: one incremental save as two plain statements.
+
+An agent saves after every step, and almost every save is a patch on top of what the same
+session object saved last: bump the revision in the session's row — only while the lease (or,
+without one, no live lease), the revision and the base are the ones that object saw — and insert
+the patch row. Built through SQLAlchemy each time, those statements and their transaction cost
+several times the commit itself; here they are fixed SQL strings on the driver's cursor
+(``compactkit.sql._engine.RawWriter``, as the memory's append path does). When the ``UPDATE``
+matches no row nothing is written, and the store takes its full path, which tells why (a lost
+lease, a busy session, another writer's save) or writes the whole state.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from sqlalchemy import Engine
+
+from compactkit.sessions.journal import SaveMark
+from compactkit.sessions.lease import SessionLease
+from compactkit.sql._append import _stamper
+from compactkit.sql._engine import Cursor
+from compactkit.sql._schema import Tables
+
+__all__ = ["PatchSQL"]
+
+
+class PatchSQL:
+    """The statements of a patch save for one prefix and dialect."""
+
+    def __init__(self, t: Tables, engine: Engine) -> None:
+        s, p = t.sessions.name, t.session_patches.name
+        self._postgres = engine.dialect.name == "postgresql"
+        # The clock leases expire by (compactkit.sql._lease.seconds_now): the database's on
+        # PostgreSQL, the process's on SQLite (one machine).
+        now = "EXTRACT(EPOCH FROM clock_timestamp())" if self._postgres else "?"
+        bump = "UPDATE {s} SET state_revision = state_revision + 1, updated_at = ?{extend} "
+        where = "WHERE id = ? AND state_revision = ? AND state_base = ?"
+        self._fenced = (
+            bump.format(s=s, extend=f", lease_expires = {now} + ?") + where + " AND lease_token = ?"
+        )
+        self._fenced_forever = bump.format(s=s, extend="") + where + " AND lease_token = ?"
+        self._unleased = (
+            bump.format(s=s, extend="")
+            + where
+            + f" AND (lease_holder IS NULL OR COALESCE(lease_expires, 0) <= {now})"
+        )
+        self._insert = f"INSERT INTO {p} (session_id, revision, patch) VALUES (?, ?, ?)"
+        when = t.sessions.c.updated_at.type.dialect_impl(engine.dialect)
+        self._stamp = _stamper(when.bind_processor(engine.dialect))
+
+    def save(
+        self,
+        cursor: Cursor,
+        session_id: str,
+        lease: SessionLease | None,
+        mark: SaveMark,
+        patch: str,
+    ) -> bool:
+        """Apply ``patch`` (revision ``mark.revision + 1``) in ``cursor``'s transaction;
+        ``False`` (nothing written) unless the row is still the one ``mark`` describes and the
+        lease lets this save through."""
+        row: tuple[Any, ...] = (session_id, mark.revision, mark.proof)
+        clock: tuple[Any, ...] = () if self._postgres else (time.time(),)
+        if lease is None:
+            found = cursor.execute(self._unleased, (self._stamp(), *row, *clock))
+        elif lease.ttl is None:
+            found = cursor.execute(self._fenced_forever, (self._stamp(), *row, lease.token))
+        else:
+            extend = (*clock, lease.ttl)
+            found = cursor.execute(self._fenced, (self._stamp(), *extend, *row, lease.token))
+        if found.rowcount != 1:
+            return False
+        cursor.execute(self._insert, (session_id, mark.revision + 1, patch))
+        return True
