@@ -96,3 +96,32 @@ def paced_append(url: str, prefix: str, session_id: str, count: int, interval: f
     for n in range(count):
         memory.add_user_input(f"p{n}")
         time.sleep(interval)
+
+
+def leased_turns(
+    url: str, prefix: str, session_id: str, worker: int, turns: int, size: int
+) -> None:
+    """Run ``turns`` turns of ``size`` user inputs ``w<worker>-t<turn>-<n>``, each turn in a
+    ``lease_writes`` block: the first append takes the session lease, the last gives it back."""
+    memory = SQLMemory(url, session_id, table_prefix=prefix)
+    for turn in range(turns):
+        with memory.lease_writes(holder=f"w{worker}", timeout=60.0) as held:
+            for n in range(size):
+                if n == size - 1:
+                    held.release_with_next_append()
+                memory.add_user_input(f"w{worker}-t{turn}-{n}")
+
+
+def hold_write_lease(url: str, prefix: str, session_id: str, ready: str) -> None:
+    """Take the session lease with an append (holder ``doomed``, ttl 3 s), say so in
+    ``ready``, and hang inside the block until killed."""
+    import time
+    from pathlib import Path
+
+    memory = SQLMemory(url, session_id, table_prefix=prefix)
+    with memory.lease_writes(holder="doomed", ttl=3.0) as held:
+        memory.add_user_input("doomed-1")
+        assert held.lease is not None
+        Path(ready).write_text(str(held.lease.token), encoding="utf-8")
+        while True:
+            time.sleep(1)

@@ -13,6 +13,11 @@ building (which cost more than the commit itself) and keeps its guarantees:
 3. ``INSERT`` of the item rows, numbered from the ``next_seq`` read in step 1.
 
 A failed check rolls the transaction back: nothing is stored and the version is unchanged.
+
+The session lease (``compactkit.sql._lease``) rides on step 1's ``UPDATE``, so it costs no
+statement of its own: a fenced append adds ``AND lease_token = ?`` and extends the lease's
+expiry; the first append of a leased turn takes the lease (``lease_token + 1``, only while it
+is free, expired or already this holder's) and the turn's last one can give it back.
 """
 
 from __future__ import annotations
@@ -28,11 +33,11 @@ from compactkit.items import FunctionCall, FunctionCallOutput, Item
 from compactkit.memory.rules import CallIndex
 from compactkit.sessions.lease import SessionLease
 from compactkit.sql._engine import Cursor
-from compactkit.sql._lease import lost
+from compactkit.sql._lease import LeaseBusy, lost
 from compactkit.sql._rows import _ACTIVE, _call_key, _now, _payload
 from compactkit.sql._schema import Tables
 
-__all__ = ["AppendSQL", "Appended"]
+__all__ = ["AppendSQL", "Appended", "LeaseTake"]
 
 _CALLS = (FunctionCall, FunctionCallOutput)  # the items the call-index check is about
 
@@ -53,6 +58,19 @@ class Appended(NamedTuple):
     next_seq: int
     """The seq counter after the append."""
     created_at: datetime
+    lease_token: int
+    """The session's lease token after the append (the new one when it took the lease)."""
+    revision: int
+    """The store's revision of the saved session (``state_revision``)."""
+
+
+class LeaseTake(NamedTuple):
+    """An append that takes the session lease in its own transaction: for ``holder``, while
+    the lease is free, expired or already ``holder``'s, living ``ttl`` seconds."""
+
+    holder: str
+    ttl: float
+    since: datetime
 
 
 class AppendSQL:
@@ -62,19 +80,36 @@ class AppendSQL:
     def __init__(self, t: Tables, engine: Engine) -> None:
         s, i = t.sessions.name, t.items.name
         dialect = engine.dialect
-        counters = "version, window_version, next_seq, created_at"
-        self._bump = (
-            f"UPDATE {s} SET version = version + 1, next_seq = next_seq + ?, updated_at = ? "
-            "WHERE id = ?"
-        )
-        # A fenced append (a run's lease): applied only while the lease's token holds.
-        self._fenced_bump = f"{self._bump} AND lease_token = ?"
+        counters = "version, window_version, next_seq, created_at, lease_token, state_revision"
         # PostgreSQL: RETURNING saves a round trip. SQLite: a SELECT of the row just updated
         # costs a third of what RETURNING does (it buffers its rows in a temporary table).
         self._returning = dialect.name == "postgresql"
-        if self._returning:
-            self._bump += f" RETURNING {counters}"
-            self._fenced_bump += f" RETURNING {counters}"
+        returning = f" RETURNING {counters}" if self._returning else ""
+        bump = f"UPDATE {s} SET version = version + 1, next_seq = next_seq + ?, updated_at = ?"
+        # Lease expiry is by the database's clock on PostgreSQL (many machines share it), by
+        # the process's on SQLite (one machine): there the parameter is the time itself.
+        now = "EXTRACT(EPOCH FROM clock_timestamp())" if self._returning else "?"
+        expires = f"{now} + ?" if self._returning else "?"
+        kept = f"COALESCE({expires}, lease_expires)"  # a lease without ttl keeps its expiry
+        self._bump = f"{bump} WHERE id = ?{returning}"
+        # A fenced append (a run's lease): applied only while the lease's token holds; it
+        # extends the lease (``lease_expires``) as every fenced write does.
+        self._fenced_bump = (
+            f"{bump}, lease_expires = {kept} WHERE id = ? AND lease_token = ?{returning}"
+        )
+        freed = "lease_holder = NULL, lease_since = NULL, lease_expires = NULL"
+        self._releasing_bump = f"{bump}, {freed} WHERE id = ? AND lease_token = ?{returning}"
+        takable = (
+            "(lease_holder IS NULL OR lease_holder = ? OR lease_expires IS NULL "
+            f"OR lease_expires <= {now})"
+        )
+        self._taking_bump = (
+            f"{bump}, lease_token = lease_token + 1, lease_holder = ?, lease_since = ?, "
+            f"lease_expires = {expires} WHERE id = ? AND {takable}{returning}"
+        )
+        self._taking_releasing_bump = (  # a turn of one append: taken and given back at once
+            f"{bump}, lease_token = lease_token + 1, {freed} WHERE id = ? AND {takable}{returning}"
+        )
         self._counters = f"SELECT {counters} FROM {s} WHERE id = ?"
         self._create = (
             f"INSERT INTO {s} (id, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
@@ -82,6 +117,8 @@ class AppendSQL:
         self._calls = f"SELECT kind, call_id FROM {i} WHERE session_id = ? AND call_id IN "
         self._insert = f"INSERT INTO {i} ({_COLUMNS}) VALUES ({', '.join('?' * 12)})"
         when = t.sessions.c.created_at.type.dialect_impl(dialect)
+        since = t.sessions.c.lease_since.type.dialect_impl(dialect)
+        self._bind_time: Callable[[Any], Any] = since.bind_processor(dialect) or _same
         self._stamp = _stamper(when.bind_processor(dialect))
         self._read_time: Callable[[Any], Any] = when.result_processor(dialect, None) or _same
         pinned = t.items.c.pinned.type.dialect_impl(dialect)
@@ -97,26 +134,40 @@ class AppendSQL:
         *,
         accept_unknown: bool,
         fence: SessionLease | None = None,
+        take: LeaseTake | None = None,
+        release: bool = False,
     ) -> Appended:
-        """Store ``items`` in the open transaction of ``cursor`` (only while ``fence``, when
-        given, still holds the session).
+        """Store ``items`` in the open transaction of ``cursor``.
+
+        With ``fence``, only while that lease still holds the session (extending it); with
+        ``take``, only when the lease can be taken for ``take.holder``, which this write does.
+        ``release`` gives the lease (``fence``'s, or the one taken) back in the same write.
 
         Raises:
             ConfigError: the call-index check refused the batch (roll back: nothing stored).
             LeaseLostError: ``fence`` was taken over (roll back: nothing stored).
+            LeaseBusy: another holder has a live lease (roll back: nothing stored).
         """
         count = len(items)
         now = self._stamp()
         if fence is not None:
-            found = self._bumped(cursor, (count, now, session_id, fence.token), fenced=True)
+            if release:
+                params: tuple[Any, ...] = (count, now, session_id, fence.token)
+                found = self._bumped(cursor, self._releasing_bump, params, session_id)
+            else:
+                params = (count, now, self._expires(fence.ttl), session_id, fence.token)
+                found = self._bumped(cursor, self._fenced_bump, params, session_id)
             if found is None:  # acquiring the lease made the row: another run holds it now
                 raise lost(fence, None)
+        elif take is not None:
+            found = self._taken(cursor, session_id, count, now, take, release)
         else:
-            found = self._bumped(cursor, (count, now, session_id))
+            params = (count, now, session_id)
+            found = self._bumped(cursor, self._bump, params, session_id)
             if found is None:  # the session's first write
                 cursor.execute(self._create, (session_id, now, now))
-                found = self._bumped(cursor, (count, now, session_id))
-        version, window_version, next_seq, created_at = found
+                found = self._bumped(cursor, self._bump, params, session_id)
+        version, window_version, next_seq, created_at, token, revision = found
         if (  # only calls and outputs have anything to check
             isinstance(items[0], _CALLS)
             if count == 1
@@ -129,16 +180,52 @@ class AppendSQL:
             cursor.execute(self._insert, self._row(session_id, stored[0], now))
         else:
             cursor.executemany(self._insert, [self._row(session_id, i, now) for i in stored])
-        return Appended(stored, version, window_version, next_seq, self._created(created_at))
+        return Appended(
+            stored, version, window_version, next_seq, self._created(created_at), token, revision
+        )
 
-    def _bumped(self, cursor: Cursor, params: tuple[Any, ...], *, fenced: bool = False) -> Any:
-        """Bump the session's counters; the row after (``None`` when no row was bumped)."""
-        bump = self._fenced_bump if fenced else self._bump
+    def _taken(
+        self,
+        cursor: Cursor,
+        session_id: str,
+        count: int,
+        now: Any,
+        take: LeaseTake,
+        release: bool,
+    ) -> Any:
+        """Bump the counters while taking the lease; the row after. Raises ``LeaseBusy``."""
+        clock = () if self._returning else (time.time(),)
+        if release:
+            sql = self._taking_releasing_bump
+            params: tuple[Any, ...] = (count, now, session_id, take.holder, *clock)
+        else:
+            sql = self._taking_bump
+            since = self._bind_time(take.since)
+            expires = self._expires(take.ttl)
+            params = (count, now, take.holder, since, expires, session_id, take.holder, *clock)
+        found = self._bumped(cursor, sql, params, session_id)
+        if found is None:  # the session's first write, or a live lease of another holder
+            cursor.execute(self._create, (session_id, now, now))
+            found = self._bumped(cursor, sql, params, session_id)
+            if found is None:
+                raise LeaseBusy(session_id)
+        return found
+
+    def _expires(self, ttl: float | None) -> float | None:
+        """The ``lease_expires`` parameter for a lease living ``ttl`` seconds from now
+        (``None``: a lease without expiry)."""
+        if ttl is None:
+            return None  # (PostgreSQL: clock + NULL is NULL too)
+        return ttl if self._returning else time.time() + ttl
+
+    def _bumped(self, cursor: Cursor, sql: str, params: tuple[Any, ...], session_id: str) -> Any:
+        """Run the counters' ``UPDATE`` ``sql``; the row after (``None`` when no row was
+        bumped)."""
         if self._returning:
-            return cursor.execute(bump, params).fetchone()
-        if cursor.execute(bump, params).rowcount == 0:
+            return cursor.execute(sql, params).fetchone()
+        if cursor.execute(sql, params).rowcount == 0:
             return None
-        return cursor.execute(self._counters, params[2:3]).fetchone()
+        return cursor.execute(self._counters, (session_id,)).fetchone()
 
     def _row(self, session_id: str, item: Item, now: Any) -> tuple[Any, ...]:
         call_id = item.call_id if isinstance(item, _CALLS) else None

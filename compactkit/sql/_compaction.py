@@ -11,7 +11,6 @@ from sqlalchemy import Connection, bindparam, delete, insert, select, update
 from compactkit.items import Item
 from compactkit.items.snapshot import CompactResult
 from compactkit.memory.rules import plan_apply, rebase_point, require_result
-from compactkit.sql._engine import write_transaction
 from compactkit.sql._reads import SQLSession
 from compactkit.sql._rows import (
     _ACTIVE,
@@ -55,8 +54,8 @@ class Compactions(SQLSession):
                 self._record_failure(result)
             return False
         i, s, c = self._t.items, self._t.sessions, self._t.compactions
-        with write_transaction(
-            self._engine, f"cannot apply a compaction to session {self._session_id!r}"
+        with self._write_transaction(
+            f"cannot apply a compaction to session {self._session_id!r}"
         ) as conn:
             row = self._lock_row(conn)
             since = rebase_point(result, row.version, row.window_version, self._lineage)
@@ -130,8 +129,8 @@ class Compactions(SQLSession):
         reused. ``restore()`` and ``clear()`` forget the compactions before them.
         """
         i, s, c = self._t.items, self._t.sessions, self._t.compactions
-        with write_transaction(
-            self._engine, f"cannot undo a compaction of session {self._session_id!r}"
+        with self._write_transaction(
+            f"cannot undo a compaction of session {self._session_id!r}"
         ) as conn:
             row = self._lock_existing(conn)
             if row is None:
@@ -263,8 +262,8 @@ class Compactions(SQLSession):
 
     def _record_failure(self, result: CompactResult) -> None:
         c = self._t.compactions
-        with write_transaction(
-            self._engine, f"cannot record a compaction of session {self._session_id!r}"
+        with self._write_transaction(
+            f"cannot record a compaction of session {self._session_id!r}"
         ) as conn:
             if self._lock_existing(conn) is None:
                 return

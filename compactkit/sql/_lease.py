@@ -4,11 +4,19 @@ The lease lives on the row every write to the session already locks, so taking i
 appending queue on one lock: an append fenced by token ``n`` (``... WHERE lease_token = n``)
 either commits before a takeover or finds the new token and is refused. Expiry is checked
 against the database's clock on PostgreSQL (several machines), the process's on SQLite.
+
+A lease can be taken two ways. ``acquire`` takes it in a transaction of its own and
+``release`` gives it back in another (a run that must read the saved session under the lease
+before it writes: ``Agent`` runs). ``WriteLease`` (``SQLMemory.lease_writes``) takes it in the
+first append's own ``UPDATE`` and gives it back in the last one's, so a turn of appends pays
+no transaction for its lease; only a busy lease falls back to ``acquire``'s waiting.
 """
 
 from __future__ import annotations
 
+import threading
 import time
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
@@ -21,6 +29,8 @@ from compactkit.sql._rows import _insert_session, _utc
 from compactkit.sql._schema import Tables
 
 __all__ = [
+    "LeaseBusy",
+    "WriteLease",
     "acquire",
     "check_fence",
     "lease_scope",
@@ -30,6 +40,37 @@ __all__ = [
     "seconds_now",
     "take_compaction",
 ]
+
+
+class LeaseBusy(Exception):
+    """The lease an append was to take is held, live, by another holder (rolled back)."""
+
+
+@dataclass(eq=False)
+class WriteLease:
+    """The session lease of a block of writes (``SQLMemory.lease_writes``): taken by its
+    first write, given back by the append after ``release_with_next_append()`` — or, when no
+    append did, when the block ends."""
+
+    holder: str
+    """Who holds (or is to hold) the lease."""
+    timeout: float
+    """Seconds the first write waits for another holder's live lease."""
+    ttl: float
+    """Seconds the lease lives past its last write."""
+    lease: SessionLease | None = None
+    """The lease, once a write took it (its ``token`` fences this block's writes; give it
+    to ``session.lease`` to fence a store's saves too)."""
+    released: bool = False
+    """Whether a write gave the lease back (the block's later writes take it again)."""
+    release_next: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    """Held while the lease is taken: two threads writing in one block take it once."""
+
+    def release_with_next_append(self) -> None:
+        """Give the lease back in the next append's transaction (the block's last write),
+        instead of in one more transaction when the block ends."""
+        self.release_next = True
 
 
 def lease_scope(engine: Engine, t: Tables) -> str:

@@ -11,20 +11,27 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
 from sqlalchemy import Connection, Engine, delete, select
 
-from compactkit.errors import StorageError
+from compactkit.errors import ConfigError, StorageError
 from compactkit.items import ITEMS_ADAPTER, FunctionCall, FunctionCallOutput, Item
 from compactkit.memory.rules import CallIndex, Lineage
 from compactkit.sessions.lease import SessionLease
 from compactkit.sql._append import AppendSQL
-from compactkit.sql._engine import RawWriter, raw_writer, read_transaction, single_statement
-from compactkit.sql._lease import lease_scope, lost
+from compactkit.sql._engine import (
+    RawWriter,
+    raw_writer,
+    read_transaction,
+    single_statement,
+    write_transaction,
+)
+from compactkit.sql._lease import WriteLease, acquire, lease_scope, lost
 from compactkit.sql._rows import (
     _ACTIVE,
     _ARCHIVED,
@@ -54,6 +61,7 @@ class SQLSession:
     _raw_write: RawWriter
     _write_failure: str
     _fence: SessionLease | None
+    _held: WriteLease | None
     accept_unknown_call_ids: bool
 
     def _open(self, t: Tables, engine: Engine, session_id: str) -> None:
@@ -67,6 +75,39 @@ class SQLSession:
         self._raw_write = raw_writer(engine)
         self._write_failure = f"cannot write session {session_id!r}"
         self._fence = None
+        self._held = None  # a lease_writes block's lease (compactkit.sql._writes)
+
+    @contextmanager
+    def _write_transaction(self, failure: str) -> Iterator[Connection]:
+        """``write_transaction`` for a write to the session's contents: in a ``lease_writes``
+        block whose lease is not held yet, it is taken first (an append takes it in its own
+        transaction instead)."""
+        held = self._held
+        if held is not None and (held.lease is None or held.released):
+            with held.lock:
+                if held.lease is None or held.released:
+                    self._took(held, self._acquire(held))
+        with write_transaction(self._engine, failure) as conn:
+            yield conn
+
+    def _acquire(self, held: WriteLease) -> SessionLease:
+        """Take ``held``'s lease in a transaction of its own, waiting for a live holder."""
+        return acquire(
+            self._engine,
+            self._t,
+            self._session_id,
+            holder=held.holder,
+            timeout=held.timeout,
+            ttl=held.ttl,
+        )
+
+    def _took(self, held: WriteLease, lease: SessionLease, *, released: bool = False) -> None:
+        """Note that a write took (and maybe gave back) ``held``'s lease: it fences the
+        block's later writes."""
+        held.lease, held.released = lease, released
+        if released:
+            held.release_next = False
+        self._fence = None if released else lease
 
     def _lock_row(self, conn: Connection) -> _Row:
         """Lock the session's row for this transaction, creating it if missing, and read it."""
@@ -97,6 +138,11 @@ class SQLSession:
         same database and prefix): once another run takes the lease over, every write raises
         ``LeaseLostError`` and is not applied. ``None`` stops fencing. Returns whether the
         lease lives in this memory's tables (a lease from elsewhere is ignored)."""
+        if self._held is not None:
+            raise ConfigError(
+                f"cannot fence session {self._session_id!r} by a lease inside lease_writes(): "
+                "its writes are already fenced by the block's own lease"
+            )
         if lease is None:
             self._fence = None
             return True

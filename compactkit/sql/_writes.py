@@ -1,17 +1,22 @@
 """Writes to a SQL session other than compactions: appends (the hot path), restore, clear,
-purge and pins."""
+purge and pins — and ``lease_writes``, the session lease carried by those writes."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
 
 from sqlalchemy import delete, insert, select, update
 
-from compactkit.errors import ConcurrencyError
+from compactkit.errors import ConcurrencyError, ConfigError
 from compactkit.items import Item
 from compactkit.items.snapshot import MemorySnapshot
+from compactkit.memory.lease import default_holder
 from compactkit.memory.rules import not_active_error, plan_restore, require_seq
-from compactkit.sql._engine import write_transaction
+from compactkit.sessions.lease import DEFAULT_TTL, SessionLease, check_lease_times
+from compactkit.sql._append import Appended, LeaseTake
+from compactkit.sql._lease import LeaseBusy, WriteLease, lease_scope, release
 from compactkit.sql._reads import SQLSession
 from compactkit.sql._rows import (
     _ACTIVE,
@@ -32,14 +37,18 @@ class Writes(SQLSession):
 
     def _append(self, items: Sequence[Item]) -> None:
         appends, session_id, accept = self._appends, self._session_id, self.accept_unknown_call_ids
-        done = self._raw_write(
-            self._write_failure,
-            appends.append,
-            session_id,
-            items,
-            accept_unknown=accept,
-            fence=self._fence,
-        )
+        held = self._held
+        if held is not None:
+            done = self._leased_append(held, items)
+        else:
+            done = self._raw_write(
+                self._write_failure,
+                appends.append,
+                session_id,
+                items,
+                accept_unknown=accept,
+                fence=self._fence,
+            )
         with self._lock:  # extend the cache only if it held exactly the version we appended to
             window = self._window
             if window is None:
@@ -55,6 +64,100 @@ class Writes(SQLSession):
                     done.version, row.window_version, done.next_seq, row.summary, row.created_at
                 )
                 self._window = window.extended(after, done.items, [_seq(i) for i in done.items])
+
+    def _leased_append(self, held: WriteLease, items: Sequence[Item]) -> Appended:
+        """An append in a ``lease_writes`` block: it takes the block's lease when it is not
+        held (in this append's transaction; a busy lease is waited for as ``acquire`` does),
+        is fenced by it otherwise, and gives it back when asked to."""
+        write, append, failure = self._raw_write, self._appends.append, self._write_failure
+        session_id, accept = self._session_id, self.accept_unknown_call_ids
+        with held.lock:
+            release_now = held.release_next
+            lease = None if held.released else held.lease
+            if lease is not None:
+                done = write(
+                    failure,
+                    append,
+                    session_id,
+                    items,
+                    accept_unknown=accept,
+                    fence=lease,
+                    release=release_now,
+                )
+                self._took(held, lease, released=release_now)
+                return done
+            since = datetime.now(timezone.utc)
+            take = LeaseTake(held.holder, held.ttl, since)
+            try:
+                done = write(
+                    failure,
+                    append,
+                    session_id,
+                    items,
+                    accept_unknown=accept,
+                    take=take,
+                    release=release_now,
+                )
+            except LeaseBusy:  # another holder's live lease: wait for it, then append fenced
+                lease = self._acquire(held)
+                self._took(held, lease)
+                done = write(
+                    failure,
+                    append,
+                    session_id,
+                    items,
+                    accept_unknown=accept,
+                    fence=lease,
+                    release=release_now,
+                )
+            else:
+                scope = lease_scope(self._engine, self._t)
+                lease = SessionLease(
+                    session_id, held.holder, done.lease_token, since, done.revision, scope, held.ttl
+                )
+            self._took(held, lease, released=release_now)
+            return done
+
+    @contextmanager
+    def lease_writes(
+        self, holder: str | None = None, *, timeout: float = 0.0, ttl: float = DEFAULT_TTL
+    ) -> Iterator[WriteLease]:
+        """Hold the session's lease (``SQLSessionStore.acquire``'s) over the writes of a
+        ``with`` block, at no transaction of its own: the block's first write takes it in its
+        own transaction, every later one is fenced by it (``LeaseLostError`` once it was
+        taken over), and it is given back by the append after
+        ``held.release_with_next_append()`` or, when no append did, as the block ends.
+
+        Exclusion starts at the first write: what the block read before it, another run may
+        have changed. Take the lease with ``SQLSessionStore.acquire`` first when a turn must
+        decide on what it reads (see docs/many-workers.md).
+
+        Args:
+            holder: Who holds it (shown in ``SessionBusyError``); default ``host:pid:tag``.
+            timeout: Seconds the first write waits for another holder's live lease.
+            ttl: Seconds the lease lives past the block's last write (a holder that died
+                is taken over after that long).
+
+        Raises:
+            ConfigError: a bad ``timeout``/``ttl``, or the memory is already fenced.
+            SessionBusyError: (from the first write) another holder kept the lease for the
+                whole ``timeout``; nothing was written.
+            LeaseLostError: (from a later write) the lease was taken over; nothing written.
+        """
+        check_lease_times(timeout, ttl)
+        if self._held is not None or self._fence is not None:
+            raise ConfigError(
+                f"session {self._session_id!r}'s writes are already fenced by a lease: one "
+                "lease_writes() block (or fence()) at a time on one memory"
+            )
+        held = WriteLease(holder or default_holder(), float(timeout), float(ttl))
+        self._held = held
+        try:
+            yield held
+        finally:
+            self._held, self._fence = None, None
+            if held.lease is not None and not held.released:
+                release(self._engine, self._t, held.lease)  # nothing when it was taken over
 
     def restore(self, snapshot: MemorySnapshot, *, history: Sequence[Item] = ()) -> None:
         """Replace the whole state with ``snapshot`` (and ``history``) in one transaction.
@@ -72,9 +175,7 @@ class Writes(SQLSession):
                 ``AgentMemory.restore``).
         """
         i, s = self._t.items, self._t.sessions
-        with write_transaction(
-            self._engine, f"cannot restore session {self._session_id!r}"
-        ) as conn:
+        with self._write_transaction(f"cannot restore session {self._session_id!r}") as conn:
             row = self._lock_row(conn)
             # Validated first: what restore takes, and a state appends could build.
             plan = plan_restore(
@@ -148,7 +249,7 @@ class Writes(SQLSession):
         """Forget the summary, items, pins, history and compaction records; seqs are still
         never reused (the session row keeps its counter)."""
         s = self._t.sessions
-        with write_transaction(self._engine, f"cannot clear session {self._session_id!r}") as conn:
+        with self._write_transaction(f"cannot clear session {self._session_id!r}") as conn:
             row = self._lock_row(conn)
             self._delete_contents(conn)
             conn.execute(
@@ -170,7 +271,7 @@ class Writes(SQLSession):
         purged session. Returns ``False`` when there was nothing to delete.
         """
         s = self._t.sessions
-        with write_transaction(self._engine, f"cannot purge session {self._session_id!r}") as conn:
+        with self._write_transaction(f"cannot purge session {self._session_id!r}") as conn:
             if self._lock_existing(conn) is None:
                 return False
             self._delete_contents(conn)
@@ -200,7 +301,7 @@ class Writes(SQLSession):
     def _set_pinned(self, seq: int, pinned: bool) -> None:
         require_seq(seq)
         i, s = self._t.items, self._t.sessions
-        with write_transaction(self._engine, f"cannot write session {self._session_id!r}") as conn:
+        with self._write_transaction(f"cannot write session {self._session_id!r}") as conn:
             row = self._lock_existing(conn)
             found = None
             if row is not None:
