@@ -19,6 +19,7 @@ The commands are queued by shared helpers, so only the execution differs.
 from __future__ import annotations
 
 import builtins
+import hashlib
 import secrets
 import time
 from collections.abc import Iterator
@@ -213,10 +214,10 @@ class RedisSessionStore:
         try:
             call, mark, base = self._save_call(session)
             with self._storage(f"save session {session.session_id!r}"):
-                reply = client.eval(*call)
+                reply = _evalsha(client, call)
                 if _text(reply[0]) == "rebase":  # something else was saved since: write it all
                     call, mark, base = self._save_call(session, whole=True)
-                    reply = client.eval(*call)
+                    reply = _evalsha(client, call)
             self._saved(session, reply, mark, base)
         except BaseException:
             self._marks.forget(session)
@@ -260,10 +261,10 @@ class RedisSessionStore:
         try:
             call, mark, base = self._save_call(session)
             with self._storage(f"save session {session.session_id!r}"):
-                reply = await client.eval(*call)
+                reply = await _aevalsha(client, call)
                 if _text(reply[0]) == "rebase":  # something else was saved since: write it all
                     call, mark, base = self._save_call(session, whole=True)
-                    reply = await client.eval(*call)
+                    reply = await _aevalsha(client, call)
             self._saved(session, reply, mark, base)
         except BaseException:
             self._marks.forget(session)
@@ -384,6 +385,29 @@ class RedisSessionStore:
             yield
         except redis.RedisError as exc:
             raise StorageError(f"cannot {what} in Redis: {exc}") from exc
+
+
+_SAVE_SHA = hashlib.sha1(SAVE.encode()).hexdigest()
+
+
+def _evalsha(client: Any, call: tuple[Any, ...]) -> Any:
+    """Run ``SAVE`` by its hash (the script's text is sent only when the server lacks it:
+    sending it with every save cost more than the save's own work)."""
+    import redis
+
+    try:
+        return client.evalsha(_SAVE_SHA, *call[1:])
+    except redis.exceptions.NoScriptError:
+        return client.eval(*call)
+
+
+async def _aevalsha(client: Any, call: tuple[Any, ...]) -> Any:
+    import redis
+
+    try:
+        return await client.evalsha(_SAVE_SHA, *call[1:])
+    except redis.exceptions.NoScriptError:
+        return await client.eval(*call)
 
 
 def _text(raw: Any) -> str:

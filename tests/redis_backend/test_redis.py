@@ -135,6 +135,25 @@ def test_without_ttl_nothing_expires(
     assert len(keys) == 7 and all(redis_client.pttl(k) == -1 for k in keys)
 
 
+def test_incremental_saves_renew_the_ttl_of_the_state_its_journal_and_revision(
+    redis_client: redis.Redis,  # noqa: F811
+    key_prefix: str,  # noqa: F811
+) -> None:
+    store = RedisSessionStore(redis_client, key_prefix=key_prefix, ttl=2.0)
+    session = AgentSession(session_id="s")
+    store.save(session)  # the whole state
+    tag = f"{key_prefix}:{{s}}"
+    redis_client.pexpire(f"{tag}:state", 100)  # as if saved long ago
+    redis_client.pexpire(f"{tag}:journal", 100)
+    session.memory.add_user_input("a patch")
+    store.save(session)
+    assert redis_client.llen(f"{tag}:journal") == 2  # the base's id, then the patch
+    for key in ("state", "journal", "revision"):
+        assert 1000 < redis_client.pttl(f"{tag}:{key}") <= 2000
+    time.sleep(0.2)
+    assert [item_text(i) for i in store.load("s").memory.items] == ["a patch"]
+
+
 def test_a_store_ttl_drops_expired_sessions_from_the_list(
     redis_client: redis.Redis,  # noqa: F811
     key_prefix: str,  # noqa: F811
