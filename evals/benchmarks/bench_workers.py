@@ -266,9 +266,12 @@ def bench(name: str, kind: str, where: str, prefix: str, plan: Plan) -> None:
         f"{'p99 ms':>7}"
     )
     rows: dict[tuple[int, str, bool], Row] = {}
+    # A warm-up row (tables, caches, the first connections), not reported.
+    run_row(kind, where, prefix, 1, False, True, max(TURN, plan.appends // 10))
     for workers in plan.workers:
         for shared in (False, True):
-            for leased in (False, True):
+            # Plain first, then leased first: a drift of the machine favours neither.
+            for leased in (False, True) if shared == (workers % 2 == 0) else (True, False):
                 row = run_row(kind, where, prefix, workers, shared, leased, plan.appends)
                 rows[(workers, row.sessions, leased)] = row
                 print(
@@ -276,7 +279,7 @@ def bench(name: str, kind: str, where: str, prefix: str, plan: Plan) -> None:
                     f"{row.throughput:>10,.0f}  {row.p50:>7.2f}  {row.p99:>7.2f}"
                 )
     print("leased / plain, same run (p50 of one append; throughput):")
-    for (workers, sessions, leased), row in rows.items():
+    for (workers, sessions, leased), row in sorted(rows.items()):
         if leased:
             base = rows[(workers, sessions, False)]
             print(
