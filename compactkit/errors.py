@@ -6,7 +6,8 @@ One small tree. Misuse (a wrong argument, a malformed transcript, an unknown mod
     CompactkitError
     ├── ConfigError            misuse: bad arguments, configuration or input
     │   ├── FormatError        input that is not a valid conversation in the named format
-    │   └── RecallUnsupportedError  the memory offers no recall(query)/expand(ref)
+    │   ├── RecallUnsupportedError  the memory offers no recall(query)/expand(ref)
+    │   └── ArchiveDroppedError  expand(ref) of items the archive's bound dropped
     ├── BudgetError            the irreducible part of a prompt does not fit the budget
     ├── SummarizationError     the summarizer failed (after retries) or gave an unusable answer
     │   └── CircuitOpenError   the summarizer kept failing; it is not called until a cool-down ends
@@ -31,6 +32,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 __all__ = [
+    "ArchiveDroppedError",
     "BudgetError",
     "CircuitOpenError",
     "CompactkitError",
@@ -75,6 +77,11 @@ class FormatError(ConfigError):
 class RecallUnsupportedError(ConfigError):
     """The memory does not offer ``recall(query)`` and ``expand(ref)`` (see
     ``compactkit.memory.Recallable``); use a backend that does."""
+
+
+class ArchiveDroppedError(ConfigError):
+    """``expand(ref)`` names archived items the memory no longer holds: its archive bound
+    (``max_archived_items`` / ``max_archived_bytes``) dropped them, oldest first."""
 
 
 class EncodingUnavailableError(ConfigError):

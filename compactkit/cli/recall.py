@@ -102,7 +102,7 @@ def _open(url: str, session_id: str, prefix: str) -> Recallable:
         except SessionNotFoundError as exc:
             raise ConfigError(f"no session {session_id!r} in the directory {url!r}") from exc
         memory = InMemoryMemory()
-        memory.restore(state.memory, history=state.history)
+        memory.restore(state.memory, history=state.history, dropped=state.dropped_archive)
         return memory
     try:
         from sqlalchemy import make_url

@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
     )
     from compactkit.compressors.report import FactClass, FactCount, FactReport
     from compactkit.compressors.sections import (
+        REFS_NOTE,
         SECTIONS,
         SUMMARY_TITLE,
         SectionKey,
@@ -67,6 +68,7 @@ _LAZY: dict[str, str] = {
     "MaskingCompressor": "compactkit.compressors.masking",
     "MemoryCompressor": "compactkit.compressors.base",
     "CompressorLike": "compactkit.compressors.base",
+    "REFS_NOTE": "compactkit.compressors.sections",
     "SECTIONS": "compactkit.compressors.sections",
     "SUMMARY_TITLE": "compactkit.compressors.sections",
     "SectionKey": "compactkit.compressors.sections",
@@ -96,6 +98,7 @@ __all__ = [
     "LLM",
     "MASK_PREFIX",
     "PROMPT_VERSION",
+    "REFS_NOTE",
     "SECTIONS",
     "SUMMARY_TITLE",
     "ChatMessage",

@@ -6,6 +6,7 @@ import threading
 from collections.abc import Sequence
 
 from compactkit.compressors.base import CompressorLike
+from compactkit.errors import ArchiveDroppedError
 from compactkit.items import Item, item_text
 from compactkit.items.snapshot import (
     DEFAULT_SUMMARY_ROLE,
@@ -25,12 +26,14 @@ from compactkit.memory._rules import (
     require_result,
     require_seq,
 )
+from compactkit.memory.archive import ArchiveBound, DroppedArchive
 from compactkit.memory.base import BaseMemory, CompactCallback, SnapshotTrigger
 from compactkit.memory.recall import (
     DEFAULT_RECALL_LIMIT,
     RecallHit,
     candidates,
     check_limit,
+    format_ref,
     hit_for_item,
     parse_ref,
     query_words,
@@ -61,8 +64,22 @@ class InMemoryMemory(BaseMemory):
         on_compact: CompactCallback | None = None,
         accept_unknown_call_ids: bool = False,
         summary_role: SummaryRole = DEFAULT_SUMMARY_ROLE,
+        max_archived_items: int | None = None,
+        max_archived_bytes: int | None = None,
     ) -> None:
-        """See ``BaseMemory`` for the arguments."""
+        """See ``BaseMemory`` for the arguments.
+
+        Args:
+            max_archived_items: Keep at most this many archived items (folded away, or the
+                originals of replaced ones); past it, the oldest are dropped after each
+                compaction (``compactkit.memory.archive``). ``None``: no bound.
+            max_archived_bytes: Keep at most this many bytes of archived items (each as its
+                JSON, as a session file stores it); the oldest are dropped first.
+
+        Raises:
+            ConfigError: a bound that is not a whole number of 0 or more.
+        """
+        self._bound = ArchiveBound(max_archived_items, max_archived_bytes)
         super().__init__(
             policy=policy,
             compressor=compressor,
@@ -83,6 +100,7 @@ class InMemoryMemory(BaseMemory):
         self._lineage = Lineage()
         self._index = BM25Index()  # recall: every history item, added lazily by seq
         self._unindexed: list[int] = []
+        self._dropped = DroppedArchive()
 
     def _append(self, items: Sequence[Item]) -> None:
         with self._lock:
@@ -148,13 +166,22 @@ class InMemoryMemory(BaseMemory):
             self._next_seq = plan.next_seq
             self._version += 1
             self._window_version += 1
+            self._bound_archive()
         return True
 
-    def restore(self, snapshot: MemorySnapshot, *, history: Sequence[Item] = ()) -> None:
-        """Replace the whole state with ``snapshot``; ``history`` adds archived items.
+    def restore(
+        self,
+        snapshot: MemorySnapshot,
+        *,
+        history: Sequence[Item] = (),
+        dropped: DroppedArchive | None = None,
+    ) -> None:
+        """Replace the whole state with ``snapshot``; ``history`` adds archived items;
+        ``dropped`` is what an archive bound dropped before (a saved session's record).
 
         The version becomes one more than both the current and the snapshot's version, so no
-        result computed before the restore can be applied after it. Never compacts.
+        result computed before the restore can be applied after it. Never compacts. The
+        archive bound applies to the restored history.
         """
         with self._lock:
             plan = plan_restore(
@@ -169,6 +196,9 @@ class InMemoryMemory(BaseMemory):
             self._version = max(self._version, snapshot.version or 0) + 1
             self._window_version += 1
             self._lineage.forget()
+            if dropped is not None:
+                self._dropped = dropped
+            self._bound_archive()
 
     def clear(self) -> None:
         """Forget the summary, items, pins and history; seqs are still never reused."""
@@ -180,6 +210,24 @@ class InMemoryMemory(BaseMemory):
             self._calls = CallIndex()
             self._version += 1
             self._window_version += 1
+            self._dropped = DroppedArchive(count=self._dropped.count)
+
+    @property
+    def archive_dropped(self) -> DroppedArchive:
+        """What the archive bound dropped: how many items over the session's life, and the
+        seqs they spanned since the last ``clear()`` (all zero without a bound)."""
+        return self._dropped
+
+    def _bound_archive(self) -> None:
+        """Drop the oldest archived items past the bound (under the lock)."""
+        drop = self._bound.over(self._history, self._active)
+        if not drop:
+            return
+        for seq in drop:
+            del self._history[seq]
+        self._dropped = self._dropped.dropped(drop)
+        # the index only grows: it is rebuilt, lazily, from what is left
+        self._index, self._unindexed = BM25Index(), list(self._history)
 
     def recall(self, query: str, *, limit: int = DEFAULT_RECALL_LIMIT) -> list[RecallHit]:
         """The archived items (and summary lines) that best match ``query``, best first (see
@@ -214,10 +262,20 @@ class InMemoryMemory(BaseMemory):
 
         Raises:
             ConfigError: ``ref`` is not a reference.
+            ArchiveDroppedError: the archive bound dropped items the reference names.
         """
         first, last = parse_ref(ref)
         with self._lock:
             history = self._history
+            gone = self._dropped.gone(first, last, history)
+            if gone:
+                raise ArchiveDroppedError(
+                    f"{ref!r} names {len(gone)} archived item(s) this memory no longer holds "
+                    f"({format_ref(gone[0], gone[-1])}): its archive bound "
+                    f"({self._bound.describe() or 'of the saved session'}) dropped them, oldest "
+                    f"first ({self._dropped.count} dropped so far); the summary's entries "
+                    "still hold what was learned from them"
+                )
             if last - first < len(history):
                 found = [history[seq] for seq in range(first, last + 1) if seq in history]
             else:

@@ -34,7 +34,7 @@ from pydantic import ValidationError
 from compactkit.errors import ConcurrencyError, ConfigError, StorageError
 from compactkit.items import ITEMS_ADAPTER, Item
 from compactkit.items.view import ItemsView
-from compactkit.sessions.session import AgentSession, SessionState, _check_json
+from compactkit.sessions.session import AgentSession, SessionState, _check_json, _dropped
 from compactkit.sessions.state import SESSION_SCHEMA_VERSION
 
 __all__ = [
@@ -141,6 +141,9 @@ def save_patch(session: AgentSession, mark: SaveMark, revision: int) -> SavePatc
         "updated_at": datetime.now(timezone.utc).isoformat(),
         "version": snapshot.version,
     }
+    dropped = _dropped(memory)
+    if dropped.count:  # what the memory's archive bound dropped (sessions.state)
+        record["dropped_archive"] = dropped.model_dump()
     appended = items.appended_since(mark.active) if isinstance(items, ItemsView) else None
     extra = mark.extra
     if appended is not None and snapshot.summary == mark.summary:
@@ -316,6 +319,8 @@ def _replay(raw: dict[str, Any], patches: Sequence[bytes | str], source: str, to
             metadata=change["metadata"],
             updated_at=change["updated_at"],
         )
+        if "dropped_archive" in change:
+            raw["dropped_archive"] = change["dropped_archive"]
     memory["items"] = active
     raw["history"] = history
 

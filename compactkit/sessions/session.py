@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from compactkit.errors import ConcurrencyError, ConfigError
 from compactkit.memory import AgentMemory, InMemoryMemory
+from compactkit.memory.archive import DroppedArchive
 from compactkit.sessions.lease import SessionLease
 from compactkit.sessions.state import SESSION_SCHEMA_VERSION, SessionState, StateSource
 
@@ -131,6 +132,7 @@ class AgentSession:
                 updated_at=datetime.now(timezone.utc),
                 memory=snapshot,
                 history=extra,
+                dropped_archive=_dropped(memory),
             )
         except ValidationError as exc:
             raise ConfigError(f"session {self._session_id!r} cannot be saved: {exc}") from exc
@@ -154,7 +156,7 @@ class AgentSession:
         )
         if not _holds_checkpoint(session.memory, state):
             try:
-                session.memory.restore(state.memory, history=state.history)
+                _restore(session.memory, state)
             except ConcurrencyError:  # another worker wrote the session meanwhile
                 if not _holds_checkpoint(session.memory, state):
                     raise
@@ -170,7 +172,7 @@ class AgentSession:
                 f"cannot reload session {self._session_id!r} from the state of {state.session_id!r}"
             )
         if not _holds_checkpoint(self._memory, state):
-            self._memory.restore(state.memory, history=state.history)
+            _restore(self._memory, state)
         self.turn, self.step = state.turn, state.step
         self.metadata = dict(state.metadata)
         self.revision = state.revision
@@ -241,6 +243,20 @@ def resume_session(
         else _checked_memory(memory_factory(session_id), "memory_factory returned")
     )
     return AgentSession.from_state(state, memory)
+
+
+def _restore(memory: AgentMemory, state: SessionState) -> None:
+    """Restore ``memory`` to ``state`` (an in-process memory also takes what its archive
+    bound dropped, so that expanding a dropped item says so)."""
+    if isinstance(memory, InMemoryMemory):
+        memory.restore(state.memory, history=state.history, dropped=state.dropped_archive)
+    else:
+        memory.restore(state.memory, history=state.history)
+
+
+def _dropped(memory: AgentMemory) -> DroppedArchive:
+    """What ``memory``'s archive bound dropped (none for memories without one)."""
+    return memory.archive_dropped if isinstance(memory, InMemoryMemory) else DroppedArchive()
 
 
 def _holds_checkpoint(memory: AgentMemory, state: SessionState) -> bool:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 from compactkit.errors import StorageError
 from compactkit.items import Item
 from compactkit.items.snapshot import MemorySnapshot
+from compactkit.memory.archive import DroppedArchive
 
 __all__ = ["SESSION_SCHEMA_VERSION", "SessionState", "StateSource"]
 
@@ -53,10 +54,14 @@ class SessionState(BaseModel):
     """The memory's summary, active items and version."""
     history: tuple[Item, ...] = ()
     """History the snapshot does not hold: archived items and originals of replaced ones."""
+    dropped_archive: DroppedArchive = DroppedArchive()
+    """What the memory's archive bound dropped (``InMemoryMemory(max_archived_items=...)``);
+    written only when it dropped something."""
 
     def to_json(self) -> bytes:
         """This state as UTF-8 JSON."""
-        return self.model_dump_json().encode()
+        unbounded = {"dropped_archive"} if not self.dropped_archive.count else None
+        return self.model_dump_json(exclude=unbounded).encode()
 
     @classmethod
     def from_json(cls, data: bytes | str, *, source: str = "session state") -> SessionState:
