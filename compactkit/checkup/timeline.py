@@ -24,7 +24,7 @@ from compactkit.budget.profiles import budget_for
 from compactkit.budget.tokens import TiktokenCounter, TokenCounter, counter_for
 from compactkit.checkup._checks import Check, refs
 from compactkit.checkup._sources import StoredSession
-from compactkit.compressors import SECTIONS, SummaryDocument, digest_items
+from compactkit.compressors import SECTIONS, SummaryDocument, digest_items, without_refs
 from compactkit.items import FunctionCall, Item, item_text
 
 if TYPE_CHECKING:
@@ -234,8 +234,11 @@ def _summary_diff(before: str, after: str | None) -> str:
     old, new = SummaryDocument.parse(before), SummaryDocument.parse(after)
     blocks = []
     for heading, entries in _sections(new, old):
-        gained = [e for e in entries[1] if e not in entries[0]]
-        lost = [e for e in entries[0] if e not in entries[1]]
+        # the same fact with more references (a later compaction drew on it again) is no change
+        before_facts = {without_refs(e) for e in entries[0]}
+        after_facts = {without_refs(e) for e in entries[1]}
+        gained = [e for e in entries[1] if without_refs(e) not in before_facts]
+        lost = [e for e in entries[0] if without_refs(e) not in after_facts]
         if gained or lost:
             lis = "".join(f"<li class=added>+ {html.escape(e)}</li>" for e in gained) + "".join(
                 f"<li class=removed>- {html.escape(e)}</li>" for e in lost

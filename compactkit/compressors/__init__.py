@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
         SectionKey,
         SectionSpec,
         SummaryDocument,
+        without_refs,
     )
     from compactkit.compressors.summary import (
         LLM,
@@ -74,6 +75,7 @@ _LAZY: dict[str, str] = {
     "SectionKey": "compactkit.compressors.sections",
     "SectionSpec": "compactkit.compressors.sections",
     "SummaryDocument": "compactkit.compressors.sections",
+    "without_refs": "compactkit.compressors.sections",
     "WindowedCompressor": "compactkit.compressors.window",
     "digest_items": "compactkit.compressors.digest",
     "is_masked": "compactkit.compressors.masking",
@@ -128,4 +130,5 @@ __all__ = [
     "is_masked",
     "mask_output",
     "summary_prompt",
+    "without_refs",
 ]

@@ -33,7 +33,7 @@ from typing import Literal, TypeAlias
 
 from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors import _entries, _trim
-from compactkit.compressors._refs import split_refs
+from compactkit.compressors._refs import split_refs, strip_refs
 
 __all__ = [
     "REFS_NOTE",
@@ -42,6 +42,7 @@ __all__ = [
     "SectionKey",
     "SectionSpec",
     "SummaryDocument",
+    "without_refs",
 ]
 
 SectionKey: TypeAlias = Literal[
@@ -196,6 +197,12 @@ def _normalise_heading(text: str) -> str:
     text = re.sub(r"[^a-z0-9 ]+", " ", text)
     text = re.sub(r"\bverbatim\b|\band outcomes?\b$", "", text)
     return " ".join(text.split())
+
+
+def without_refs(entry: str) -> str:
+    """An entry without its trailing references (``[#412-418]``): the fact it states, which
+    stays the same entry when later compactions add references to it."""
+    return strip_refs(entry)
 
 
 def clean_entry(entry: str) -> str:

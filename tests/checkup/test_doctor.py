@@ -477,8 +477,8 @@ def test_the_timeline_shows_how_each_compaction_changed_the_summary(tmp_path: Pa
     assert all(r.summary_after is not None for r in records)  # each one's summary is kept
     assert records[-1].summary_after == SQLMemory(url, "t1").summary
     # the first digest adds the rule; the lossy last compaction is shown dropping it
-    assert f"<li class=added>+ {RULE}</li>" in text
-    assert f"<li class=removed>- {RULE}</li>" in text
+    assert f"<li class=added>+ {RULE} [#" in text  # with the references of its items
+    assert f"<li class=removed>- {RULE} [#" in text
 
 
 def test_drift_a_summary_that_lost_most_of_itself_and_a_budget_left_exceeded(
