@@ -157,11 +157,19 @@ def runs(entry: str) -> tuple[str, int]:
 
 _EARLIER = " — earlier: "
 MAX_EARLIER = 3  # outcomes of earlier runs kept per command
+MAX_EARLIER_MEASURED = 8  # measurements of earlier runs kept per command: each may be asked for
 
 
-def merge_commands(existing: list[str], new: Iterable[str]) -> list[str]:
+def earlier_kept(key: str) -> int:
+    """How many earlier outcomes a ``commands``-merged section keeps per command."""
+    return MAX_EARLIER_MEASURED if key == "measurements" else MAX_EARLIER
+
+
+def merge_commands(
+    existing: list[str], new: Iterable[str], *, earlier: int = MAX_EARLIER
+) -> list[str]:
     """Commands merged per command: the newest outcome, how often it ran (``(x3)``), and the
-    last few different outcomes of earlier runs (``— earlier: 2 failed | 5 failed``)."""
+    last ``earlier`` different outcomes of earlier runs (``— earlier: 2 failed | 5 failed``)."""
     entries: dict[str, tuple[str, int, Spans]] = {}
     for entry in [*existing, *new]:
         plain, refs = split_refs(entry)
@@ -169,7 +177,11 @@ def merge_commands(existing: list[str], new: Iterable[str]) -> list[str]:
         key = key_of(text) or fold(text)
         if key in entries:
             old_text, old_n, old_refs = entries.pop(key)  # re-inserted last, newest outcome
-            entries[key] = (_with_earlier(text, old_text), old_n + n, merge_spans(old_refs, refs))
+            entries[key] = (
+                _with_earlier(text, old_text, earlier),
+                old_n + n,
+                merge_spans(old_refs, refs),
+            )
         else:
             entries[key] = (text, n, refs)
     return [
@@ -178,7 +190,7 @@ def merge_commands(existing: list[str], new: Iterable[str]) -> list[str]:
     ]
 
 
-def _with_earlier(text: str, old_text: str) -> str:
+def _with_earlier(text: str, old_text: str, kept: int = MAX_EARLIER) -> str:
     """``text`` (a newer run) carrying the outcome of ``old_text`` (an older run of the same
     command) among its earlier outcomes, when it differs."""
     newest, _, mine = text.partition(_EARLIER)
@@ -188,7 +200,7 @@ def _with_earlier(text: str, old_text: str) -> str:
     for older in [old_newest.partition(" → ")[2], *(theirs.split(" | ") if theirs else [])]:
         if older and older != outcome and older not in earlier:
             earlier.append(older)
-    earlier = earlier[:MAX_EARLIER]
+    earlier = earlier[:kept]
     return f"{newest}{_EARLIER}{' | '.join(earlier)}" if earlier else newest
 
 

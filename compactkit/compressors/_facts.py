@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 
 _WS = re.compile(r"\s+")
 
@@ -259,6 +260,45 @@ def outcome_of(text: str, found: list[str] | None = None) -> tuple[str, bool | N
     return "; ".join(parts), ok
 
 
+# -- measurements ----------------------------------------------------------------------------
+
+# A number with a unit (a timing, a size, a rate, a share, an amount), a currency sign before a
+# number, or a test count: what a run measured, as its output states it.
+_MEASURE = re.compile(
+    r"(?<![\w.])\d[\d,]*(?:\.\d+)?\s?"
+    r"(?:ms|µs|us|ns|s|secs?|seconds?|mins?|minutes?|h|hours?|%|[KMGT]i?B|bytes?|B"
+    r"|req/s|rps|ops/s|qps|tokens?|EUR|USD|GBP|CHF|JPY|€|\$|£)(?![\w/])"
+    r"|[$€£]\s?\d[\d,]*(?:\.\d+)?"
+    r"|\b\d+ (?:passed|failed|errors?|skipped|xfailed|tests?|examples?|failures?)\b",
+)
+_MEASURE_LINE_CHARS = 100  # longer lines are prose or data rows, not a reported measurement
+_MEASURE_TAIL_LINES = 15  # a run reports its measurements at the end of its output
+MAX_MEASUREMENTS = 4  # per run
+
+
+def measurements_in(text: str, found: Sequence[str] = ()) -> list[str]:
+    """The lines of a command's output that report a measurement (``p95 latency 225 ms``,
+    ``overall churn 4.53%``, ``12 passed, 3 failed``, ``refund total 57.33 EUR``), verbatim:
+    from its last lines, at most ``MAX_MEASUREMENTS``, error lines (``found``) excluded."""
+    if not text or not any(c.isdigit() for c in text):
+        return []
+    lines = [ln.strip() for ln in text.strip().splitlines()[-_MEASURE_TAIL_LINES:]]
+    errors = set(found)
+    out = [
+        line
+        for line in lines
+        if line
+        and len(line) <= _MEASURE_LINE_CHARS
+        and line not in errors
+        and not _PATHISH.search(line)
+        and _MEASURE.search(line)
+    ]
+    return out[-MAX_MEASUREMENTS:]
+
+
+_PATHISH = re.compile(r"[\w-]+/[\w./-]+\.\w{1,6}\b|\bFile \"|^\s*at |\w+\.\w+\(")
+
+
 # -- identifiers -----------------------------------------------------------------------------
 
 _URL = re.compile(r"https?://[^\s<>\"'`)\]}]+")
@@ -497,10 +537,15 @@ CONSTRAINT = re.compile(
     re.IGNORECASE,
 )
 DECISION = re.compile(
-    r"\b(?:decid\w*|chose|choose|going with|go with|decision|instead of|because|abandon\w*"
+    r"\b(?:decid\w*|chose|choose|going with|go with|decision|instead|because|abandon\w*"
     r"|switch\w* (?:to|back)|won't work|doesn't work|didn't work|does not work|root cause"
     r"|the (?:fix|problem|issue|cause|culprit) (?:is|was)|rather than|giving up on|dropping"
-    r"|let's use|we'll use|I'll use|plan is|approach)\b",
+    r"|let's use|we'll use|I'll use|plan is|approach"
+    # dead ends: what was tried and undone, ruled out or given up
+    r"|reverted|reverting|revert (?:it|that|this|the)|rolled back|roll(?:ing)? back"
+    r"|went back to|going back to|fell back|falling back|fall back to|gave up|give up"
+    r"|ruled out|rule out|dead end|won't|will not|not going to|no longer|opted|settled on"
+    r"|ended up|scrapped|undid|backed out|did not work|didn't help|did not help|tried \w+(?: \w+)*?,? but)\b",
     re.IGNORECASE,
 )
 NEXT_STEP = re.compile(r"\b(?:next|then I'll|I'll now|remaining|todo|still need|next step)\b", re.I)

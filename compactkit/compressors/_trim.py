@@ -53,7 +53,7 @@ said; under the goal in summaries written before): the user's words, but no rule
 
 TIERS: tuple[tuple[str, ...], ...] = (
     ("files_read", "commands", SUPERSEDED, EXTRA),
-    ("decisions",),
+    ("decisions", "measurements"),
     ("identifiers", "errors", "files_modified", "state", "next_steps", LATER),
     ("goal", "constraints", "values"),
 )
@@ -67,7 +67,7 @@ FLOORS: dict[str, float] = {"files_read": 0.6, "decisions": 0.6}
 before the last are trimmed (errors, identifiers, files modified included): whole classes no
 longer vanish first. Measured on bench_digest_truth (files read at 40x: 0.05 -> 0.65,
 decisions 0.08 -> 0.64); the eval gates hold because pressure at ~12x is not heavy."""
-HEAVY = 2.0
+HEAVY = 2.3
 """Pressure counted heavy: the bare facts need more than this many times the cap."""
 
 # Prose sections are clipped (they have no verbatim fact to keep); None: never shortened.
@@ -116,6 +116,8 @@ def _shorten(pool: str, entry: str) -> str:
         head, sep, outcome = text.partition(" → ")
         text = f"{head}{sep}{clip(outcome, 48)}" if sep else clip(text, 120)
         return f"{text} (\N{MULTIPLICATION SIGN}{n})" if n > 1 else text
+    if pool == "measurements":  # the run count goes; what each run measured stays
+        return runs(entry)[0]
     limits = _CLIP.get(pool)
     return clip(entry, limits[0]) if limits else entry
 

@@ -29,6 +29,7 @@ FactClass: TypeAlias = Literal[
     "files_read",
     "files_modified",
     "commands",
+    "measurements",
     "errors",
     "identifiers",
     "current_values",

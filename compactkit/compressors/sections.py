@@ -52,6 +52,7 @@ SectionKey: TypeAlias = Literal[
     "files_read",
     "files_modified",
     "commands",
+    "measurements",
     "errors",
     "identifiers",
     "values",
@@ -94,6 +95,12 @@ SECTIONS: tuple[SectionSpec, ...] = (
     SectionSpec(
         "commands", "Commands run", "`command` → outcome (exit code, pass/fail counts, error)."
     ),
+    SectionSpec(
+        "measurements",
+        "Measurements",
+        "`command` → what its newest run measured, copied (timings, sizes, rates, amounts, test"
+        " counts), and what earlier runs measured.",
+    ),
     SectionSpec("errors", "Errors and fixes", "Exact error strings and how each was resolved."),
     SectionSpec(
         "identifiers",
@@ -126,6 +133,8 @@ def merge_rule(key: SectionKey) -> MergeRule:
         return "replaced"
     if key == "values" or key == "commands":
         return key
+    if key == "measurements":  # per command: the newest run's, then the earlier runs'
+        return "commands"
     return "keyed" if key in _KEYED else "appended"
 
 
@@ -149,6 +158,9 @@ _ALIASES: dict[str, SectionKey] = {
     "commands": "commands",
     "commands run": "commands",
     "commands run and outcome": "commands",
+    "measurements": "measurements",
+    "metrics": "measurements",
+    "measured values": "measurements",
     "errors": "errors",
     "errors and fixes": "errors",
     "identifiers": "identifiers",
@@ -173,7 +185,7 @@ REFS_NOTE = '_[#N] after an entry: the items it came from; `expand("#N")` return
 _BULLET = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
 # Sections whose entries quote tool output, files or commands (their excerpts are code spans).
 _QUOTING: frozenset[SectionKey] = frozenset(
-    {"files_read", "files_modified", "commands", "errors", "identifiers", "values"}
+    {"files_read", "files_modified", "commands", "measurements", "errors", "identifiers", "values"}
 )
 _NOUNS: dict[str, str] = {
     "goal": "goal entries",
@@ -182,6 +194,7 @@ _NOUNS: dict[str, str] = {
     "files_read": "files read",
     "files_modified": "files modified",
     "commands": "commands",
+    "measurements": "measurements",
     "errors": "errors",
     "identifiers": "identifiers",
     "values": "values",
@@ -397,7 +410,7 @@ class SummaryDocument:
           kept ("N earlier omitted" counts the rest). A file both read and modified has one
           entry, under files modified, with ``read`` among its details;
         * ``commands``: one entry per command: its newest outcome, and how often it ran
-          (``(x3)``);
+          (``(x3)``); ``measurements`` likewise, with what up to eight earlier runs measured;
         * ``values``: one *current* entry per `` `name` ``; a newer value marks the current one
           ``(superseded)`` and is appended as ``(current)``; the newest three superseded values
           per name are kept, older ones count as trimmed;
@@ -422,7 +435,11 @@ class SummaryDocument:
                 sections[key] = tuple(values)
                 trimmed += dropped
             elif rule == "commands":
-                sections[key] = tuple(_entries.merge_commands(list(self.entries(key)), new))
+                sections[key] = tuple(
+                    _entries.merge_commands(
+                        list(self.entries(key)), new, earlier=_entries.earlier_kept(key)
+                    )
+                )
             elif rule == "keyed":
                 sections[key] = tuple(_entries.merge_keyed(list(sections.get(key, ())), new))
             else:

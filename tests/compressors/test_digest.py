@@ -83,6 +83,7 @@ def test_merge_is_cumulative_and_idempotent(old: SummaryDocument, new: SummaryDo
             "identifiers",
             "errors",
             "commands",
+            "measurements",
         ):
             continue
         flat = [" ".join(e.split()).casefold() for e in merged.entries(spec.key)]

@@ -313,12 +313,25 @@ class _Digest:
         if command is not None:
             outcome, ok = _outcome(text, found)
             self.add("commands", f"{facts.code(command_line(command), 200)} → {outcome}")
-            return files.shell_file_ops(command), ok
+            ops = files.shell_file_ops(command)
+            if not ops or any(op.modified for op in ops):  # a file's text measures nothing
+                self.measurements(command_line(command), text, found)
+            return ops, ok
         ops = files.file_ops(name, args)
         if not ops:
             outcome = _outcome(text, found)[0]
             self.add("commands", f"{facts.code(f'{name}({_arguments(args)})', 160)} → {outcome}")
+            self.measurements(f"{name}({_arguments(args)})", text, found)
         return ops, None
+
+    def measurements(self, subject: str, text: str, found: list[str]) -> None:
+        """What a run's output reports it measured (``facts.measurements_in``), under the
+        command or call that measured it: its newest run's are current, earlier runs' are
+        kept as earlier (see ``SummaryDocument.merge``)."""
+        lines = facts.measurements_in(text, found)
+        if lines:
+            measured = "; ".join(facts.code(line, 100) for line in lines)
+            self.add("measurements", f"{facts.code(subject, 100)} → {measured}")
 
     def file_entries(
         self,

@@ -101,7 +101,7 @@ class Merging:
             held[:] = values
             self.trimmed += dropped
         elif rule == "commands":
-            held[:] = _entries.merge_commands(held, new)
+            held[:] = _entries.merge_commands(held, new, earlier=_entries.earlier_kept(key))
         elif rule == "keyed":
             entries = self._by_key(key)
             _entries.merge_keyed_into(entries, new)

@@ -21,6 +21,7 @@ _EXACT: tuple[SectionKey, ...] = (
     "files_read",
     "files_modified",
     "commands",
+    "measurements",
     "errors",
     "identifiers",
     "values",

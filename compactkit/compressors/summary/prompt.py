@@ -76,6 +76,11 @@ _PROMPTS = {
         _USER_PROMPT,
     ),
 }
+# The sections a version asks the summarizer for: a section added later (the digest's
+# measurements, merged into every summary as exact facts) leaves a versioned prompt unchanged.
+_SECTIONS_OF = {
+    version: tuple(spec for spec in SECTIONS if spec.key != "measurements") for version in _PROMPTS
+}
 
 
 def summary_prompt(version: str = PROMPT_VERSION, *, cap_tokens: int = 2000) -> str:
@@ -90,5 +95,5 @@ def summary_prompt(version: str = PROMPT_VERSION, *, cap_tokens: int = 2000) -> 
         raise ConfigError(
             f"unknown summary prompt version {version!r}; known: {sorted(_PROMPTS)}"
         ) from None
-    headings = "\n".join(f"## {spec.heading}\n({spec.describes})" for spec in SECTIONS)
+    headings = "\n".join(f"## {spec.heading}\n({spec.describes})" for spec in _SECTIONS_OF[version])
     return system.format(headings=headings, cap=cap_tokens)
