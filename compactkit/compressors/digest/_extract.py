@@ -168,13 +168,16 @@ class _Digest:
             name, scope = family(error.source), scope_of(error.source)
             for step, command in self.succeeded.get(name, ()):
                 later_scope = scope_of(command)
-                if step > last_seen and all(
-                    any(p == q or p.startswith(q.rstrip("/") + "/") for q in later_scope)
-                    for p in scope
-                ):
+                if step > last_seen and _covers(later_scope, scope):
                     return f"resolved: {facts.code(command_line(command), 80)} succeeded later"
         for path in error.files:
-            if self.changed.get(path, -1) > last_seen:
+            changed = self.changed.get(path, -1) > last_seen
+            if not changed and path.startswith("/"):  # a traceback's absolute path
+                changed = any(
+                    step > last_seen and path.endswith("/" + edited.removeprefix("./"))
+                    for edited, step in self.changed.items()
+                )
+            if changed:
                 return f"resolved: {facts.code(path, 80)} changed after it"
         return ""
 
@@ -318,11 +321,13 @@ class _Digest:
                 self.measurements(command_line(command), text, found)
             return ops, ok
         ops = files.file_ops(name, args)
-        if not ops:
-            outcome = _outcome(text, found)[0]
-            self.add("commands", f"{facts.code(f'{name}({_arguments(args)})', 160)} → {outcome}")
-            self.measurements(f"{name}({_arguments(args)})", text, found)
-        return ops, None
+        if ops:
+            return ops, None
+        # a tool that runs something (``run_tests(path=…)``) succeeds as a command does
+        outcome, ok = _outcome(text, found)
+        self.add("commands", f"{facts.code(f'{name}({_arguments(args)})', 160)} → {outcome}")
+        self.measurements(f"{name}({_arguments(args)})", text, found)
+        return ops, ok
 
     def measurements(self, subject: str, text: str, found: list[str]) -> None:
         """What a run's output reports it measured (``facts.measurements_in``), under the
@@ -462,6 +467,14 @@ def family(command: str) -> tuple[str, ...]:
         if len(out) == 2:
             break
     return tuple(out)
+
+
+def _covers(later: tuple[str, ...], scope: tuple[str, ...]) -> bool:
+    """Whether a run over ``later`` covers every path of ``scope`` (a run naming no path is
+    about the whole project: ``pytest -q`` covers ``pytest tests/test_a.py``)."""
+    if not later:
+        return True
+    return all(any(p == q or p.startswith(q.rstrip("/") + "/") for q in later) for p in scope)
 
 
 def scope_of(command: str) -> tuple[str, ...]:
