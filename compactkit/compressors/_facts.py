@@ -280,9 +280,10 @@ def measurements_in(text: str, found: Sequence[str] = ()) -> list[str]:
     """The lines of a command's output that report a measurement (``p95 latency 225 ms``,
     ``overall churn 4.53%``, ``12 passed, 3 failed``, ``refund total 57.33 EUR``), verbatim:
     from its last lines, at most ``MAX_MEASUREMENTS``, error lines (``found``) excluded."""
-    if not text or not any(c.isdigit() for c in text):
+    tail = _tail(text, _MEASURE_TAIL_LINES)
+    if not _DIGIT.search(tail):
         return []
-    lines = [ln.strip() for ln in text.strip().splitlines()[-_MEASURE_TAIL_LINES:]]
+    lines = [ln.strip() for ln in tail.splitlines()]
     errors = set(found)
     out = [
         line
@@ -294,6 +295,21 @@ def measurements_in(text: str, found: Sequence[str] = ()) -> list[str]:
         and _MEASURE.search(line)
     ]
     return out[-MAX_MEASUREMENTS:]
+
+
+_DIGIT = re.compile(r"\d")
+
+
+def _tail(text: str, lines: int) -> str:
+    """The last ``lines`` lines of ``text`` (trailing blank lines aside), read from its end
+    only: an output's size does not matter."""
+    text = text.rstrip()
+    end = len(text)
+    for _ in range(lines):
+        end = text.rfind("\n", 0, end)
+        if end < 0:
+            return text
+    return text[end + 1 :]
 
 
 _PATHISH = re.compile(r"[\w-]+/[\w./-]+\.\w{1,6}\b|\bFile \"|^\s*at |\w+\.\w+\(")

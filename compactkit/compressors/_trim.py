@@ -52,13 +52,14 @@ LATER = "goal:later"
 said; under the goal in summaries written before): the user's words, but no rule."""
 
 TIERS: tuple[tuple[str, ...], ...] = (
-    ("files_read", "commands", SUPERSEDED, EXTRA),
-    ("decisions", "measurements"),
+    ("files_read", "commands", SUPERSEDED, EXTRA, "measurements"),
+    ("decisions",),
     ("identifiers", "errors", "files_modified", "state", "next_steps", LATER),
     ("goal", "constraints", "values"),
 )
-"""Drop order, first tier to last: files only read, commands, superseded values and unknown
-sections go first; then decisions; then identifiers, errors, files modified and where the work
+"""Drop order, first tier to last: files only read, commands, superseded values, unknown
+sections and measurements (in the tier, the pool holding the most tokens gives first: small
+measurements outlast the commands that made them) go first; then decisions; then identifiers, errors, files modified and where the work
 stands, and later user requests; the user's goal and constraints and the current values only
 when nothing else is left."""
 
@@ -68,7 +69,9 @@ before the last are trimmed (errors, identifiers, files modified included): whol
 longer vanish first. Measured on bench_digest_truth (files read at 40x: 0.05 -> 0.65,
 decisions 0.08 -> 0.64); the eval gates hold because pressure at ~12x is not heavy."""
 HEAVY = 2.3
-"""Pressure counted heavy: the bare facts need more than this many times the cap."""
+"""Pressure counted heavy: the bare facts need more than this many times the cap (2.3 since
+the measurements and dead-end decisions: at 2.0 their extra entries tipped eval-gate sessions
+at ~12x into heavy pressure, and errors were dropped for the floors)."""
 
 # Prose sections are clipped (they have no verbatim fact to keep); None: never shortened.
 _CLIP: dict[str, tuple[int, int] | None] = {
