@@ -260,6 +260,8 @@ class CompactPolicy:
             trigger, so that compaction does not fire again on the next turn.
         budget: The model's usable input budget; ``ratio_over`` and ratio targets need it.
         model: The model the policy is for (reported in the state it builds).
+        registry: Where ``model``'s profile is looked up for what a compaction costs (its
+            prices); ``None``: the process-wide registry. ``for_model`` keeps the one it got.
 
     Raises:
         ConfigError: a bad target, a target not below the trigger's thresholds, or a
@@ -271,6 +273,7 @@ class CompactPolicy:
     target: int | float
     budget: int | None = None
     model: str | None = None
+    registry: ProfileRegistry | None = field(default=None, repr=False, compare=False)
     _tally: ItemsTally = field(default_factory=ItemsTally, init=False, repr=False, compare=False)
     _overhead: OverheadCache = field(
         default_factory=OverheadCache, init=False, repr=False, compare=False
@@ -361,7 +364,7 @@ class CompactPolicy:
             lowest = min((threshold for threshold, _ in probe._thresholds()), default=None)
             if lowest is not None and target >= lowest:
                 target = max(1, lowest * 5 // 8)
-        return cls(chosen, target=target, budget=usable, model=model)
+        return cls(chosen, target=target, budget=usable, model=model, registry=registry)
 
     def target_tokens(self) -> int:
         """The target in tokens (a ratio target is resolved against ``budget``)."""

@@ -71,6 +71,7 @@ def _compaction_event(
         cost=compaction_cost(
             result if applied else _not_applied(result),
             model=request.model,
+            registry=policy.registry if policy is not None else None,
             cache_warm=warm,
             horizon=_horizon(policy, request, result, growth),
         ),

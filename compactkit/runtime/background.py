@@ -39,6 +39,7 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from compactkit.budget.profiles import ProfileRegistry
 from compactkit.compressors.base import CompressorLike
 from compactkit.compressors.function import as_memory_compressor
 from compactkit.errors import ConcurrencyError, ConfigError
@@ -403,7 +404,8 @@ class BackgroundCompaction:
             return []
         self.stats.applied += 1
         governor.record_compaction(memory)
-        return [governor.emit(event) for event in _applied(job, result, waited)]
+        registry = governor.policy.registry if governor.policy is not None else None
+        return [governor.emit(event) for event in _applied(job, result, waited, registry)]
 
     def _report(
         self,
@@ -562,7 +564,7 @@ def _discarded(
 
 
 def _applied(
-    job: Job, result: CompactResult, waited: float | None
+    job: Job, result: CompactResult, waited: float | None, registry: ProfileRegistry | None
 ) -> tuple[BackgroundCompactionEvent, CompactionEvent]:
     """The events of a background result applied: the background one, then the compaction
     (as a foreground compaction reports it)."""
@@ -587,6 +589,6 @@ def _applied(
         items_after=stats.items_after,
         error=result.error,
         result=result,
-        cost=compaction_cost(result, model=job.request.model),
+        cost=compaction_cost(result, model=job.request.model, registry=registry),
     )
     return done, compaction

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from compactkit.budget import Prices, counter_for, get_profile
+from compactkit.budget import Prices, ProfileRegistry, counter_for, get_profile
 from compactkit.compressors.preview import preview_compaction
 from compactkit.compressors.summary import SummaryCompressor
 from compactkit.compressors.summary.llm import OpenAIChatLLM
@@ -16,7 +16,8 @@ from compactkit.governance.cost import next_request_change
 from compactkit.items import FunctionCall, Message
 from compactkit.memory import InMemoryMemory
 from compactkit.runtime import Governor
-from compactkit.runtime.events import CompactionEvent, Event
+from compactkit.runtime.background import BackgroundCompaction
+from compactkit.runtime.events import BackgroundCompactionEvent, CompactionEvent, Event
 from compactkit.testing import FakeOpenAI, ScriptedLLM, http_error
 
 MODEL = "gpt-4o"
@@ -168,3 +169,45 @@ def test_cache_cold_fires_only_after_the_idle_time_and_composes() -> None:
 def test_cache_cold_needs_a_lifetime(after: object) -> None:
     with pytest.raises(ConfigError, match="cache_cold"):
         cache_cold(after=after)  # type: ignore[arg-type]
+
+
+def test_the_registry_given_to_the_governor_prices_its_compactions() -> None:
+    """A model priced only in the registry passed to ``Governor.for_model`` (not the
+    process-wide one) gets a cost, at those prices, in both foreground and background events."""
+    registry = ProfileRegistry.bundled()
+    base = get_profile(MODEL)
+    registry.register(
+        base.model_copy(
+            update={
+                "name": "acme-coder",
+                "prices": Prices(input=3.0, output=9.0, source="https://acme.example/pricing"),
+            }
+        )
+    )
+    for background in (None, "background"):
+        memory = InMemoryMemory()
+        fill(memory, 11 if background else 30)  # background: between its start and the trigger
+        seen: list[Event] = []
+        options: dict[str, object] = {"registry": registry, "on_event": seen.append}
+        options["budget"] = 12_000
+        governor = Governor.for_model("acme-coder", **options)  # type: ignore[arg-type]
+        if background:
+            assert governor.policy is not None
+            governor = Governor(
+                governor.projector,
+                policy=governor.policy,
+                on_event=seen.append,
+                background=BackgroundCompaction(soft=governor.policy.target_tokens() + 1),
+            )
+            governor.step(memory)
+            assert governor.background is not None and governor.background.join(memory)
+            governor.step(memory)
+            applied = [e for e in seen if isinstance(e, BackgroundCompactionEvent)]
+            assert [e.status for e in applied] == ["started", "applied"]
+        else:
+            governor.step(memory, force=True)
+        (event,) = [e for e in seen if isinstance(e, CompactionEvent) and e.applied]
+        assert event.cost is not None
+        assert event.cost.next_request_change is not None  # priced (None: no known prices)
+    with pytest.raises(ConfigError):
+        get_profile("acme-coder")  # the process-wide registry never heard of it
