@@ -284,3 +284,42 @@ def test_the_line_names_where_compaction_surely_fires() -> None:
         budget_visible=True,
     )
     assert both.step(memory).items[-1].text.endswith("compaction at 50%</context-status>")  # type: ignore[union-attr]
+
+
+def is_line(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return message["role"] == "user" and bool(
+        re.fullmatch(r"<context-status>.*</context-status>", str(content))
+    )
+
+
+def test_a_plain_message_list_sees_the_line_and_can_ask_for_a_compaction() -> None:
+    """``MessageCompactor`` (and ``compact_messages``) with a ``budget_visible`` governor: the
+    line ends what is sent, never the history; a request through the compactor's governor and
+    memory makes the next call compact."""
+    from compactkit.integrations import MessageCompactor, compact_messages
+
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a coding agent."}]
+    for n in range(12):
+        messages += [
+            {"role": "user", "content": f"Read part {n}."},
+            {"role": "assistant", "content": f"part {n}: " + "lorem ipsum dolor " * 40},
+        ]
+    governor = Governor.for_model("gpt-4o", budget=2_500, budget_visible=True)
+    compactor = MessageCompactor("gpt-4o", governor=governor)
+    turn = compactor(messages)
+    assert is_line(turn.send[-1])
+    assert not any(is_line(m) for m in turn.history)
+    assert len(turn.history) == len(messages)  # nothing compacted yet: under the trigger
+
+    answer = governor.request_compaction(compactor.governed_memory())
+    assert "compact" in answer.lower()
+    turn = compactor([*turn.history, {"role": "user", "content": "Now fix part 11."}])
+    assert turn.compaction is not None and turn.compaction.changed
+    assert len(turn.history) < len(messages)
+    assert turn.send[-2]["content"] == "Now fix part 11." and is_line(turn.send[-1])
+
+    stateless = compact_messages(
+        messages, model="gpt-4o", governor=Governor.for_model("gpt-4o", budget_visible=True)
+    )
+    assert is_line(stateless.send[-1])
