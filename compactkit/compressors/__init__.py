@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
         SectionKey,
         SectionSpec,
         SummaryDocument,
+        without_provenance,
         without_refs,
     )
     from compactkit.compressors.summary import (
@@ -75,6 +76,7 @@ _LAZY: dict[str, str] = {
     "SectionKey": "compactkit.compressors.sections",
     "SectionSpec": "compactkit.compressors.sections",
     "SummaryDocument": "compactkit.compressors.sections",
+    "without_provenance": "compactkit.compressors.sections",
     "without_refs": "compactkit.compressors.sections",
     "WindowedCompressor": "compactkit.compressors.window",
     "digest_items": "compactkit.compressors.digest",
@@ -130,5 +132,6 @@ __all__ = [
     "is_masked",
     "mask_output",
     "summary_prompt",
+    "without_provenance",
     "without_refs",
 ]

@@ -15,7 +15,9 @@ the entry came from; ``expand`` returns what the range names).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 __all__ = [
     "MAX_RANGES",
@@ -27,6 +29,7 @@ __all__ = [
     "split_refs",
     "strip_refs",
     "with_refs",
+    "without_provenance",
 ]
 
 MAX_RANGES = 2
@@ -81,8 +84,25 @@ def merge_spans(*groups: Iterable[tuple[int, int]]) -> Spans:
     return tuple(merged)
 
 
+_PROVENANCE: ContextVar[bool] = ContextVar("compactkit_provenance", default=True)
+
+
+@contextmanager
+def without_provenance() -> Iterator[None]:
+    """Compactions in this block write no references: for memories whose seqs are nobody's to
+    expand (a plain message list's mirror, numbered afresh by each new reader)."""
+    token = _PROVENANCE.set(False)
+    try:
+        yield
+    finally:
+        _PROVENANCE.reset(token)
+
+
 def spans_of(seqs: Iterable[int | None]) -> Spans:
-    """The ranges naming ``seqs`` (``None``, an item never stored, is left out)."""
+    """The ranges naming ``seqs`` (``None``, an item never stored, is left out); none inside
+    ``without_provenance``."""
+    if not _PROVENANCE.get():
+        return ()
     return merge_spans((s, s) for s in seqs if s is not None)
 
 

@@ -33,7 +33,7 @@ from typing import Literal, TypeAlias
 
 from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors import _entries, _trim
-from compactkit.compressors._refs import split_refs, strip_refs
+from compactkit.compressors._refs import split_refs, strip_refs, without_provenance
 
 __all__ = [
     "REFS_NOTE",
@@ -42,6 +42,7 @@ __all__ = [
     "SectionKey",
     "SectionSpec",
     "SummaryDocument",
+    "without_provenance",
     "without_refs",
 ]
 

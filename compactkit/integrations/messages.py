@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from compactkit.budget.profiles import ProfileRegistry
 from compactkit.compressors.base import CompressorLike
+from compactkit.compressors.sections import without_provenance
 from compactkit.errors import ConfigError
 from compactkit.governance.policy import CompactPolicy, TriggerLike
 from compactkit.governance.projector import ContextProjector, Projection, ProjectionReport
@@ -223,9 +224,15 @@ class MessageCompactor:
         """
         with self._lock:
             prepared = self._prepare(messages, tools, instructions, system)
-            step = self.governor.step(
-                self._memory, instructions=prepared.instructions, tools=prepared.tools, usage=usage
-            )
+            # The mirror's seqs are nobody's to expand, and a new reader of the returned list
+            # numbers it afresh: summaries of plain lists carry no references.
+            with without_provenance():
+                step = self.governor.step(
+                    self._memory,
+                    instructions=prepared.instructions,
+                    tools=prepared.tools,
+                    usage=usage,
+                )
             return self._finish(messages, prepared, step)
 
     async def acall(
@@ -240,9 +247,10 @@ class MessageCompactor:
         """``__call__`` for async code: an async compressor is awaited, and counting and a sync
         compressor run off the event loop (``Governor.astep``)."""
         prepared = self._prepare(messages, tools, instructions, system)
-        step = await self.governor.astep(
-            self._memory, instructions=prepared.instructions, tools=prepared.tools, usage=usage
-        )
+        with without_provenance():  # (see ``__call__``)
+            step = await self.governor.astep(
+                self._memory, instructions=prepared.instructions, tools=prepared.tools, usage=usage
+            )
         return self._finish(messages, prepared, step)
 
     def preview(

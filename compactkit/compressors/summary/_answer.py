@@ -150,7 +150,7 @@ def within_items(doc: SummaryDocument, items: Sequence[Item]) -> SummaryDocument
 
     def checked(entry: str) -> str:
         text, spans = split_refs(entry)
-        kept = tuple((a, b) for a, b in spans if a in seqs and b in seqs)
+        kept = tuple((a, b) for a, b in spans if a in seqs and b in seqs) if whole else ()
         return with_refs(text, kept or whole)
 
     return replace(
