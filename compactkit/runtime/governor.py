@@ -382,7 +382,17 @@ class Governor:
         or under the target, or the last compaction could not reach the target and the
         context has not grown enough since (``CompactPolicy.rearm_tokens``). One request runs
         at most one compaction.
+
+        Raises:
+            ConfigError: ``memory`` is not a memory (for a ``MessageCompactor``, pass
+                ``compactor.governed_memory()``).
         """
+        if not isinstance(memory, AgentMemory):
+            raise ConfigError(
+                f"request_compaction takes the memory this governor steps, got "
+                f"{type(memory).__name__}; for a MessageCompactor pass "
+                "compactor.governed_memory() (called)"
+            )
         track = self._track(memory)
         with self._lock:
             answer = answer_request(

@@ -312,6 +312,8 @@ def test_a_plain_message_list_sees_the_line_and_can_ask_for_a_compaction() -> No
     assert not any(is_line(m) for m in turn.history)
     assert len(turn.history) == len(messages)  # nothing compacted yet: under the trigger
 
+    with pytest.raises(ConfigError, match=r"governed_memory\(\) \(called\)"):
+        governor.request_compaction(compactor.governed_memory)  # type: ignore[arg-type]
     answer = governor.request_compaction(compactor.governed_memory())
     assert "compact" in answer.lower()
     turn = compactor([*turn.history, {"role": "user", "content": "Now fix part 11."}])
