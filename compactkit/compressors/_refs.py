@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from functools import lru_cache
 
 __all__ = [
     "MAX_RANGES",
@@ -46,6 +47,15 @@ def split_refs(entry: str) -> tuple[str, Spans]:
     """``(text, spans)``: an entry without its trailing references, and the ranges they name."""
     if not entry.endswith("]"):
         return entry, ()
+    return _split_refs(entry)
+
+
+@lru_cache(maxsize=1 << 15)
+def _split_refs(entry: str) -> tuple[str, Spans]:
+    # Remembered by text (a pure function of an immutable string): trimming and merging read
+    # the same entries' references many times per compaction — about 450 calls per compaction
+    # in a long governed session, 25% of the governed step's time before this cache. Bounded:
+    # 32k entries.
     found = _SUFFIX.search(entry)
     if found is None:
         return entry, ()

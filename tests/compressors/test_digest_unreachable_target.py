@@ -10,6 +10,8 @@ from compactkit.budget.tokens import TiktokenCounter
 from compactkit.compressors import DigestCompressor
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
 from compactkit.items.snapshot import MemorySnapshot
+from compactkit.memory import InMemoryMemory
+from compactkit.runtime import Governor
 
 COUNTER = TiktokenCounter("o200k_base")
 TASK = "Summarize the quarterly report part by part. Never quote customer names (RULE-0A)."
@@ -69,3 +71,24 @@ def test_a_folded_goal_and_rule_always_reach_the_model(
     result = DigestCompressor(target_tokens=target, counter=COUNTER).compress(snapshot)
     sent = "\n".join(str(i.text) for i in result.snapshot.render_items() if hasattr(i, "text"))
     assert "RULE-0A" in sent, (rounds, newest_lines, target)
+
+
+def test_goals_and_rules_that_outgrow_the_summary_ceiling_never_break_the_budget() -> None:
+    """Goals and rules are kept whole only within the summary's own ceiling: a long session
+    gives a new task every turn, and kept whole they would outgrow any budget (the projection
+    never cuts a summary: on the first version of the fix, every request failed with a
+    ``BudgetError`` from turn 174 on at a 3,000-token budget)."""
+    budget = 3_000
+    governor = Governor.for_model("gpt-4o", budget=budget)
+    memory = InMemoryMemory()
+    for n in range(200):
+        ask = f"Task {n}: fix module m{n % 37}.py, keep the API stable."
+        memory.add_user_input(ask)
+        call = FunctionCall(call_id=f"c{n}", name="read_file", arguments=f'{{"n": {n}}}')
+        memory.add_output_items([call])
+        memory.add_tool_output(f"c{n}", "\n".join(f"line {i}: v = compute({i})" for i in range(20)))
+        memory.add_output_items([Message(role="assistant", content=f"Done with task {n}.")])
+        step = governor.step(memory, instructions="You are a coding agent.")
+        assert step.projection.tokens <= budget
+        sent = [i.text for i in step.projection.items if isinstance(i, Message)]
+        assert ask in sent  # the newest task is sent verbatim

@@ -315,6 +315,13 @@ class DigestCompressor:
         keep = USER_WORDS if self.summary_cap_tokens is None else frozenset()
         trimmed = merged if merged_tokens <= cap else merged.trim_to(cap, counter, keep=keep)
         summary = trimmed.render()
+        if keep and trimmed is not merged and summary_tokens(summary, counter) > self.cap:
+            # ...but within the summary's own ceiling: a long session's goals and rules alone
+            # can outgrow it, and kept whole they would outgrow any budget (the projection
+            # never cuts a summary). Then they are trimmed like the rest, newest kept.
+            keep = frozenset()
+            trimmed = merged.trim_to(cap, counter)
+            summary = trimmed.render()
         # The request is the kept items, the summary message and the overhead: the kept part is
         # counted once, each trim recounts only the summary.
         counted = split.kept_tokens
