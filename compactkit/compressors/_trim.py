@@ -6,8 +6,9 @@ the real text is counted again only to confirm the result (a few times at most),
 
 The order (see ``TIERS``): every entry's context is shortened first (the fact itself stays
 verbatim: a path, an error line, a command, an identifier); then every entry loses its context
-altogether (its status stays: resolved, created, deleted); only then, tier by tier, entries are
-dropped — oldest first, from the section of the tier holding the most tokens. Under heavy
+altogether (its status stays: resolved, created, deleted); then its provenance references (a
+fact is worth more than the way back to its items, which ``recall`` still finds); only then,
+tier by tier, entries are dropped — oldest first, from the section of the tier holding the most tokens. Under heavy
 pressure (the bare facts need more than ``HEAVY`` times the cap) files read and decisions keep
 their newest ``FLOORS`` share while every tier but the last is trimmed, so they shrink instead
 of vanishing first; the floors go after that, in tier order, and the goal, constraints and
@@ -293,9 +294,16 @@ def _steps(state: _State, budget: int, keep: frozenset[str]) -> Iterator[None]:
                 if entry is not None and (fact := bare(pool, entry)) != entry:
                     state.replace(section, index, fact)
                     yield
-    # 3. entries dropped, tier by tier, each pool down to its floor (its newest entries: a
+    for tier in tier_pools:  # 3. the references go (``expand``/``recall`` still reach the items)
+        for pool in tier:
+            for section, index in pools[pool]:
+                entry = state.entries[section][index]
+                if entry is not None and (fact := strip_refs(entry)) != entry:
+                    state.replace(section, index, fact)
+                    yield
+    # 4. entries dropped, tier by tier, each pool down to its floor (its newest entries: a
     # class keeps its most recent facts while a later tier still has entries to give); then
-    # 4. the floors, tier by tier.
+    # 5. the floors, tier by tier.
     heavy = state.total > budget * HEAVY
     tier_pools = [[p for p in tier if p not in keep] for tier in tier_pools]
     floors = {p: _floor(p, len(pools[p])) if heavy else 0 for tier in tier_pools for p in tier}

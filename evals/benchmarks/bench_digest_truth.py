@@ -43,12 +43,14 @@ from compactkit.formats.transcript import parse_transcript
 RATIOS = (5, 10, 20, 40)
 TARGETS = {10: 0.95, 20: 0.85, 40: 0.60}
 _PREFIX = re.compile(r"^(?:Later: |\((?:system|developer|user)\) )")
+_REFS = re.compile(r" *\[#[0-9#,\s\u2013-]+\]$")  # an entry's provenance references
 _NOTE = re.compile(r" \((?:current|superseded)[^)]*\)$|\s*[—-] (?:from|resolved).*$")
 
 
 def _plain(entry: str) -> str:
-    """An entry's words as the transcript would hold them: no label, no clip mark, no backticks."""
-    text = _PREFIX.sub("", entry).replace("`", "")
+    """An entry's words as the transcript would hold them: no label, no references, no clip
+    mark, no backticks."""
+    text = _PREFIX.sub("", _REFS.sub("", entry)).replace("`", "")
     return text.removesuffix("…").removesuffix("...").strip()
 
 

@@ -195,3 +195,25 @@ def test_merged_ranges_are_few_sorted_and_cover_every_seq(spans: list[tuple[int,
     for a, b in ranges:
         assert any(x <= a and b <= y for x, y in merged)
     assert merge_spans(merged) == merged and merge_spans(reversed(ranges)) == merged
+
+
+def test_trimming_drops_references_before_any_fact() -> None:
+    """Under pressure a fact is worth more than the way back to its items: when the bare facts
+    fit only without their references, every fact stays and the references go."""
+    from compactkit.budget.tokens import TiktokenCounter
+    from compactkit.compressors import SummaryDocument
+
+    counter = TiktokenCounter("o200k_base")
+    files = [f"`src/pkg/module_{n}.py` — modified [#{10 * n}–{10 * n + 4}]" for n in range(30)]
+    errors = [f"`KeyError: 'field_{n}'` in `src/pkg/module_{n}.py`" for n in range(10)]
+    doc = SummaryDocument.of(
+        files_modified=files, errors=[f"{e} [#{n}]" for n, e in enumerate(errors, 1)]
+    )
+    bare = SummaryDocument.of(files_modified=[f.split(" [#")[0] for f in files], errors=errors)
+    cap = counter.count_text(bare.render()) + 5
+    trimmed = doc.trim_to(cap, counter)
+    text = trimmed.render()
+    assert counter.count_text(text) <= cap
+    for n in range(30):
+        assert f"src/pkg/module_{n}.py" in text  # no fact dropped
+    assert text.count("[#") < doc.render().count("[#")  # references went instead
