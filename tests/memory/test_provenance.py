@@ -204,7 +204,7 @@ def test_trimming_drops_references_before_any_fact() -> None:
     from compactkit.compressors import SummaryDocument
 
     counter = TiktokenCounter("o200k_base")
-    files = [f"`src/pkg/module_{n}.py` — modified [#{10 * n}–{10 * n + 4}]" for n in range(30)]
+    files = [f"`src/pkg/module_{n}.py` — modified [#{10 * n}\u2013{10 * n + 4}]" for n in range(30)]
     errors = [f"`KeyError: 'field_{n}'` in `src/pkg/module_{n}.py`" for n in range(10)]
     doc = SummaryDocument.of(
         files_modified=files, errors=[f"{e} [#{n}]" for n, e in enumerate(errors, 1)]
