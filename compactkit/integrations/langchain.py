@@ -57,6 +57,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES  # noqa: E402
 from compactkit.budget import TokenCounter  # noqa: E402
 from compactkit.budget.profiles import ProfileRegistry, default_registry  # noqa: E402
 from compactkit.compressors.base import CompressorLike  # noqa: E402
+from compactkit.compressors.sections import without_provenance  # noqa: E402
 from compactkit.compressors.summary import SummaryCompressor  # noqa: E402
 from compactkit.compressors.summary.llm import ChatMessage  # noqa: E402
 from compactkit.errors import ConfigError  # noqa: E402
@@ -220,7 +221,10 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> ModelResponse | AIMessage:
         """Call the model with the projected messages; the state keeps all of them."""
         mirror, snapshot, instructions, tools = self._prepare(request)
-        step = self.governors.projecting.step(mirror.memory, instructions=instructions, tools=tools)
+        with without_provenance():  # a mirror: no references (docs/recall.md)
+            step = self.governors.projecting.step(
+                mirror.memory, instructions=instructions, tools=tools
+            )
         projected = self._projected(mirror, snapshot, step, instructions)
         response = handler(request.override(messages=self._cleared(projected, step)))
         self._observe(response, step.projection)
@@ -233,9 +237,10 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> ModelResponse | AIMessage:
         """``wrap_model_call`` for ``ainvoke``/``astream`` (counting runs off the event loop)."""
         mirror, snapshot, instructions, tools = await asyncio.to_thread(self._prepare, request)
-        step = await self.governors.projecting.astep(
-            mirror.memory, instructions=instructions, tools=tools
-        )
+        with without_provenance():  # a mirror: no references (docs/recall.md)
+            step = await self.governors.projecting.astep(
+                mirror.memory, instructions=instructions, tools=tools
+            )
         projected = self._projected(mirror, snapshot, step, instructions)
         response = await handler(request.override(messages=self._cleared(projected, step)))
         self._observe(response, step.projection)
@@ -250,7 +255,8 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return None
         mirror, usage = self._sync_state(state, runtime)
         instructions, tools = _last_call(mirror)
-        step = governor.step(mirror.memory, instructions=instructions, tools=tools, usage=usage)
+        with without_provenance():  # a mirror: no references (docs/recall.md)
+            step = governor.step(mirror.memory, instructions=instructions, tools=tools, usage=usage)
         return self._state_update(mirror, step)
 
     async def abefore_model(self, state: AgentState[Any], runtime: Any) -> dict[str, Any] | None:
@@ -260,9 +266,10 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return None
         mirror, usage = await asyncio.to_thread(self._sync_state, state, runtime)
         instructions, tools = _last_call(mirror)
-        step = await governor.astep(
-            mirror.memory, instructions=instructions, tools=tools, usage=usage
-        )
+        with without_provenance():  # a mirror: no references (docs/recall.md)
+            step = await governor.astep(
+                mirror.memory, instructions=instructions, tools=tools, usage=usage
+            )
         return self._state_update(mirror, step)
 
     # -- helpers -------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from compactkit.compressors.sections import without_provenance
 from compactkit.integrations._extras import require
 
 require("pydantic_ai", extra="pydantic-ai", integration="compactkit.integrations.pydantic_ai")
@@ -155,16 +156,18 @@ class CompactkitHistory:
         pydantic-ai makes it the history."""
         self._check_processor()
         mirror, governor, instructions = self._begin(messages, None, None)
-        step = governor.step(mirror.memory, instructions=instructions, usage=_usage(messages))
+        with without_provenance():  # a mirror: no references (docs/recall.md)
+            step = governor.step(mirror.memory, instructions=instructions, usage=_usage(messages))
         return self._finish(mirror, step, instructions)[0]
 
     async def aprocess(self, messages: list[ModelMessage]) -> list[ModelMessage]:
         """An async history processor: ``ProcessHistory(history.aprocess)``."""
         self._check_processor()
         mirror, governor, instructions = await asyncio.to_thread(self._begin, messages, None, None)
-        step = await governor.astep(
-            mirror.memory, instructions=instructions, usage=_usage(messages)
-        )
+        with without_provenance():  # a mirror: no references (docs/recall.md)
+            step = await governor.astep(
+                mirror.memory, instructions=instructions, usage=_usage(messages)
+            )
         return self._finish(mirror, step, instructions)[0]
 
     async def govern(
@@ -180,9 +183,10 @@ class CompactkitHistory:
             self._begin, messages, key, parameters
         )
         tools = self._tool_schemas(parameters)
-        step = await governor.astep(
-            mirror.memory, instructions=instructions, tools=tools, usage=_usage(messages)
-        )
+        with without_provenance():  # a mirror: no references (docs/recall.md)
+            step = await governor.astep(
+                mirror.memory, instructions=instructions, tools=tools, usage=_usage(messages)
+            )
         prompt, history = self._finish(mirror, step, instructions)
         compacted = step.compacted and self.mode == "compact"
         return prompt, history if compacted else None, step.projection

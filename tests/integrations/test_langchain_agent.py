@@ -214,6 +214,8 @@ def test_compact_mode_writes_a_marked_summary_into_the_state(asynchronous: bool)
     assert len(final) < 2 + 2 * CALLS_PER_QUESTION * len(QUESTIONS)  # the state was compacted
     # The digest keeps the exact file names the folded tool calls read.
     assert "src/module_1.py" in summary.text
+    # ...with no provenance references: the mirror's seqs are renumbered by the next reader
+    assert "[#" not in summary.text and "expand(" not in summary.text
     # The summary is sent to the model as user-side context, never as the system prompt.
     last = server.requests[-1]["messages"]
     assert last[1]["role"] == "user" and "src/module_1.py" in last[1]["content"]
