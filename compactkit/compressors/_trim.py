@@ -280,27 +280,9 @@ def _steps(state: _State, budget: int, keep: frozenset[str]) -> Iterator[None]:
     The pools in ``keep`` are shortened like the others but never dropped."""
     pools = state.pools
     tier_pools = [[p for p in tier if p in pools] for tier in TIERS]
-    for tier in tier_pools:  # 1. context shortened, everywhere
-        for pool in tier:
-            for section, index in pools[pool]:
-                entry = state.entries[section][index]
-                if entry is not None and (short := shorten(pool, entry)) != entry:
-                    state.replace(section, index, short)
-                    yield
-    for tier in tier_pools:  # 2. every fact alone, without context, before any fact goes
-        for pool in tier:
-            for section, index in pools[pool]:
-                entry = state.entries[section][index]
-                if entry is not None and (fact := bare(pool, entry)) != entry:
-                    state.replace(section, index, fact)
-                    yield
-    for tier in tier_pools:  # 3. the references go (``expand``/``recall`` still reach the items)
-        for pool in tier:
-            for section, index in pools[pool]:
-                entry = state.entries[section][index]
-                if entry is not None and (fact := strip_refs(entry)) != entry:
-                    state.replace(section, index, fact)
-                    yield
+    yield from _rewrite(state, tier_pools, shorten)  # 1. context shortened, everywhere
+    yield from _rewrite(state, tier_pools, bare)  # 2. every fact alone, before any fact goes
+    yield from _rewrite(state, tier_pools, _no_refs)  # 3. the references (recall still finds)
     # 4. entries dropped, tier by tier, each pool down to its floor (its newest entries: a
     # class keeps its most recent facts while a later tier still has entries to give); then
     # 5. the floors, tier by tier.
@@ -313,6 +295,23 @@ def _steps(state: _State, budget: int, keep: frozenset[str]) -> Iterator[None]:
             yield from _drop_tier(state, tier, queues, floors)
     for tier in tier_pools:
         yield from _drop_tier(state, tier, queues, None)
+
+
+def _rewrite(
+    state: _State, tier_pools: list[list[str]], change: Callable[[str, str], str]
+) -> Iterator[None]:
+    """Rewrite entries one at a time with ``change(pool, entry)``, tier by tier."""
+    for tier in tier_pools:
+        for pool in tier:
+            for section, index in state.pools[pool]:
+                entry = state.entries[section][index]
+                if entry is not None and (changed := change(pool, entry)) != entry:
+                    state.replace(section, index, changed)
+                    yield
+
+
+def _no_refs(pool: str, entry: str) -> str:
+    return strip_refs(entry)
 
 
 def _floor(pool: str, entries: int) -> int:
