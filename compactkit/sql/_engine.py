@@ -21,7 +21,9 @@ SQLite the hooks above are installed on it.
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -151,9 +153,32 @@ def _prepare_sqlite(dbapi: Any, record: dict[Any, Any]) -> None:
     """Once per pooled connection: autocommit driver (we issue BEGIN), WAL, busy timeout."""
     if not record.get("compactkit_ready"):
         dbapi.isolation_level = None  # we issue BEGIN ourselves
-        for pragma in ("journal_mode=WAL", f"busy_timeout={BUSY_TIMEOUT_MS}", "foreign_keys=ON"):
-            dbapi.execute(f"PRAGMA {pragma}")
+        dbapi.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        _switch_to_wal(dbapi)
+        dbapi.execute("PRAGMA foreign_keys=ON")
         record["compactkit_ready"] = True
+
+
+def _switch_to_wal(dbapi: Any, timeout_s: float = BUSY_TIMEOUT_MS / 1000) -> None:
+    """``PRAGMA journal_mode=WAL``, retried while the file is locked.
+
+    Switching a new file to WAL takes an exclusive lock, and SQLite answers "database is
+    locked" at once, without waiting in the busy handler, when waiting could deadlock (another
+    process opening the same new file holds a write lock and waits for this one's read lock).
+    Workers started together on a fresh file hit this (a test with two processes did, once in a
+    CI run); retrying is safe: the pragma changes nothing once either of them has switched.
+    """
+    deadline = time.monotonic() + timeout_s
+    pause = 0.005
+    while True:
+        try:
+            dbapi.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.2)
 
 
 class Cursor(Protocol):
