@@ -8,6 +8,8 @@ on every step while the context keeps growing."""
 
 from __future__ import annotations
 
+import asyncio
+
 from compactkit.compressors import MemoryCompressor
 from compactkit.errors import ConfigError
 from compactkit.governance.cost import Horizon, compaction_cost
@@ -22,6 +24,21 @@ from compactkit.runtime.events import (
 def _safe_compress(compressor: MemoryCompressor, snapshot: MemorySnapshot) -> CompactResult:
     try:
         return compressor.compress(snapshot)
+    except ConfigError:
+        raise  # the user's to fix: see the module docstring
+    except Exception as exc:  # a compressor breaking its contract must not lose the memory
+        return _failed(compressor, snapshot, exc)
+
+
+async def _safe_acompress(compressor: MemoryCompressor, snapshot: MemorySnapshot) -> CompactResult:
+    """``_safe_compress`` for async code: the compressor's ``acompress`` when it has one, else
+    ``compress`` in a worker thread."""
+    acompress = getattr(compressor, "acompress", None)
+    try:
+        if callable(acompress):
+            result: CompactResult = await acompress(snapshot)
+            return result
+        return await asyncio.to_thread(compressor.compress, snapshot)
     except ConfigError:
         raise  # the user's to fix: see the module docstring
     except Exception as exc:  # a compressor breaking its contract must not lose the memory

@@ -15,12 +15,11 @@ import time
 from collections.abc import Callable
 
 from compactkit.compressors.base import MemoryCompressor
-from compactkit.errors import ConfigError
 from compactkit.governance.policy import CompactPolicy, Trigger, ratio_over, tokens_over, usage_over
 from compactkit.items.snapshot import CompactResult, MemorySnapshot
 from compactkit.memory.base import AgentMemory
 from compactkit.memory.lease import CompactionHold, hold_compaction
-from compactkit.runtime._compaction import _failed
+from compactkit.runtime._compaction import _safe_acompress
 from compactkit.runtime.events import CompactionRequest, Event
 
 __all__ = [
@@ -28,7 +27,6 @@ __all__ = [
     "Job",
     "LeasedCompressor",
     "Slot",
-    "acompress",
     "in_thread",
     "token_thresholds",
 ]
@@ -114,7 +112,7 @@ class LeasedCompressor:
         return self.compressor.compress(self._take(snapshot))
 
     async def acompress(self, snapshot: MemorySnapshot) -> CompactResult:
-        return await acompress(self.compressor, await asyncio.to_thread(self._take, snapshot))
+        return await _safe_acompress(self.compressor, await asyncio.to_thread(self._take, snapshot))
 
 
 class Slot:
@@ -190,16 +188,3 @@ def in_thread(
 
     _WORKERS.submit(run)
     return future
-
-
-async def acompress(compressor: MemoryCompressor, snapshot: MemorySnapshot) -> CompactResult:
-    acompress = getattr(compressor, "acompress", None)
-    try:
-        if callable(acompress):
-            result: CompactResult = await acompress(snapshot)
-            return result
-        return await asyncio.to_thread(compressor.compress, snapshot)
-    except ConfigError:
-        raise  # the user's to fix (see runtime._compaction)
-    except Exception as exc:
-        return _failed(compressor, snapshot, exc)

@@ -48,13 +48,12 @@ from compactkit.governance.policy import CompactPolicy
 from compactkit.items import Tool
 from compactkit.items.snapshot import CompactResult
 from compactkit.memory.base import AgentMemory
-from compactkit.runtime._compaction import _safe_compress
+from compactkit.runtime._compaction import _safe_acompress, _safe_compress
 from compactkit.runtime._jobs import (
     CompactionBusy,
     Job,
     LeasedCompressor,
     Slot,
-    acompress,
     in_thread,
     token_thresholds,
 )
@@ -301,7 +300,7 @@ class BackgroundCompaction:
             if plan.request is not None:
                 compressor = governor.compressor_for(plan, instructions=instructions, tools=tools)
                 assert compressor is not None
-                result = await acompress(compressor, plan.snapshot)
+                result = await _safe_acompress(compressor, plan.snapshot)
             plan.events[:0] = events
             step = await asyncio.to_thread(parts.finish, governor, memory, plan, result)
         finally:

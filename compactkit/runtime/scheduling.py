@@ -21,14 +21,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from compactkit.compressors.base import MemoryCompressor
-from compactkit.errors import ConfigError
 from compactkit.governance.policy import CompactPolicy, PolicyState
 from compactkit.governance.projector import Projection
 from compactkit.items import Item, Message, Tool
 from compactkit.items.snapshot import CompactResult, MemorySnapshot
 from compactkit.memory.base import AgentMemory
 from compactkit.memory.lease import CompactionHold, hold_compaction
-from compactkit.runtime._compaction import _failed, _safe_compress
+from compactkit.runtime._compaction import _safe_acompress, _safe_compress
 from compactkit.runtime.events import (
     CompactionEvent,
     CompactionRequest,
@@ -255,16 +254,7 @@ class ForegroundCompaction:
             if plan.request is not None:
                 compressor = governor.compressor_for(plan, instructions=instructions, tools=tools)
                 assert compressor is not None
-                acompress = getattr(compressor, "acompress", None)
-                if callable(acompress):
-                    try:
-                        result = await acompress(plan.snapshot)
-                    except ConfigError:
-                        raise  # the user's to fix (see runtime._compaction)
-                    except Exception as exc:  # a compressor breaking its contract loses nothing
-                        result = _failed(compressor, plan.snapshot, exc)
-                else:
-                    result = await asyncio.to_thread(_safe_compress, compressor, plan.snapshot)
+                result = await _safe_acompress(compressor, plan.snapshot)
             return await asyncio.to_thread(
                 lambda: governor.finish(
                     memory, plan, result, instructions=instructions, tools=tools
