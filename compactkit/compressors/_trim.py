@@ -18,6 +18,7 @@ count is rendered in the trimming note ("…; not listed: 12 files read, 3 comma
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any, Protocol, TypeVar
@@ -189,6 +190,7 @@ class _State:
         counter: TokenCounter,
         headings: Mapping[str, str],
         label: tuple[str, frozenset[str]],
+        total: int,
     ) -> None:
         self.counter = counter
         self.doc = doc
@@ -206,7 +208,7 @@ class _State:
             self._add(f"extra:{heading}", values, lambda _entry: EXTRA)
         self.live = {name: len(values) for name, values in self.entries.items()}
         self.quoted = sum(n for name, n in self.live.items() if self._quotes(name))
-        self.total = counter.count_text(doc.render())
+        self.total = total  # the tokens of ``doc.render()``
 
     def _add(self, section: str, values: tuple[str, ...], pool_of: Callable[[str], str]) -> None:
         self.entries[section] = list(values)
@@ -354,15 +356,21 @@ def fit(
     label: tuple[str, frozenset[str]],
     *,
     keep: frozenset[str] = frozenset(),
+    measure: Callable[[Doc], int] | None = None,
 ) -> Doc:
     """``doc`` within ``cap_tokens`` of rendered text (see the module docstring); ``doc`` itself
     when it fits already. When even the title does not fit, every entry is dropped but those
     of the pools in ``keep`` (the result is then over the cap). ``headings`` maps section keys
     to their rendered headings; ``label`` is the quoted-data line and the sections whose
-    entries make it appear."""
-    if text_tokens(doc.render(), counter) <= cap_tokens:  # mostly counted while it grew
+    entries make it appear. ``measure(d)`` is ``text_tokens(d.render(), counter)`` (a caller
+    that sizes documents incrementally passes its own: the same counts, without rendering and
+    splitting the whole text on every check)."""
+    if measure is None:
+        measure = functools.partial(_rendered_tokens, counter=counter)
+    tokens = measure(doc)
+    if tokens <= cap_tokens:  # mostly counted while it grew
         return doc
-    state = _State(doc, counter, headings, label)
+    state = _State(doc, counter, headings, label, tokens)
     steps = _steps(state, cap_tokens, keep)
     budget = cap_tokens
     for _attempt in range(6):
@@ -370,7 +378,7 @@ def fit(
             if state.total <= budget:
                 break
         result: Doc = state.build()
-        real = counter.count_text(result.render())
+        real = measure(result)
         if real <= cap_tokens:
             return result
         budget -= real - cap_tokens + 4  # the estimate drifted: aim lower and go on
@@ -381,9 +389,13 @@ def fit(
     for _ in steps:
         pass
     result = state.build()
-    if counter.count_text(result.render()) > cap_tokens:
+    if measure(result) > cap_tokens:
         result = replace(result, omitted={})  # type: ignore[type-var,unused-ignore]
     return result
+
+
+def _rendered_tokens(doc: _Document, counter: TokenCounter) -> int:
+    return text_tokens(doc.render(), counter)
 
 
 def count_by_section(doc: _Document) -> Mapping[str, int]:

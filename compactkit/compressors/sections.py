@@ -27,7 +27,7 @@ under "Notes". Merge rules per section are listed on ``SummaryDocument.merge``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
@@ -462,7 +462,12 @@ class SummaryDocument:
         )
 
     def trim_to(
-        self, cap_tokens: int, counter: TokenCounter, *, keep: frozenset[str] = frozenset()
+        self,
+        cap_tokens: int,
+        counter: TokenCounter,
+        *,
+        keep: frozenset[str] = frozenset(),
+        measure: Callable[[SummaryDocument], int] | None = None,
     ) -> SummaryDocument:
         """The document within ``cap_tokens`` of rendered text, in linear time.
 
@@ -478,8 +483,11 @@ class SummaryDocument:
 
         ``keep`` names trimming pools (``"goal"``, ``"constraints"``) whose entries are never
         dropped: when the cap cannot hold them, the result is over the cap with them whole.
+        ``measure(doc)``, when given, is the tokens of ``doc.render()`` under ``counter`` (a
+        caller that sizes summaries incrementally passes its sizer); the result is the same.
         """
-        return _trim.fit(self, cap_tokens, counter, _HEADINGS, (QUOTED_NOTE, _QUOTING), keep=keep)
+        label = (QUOTED_NOTE, _QUOTING)
+        return _trim.fit(self, cap_tokens, counter, _HEADINGS, label, keep=keep, measure=measure)
 
 
 def _fold_reads(sections: dict[SectionKey, tuple[str, ...]]) -> dict[SectionKey, tuple[str, ...]]:

@@ -224,7 +224,7 @@ class DigestCompressor:
         # A value the verbatim tail sets anew is superseded in the summary, never "current".
         superseded = values_in(kept[layout.lead :], merged)
         merged = merged if superseded.is_empty else merged.merge(superseded)
-        fitted = self._fit(merged, kept, split, needs.tokens(merged))
+        fitted = self._fit(merged, kept, split, needs.tokens)
         after = snapshot.model_copy(update={"items": tuple(kept), "summary": fitted.summary})
         if fitted.doc is not merged:  # must-keep facts the cap left out (the tail's newer
             # values supersede the span's own: those are no longer current, hence not must-keep)
@@ -302,10 +302,15 @@ class DigestCompressor:
         return Split(layout.cut(self._keeper(layout)), self.cap, 0, {})
 
     def _fit(
-        self, merged: SummaryDocument, kept: list[Item], split: Split, merged_tokens: int
+        self,
+        merged: SummaryDocument,
+        kept: list[Item],
+        split: Split,
+        size: Callable[[SummaryDocument], int],
     ) -> _Fitted:
         """``merged`` trimmed to the cap, then by what the whole request is still over the
-        target (``merged_tokens``: its size, already counted)."""
+        target (``size(doc)``: the tokens of ``doc.render()``, counted incrementally)."""
+        merged_tokens = size(merged)
         counter, target, cap = self.counter, self.target_tokens, split.cap
         if target is not None and (self._explicit_keep or not self.mask_tail):
             rest = sum(counter.count_item(i) for i in kept) + counter.count_overhead(self.tools)
@@ -313,14 +318,18 @@ class DigestCompressor:
         # The target is a wish, the budget the law: the user's goal and rules are never dropped
         # to meet a target (an explicit summary cap is the user's own word, and holds).
         keep = USER_WORDS if self.summary_cap_tokens is None else frozenset()
-        trimmed = merged if merged_tokens <= cap else merged.trim_to(cap, counter, keep=keep)
+        trimmed = (
+            merged
+            if merged_tokens <= cap
+            else merged.trim_to(cap, counter, keep=keep, measure=size)
+        )
         summary = trimmed.render()
         if keep and trimmed is not merged and summary_tokens(summary, counter) > self.cap:
             # ...but within the summary's own ceiling: a long session's goals and rules alone
             # can outgrow it, and kept whole they would outgrow any budget (the projection
             # never cuts a summary). Then they are trimmed like the rest, newest kept.
             keep = frozenset()
-            trimmed = merged.trim_to(cap, counter)
+            trimmed = merged.trim_to(cap, counter, measure=size)
             summary = trimmed.render()
         # The request is the kept items, the summary message and the overhead: the kept part is
         # counted once, each trim recounts only the summary.
@@ -332,8 +341,8 @@ class DigestCompressor:
         for _attempt in range(4):  # exact: re-trim by what the whole request is still over
             if target is None or after_tokens <= target or trimmed.is_empty:
                 break
-            cap = max(1, counter.count_text(trimmed.render()) - (after_tokens - target))
-            retrimmed = merged.trim_to(cap, counter, keep=keep)
+            cap = max(1, size(trimmed) - (after_tokens - target))
+            retrimmed = merged.trim_to(cap, counter, keep=keep, measure=size)
             if retrimmed == trimmed:  # only what it keeps is left: over the target
                 break
             trimmed, summary = retrimmed, retrimmed.render()
