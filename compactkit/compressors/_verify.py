@@ -124,11 +124,46 @@ def folded_text(
             every.append(f"{item.name} {item.arguments}")
         elif everything and isinstance(item, FunctionCallOutput):
             every.append(item.text)
+    kept: list[str] = []  # the previous summary's goal and constraints
     if previous is not None and not previous.is_empty:
-        authored += [_plain(e) for key in ("goal", "constraints") for e in previous.entries(key)]
+        kept = [_plain(e) for key in ("goal", "constraints") for e in previous.entries(key)]
         if everything:
             every.append(previous.render())
-    return _lines("\n".join(authored)), _norm("\n".join(every)) if everything else ""
+    return _authored_lines(authored, kept), _norm("\n".join(every)) if everything else ""
+
+
+def _authored_lines(span: list[str], kept: list[str]) -> str:
+    """``_lines`` of ``span`` and ``kept`` joined by line breaks, with the summary's entries
+    (``kept``: mostly the same from one compaction to the next) normalised once each.
+    ``_lines`` of texts joined by line breaks is the texts' ``_lines`` joined, when every text
+    but the last is whole lines (``_whole_lines``) and the last is not empty; otherwise the
+    texts are joined first."""
+    if not kept:
+        return _lines("\n".join(span))
+    head = "\n".join(span)
+    cached = [_entry_lines(text) for text in kept]
+    if (
+        not kept[-1]
+        or (span and not _whole_lines(head))
+        or not all(whole for _, whole in cached[:-1])
+    ):
+        return _lines("\n".join([*span, *kept]))
+    parts = [_lines(head)] if span else []
+    parts += [lines for lines, _ in cached]
+    return "\n".join(parts)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _entry_lines(text: str) -> tuple[str, bool]:
+    """``_lines(text)``, and whether ``text`` is whole lines. Remembered: every compaction
+    reads the previous summary's goal and constraints again."""
+    return _lines(text), _whole_lines(text)
+
+
+def _whole_lines(text: str) -> bool:
+    """Whether ``text`` is not empty and does not end in a line break: joined to a next text by
+    a line break, its lines (``str.splitlines``) stay its own and the next text's theirs."""
+    return bool(text) and text[-1].splitlines() != [""]
 
 
 def verify(
@@ -324,6 +359,7 @@ def _current_values(entries: Iterable[str]) -> dict[str, tuple[str, str]]:
     return out
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def _plain(entry: str) -> str:
     """An entry's quoted words: no role or ``Later:`` label, no surrounding quotes, no
     references."""

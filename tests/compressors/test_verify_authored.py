@@ -1,0 +1,50 @@
+"""The post-condition reads what people wrote in a folded span together with the previous
+summary's goal and constraints. It normalises each summary entry once (the summary keeps
+most of them from one compaction to the next) instead of the joined text every time: the
+text it checks against is exactly the joined text normalised."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compactkit.compressors import _verify
+from compactkit.compressors._facts import is_observation
+from compactkit.compressors.sections import SummaryDocument
+from compactkit.items import Message
+
+PROPERTY = settings(deadline=None, max_examples=400)
+# Line breaks of every kind str.splitlines knows ("\r\n" is one), spaces, case.
+_PIECES = ["ab", "Cé", "ΣΑΣ", " ", "\t", "\n", "\r", "\r\n", "\u2028", "\x85", "\x0b", "ß"]
+texts = st.lists(st.sampled_from(_PIECES), max_size=6).map("".join)
+
+
+def _reference(span: list[str], kept: list[str]) -> str:
+    """The authored text as first written: everything joined, then normalised line by line."""
+    joined = "\n".join([*span, *kept])
+    return "\n".join(" ".join(line.split()) for line in joined.splitlines()).casefold()
+
+
+@PROPERTY
+@given(st.lists(texts, max_size=4), st.lists(texts, max_size=5))
+def test_entries_normalised_one_by_one_give_the_joined_text_normalised(
+    span: list[str], kept: list[str]
+) -> None:
+    assert _verify._authored_lines(span, kept) == _reference(span, kept)
+
+
+@PROPERTY
+@given(
+    st.lists(texts, max_size=3),
+    st.lists(texts.filter(str.strip), min_size=1, max_size=3),
+    st.lists(texts.filter(str.strip), max_size=4),
+)
+def test_folded_text_reads_the_previous_goal_and_constraints_as_written(
+    said: list[str], goals: list[str], rules: list[str]
+) -> None:
+    items = [Message(role="user", content=text) for text in said]
+    previous = SummaryDocument.of(goal=goals, constraints=rules)
+    kept = [_verify._plain(e) for key in ("goal", "constraints") for e in previous.entries(key)]
+    authored, _everything = _verify.folded_text(items, previous, everything=False)
+    span = [m.text for m in items if not is_observation(m.text)]
+    assert authored == _reference(span, kept)
