@@ -11,9 +11,10 @@ from typing import Any
 from compactkit import Agent
 from compactkit.errors import ConcurrencyError
 from compactkit.memory import InMemoryMemory
+from compactkit.runtime import FunctionTool, tool
 from compactkit.sessions import FileSessionStore
 from compactkit.sql import SQLMemory, SQLSessionStore
-from compactkit.testing import FakeOpenAI
+from compactkit.testing import FakeOpenAI, tool_call
 
 
 def open_store(kind: str, where: str, prefix: str) -> tuple[Any, Any]:
@@ -67,3 +68,51 @@ def hold_lease(kind: str, where: str, prefix: str, session_id: str, ready: str) 
     Path(ready).write_text(str(lease.token), encoding="utf-8")
     while True:
         time.sleep(1)
+
+
+def tool_step_then_hang(
+    kind: str,
+    where: str,
+    prefix: str,
+    session_id: str,
+    rerun: bool,
+    own_memory: bool,
+    log: str,
+    ready: str,
+) -> None:
+    """Run a turn whose first step calls a tool (``rerun_on_resume=rerun``; each run of it is
+    a line in ``log``); during the next model call, say so in ``ready`` and hang until killed.
+    The memory is the store's kind (``own_memory``: SQL, Redis) or in memory, saved by the
+    store alone."""
+    store, factory = open_store(kind, where, prefix)
+    if not own_memory:
+        factory = lambda _sid: InMemoryMemory()  # noqa: E731
+
+    def hang(_body: dict[str, Any]) -> Any:
+        Path(ready).write_text("in the model call", encoding="utf-8")
+        while True:
+            time.sleep(1)
+
+    fake = FakeOpenAI([tool_call("act", {"target": "prod"}, call_id="call_a"), hang])
+    agent = Agent(
+        "gpt-4o",
+        fake.client(),
+        tools=[logged_tool(rerun, log)],
+        store=store,
+        memory_factory=factory,
+        compaction=False,
+        lease_ttl=2.0,  # the resuming process takes the killed run's lease over soon
+    )
+    agent.new_session(session_id).run("ship it")
+
+
+def logged_tool(rerun: bool, log: str) -> FunctionTool:
+    """The tool ``act``: each run appends its target to ``log``."""
+
+    def act(target: str) -> str:
+        """Act on the target."""
+        with open(log, "a", encoding="utf-8") as file:
+            file.write(f"{target}\n")
+        return f"acted on {target}"
+
+    return tool(act, rerun_on_resume=rerun)

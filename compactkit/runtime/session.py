@@ -9,10 +9,14 @@ One run (``run(input)`` / ``await arun(input)``) is the seed's chain::
     until a reply without calls (the answer) or max_steps (MaxStepsError)
 
 Governance runs before every model call, so a long tool-heavy turn is governed too. The state is
-saved to the agent's store (when it has one) after every write, so a crash loses at most the
-step in flight and ``agent.resume(session_id)`` continues; a call whose output was never written
-is re-run (tools marked ``rerun_on_resume``) or answered with an error output saying so, never
-left dangling in the next prompt. Two runs of one session at once are refused with
+saved to the agent's store (when it has one) once per step, so a crash loses at most the step in
+flight and ``agent.resume(session_id)`` continues; a call whose output was never written is
+re-run (tools marked ``rerun_on_resume``) or answered with an error output saying so, never left
+dangling in the next prompt. The saves: the user input; each model reply, before its tools run
+(so a crash inside a tool is known); and each step's tool outputs — at once when any of its tools
+is not ``rerun_on_resume``, else with the next save (the next reply, or the run's end, whatever
+ends it): a crash before then re-runs those calls on resume, which is what the tools declared
+safe, and a durable store pays one commit per step instead of two. Two runs of one session at once are refused with
 ``ConcurrencyError`` in one process; across processes a run holds the session's lease from a
 store that leases (file, SQL): a second run waits up to the agent's ``lease_timeout`` and then
 raises ``SessionBusyError``, and a run whose session object is older than the store's last save
@@ -22,8 +26,9 @@ reloads it first.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any, TypeAlias
 
 from compactkit.errors import (
@@ -72,6 +77,7 @@ class RunnableSession(AgentSession):
         tools_for = getattr(agent, "tools_for", None)  # an AgentLike without recall tools
         self._tools = agent.tools if tools_for is None else tools_for(self.memory)
         self._wire = WireCache()  # this conversation's last prompt, for incremental conversion
+        self._unsaved = False  # tool outputs waiting for the next save (see _record_outputs)
 
     @classmethod
     def bind(cls, agent: AgentLike, session: AgentSession) -> RunnableSession:
@@ -98,6 +104,37 @@ class RunnableSession(AgentSession):
         """Save the session to the agent's store (nothing without a store)."""
         if self._agent.store is not None:
             self._agent.store.save(self)
+        self._unsaved = False
+
+    @contextlib.contextmanager
+    def _saving_at_the_end(self) -> Iterator[None]:
+        """Save tool outputs still waiting for a save when the run ends, however it ends.
+
+        On an error the save is best effort: what waits is only outputs of tools that are safe
+        to re-run, which a resumed run re-runs, so the run's own error is the one raised.
+        """
+        try:
+            yield
+        except BaseException:
+            if self._unsaved:
+                with contextlib.suppress(Exception):
+                    self.save()
+            raise
+        if self._unsaved:
+            self.save()
+
+    @contextlib.asynccontextmanager
+    async def _asaving_at_the_end(self) -> AsyncIterator[None]:
+        """``_saving_at_the_end`` for ``arun`` (the save in a worker thread)."""
+        try:
+            yield
+        except BaseException:
+            if self._unsaved:
+                with contextlib.suppress(Exception):
+                    await asyncio.to_thread(self.save)
+            raise
+        if self._unsaved:
+            await asyncio.to_thread(self.save)
 
     # -- the sync loop -----------------------------------------------------------------------
 
@@ -120,7 +157,7 @@ class RunnableSession(AgentSession):
         """
         limit = self._limit(max_steps)
         agent = self._agent
-        with exclusive(self.session_id), leased(self, agent):
+        with exclusive(self.session_id), leased(self, agent), self._saving_at_the_end():
             run = RunState(self, self._agent)
             self._settle(
                 run,
@@ -161,46 +198,52 @@ class RunnableSession(AgentSession):
         limit = self._limit(max_steps)
         agent = self._agent
         with exclusive(self.session_id), leased(self, agent):
-            run = RunState(self, self._agent)
-            pending = await asyncio.to_thread(self._pending)
-            reruns = await asyncio.gather(
-                *(_maybe(arun_call(c, self._tools, agent.tool_timeout), r) for c, r in pending)
+            async with self._asaving_at_the_end():
+                return await self._arun(limit, input)
+
+    async def _arun(self, limit: int, input: UserInput | None) -> RunResult:
+        """``arun``'s loop, under the run's exclusivity, lease and last save."""
+        agent = self._agent
+        run = RunState(self, self._agent)
+        pending = await asyncio.to_thread(self._pending)
+        reruns = await asyncio.gather(
+            *(_maybe(arun_call(c, self._tools, agent.tool_timeout), r) for c, r in pending)
+        )
+        await asyncio.to_thread(self._settle, run, list(reruns))
+        await asyncio.to_thread(self._start, input)
+        for _ in range(limit):
+            number = self.step + 1
+            compactions: list[CompactResult] = []
+            governed = await agent.governor.astep(
+                self.memory, instructions=agent.instructions, tools=agent.schemas
             )
-            await asyncio.to_thread(self._settle, run, list(reruns))
-            await asyncio.to_thread(self._start, input)
-            for _ in range(limit):
-                number = self.step + 1
-                compactions: list[CompactResult] = []
-                governed = await agent.governor.astep(
-                    self.memory, instructions=agent.instructions, tools=agent.schemas
-                )
+            run.governed(governed, compactions)
+            started = time.perf_counter()
+            try:
+                reply = await self._acall(run, governed, number, started)
+            except ContextOverflowError as exc:
+                governed = await self._arecover(run, governed, exc, number)
                 run.governed(governed, compactions)
-                started = time.perf_counter()
-                try:
-                    reply = await self._acall(run, governed, number, started)
-                except ContextOverflowError as exc:
-                    governed = await self._arecover(run, governed, exc, number)
-                    run.governed(governed, compactions)
-                    reply = await self._acall(run, governed, number, started, retried=exc)
-                calls = await asyncio.to_thread(
-                    self._record_reply, run, governed, reply, number, started
-                )
-                outcomes = await asyncio.gather(
-                    *(arun_call(call, self._tools, agent.tool_timeout) for call in calls)
-                )
-                await asyncio.to_thread(
-                    self._record_outputs,
-                    run,
-                    reply,
-                    calls,
-                    list(outcomes),
-                    number,
-                    governed,
-                    compactions,
-                )
-                if not calls:
-                    return run.result(reply.text)
-            raise self._max_steps(run, limit)
+                reply = await self._acall(run, governed, number, started, retried=exc)
+            calls = await asyncio.to_thread(
+                self._record_reply, run, governed, reply, number, started
+            )
+            outcomes = await asyncio.gather(
+                *(arun_call(call, self._tools, agent.tool_timeout) for call in calls)
+            )
+            await asyncio.to_thread(
+                self._record_outputs,
+                run,
+                reply,
+                calls,
+                list(outcomes),
+                number,
+                governed,
+                compactions,
+            )
+            if not calls:
+                return run.result(reply.text)
+        raise self._max_steps(run, limit)
 
     # -- steps shared by both loops ------------------------------------------------------------
 
@@ -398,7 +441,13 @@ class RunnableSession(AgentSession):
                 )
             )
         if calls:
-            self.save()
+            tools = self._tools
+            if all(call.name in tools and tools[call.name].rerun_on_resume for call in calls):
+                # Safe to re-run: these outputs ride the next save (the next reply's, or the
+                # run's last), one commit per step; a crash before it re-runs the calls.
+                self._unsaved = True
+            else:  # a call's effect must not be lost or repeated: its output is saved now
+                self.save()
         run.steps.append(
             StepRecord(
                 step=number,

@@ -1,0 +1,188 @@
+"""One save per step, and what a crash costs: a step's tool outputs are saved with the next
+save when every tool of the step is safe to re-run (``rerun_on_resume``), at once otherwise.
+Killed (SIGKILL) during the next model call, a second process resumes: a re-runnable call is run
+again, any other call's output was already saved and reaches the model as it was."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+import session_workers
+import sql_workers
+from redis_support import redis_url  # noqa: F401
+from sql_support import POSTGRES_URL, needs_postgres
+
+from compactkit import Agent, FunctionCallOutput, tool
+from compactkit.errors import MaxStepsError, ModelError
+from compactkit.memory import InMemoryMemory
+from compactkit.runtime import PendingCallEvent
+from compactkit.sessions import AgentSession, FileSessionStore, InMemorySessionStore
+from compactkit.testing import FakeOpenAI, http_error, text, tool_call
+
+STORES = ["file", "sqlite", pytest.param("postgresql", marks=needs_postgres), "redis"]
+
+
+@pytest.fixture(params=STORES)
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str, str]]:
+    """(kind, location, table or key prefix) of a fresh store."""
+    prefix = f"w{uuid.uuid4().hex[:8]}_"
+    if request.param == "file":
+        yield "file", str(tmp_path / "sessions"), prefix
+    elif request.param == "sqlite":
+        yield "sqlite", f"sqlite:///{tmp_path}/steps.db", prefix
+    elif request.param == "redis":
+        url = request.getfixturevalue("redis_url")
+        yield "redis", url, prefix
+        client = redis.Redis.from_url(url)
+        keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
+        if keys:
+            client.delete(*keys)
+        client.close()
+    else:
+        assert POSTGRES_URL
+        yield "postgresql", POSTGRES_URL, prefix
+
+
+@pytest.mark.parametrize("rerun", [True, False], ids=["rerun_on_resume", "not_rerun"])
+def test_a_kill_during_the_next_model_call_loses_no_output_that_cannot_be_rerun(
+    where: tuple[str, str, str], tmp_path: Path, rerun: bool
+) -> None:
+    killed_in_the_next_model_call(where, tmp_path, rerun, own_memory=False)
+
+
+@pytest.mark.parametrize("where", STORES[1:], indirect=True)
+def test_a_memory_that_stores_each_write_keeps_the_output_of_a_rerunnable_call(
+    where: tuple[str, str, str], tmp_path: Path
+) -> None:
+    # SQLMemory/RedisMemory commit each item as it is added: the output outlives the kill.
+    killed_in_the_next_model_call(where, tmp_path, True, own_memory=True)
+
+
+def killed_in_the_next_model_call(
+    where: tuple[str, str, str], tmp_path: Path, rerun: bool, *, own_memory: bool
+) -> None:
+    """A worker process killed in the model call after a tool step; this process resumes."""
+    kind, location, prefix = where
+    log, ready = tmp_path / "runs.log", tmp_path / "ready"
+    (worker,) = sql_workers.start(
+        session_workers.tool_step_then_hang,
+        (kind, location, prefix, "s", rerun, own_memory, str(log), str(ready)),
+    )
+    deadline = time.monotonic() + 60
+    while not ready.exists() and time.monotonic() < deadline and worker.is_alive():
+        time.sleep(0.02)
+    assert ready.exists(), "the worker never reached its second model call"
+    assert worker.pid is not None
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.join()
+
+    store, factory = session_workers.open_store(kind, location, prefix)
+    if not own_memory:
+        factory = lambda _sid: InMemoryMemory()  # noqa: E731
+    fake = FakeOpenAI([text("noted")])
+    agent = Agent(
+        "gpt-4o",
+        fake.client(),
+        tools=[session_workers.logged_tool(rerun, str(log))],
+        store=store,
+        memory_factory=factory,
+        compaction=False,
+        lease_timeout=30.0,
+    )
+    result = agent.resume("s").run(None)
+    (request,) = fake.requests
+    (output,) = [m for m in request["messages"] if m["role"] == "tool"]
+    assert output["tool_call_id"] == "call_a" and output["content"] == "acted on prod"
+    pending = [e for e in result.events if isinstance(e, PendingCallEvent)]
+    if rerun and not own_memory:  # its output was to ride the next save: the kill lost it
+        assert [(e.call_id, e.action) for e in pending] == [("call_a", "rerun")]
+        assert log.read_text(encoding="utf-8").split() == ["prod", "prod"]
+    else:  # stored before the model was called: never run twice, never reported lost
+        assert pending == []
+        assert log.read_text(encoding="utf-8").split() == ["prod"]
+    assert result.output == "noted"
+
+
+def read(path: str) -> str:
+    """Read a file."""
+    return f"contents of {path}"
+
+
+def deploy(target: str) -> str:
+    """Deploy."""
+    return f"deployed to {target}"
+
+
+def drive(session: AgentSession, mode: str, text_in: str | None, **options: object) -> object:
+    run = getattr(session, "arun" if mode == "async" else "run")
+    if mode == "async":
+        return asyncio.run(run(text_in, **options))
+    return run(text_in, **options)
+
+
+class CountingStore(InMemorySessionStore):
+    """An in-memory store that counts its saves."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.saves = 0
+
+    def save(self, session: AgentSession) -> None:
+        self.saves += 1
+        super().save(session)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize(
+    ("rerun", "saves"), [(True, 1 + 3), (False, 1 + 3 + 2)], ids=["rerun", "not_rerun"]
+)
+def test_a_step_of_tools_safe_to_rerun_is_one_save(mode: str, rerun: bool, saves: int) -> None:
+    store = CountingStore()
+    fake = FakeOpenAI(
+        [tool_call("act", {"path": "a.py"}), tool_call("act", {"path": "b.py"}), text("done")]
+    )
+    act = tool(read if rerun else deploy, name="act", rerun_on_resume=rerun)
+    agent = Agent("gpt-4o", fake.client(), tools=[act], store=store, compaction=False)
+    if mode == "async":
+        agent = Agent("gpt-4o", fake.async_client(), tools=[act], store=store, compaction=False)
+    session = agent.new_session()
+    before = store.saves
+    drive(session, mode, "go")
+    # the input, then each reply; outputs of tools that must not run twice are saved at once
+    assert store.saves - before == saves
+    saved = store.load(session.session_id).memory.items
+    assert [type(i).__name__ for i in saved][-3:] == [
+        "FunctionCall",
+        "FunctionCallOutput",
+        "Message",
+    ]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("ending", ["max_steps", "model_error"])
+def test_outputs_waiting_for_a_save_are_saved_when_the_run_stops(
+    tmp_path: Path, mode: str, ending: str
+) -> None:
+    store = FileSessionStore(tmp_path)
+    replies: list[object] = [tool_call("read", {"path": "a.py"}, call_id="call_r")]
+    if ending == "model_error":
+        replies.append(http_error(401, "bad key"))
+    fake = FakeOpenAI(replies)  # type: ignore[arg-type]
+    client = fake.async_client() if mode == "async" else fake.client()
+    agent = Agent(
+        "gpt-4o", client, tools=[tool(read, rerun_on_resume=True)], store=store, compaction=False
+    )
+    session = agent.new_session()
+    with pytest.raises(ModelError if ending == "model_error" else MaxStepsError):
+        drive(session, mode, "go", max_steps=1 if ending == "max_steps" else 5)
+    fresh = FileSessionStore(tmp_path).load(session.session_id)  # what another process reads
+    (output,) = [i for i in fresh.memory.items if isinstance(i, FunctionCallOutput)]
+    assert output.call_id == "call_r" and output.output == "contents of a.py"
