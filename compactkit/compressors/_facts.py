@@ -283,11 +283,10 @@ def measurements_in(text: str, found: Sequence[str] = ()) -> list[str]:
     tail = _tail(text, _MEASURE_TAIL_LINES)
     if not _DIGIT.search(tail):
         return []
-    lines = [ln.strip() for ln in tail.splitlines()]
     errors = set(found)
     out = [
-        line
-        for line in lines
+        _BANNER.sub("", line)  # its value alone: ``===== 3 passed in 0.2s =====``'s rules go
+        for line in map(str.strip, tail.splitlines())
         if line
         and len(line) <= _MEASURE_LINE_CHARS
         and line not in errors
@@ -295,6 +294,9 @@ def measurements_in(text: str, found: Sequence[str] = ()) -> list[str]:
         and _MEASURE.search(line)
     ]
     return out[-MAX_MEASUREMENTS:]
+
+
+_BANNER = re.compile(r"^([=*#~_-])\1{2,}\s*|\s*([=*#~_-])\2{2,}$")
 
 
 _DIGIT = re.compile(r"\d")

@@ -365,14 +365,16 @@ of whole groups (the tail keeps the rest); beyond it, bulky tool outputs in the 
 before a fact is dropped."""
 
 
-def summary_cap(summary_cap_tokens: int | None, target_tokens: int | None) -> int:
+def summary_cap(
+    summary_cap_tokens: int | None, target_tokens: int | None, share: float = SUMMARY_SHARE
+) -> int:
     """The summary's token ceiling shared by the folding compressors: the explicit cap; else
-    ``SUMMARY_SHARE`` of the target (at least 300); else 2,000."""
+    ``share`` of the target (at least 300); else 2,000."""
     if summary_cap_tokens is not None:
         return summary_cap_tokens
     if target_tokens is None:
         return 2000
-    return max(300, int(target_tokens * SUMMARY_SHARE))
+    return max(300, int(target_tokens * share))
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,14 @@ from compactkit.items.snapshot import CompactResult, MemorySnapshot, summary_mes
 
 __all__ = ["DigestCompressor"]
 
+DIGEST_SHARE = 0.9
+"""The share of ``target_tokens`` the digest may grow to (the LLM summary's is
+``SUMMARY_SHARE``): a digest is exact facts, denser than the verbatim history it replaces, so
+under pressure the target goes to the facts first; the tail still keeps the newest groups
+(and what the tail's whole groups do not fit, ``split_by_need`` masks). Measured on
+bench_digest_truth at 20x: errors 0.81 -> 0.85 between 0.6 and 0.9, continuation unchanged
+at 1.00 once the state and next steps keep their sentence (``_trim._CLIP``)."""
+
 
 class FactsNeed:
     """The summary's size for a cut (``split_by_need``'s ``need``), digesting each folded group once (folding more groups
@@ -177,7 +185,7 @@ class DigestCompressor:
     @property
     def cap(self) -> int:
         """The summary's token ceiling in effect (before masking frees more room)."""
-        return summary_cap(self.summary_cap_tokens, self.target_tokens)
+        return summary_cap(self.summary_cap_tokens, self.target_tokens, DIGEST_SHARE)
 
     def compress(self, snapshot: MemorySnapshot) -> CompactResult:
         """Fold the oldest unprotected groups into the digest; never raises for run time."""
