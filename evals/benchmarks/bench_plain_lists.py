@@ -124,6 +124,11 @@ class Loop:
     last: float  # ... and over the last tenth
     raw_first: float  # the same means for the raw pass over each call's new messages: the
     raw_last: float  # growth any exact counter inherits from the workload
+    # Where a tenth's time goes: the calls that compacted (how many, and their share of the
+    # tenth's time) and the mean of the calls that did not, first tenth and last.
+    compactions: tuple[int, int]
+    compaction_share: tuple[float, float]
+    plain: tuple[float, float]
 
     @property
     def flatness(self) -> float:
@@ -133,26 +138,40 @@ class Loop:
     def raw_flatness(self) -> float:
         return self.raw_last / self.raw_first
 
+    @property
+    def plain_flatness(self) -> float:
+        """``flatness`` of the calls that did not compact."""
+        return self.plain[1] / self.plain[0]
 
-def run_loop(
-    pairs: list[tuple[dict[str, Any], bool]], govern: Callable[[list[Any]], list[Any]]
-) -> Loop:
-    """Govern the list before every model call; ``govern`` returns the history to keep."""
+
+def run_loop(pairs: list[tuple[dict[str, Any], bool]], govern: Callable[[list[Any]], Any]) -> Loop:
+    """Govern the list before every model call; ``govern`` returns the ``CompactedMessages``
+    (its ``history`` is kept, its ``compacted`` says whether the call compacted)."""
     messages: list[Any] = []
     new: list[Any] = []
     times: list[float] = []
+    compacted: list[bool] = []
     raw: list[float] = []
     for message, model_call in pairs:
         new.append(message)
         if model_call:
             messages = [*messages, *new]
             start = clock()
-            messages = govern(messages)
+            turn = govern(messages)
             times.append(clock() - start)
+            messages = turn.history
+            compacted.append(turn.compacted)
             raw.append(raw_pass(new))
             new = []
     tenth = max(1, len(times) // 10)
     mean = statistics.mean
+    ends = [slice(None, tenth), slice(-tenth, None)]
+    splits = [(times[end], compacted[end]) for end in ends]
+    counts = [sum(flags) for _, flags in splits]
+    shares = [sum(t for t, c in zip(ts, flags, strict=True) if c) / sum(ts) for ts, flags in splits]
+    plain = [
+        mean([t for t, c in zip(ts, flags, strict=True) if not c] or ts) for ts, flags in splits
+    ]
     return Loop(
         sum(times),
         len(times),
@@ -160,6 +179,9 @@ def run_loop(
         mean(times[-tenth:]),
         mean(raw[:tenth]),
         mean(raw[-tenth:]),
+        (counts[0], counts[1]),
+        (shares[0], shares[1]),
+        (plain[0], plain[1]),
     )
 
 
@@ -173,12 +195,12 @@ def per_call(sizes: list[int], runs: int) -> list[dict[str, Any]]:
         for run in range(runs):
             cold()
             compactor = MessageCompactor(MODEL)
-            stateful = run_loop(pairs, lambda ms, c=compactor: c(ms).history)
+            stateful = run_loop(pairs, compactor)
             # A new conversation for the stateless loop: new dicts, so no compactor it caches
             # from the stateful loop (or an earlier run) serves it.
             fresh = [(dict(m), call) for m, call in pairs]
             cold()
-            stateless = run_loop(fresh, lambda ms: compact_messages(ms, model=MODEL).history)
+            stateless = run_loop(fresh, lambda ms: compact_messages(ms, model=MODEL))
             rows.append(
                 {
                     "messages": size,
@@ -193,6 +215,10 @@ def per_call(sizes: list[int], runs: int) -> list[dict[str, Any]]:
                     "stateful_flatness": stateful.flatness,
                     "stateless_flatness": stateless.flatness,
                     "raw_flatness": stateful.raw_flatness,
+                    # why the stateful loop's tenths differ (see ``Loop``)
+                    "compactions_first_last": list(stateful.compactions),
+                    "compaction_share_first_last": [round(x, 3) for x in stateful.compaction_share],
+                    "stateful_flatness_without_compactions": stateful.plain_flatness,
                 }
             )
     return rows
@@ -485,6 +511,15 @@ def report(results: dict[str, Any]) -> None:
             " tenth) <= 1.2 (raw l/f: the raw pass's own, over each call's new messages),"
             " x raw <= 3"
         )
+        for r in results["per_call"]:
+            first, last = r["compactions_first_last"]
+            share_first, share_last = r["compaction_share_first_last"]
+            print(
+                f"   {r['messages']:,} run {r['run']}, stateful: {first} compactions in the "
+                f"first tenth ({share_first:.0%} of its time), {last} in the last "
+                f"({share_last:.0%}); l/f of the calls that did not compact "
+                f"{r['stateful_flatness_without_compactions']:.2f}"
+            )
     if "cold" in results:
         c = results["cold"]
         print(
