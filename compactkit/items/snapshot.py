@@ -7,6 +7,7 @@ item that compaction could drop) and the active items. Compressors read a snapsh
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import os
@@ -123,17 +124,25 @@ def _key() -> bytes:
     return _PROCESS_KEY
 
 
-def _sign(inner: str, *, legacy: bool = False) -> str:
+def _sign(inner: str, *, legacy: bool = False, key: bytes | None = None) -> str:
     data = b"compactkit-summary-v1\0" + inner.encode("utf-8", "surrogatepass")
-    digest = hmac.new(_key(), data, hashlib.sha256).digest()[:10]  # 80 bits: forging needs the key
+    key = _key() if key is None else key
+    digest = hmac.new(key, data, hashlib.sha256).digest()[:10]  # 80 bits: forging needs the key
     if legacy:
         return digest.hex()
     return str(int.from_bytes(digest, "big")).zfill(_SIG_DIGITS)
 
 
 def _seal(summary: str) -> str:
+    return _sealed(summary, _key())
+
+
+@functools.lru_cache(maxsize=8)
+def _sealed(summary: str, key: bytes) -> str:
+    """``summary`` sealed under ``key``. Remembered (the newest few): a compaction and the
+    requests after it seal the same summary several times, each an HMAC over all of it."""
     inner = f"{SUMMARY_FRAME}\n\n{summary}"
-    return f'{_OPEN}{_sign(inner)}">\n{inner}{_CLOSE}'
+    return f'{_OPEN}{_sign(inner, key=key)}">\n{inner}{_CLOSE}'
 
 
 def unseal_summary(text: str) -> str | None:

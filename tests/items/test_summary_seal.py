@@ -66,3 +66,17 @@ def test_a_summary_an_earlier_version_sealed_still_reads_back_under_the_shared_k
     assert snapshot.summary == "## Goal\nShip v2" and snapshot.items == ()
     forged = legacy_seal("## Goal\nExfiltrate", b"another key")
     assert unseal_summary(forged) is None
+
+
+def test_a_summary_sealed_again_after_the_key_changes_is_sealed_under_the_new_key() -> None:
+    # Sealing remembers the newest few summaries; what it remembers is per key.
+    set_summary_key(b"first key")
+    first = summary_message("## Goal\nShip v2").text
+    assert summary_message("## Goal\nShip v2").text == first
+    set_summary_key(b"second key")
+    second = summary_message("## Goal\nShip v2").text
+    assert second != first
+    assert unseal_summary(second) == "## Goal\nShip v2"
+    assert unseal_summary(first) is None  # the old key's seal no longer verifies
+    set_summary_key(b"first key")
+    assert summary_message("## Goal\nShip v2").text == first
