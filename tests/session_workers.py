@@ -116,3 +116,32 @@ def logged_tool(rerun: bool, log: str) -> FunctionTool:
         return f"acted on {target}"
 
     return tool(act, rerun_on_resume=rerun)
+
+
+def two_turns_killed_in_the_second(
+    kind: str, where: str, prefix: str, session_id: str, turn_done: str, go: str, ready: str
+) -> None:
+    """Run one turn (then say so in ``turn_done``), wait for ``go``, start a second turn and
+    hang in its model call (saying so in ``ready``) until killed."""
+    store, _ = open_store(kind, where, prefix)
+
+    def hang(_body: dict[str, Any]) -> Any:
+        Path(ready).write_text("in the model call", encoding="utf-8")
+        while True:
+            time.sleep(1)
+
+    fake = FakeOpenAI(["first answer", hang])
+    agent = Agent(
+        "gpt-4o",
+        fake.client(),
+        store=store,
+        memory_factory=lambda _sid: InMemoryMemory(),
+        compaction=False,
+        lease_ttl=2.0,
+    )
+    session = agent.new_session(session_id)
+    session.run("turn one")
+    Path(turn_done).write_text("done", encoding="utf-8")
+    while not Path(go).exists():
+        time.sleep(0.02)
+    session.run("turn two")

@@ -15,6 +15,11 @@ savers in several threads or processes (the last rename wins). A file that is co
 written by a newer compactkit is never overwritten: ``save`` and ``load`` raise ``StorageError``
 and leave it for you to inspect (``delete`` removes it).
 
+Leases: a run holds ``.leases/<id>.lock`` (an OS lock) and names itself in ``<id>.info``, which
+also keeps the revision of the last save with the identities of its files. A run's own saves do
+not rewrite it (its release does, once); when the files no longer match (a run killed before its
+release, an info file of an earlier version), ``acquire`` reads the revision from the files.
+
 Litter: a save killed mid-write (kill -9, power loss) leaves its temporary file behind (the
 session's file still holds the previous state). Opening a store removes such stale temporary
 files: those whose writer process on this host is gone, and any older than an hour (a writer on
@@ -30,6 +35,7 @@ readable by their owner only.
 from __future__ import annotations
 
 import builtins
+import functools
 import json
 import os
 import re
@@ -72,7 +78,7 @@ _SUFFIX = ".json"
 _JOURNAL = ".jnl"  # the patches saved after the base (no longer than _SUFFIX: names fit)
 _LEASES = ".leases"  # the lease files' directory (hidden: list() skips it)
 _LOCK = ".lock"  # the OS lock a run holds (never deleted: a holder may have it open)
-_LEASE = ".info"  # who holds it, since when, the last token and revision (JSON)
+_LEASE = ".info"  # who holds it, since when, the last token; the revision, and of which files
 _SAVE_WAIT = 30.0  # seconds a save outside a run waits for other saves of the session
 _MAX_NAME = 255  # bytes in a file name on common file systems
 _STALE_SECONDS = 3600.0  # a temporary file this old is litter whoever wrote it
@@ -91,6 +97,11 @@ def encode_session_id(session_id: str) -> str:
     """
     if not isinstance(session_id, str) or not session_id:
         raise ConfigError(f"a session id must be a non-empty string, got {session_id!r}")
+    return _encoded(session_id)
+
+
+@functools.lru_cache(maxsize=1024)  # every save and lease names its files: encode an id once
+def _encoded(session_id: str) -> str:
     try:
         stem = "".join(
             ch if ch in _SAFE else "".join(f"%{b:02X}" for b in ch.encode()) for ch in session_id
@@ -145,6 +156,9 @@ class FileSessionStore:
         self._held: dict[str, tuple[int, int]] = {}  # session id -> (locked fd, token)
         self._held_lock = threading.Lock()
         self._marks = SaveMarks()
+        # session id -> (revision, file proof) of this store's last save of it: a run's saves
+        # leave the lease info alone, and its release writes them there once
+        self._saved: dict[str, tuple[int, tuple[int, ...]]] = {}
 
     def __repr__(self) -> str:
         return f"FileSessionStore({str(self.directory)!r})"
@@ -184,6 +198,7 @@ class FileSessionStore:
         fd = self._lock(session.session_id, timeout=_SAVE_WAIT, runs_only=True)
         try:
             self._save_locked(session, path)
+            self._record_revision(session.session_id)
         finally:
             _unlock(fd)
 
@@ -223,9 +238,26 @@ class FileSessionStore:
             raise
         self._marks.set(session, new_mark)
         session.revision = revision + 1
-        info = self._lease_info(session.session_id)
-        info["revision"] = revision + 1
-        self._write_lease_info(session.session_id, info)
+        with self._held_lock:
+            self._saved[session.session_id] = (revision + 1, new_mark.proof)
+
+    def _record_revision(self, session_id: str, **also: Any) -> None:
+        """Write this store's last saved revision of ``session_id`` (and the identities of the
+        files it is the revision of) into the lease info, where the next ``acquire`` reads it,
+        with the fields ``also`` (one write).
+
+        Under the session's lock: a save outside a run, and a run's release. A run's own saves
+        skip it (the next ``acquire`` comes after its release); a run killed before its release
+        leaves info whose file identities no longer match, and ``acquire`` then reads the
+        revision from the files."""
+        with self._held_lock:
+            saved = self._saved.pop(session_id, None)
+        if saved is not None:
+            also.update(revision=saved[0], files=list(saved[1]))
+        if also:
+            info = self._lease_info(session_id)
+            info.update(also)
+            self._write_lease_info(session_id, info)
 
     @staticmethod
     def _check_revision(session: AgentSession, revision: int) -> None:
@@ -259,7 +291,8 @@ class FileSessionStore:
             info = self._lease_info(session_id)
             token = int(info.get("token", 0)) + 1
             since = datetime.now(timezone.utc)
-            revision = int(info.get("revision", 0))
+            files = self._files(session_id)
+            revision = self._saved_revision(session_id, info, files)
             self._write_lease_info(
                 session_id,
                 {
@@ -267,6 +300,7 @@ class FileSessionStore:
                     "holder": holder,
                     "since": since.isoformat(),
                     "revision": revision,
+                    "files": list(files),
                 },
             )
         except BaseException:
@@ -285,11 +319,27 @@ class FileSessionStore:
                 return
             del self._held[lease.session_id]
         try:
-            info = self._lease_info(lease.session_id)
-            info.update(holder=None, since=None)
-            self._write_lease_info(lease.session_id, info)
+            self._record_revision(lease.session_id, holder=None, since=None)
         finally:
             _unlock(held[0])
+
+    def _files(self, session_id: str) -> tuple[int, ...]:
+        """The identities of the session's base and journal files (``_proof``)."""
+        path = self.path(session_id)
+        return _proof(path, path.with_name(path.name[: -len(_SUFFIX)] + _JOURNAL))
+
+    def _saved_revision(self, session_id: str, info: dict[str, Any], files: tuple[int, ...]) -> int:
+        """The revision of the saved state: the lease info's while the files are the ones it
+        was written for, else read from the files (a run killed before its release, a lease
+        info written by an older compactkit)."""
+        if info.get("files") == list(files):
+            return int(info.get("revision", 0))
+        try:
+            return self.load(session_id).revision
+        except SessionNotFoundError:
+            return 0
+        except StorageError:  # a corrupt file: saves refuse it; the lease does not read it
+            return int(info.get("revision", 0))
 
     def _lock(self, session_id: str, *, timeout: float, runs_only: bool = False) -> int:
         """The session's lock file, locked by this process (waiting up to ``timeout``; with
@@ -324,8 +374,9 @@ class FileSessionStore:
             time.sleep(pause)
 
     def _lease_info(self, session_id: str) -> dict[str, Any]:
-        """What ``<id>.lease`` says: the last token, its holder and since when, and the
-        revision of the last save (an empty dict when there is none, or it is unreadable)."""
+        """What ``<id>.info`` says: the last token, its holder and since when, and the
+        revision of a save with the identities of its files (an empty dict when there is none,
+        or it is unreadable)."""
         path = self._leases / (encode_session_id(session_id) + _LEASE)
         try:
             found = json.loads(path.read_bytes())

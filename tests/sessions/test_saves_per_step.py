@@ -6,11 +6,13 @@ again, any other call's output was already saved and reaches the model as it was
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import time
 import uuid
 from collections.abc import Iterator
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 import pytest
@@ -186,3 +188,58 @@ def test_outputs_waiting_for_a_save_are_saved_when_the_run_stops(
     fresh = FileSessionStore(tmp_path).load(session.session_id)  # what another process reads
     (output,) = [i for i in fresh.memory.items if isinstance(i, FunctionCallOutput)]
     assert output.call_id == "call_r" and output.output == "contents of a.py"
+
+
+def wait_for(path: Path, worker: BaseProcess) -> None:
+    deadline = time.monotonic() + 60
+    while not path.exists() and time.monotonic() < deadline and worker.is_alive():
+        time.sleep(0.02)
+    assert path.exists(), f"the worker never wrote {path.name}"
+
+
+def test_a_session_loaded_before_a_killed_run_continues_from_what_that_run_saved(
+    where: tuple[str, str, str], tmp_path: Path
+) -> None:
+    kind, location, prefix = where
+    turn_done, go, ready = tmp_path / "turn_done", tmp_path / "go", tmp_path / "ready"
+    (worker,) = sql_workers.start(
+        session_workers.two_turns_killed_in_the_second,
+        (kind, location, prefix, "s", str(turn_done), str(go), str(ready)),
+    )
+    wait_for(turn_done, worker)
+    store, _ = session_workers.open_store(kind, location, prefix)
+    fake = FakeOpenAI([text("noted")])
+    agent = Agent(
+        "gpt-4o",
+        fake.client(),
+        store=store,
+        memory_factory=lambda _sid: InMemoryMemory(),
+        compaction=False,
+        lease_timeout=30.0,
+    )
+    older = agent.resume("s")  # loaded after the worker's first turn
+    go.write_text("go", encoding="utf-8")
+    wait_for(ready, worker)  # the second turn's input is saved; its model call hangs
+    assert worker.pid is not None
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.join()
+    older.run("after the crash")  # its lease shows the store moved on: it reloads first
+    (request,) = fake.requests
+    sent = [m.get("content") for m in request["messages"]]
+    assert sent == ["turn one", "first answer", "turn two", "after the crash"]
+
+
+@pytest.mark.parametrize("written", ["right", "wrong"])
+def test_a_lease_info_file_of_an_earlier_compactkit_is_read(tmp_path: Path, written: str) -> None:
+    # Earlier versions wrote the revision alone, on every save; without the identities of the
+    # files it belongs to, the revision is read from the session's files.
+    store = FileSessionStore(tmp_path)
+    agent = Agent("gpt-4o", FakeOpenAI(default="ok").client(), store=store, compaction=False)
+    session = agent.new_session("s")
+    session.run("one")
+    saved = FileSessionStore(tmp_path).load("s").revision
+    info = {"token": 7, "holder": None, "since": None}
+    info["revision"] = saved if written == "right" else 1
+    (tmp_path / ".leases" / "s.info").write_text(json.dumps(info), encoding="utf-8")
+    lease = FileSessionStore(tmp_path).acquire("s")
+    assert (lease.token, lease.revision) == (8, saved)
