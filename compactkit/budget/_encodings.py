@@ -267,14 +267,19 @@ LINE_ADDITIVE = frozenset({"o200k_base", "cl100k_base"})
 """Encodings whose split pattern never lets a piece run past a line break into a line that
 starts with a character other than whitespace or "/": a text's tokens are then the sum of its
 pieces' when it is cut before such lines (``line_pieces``; property-tested)."""
-_LINE_START = re.compile(r"(?<=\n)(?=[^\s/])")
+# A line break followed by such a line (searched for from each line break: a look-behind at every
+# character, as ``re.split`` on the zero-width cut would try, is about twice as slow).
+_LINE_START = re.compile(r"\n(?=[^\s/])")
 
 
 def line_pieces(text: str) -> list[str]:
     """``text`` cut before every line that starts with a character other than whitespace or
     "/": with a ``LINE_ADDITIVE`` encoding and no ``\r`` in ``text``, its tokens are the sum of
     the pieces' tokens."""
-    return _LINE_START.split(text)
+    cuts = [match.end() for match in _LINE_START.finditer(text)]
+    if not cuts:
+        return [text]
+    return [text[start:stop] for start, stop in zip([0, *cuts], [*cuts, len(text)], strict=True)]
 
 
 _counts_lock = threading.Lock()

@@ -3,11 +3,13 @@ the counter's count of the whole text."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactkit.budget import TiktokenCounter
+from compactkit.budget import TiktokenCounter, line_pieces
 from compactkit.compressors._plan import text_tokens
 from compactkit.compressors.digest import _sizer
 from compactkit.compressors.digest._sizer import SummarySizer
@@ -49,6 +51,14 @@ ALPHABET = st.sampled_from(
 @given(text=st.lists(ALPHABET, max_size=40).map("".join))
 def test_counted_by_lines_it_is_the_whole_text_count(counter: TiktokenCounter, text: str) -> None:
     assert text_tokens(text, counter) == counter.count_text(text)
+
+
+@settings(deadline=None, max_examples=500)
+@given(text=st.lists(ALPHABET, max_size=40).map("".join))
+def test_a_text_is_cut_before_each_line_the_split_pattern_starts_anew(text: str) -> None:
+    # as first written: a split at every position after a line break and before a character
+    # other than whitespace or "/"
+    assert line_pieces(text) == re.split(r"(?<=\n)(?=[^\s/])", text)
 
 
 @pytest.mark.parametrize("counter", COUNTERS, ids=lambda c: c.encoding_name)
