@@ -24,7 +24,7 @@ from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
 from compactkit.items.groups import Group, group_items
 from compactkit.items.snapshot import is_summary_message, leading_instructions
 
-__all__ = ["Mask", "Masker", "Piece", "Pieces", "View", "ViewCache"]
+__all__ = ["Mask", "Masker", "Piece", "Pieces", "View", "ViewCache", "unreachable_from"]
 
 _COLD_GROUPS = 64
 """More closed groups than this new at once (a history read for the first time): price the
@@ -427,3 +427,29 @@ def _valid_alone(items: list[Item]) -> bool:
         return True  # unique calls, each output after its call, once: what the rules ask
     _, problems = validate_items(items, format="responses", mode="repair")
     return all(problem.kind == "missing_output" for problem in problems)
+
+
+def unreachable_from(
+    items: Sequence[Item],
+    counter: TokenCounter,
+    threshold: int,
+    validate: Literal["repair", "raise"] | None,
+    budget: int,
+) -> int | None:
+    """Where the groups no window under ``budget`` can reach end, in ``items`` (the end of a
+    history, cut before a user message): the start of the newest closed group from which the
+    closed groups to the end take more than ``budget`` tokens even masked, as a projection
+    measures them (``Pieces``); ``None`` when they all fit.
+
+    A window is a suffix of whole groups within the budget, so it never holds that group or
+    an older one, whatever precedes ``items`` (the rule ``Pieces.catch_up`` prices unreachable
+    groups by; the open last group is not counted: a cut may make it smaller than masked).
+    Cost: the groups measured, newest first, until the budget is passed."""
+    view = _Index().update(items)
+    pieces = Pieces(view, counter, Masker(), threshold, validate)
+    total = 0
+    for index in range(view.n_closed - 1, -1, -1):
+        total += pieces._measure(index).min_tokens
+        if total > budget:
+            return view.group(index).start
+    return None

@@ -34,10 +34,11 @@ from compactkit.governance._fast import with_cached_prefix
 from compactkit.governance._memo import ProjectionMemo
 from compactkit.governance._memo import checked_tools as checked_tools  # (the governor uses it)
 from compactkit.governance._plan import Rules, plan
+from compactkit.governance._projection import unreachable_from
 from compactkit.governance._prompt import Projection, ProjectionReport, ValidateMode
 from compactkit.governance._render import render
 from compactkit.governance._select import select
-from compactkit.items import Message, Tool
+from compactkit.items import Item, Message, Tool
 from compactkit.items.snapshot import (
     DEFAULT_SUMMARY_ROLE,
     MemorySnapshot,
@@ -210,6 +211,28 @@ class ContextProjector:
             (lambda items, tokens: memo.cached_prefix(items, tools, tokens)) if observe else None
         )
         return render(select(plan(snapshot, head, tools, limit, self._rules, memo, observer)))
+
+    def unreachable_from(self, items: Sequence[Item], budget: int | None = None) -> int | None:
+        """Where the part of a history that no prompt's window can reach ends, read from the
+        history's end: the index in ``items`` (the end of the history, starting at a user
+        message) of the newest group from which the groups to the end take more than
+        ``budget`` (default: the projector's) even with bulky outputs masked; ``None`` when
+        they fit. That group and everything before it is sent only if kept ahead of the
+        window (the latest user input, pinned items), never as part of it, so a caller may
+        leave what lies before it unread (``compact_messages``' first call on a long list).
+
+        Raises:
+            ConfigError: no budget is given or known.
+        """
+        limit = budget if budget is not None else self.budget
+        if limit is None:
+            raise ConfigError(
+                "unreachable_from needs a budget: pass budget= or set the projector's"
+            )
+        rules = self._rules
+        return unreachable_from(
+            items, rules.counter, rules.mask_threshold, rules.validate, _tokens(limit, "budget")
+        )
 
     def check_instructions(self, instructions: object) -> None:
         """Raise ``ConfigError`` unless ``instructions`` is what ``project`` takes: ``None``, a

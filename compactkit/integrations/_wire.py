@@ -296,6 +296,20 @@ class WireConverter:
             messages = json.loads(_INNER_SUFFIX.sub("", text))
         return system, messages
 
+    def note_calls(self, call_ids: Iterable[str]) -> None:
+        """Record calls read without this converter (``_cold.read_cold``), in order, as
+        ``to_items`` would have: a later call reusing one of their ids is renamed as it would
+        be. The caller made sure none of them reuses an id (no renaming was due)."""
+        for call_id in call_ids:
+            self._renamed.pop(call_id, None)
+            self._seen_calls.add(call_id)
+
+    @property
+    def clean(self) -> bool:
+        """Whether nothing read so far was passed through or had its call id renamed: then
+        each message's items depended on that message alone."""
+        return not self._raw and not self._renamed and not self._call_ids
+
     def _unique_ids(self, items: list[Item]) -> list[Item]:
         """Items with a reused call id (servers that number calls per response: ``call_0``
         every turn) renamed inside compactkit, so no rule mistakes a later call for a

@@ -16,6 +16,7 @@ new messages. Both run the shared governance step (``compactkit.runtime.Governor
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from compactkit.compressors.sections import without_provenance
 from compactkit.errors import ConfigError
 from compactkit.governance.policy import CompactPolicy, TriggerLike
 from compactkit.governance.projector import ContextProjector, Projection, ProjectionReport
+from compactkit.integrations._cold import COLD_FROM, read_cold, shift_report
 from compactkit.integrations._seen import SeenList
 from compactkit.integrations._wire import (
     MessageFormat,
@@ -45,7 +47,7 @@ from compactkit.items.snapshot import (
 from compactkit.memory.base import AgentMemory
 from compactkit.memory.in_memory import InMemoryMemory
 from compactkit.runtime.background import BackgroundCompaction
-from compactkit.runtime.events import Event, PassthroughEvent, emit
+from compactkit.runtime.events import Event, PassthroughEvent, ProjectionEvent, emit
 from compactkit.runtime.governor import GovernedStep, Governor
 
 if TYPE_CHECKING:  # the preview loads with its first use (it pulls in the summarizer)
@@ -288,7 +290,9 @@ class MessageCompactor:
     def governed_memory(self) -> AgentMemory:
         """The memory this compactor mirrors the conversation into (what its governor steps;
         ``Governor.request_compaction(compactor.governed_memory())`` asks for a compaction of
-        it at the next call)."""
+        it at the next call). With compaction off, a first call on a long list leaves the
+        messages no prompt can reach unread: the memory then holds the instructions and the
+        reachable end of the list (docs/projector.md)."""
         return self._memory
 
     def reset(self) -> None:
@@ -311,6 +315,9 @@ class MessageCompactor:
         self._originals: dict[int, Original] = {}
         self._converter = WireConverter(self._format or "chat")
         self._decided = self._format is not None
+        self._unread: tuple[int, int] | None = None
+        """Items the memory does not hold (a cold read left them unread), and where they
+        would be: the report counts them as the whole list's would."""
 
     def _prepare(
         self,
@@ -353,6 +360,8 @@ class MessageCompactor:
         known = next((seen for seen in self._seen if seen.messages.starts(messages)), None)
         if known is None:  # (starts is O(1): see SeenList)
             self._reset()
+            if self._read_cold(messages):
+                return
             known = _Seen()
         new_start = len(known.messages)
         fresh = messages[new_start:]
@@ -372,6 +381,38 @@ class MessageCompactor:
         self._remember(fresh, per_message)
         known.messages.extend(fresh)
         self._seen = [known]
+
+    def _read_cold(self, messages: Sequence[Any]) -> bool:
+        """Read only the part of a long list a prompt can reach (``_cold.py``), when nothing
+        can ever need the rest: compaction is off (no policy, no compressor, no status line:
+        nothing measures the whole history) and no callback sees the unshifted report.
+        Returns whether it did; else the caller reads the whole list."""
+        governor = self.governor
+        projector = governor.projector
+        budget = projector.budget
+        if (
+            len(messages) < COLD_FROM
+            or budget is None
+            or governor.policy is not None
+            or governor.compressor is not None
+            or governor.status is not None
+            or governor.on_event is not None
+            or self.on_event is not None
+            or projector.validate == "raise"  # (its errors name positions)
+            or self._converter_for(messages).format != "chat"
+        ):
+            return False
+        read = read_cold(messages, projector, budget)
+        if read is None:
+            return False
+        self._append([item for items in read.items for item in items], restart=True)
+        self._remember(read.messages, read.items)
+        self._converter.note_calls(read.call_ids)
+        known = _Seen()
+        known.messages.extend(messages)
+        self._seen = [known]
+        self._unread = (read.skipped, read.lead_items)
+        return True
 
     def _append(self, items: list[Item], *, restart: bool) -> None:
         if not items:
@@ -466,17 +507,26 @@ class MessageCompactor:
             history = messages if isinstance(messages, list) else list(messages)
         projection = step.projection
         self._last_projection = projection
+        report, events = projection.report, step.events
+        if self._unread is not None:
+            report = shift_report(report, *self._unread)
+            events = tuple(
+                dataclasses.replace(event, omitted=report.omitted, notes=report.notes)
+                if isinstance(event, ProjectionEvent)
+                else event
+                for event in events
+            )
         return CompactedMessages(
             send=send,
             history=history,
-            report=projection.report,
+            report=report,
             format=converter.format,
             tokens=projection.tokens,
             budget=projection.budget,
             system=system if converter.format == "anthropic" else None,
             compacted=step.compacted,
             compaction=step.compaction,
-            events=(*prepared.events, *step.events),
+            events=(*prepared.events, *events),
         )
 
 
