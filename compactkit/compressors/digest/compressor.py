@@ -31,7 +31,7 @@ as quoted data. The new facts are merged into the existing summary (parsed back,
 compactions accumulate instead of starting over).
 
 How the target is shared (with ``target_tokens`` and no explicit keep rule): the summary gets
-what its facts need, up to ``SUMMARY_SHARE`` (60%) of the target, and the verbatim tail keeps the
+what its facts need, up to ``DIGEST_SHARE`` (90%) of the target, and the verbatim tail keeps the
 newest whole groups that fit the rest. When the facts need more, bulky tool outputs in the tail
 are masked first (oldest first, never in the newest kept group) and the summary takes the room
 they free; only then is the summary trimmed — context shortened before any fact goes, then by
@@ -140,7 +140,7 @@ class DigestCompressor:
 
     How much stays verbatim: ``keep_last_groups`` newest groups, or the newest groups within
     ``keep_tokens``; with neither, the target is shared by need (see the module docstring): the
-    summary takes what its facts need up to ``summary_cap_tokens`` (default 60% of the
+    summary takes what its facts need up to ``summary_cap_tokens`` (default 90% of the
     target), the tail the newest whole groups that fit the rest; with no target either, the
     last 10 groups. Pinned items, the latest user input and pending calls always stay.
 
@@ -148,7 +148,7 @@ class DigestCompressor:
         keep_last_groups: Keep this many newest unprotected groups verbatim.
         keep_tokens: Keep the newest groups whose tokens fit this many.
         target_tokens: The whole-request size the result should fit.
-        summary_cap_tokens: The summary's ceiling; default ``SUMMARY_SHARE`` (60%) of the
+        summary_cap_tokens: The summary's ceiling; default ``DIGEST_SHARE`` (90%) of the
             target (2,000 tokens without a target). Given explicitly, the summary never
             exceeds it; by default it may take the room masking frees in the tail.
         mask_tail: Mask bulky tool outputs in the kept tail before trimming facts.
