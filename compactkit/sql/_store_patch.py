@@ -1,4 +1,5 @@
-"""``SQLSessionStore``'s hot path: one incremental save as two plain statements.
+"""``SQLSessionStore``'s hot path: one incremental save as two plain statements, and a run's
+lease taken and given back in one statement each.
 
 An agent saves after every step, and almost every save is a patch on top of what the same
 session object saved last: bump the revision in the session's row — only while the lease (or,
@@ -8,22 +9,29 @@ several times the commit itself; here they are fixed SQL strings on the driver's
 (``compactkit.sql._engine.RawWriter``, as the memory's append path does). When the ``UPDATE``
 matches no row nothing is written, and the store takes its full path, which tells why (a lost
 lease, a busy session, another writer's save) or writes the whole state.
+
+A run takes the session's lease before its first step and gives it back after its last: built
+through SQLAlchemy (a locking read, then an update) each cost about three saves. Here taking it
+is one guarded ``UPDATE … RETURNING`` (the same rule: free, ours, or expired); when it matches no
+row (no row yet, or a live holder) the store takes its full path, which creates the row or
+waits.
 """
 
 from __future__ import annotations
 
 import time
+from datetime import datetime, timezone
 from typing import Any
 
 from sqlalchemy import Engine
 
 from compactkit.sessions.journal import SaveMark
 from compactkit.sessions.lease import SessionLease
-from compactkit.sql._append import _stamper
+from compactkit.sql._append import _same, _stamper
 from compactkit.sql._engine import Cursor
 from compactkit.sql._schema import Tables
 
-__all__ = ["PatchSQL"]
+__all__ = ["LeaseSQL", "PatchSQL"]
 
 
 class PatchSQL:
@@ -74,3 +82,46 @@ class PatchSQL:
             return False
         cursor.execute(self._insert, (session_id, mark.revision + 1, patch))
         return True
+
+
+class LeaseSQL:
+    """The statements that take and give back a run's lease, for one prefix and dialect."""
+
+    def __init__(self, t: Tables, engine: Engine, scope: str) -> None:
+        s = t.sessions.name
+        self._postgres = engine.dialect.name == "postgresql"
+        self._scope = scope
+        now = "EXTRACT(EPOCH FROM clock_timestamp())" if self._postgres else "?"
+        # Taken unless another holder's lease is live (as compactkit.sql._lease._try_take).
+        self._take = (
+            f"UPDATE {s} SET lease_token = lease_token + 1, lease_holder = ?, lease_since = ?, "
+            f"lease_expires = {now} + ? WHERE id = ? AND (lease_holder IS NULL OR "
+            f"lease_holder = ? OR lease_expires IS NULL OR lease_expires <= {now}) "
+            "RETURNING lease_token, state_revision"
+        )
+        self._give = (
+            f"UPDATE {s} SET lease_holder = NULL, lease_since = NULL, lease_expires = NULL "
+            "WHERE id = ? AND lease_token = ?"
+        )
+        since = t.sessions.c.lease_since.type.dialect_impl(engine.dialect)
+        self._bind_since = since.bind_processor(engine.dialect) or _same
+
+    def take(self, cursor: Cursor, session_id: str, holder: str, ttl: float) -> SessionLease | None:
+        """The lease of ``session_id`` for ``holder``; ``None`` (nothing written) when the
+        session has no row yet or another holder's lease is live."""
+        taken = datetime.now(timezone.utc)
+        since = self._bind_since(taken)
+        if self._postgres:
+            params: tuple[Any, ...] = (holder, since, ttl, session_id, holder)
+        else:
+            now = time.time()
+            params = (holder, since, now, ttl, session_id, holder, now)
+        row = cursor.execute(self._take, params).fetchone()
+        if row is None:
+            return None
+        token, revision = row
+        return SessionLease(session_id, holder, int(token), taken, revision, self._scope, ttl)
+
+    def give_back(self, cursor: Cursor, lease: SessionLease) -> None:
+        """Release ``lease`` (nothing when it was taken over meanwhile)."""
+        cursor.execute(self._give, (lease.session_id, lease.token))

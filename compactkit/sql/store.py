@@ -31,10 +31,10 @@ from compactkit.sessions.journal import SaveMark, SaveMarks, read_journal, save_
 from compactkit.sessions.lease import DEFAULT_TTL, SessionLease, check_lease_times, default_holder
 from compactkit.sessions.session import AgentSession, SessionState
 from compactkit.sql._engine import connect, raw_writer, read_transaction, write_transaction
-from compactkit.sql._lease import acquire, check_fence, lease_scope, release, seconds_now
+from compactkit.sql._lease import acquire, check_fence, lease_scope, seconds_now
 from compactkit.sql._rows import _utc
 from compactkit.sql._schema import tables, validate_session_id
-from compactkit.sql._store_patch import PatchSQL
+from compactkit.sql._store_patch import LeaseSQL, PatchSQL
 from compactkit.sql.memory import SQLMemory
 
 __all__ = ["SQLSessionStore"]
@@ -69,6 +69,7 @@ class SQLSessionStore:
         self._marks = SaveMarks()
         self._raw_write = raw_writer(self._engine)
         self._patch_sql = PatchSQL(self._t, self._engine)
+        self._lease_sql = LeaseSQL(self._t, self._engine, self._scope)
 
     def __repr__(self) -> str:
         url = self._engine.url.render_as_string(hide_password=True)
@@ -233,18 +234,18 @@ class SQLSessionStore:
         """
         validate_session_id(session_id)
         check_lease_times(timeout, ttl)
-        return acquire(
-            self._engine,
-            self._t,
-            session_id,
-            holder=holder or default_holder(),
-            timeout=timeout,
-            ttl=ttl,
-        )
+        holder = holder or default_holder()
+        failure = f"cannot lease session {session_id!r}"
+        taken = self._raw_write(failure, self._lease_sql.take, session_id, holder, ttl)
+        if taken is not None:  # the usual case: one statement (compactkit.sql._store_patch)
+            return taken
+        # No row yet, or a live holder: the full path creates the row, or waits and reports.
+        return acquire(self._engine, self._t, session_id, holder=holder, timeout=timeout, ttl=ttl)
 
     def release(self, lease: SessionLease) -> None:
         """Give ``lease`` back (nothing when it was taken over meanwhile)."""
-        release(self._engine, self._t, lease)
+        failure = f"cannot release session {lease.session_id!r}"
+        self._raw_write(failure, self._lease_sql.give_back, lease)
 
     def load(self, session_id: str) -> SessionState:
         """The saved state of ``session_id``.

@@ -243,3 +243,30 @@ def test_a_lease_info_file_of_an_earlier_compactkit_is_read(tmp_path: Path, writ
     (tmp_path / ".leases" / "s.info").write_text(json.dumps(info), encoding="utf-8")
     lease = FileSessionStore(tmp_path).acquire("s")
     assert (lease.token, lease.revision) == (8, saved)
+
+
+@pytest.mark.parametrize("where", STORES[1:3], indirect=True)
+def test_a_run_lease_taken_in_one_statement_reads_back_as_the_full_path_writes_it(
+    where: tuple[str, str, str],
+) -> None:
+    # SQLSessionStore takes a run's lease with one UPDATE … RETURNING on the driver's cursor;
+    # what it stores is what the locking path (and a second process) reads back.
+    from compactkit.errors import LeaseLostError, SessionBusyError
+
+    kind, location, prefix = where
+    store, _ = session_workers.open_store(kind, location, prefix)
+    agent = Agent("gpt-4o", FakeOpenAI(default="ok").client(), store=store, compaction=False)
+    session = agent.new_session("s")
+    session.run("one")
+    first = store.acquire("s", holder="first", ttl=60.0)
+    other, _ = session_workers.open_store(kind, location, prefix)
+    with pytest.raises(SessionBusyError) as busy:
+        other.acquire("s", holder="second", timeout=0.0)
+    assert (busy.value.holder, busy.value.since) == ("first", first.since)
+    assert first.revision == session.revision
+    store.release(first)
+    second = other.acquire("s", holder="second", timeout=0.0)
+    assert second.token == first.token + 1 and second.revision == first.revision
+    session.lease = first
+    with pytest.raises(LeaseLostError):
+        store.save(session)  # the released lease fences nothing any more
