@@ -210,7 +210,7 @@ def _first_chunk(messages: Sequence[Any], lead: int, budget: int, threshold: int
     for index in range(len(messages) - 1, lead - 1, -1):
         message = messages[index]
         content = message.get("content") if type(message) is dict else None
-        size = len(content) // 5 if type(content) is str else 0
+        size = len(content) // 4 if type(content) is str else 0
         if size > threshold // 2 and message.get("role") == "tool":
             size = 20  # (about what a mask's placeholder takes)
         guess += 4 + size
