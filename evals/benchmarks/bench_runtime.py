@@ -25,8 +25,19 @@ persists as it does, and the table says which. compactkit's ``FileSessionStore``
 run too. Each store is checked against issue 35's target: own cost per step at most twice the
 no-store loop's, plus, for a durable store, the plain write-and-commit each of its saves pays
 (measured in the same run: a ``sqlite3`` INSERT + COMMIT on a WAL file, an append + ``fsync``, a
-Redis ``RPUSH``, times the saves per step the store counted); and each store's 2,000-step session
-flat (last/first half <= 1.3, or within the no-store loop's own drift).
+Redis ``RPUSH``, times the saves per step the store counted; SQLite both WAL and the driver's
+default synchronous=FULL, so every commit fsyncs in the floor as in the store); and each store's
+2,000-step session flat (last/first half <= 1.3, or within the no-store loop's own drift).
+
+The store target is checked over ``--rounds`` rounds (default 3) at the largest size: each round
+runs the no-store loop, every store and, for each durable store, the no-store loop saving by its
+plain write (a "floor in the loop"), in an order rotated by round; each store's tight-loop floor
+is measured just before and after its own loop (a disk busy with other work moves fsync's CPU
+cost). Both floors are reported: a tight loop of writes shows the write alone; the same writes
+in the agent loop also show what blocking in ``fsync`` or on a socket costs the code around it
+(the process is switched out and resumes with cold caches), which every durable store pays too.
+A step saves once when its tools are ``rerun_on_resume`` (the bench's read tool is; see
+``docs/agent.md``), plus the user input once per turn: 1.1 saves per step here.
 
 Measured: cost per step with 100, 1,000 and 10,000 items already in the session (a model with
 a 1M-token window, so no loop compacts), and a 2,000-step session end to end on gpt-4o's budget
@@ -246,6 +257,87 @@ class CompactkitRedisStore(Compactkit):
         prefix = f"bench-runtime:{uuid.uuid4().hex[:10]}"
         REDIS_PREFIXES.append(prefix)
         return RedisSessionStore(os.environ["COMPACTKIT_TEST_REDIS_URL"], key_prefix=prefix)
+
+
+class PlainWrites:
+    """A ``SessionStore`` that persists nothing of the session: each save is one plain
+    durable write of a ``size``-byte record (``write``), the floor a durable store's save pays.
+    Run in the agent loop, it also pays what a blocking write costs the code around it (the
+    process waits in ``fsync`` or on a socket, and its caches are cold when it resumes), which
+    a tight loop of writes does not show."""
+
+    def __init__(self, write: Callable[[bytes], None], size: int = 600) -> None:
+        self._write = write
+        self._record = b"x" * size
+
+    def save(self, session: Any) -> None:
+        self._write(self._record)
+
+    def load(self, session_id: str) -> Any:
+        raise NotImplementedError("the floor keeps nothing to load")
+
+    def delete(self, session_id: str) -> bool:
+        return False
+
+    def list(self) -> list[str]:
+        return []
+
+
+class SQLiteFloor(Compactkit):
+    """The agent loop whose every save is a plain ``sqlite3`` INSERT + COMMIT (WAL, the
+    driver's default synchronous=FULL, as ``SQLSessionStore`` opens its file)."""
+
+    name = "floor: plain sqlite3 insert"
+
+    def _store(self) -> Any:
+        import sqlite3
+        import tempfile
+
+        folder = tempfile.mkdtemp(prefix="bench-runtime-floor-")
+        conn = sqlite3.connect(f"{folder}/floor.db", isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")
+
+        def write(record: bytes) -> None:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT INTO t (body) VALUES (?)", (record,))
+            conn.execute("COMMIT")
+
+        return PlainWrites(write)
+
+
+class FsyncFloor(Compactkit):
+    """The agent loop whose every save is a plain append + ``fsync`` of one line."""
+
+    name = "floor: plain append + fsync"
+
+    def _store(self) -> Any:
+        import tempfile
+
+        folder = tempfile.mkdtemp(prefix="bench-runtime-floor-")
+        fd = os.open(f"{folder}/floor.jnl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+
+        def write(record: bytes) -> None:
+            os.write(fd, record + b"\n")
+            os.fsync(fd)
+
+        return PlainWrites(write)
+
+
+class RedisFloor(Compactkit):
+    """The agent loop whose every save is a plain Redis ``RPUSH``."""
+
+    name = "floor: plain Redis RPUSH"
+
+    def _store(self) -> Any:
+        import uuid
+
+        import redis
+
+        client = redis.Redis.from_url(REDIS_URL)
+        prefix = f"bench-runtime:{uuid.uuid4().hex[:10]}"
+        REDIS_PREFIXES.append(prefix)
+        return PlainWrites(lambda record: client.rpush(f"{prefix}:floor", record))
 
 
 REDIS_PREFIXES: list[str] = []
@@ -616,10 +708,113 @@ def session_entry(kind: type, half: int, session_steps: int) -> dict[str, Any]:
     return entry
 
 
+FLOORS: dict[str, Callable[..., float]] = {
+    CompactkitSQLStore.name: sqlite_commit_floor,
+    CompactkitFileStore.name: fsync_append_floor,
+    CompactkitRedisStore.name: redis_call_floor,
+}
+
+
+IN_LOOP_FLOORS: dict[str, type[Compactkit]] = {
+    CompactkitSQLStore.name: SQLiteFloor,
+    CompactkitFileStore.name: FsyncFloor,
+    CompactkitRedisStore.name: RedisFloor,
+}
+
+
+def store_rounds(size: int, rounds: int, turns: int) -> list[dict[str, Any]]:
+    """The store target, measured ``rounds`` times at ``size`` items: each round runs the
+    no-store loop and every store (in an order rotated by round), each store's floor measured
+    just before and just after its own loop (a disk busy with other work moves the fsync's CPU
+    cost, for the store and its floor alike). Per round and loop: µs per step, saves per step,
+    the floor per save (µs), and the limit (2 x that round's no-store step + saves x floor)."""
+    history = prefill(size)
+    floors = tuple(IN_LOOP_FLOORS[k.name] for k in STORES if k.name in IN_LOOP_FLOORS)
+    kinds = (Compactkit, *STORES, *floors)
+    out = []
+    for number in range(rounds):
+        order = kinds[number % len(kinds) :] + kinds[: number % len(kinds)]
+        row: dict[str, dict[str, float]] = {}
+        for kind in order:
+            gc.collect()
+            loop = kind(BIG_MODEL, history)
+            own_cost(loop, 1)
+            floor = FLOORS.get(kind.name)
+            before = floor(rows=100) if floor else 0.0
+            saves, steps = loop.saves, loop.step
+            us = statistics.median(own_cost(loop, turns, 1)) * 1e6
+            after = floor(rows=100) if floor else 0.0
+            row[kind.name] = {
+                "us": us,
+                "saves_per_step": (loop.saves - saves) / (loop.step - steps),
+                "floor_us": statistics.median((before, after)) * 1e6,
+            }
+            del loop
+        base = row[Compactkit.name]["us"]
+        for kind in STORES:
+            entry = row[kind.name]
+            entry["ratio"] = entry["us"] / base
+            entry["limit_us"] = 2 * base + entry["saves_per_step"] * entry["floor_us"]
+            if kind.name in IN_LOOP_FLOORS:
+                # the same loop saving by plain writes: what they cost in the loop, per step
+                entry["in_loop_floor_us"] = row[IN_LOOP_FLOORS[kind.name].name]["us"] - base
+                entry["in_loop_limit_us"] = 2 * base + max(0.0, entry["in_loop_floor_us"])
+        out.append(row)
+    return out
+
+
+def print_rounds(size: int, rounds: list[dict[str, Any]]) -> list[str]:
+    """The store target's table; the stores whose median round misses it."""
+    print(
+        f"store target at {size:,} items, {len(rounds)} rounds (own µs/step; x no store; floor "
+        "= saves/step x one plain write-and-commit measured beside the loop; limit = 2 x no "
+        "store + floor; SQLite floor and store both WAL + synchronous=FULL, the driver's "
+        "default: every commit fsyncs)"
+    )
+    bases = ", ".join(f"{r[Compactkit.name]['us']:,.0f}" for r in rounds)
+    print(f"  {'compactkit (no store)':<34} {bases} µs")
+    for floor_kind in IN_LOOP_FLOORS.values():
+        if floor_kind.name in rounds[0]:
+            cells = ", ".join(f"{r[floor_kind.name]['us']:,.0f}" for r in rounds)
+            print(f"  {floor_kind.name:<34} {cells} µs (the no-store loop, saving by it)")
+    missed = []
+    for kind in STORES:
+        cells, shares, in_loop = [], [], []
+        for r in rounds:
+            e = r[kind.name]
+            floor = e["saves_per_step"] * e["floor_us"]
+            shares.append(e["us"] / e["limit_us"])
+            cell = (
+                f"{e['us']:,.0f} ({e['ratio']:.2f}x; {e['saves_per_step']:.2f} saves, floor "
+                f"{floor:,.0f}, limit {e['limit_us']:,.0f}"
+            )
+            if "in_loop_limit_us" in e:
+                in_loop.append(e["us"] / e["in_loop_limit_us"])
+                cell += (
+                    f"; in the loop: floor {e['in_loop_floor_us']:,.0f}, limit "
+                    f"{e['in_loop_limit_us']:,.0f}"
+                )
+            cells.append(cell + ")")
+        verdict = "met" if statistics.median(shares) <= 1 else "MISSED"
+        met = sum(share <= 1 for share in shares)
+        if verdict == "MISSED":
+            missed.append(kind.name)
+        line = f"  {kind.name:<34} " + " | ".join(cells) + f": {verdict} ({met}/{len(shares)})"
+        if in_loop:
+            met_in_loop = sum(share <= 1 for share in in_loop)
+            in_verdict = "met" if statistics.median(in_loop) <= 1 else "MISSED"
+            line += f"; against the floor in the loop: {in_verdict} ({met_in_loop}/{len(in_loop)})"
+        print(line)
+    return missed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--tiny", action="store_true", help="CI smoke run (a few seconds)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="rounds of the store target (default 3)"
+    )
     args = parser.parse_args()
     sizes = (100, 1_000) if args.tiny else (100, 1_000, 10_000)
     session_steps = 200 if args.tiny else 2_000
@@ -651,6 +846,9 @@ def main() -> None:
             del loop  # nothing measured later walks this loop's objects in its collections
         results["per_step_us"][size] = row
         del history
+
+    target_size = max(sizes)
+    results["store_rounds"] = store_rounds(target_size, args.rounds, measure_turns)
 
     half = session_steps // 2 // STEPS_PER_TURN
     for kind in LOOPS:
@@ -698,26 +896,24 @@ def main() -> None:
         print(f"  {size:>6,} items: " + "; ".join(line))
     floors = results["commit_floor_us"]
     print(
-        "each store vs the no-store step (target: own cost <= 2x no store, plus for a durable "
-        "store the plain write-and-commit each of its saves pays, measured here: "
+        "each store vs the no-store step, one measurement per size (the target is checked on "
+        "the rounds below; floors measured once at the start: "
         + ", ".join(f"{name.split('+')[1]} {us:,.0f} µs" for name, us in floors.items())
         + ")"
     )
-    missed = []
     for size, row in results["per_step_us"].items():
         base = row["compactkit"]
         for kind in STORES:
             saves = results["saves_per_step"].get(kind.name, 0.0)
             floor = saves * floors.get(kind.name, 0.0)
             limit = 2 * base + floor
-            verdict = "met" if row[kind.name] <= limit else "MISSED"
-            if verdict == "MISSED" and size == max(results["per_step_us"]):
-                missed.append(kind.name)
+            verdict = "met" if row[kind.name] <= limit else "over"
             print(
                 f"  {size:>6,} items: {kind.name} {row[kind.name]:,.0f} µs = "
                 f"{row[kind.name] / base:.2f}x no store; {saves:.2f} saves/step, floor "
                 f"{floor:,.0f} µs; limit {limit:,.0f} µs: {verdict}"
             )
+    missed = print_rounds(max(results["per_step_us"]), results["store_rounds"])
     print(f"{session_steps:,}-step session end to end (own cost)")
     ck = results["session"]["compactkit"]
     for name, entry in results["session"].items():
@@ -758,6 +954,13 @@ def main() -> None:
         )
     if missed:
         print(f"STORE COST TARGET MISSED at {max(results['per_step_us']):,} items: {missed}")
+    flat_missed = [
+        kind.name
+        for kind in STORES
+        if results["session"][kind.name]["flatness"] > max(1.3, ck["flatness"])
+    ]
+    if flat_missed:
+        print(f"STORE FLATNESS TARGET MISSED: {flat_missed}")
     if not args.tiny and ck["flatness"] > 1.3:
         print(f"FLATNESS TARGET MISSED: {ck['flatness']:.2f} > 1.3")
         sys.exit(1)
