@@ -50,6 +50,7 @@ from typing import NamedTuple
 
 from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors._args import check_sizes, snapshot_arg
+from compactkit.compressors._document import parsed, remember
 from compactkit.compressors._plan import (
     Keep,
     Layout,
@@ -211,9 +212,8 @@ class DigestCompressor:
         if target is not None and before <= target and not self._explicit_keep:
             # Already within the target (as the LLM summary decides): nothing to fold.
             return result(self.name, snapshot, None, self.counter, self.tools, tokens_before=before)
-        existing = (
-            SummaryDocument.parse(snapshot.summary) if snapshot.summary else SummaryDocument()
-        )
+        # The summary the compaction before rendered is remembered parsed (_document).
+        existing = parsed(snapshot.summary) if snapshot.summary else SummaryDocument()
         needs = FactsNeed(layout, existing, originals, self.counter)
         split = self._split(measured, needs)
         kept, folded = layout.split(split.first_kept, split.masked)
@@ -240,7 +240,9 @@ class DigestCompressor:
             verification = replace(verification, dropped=unkept(fitted.doc, must))
         details = self._details(merged, fitted, needs, split, layout, verification)
         smaller = fitted.tokens < before  # else folding this little only grew the prompt
-        if not smaller:
+        if smaller:
+            remember(fitted.doc, fitted.summary)  # the next compaction reads it back
+        else:
             details["reason"] = "the digest would not be smaller than what it replaces"
         return result(
             self.name,

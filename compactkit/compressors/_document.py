@@ -1,0 +1,174 @@
+"""The running summary kept parsed between compactions (the incremental summary document).
+
+A digest reads the summary back (``SummaryDocument.parse``) at the start of every compaction,
+and the summary it reads is, nearly always, the one the compaction before rendered: parsing it
+again costs the whole summary's size per compaction, the most of it once the summary nears its
+cap. So the compaction that renders a summary remembers the document ``parse`` returns for that
+text (``remember``), and the next one reads it from there (``parsed``).
+
+Correctness first: a document is remembered only when its rendered text is sure to parse back
+to it entry for entry, in the same order (every entry is whole clean lines that parse keeps as
+they are, no merge rule would change a section, the notes read back as written) — what
+``parse`` would return, exactly; otherwise nothing is remembered and the text is parsed. The
+look-up is by the exact text, so a summary changed in between, or written by someone else, is
+parsed as before. The checks are by entry and remembered by entry text: a summary keeps most of
+its entries from one compaction to the next.
+
+Cost model: ``remember`` is a few dictionary look-ups per entry (plus the merge rules of the
+values section, which is small); ``parsed`` is one look-up of the text. The newest
+``_REMEMBERED`` summaries are kept, process-wide.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+from compactkit.compressors import _entries
+from compactkit.compressors._refs import split_refs
+from compactkit.compressors.sections import (
+    _ALIASES,
+    _TRIM_NOTE,
+    NOTES_HEADING,
+    QUOTED_NOTE,
+    REFS_NOTE,
+    SECTIONS,
+    SectionKey,
+    SummaryDocument,
+    _normalise_heading,
+    clean_entry,
+    merge_rule,
+)
+
+__all__ = ["as_parsed", "parsed", "remember"]
+
+_REMEMBERED = 4  # summaries kept (a session has one running summary; a few sessions share)
+_lock = threading.Lock()
+_documents: dict[str, SummaryDocument] = {}  # rendered text -> what parse returns for it
+_KEYS: dict[str, SectionKey] = {spec.key: spec.key for spec in SECTIONS}
+# Every known heading, rendered, reads back as its own section (else nothing is remembered).
+_HEADINGS_READ_BACK = all(_ALIASES.get(_normalise_heading(s.heading)) == s.key for s in SECTIONS)
+
+
+def parsed(text: str) -> SummaryDocument:
+    """``SummaryDocument.parse(text)``: remembered when a compaction rendered ``text``."""
+    doc = _documents.get(text)
+    return doc if doc is not None else SummaryDocument.parse(text)
+
+
+def remember(doc: SummaryDocument, text: str) -> None:
+    """Remember what ``parse(text)`` returns, ``text`` being ``doc.render()``, when that is
+    sure to be ``doc`` itself (see the module docstring); else nothing."""
+    read_back = as_parsed(doc)
+    if read_back is None:
+        return
+    with _lock:
+        _documents.pop(text, None)
+        _documents[text] = read_back
+        while len(_documents) > _REMEMBERED:
+            del _documents[next(iter(_documents))]
+
+
+def as_parsed(doc: SummaryDocument) -> SummaryDocument | None:
+    """The document ``SummaryDocument.parse(doc.render())`` returns, built from ``doc`` without
+    rendering or parsing it; ``None`` when it could differ from ``doc`` (then parse)."""
+    if not _HEADINGS_READ_BACK:
+        return None
+    sections: dict[SectionKey, tuple[str, ...]] = {}
+    for key, entries in doc.sections.items():
+        if key not in _KEYS or not entries or not _kept_as_is(key, entries):
+            return None
+    for spec in SECTIONS:  # parse returns the sections in this order
+        entries = doc.sections.get(spec.key, ())
+        if entries:
+            sections[spec.key] = entries
+    if not _reads_kept_apart(sections):
+        return None
+    extra: dict[str, tuple[str, ...]] = {}
+    if NOTES_HEADING in doc.extra:  # parse opens "Notes" first, for text before any heading
+        extra[NOTES_HEADING] = doc.extra[NOTES_HEADING]
+    for heading, entries in doc.extra.items():
+        if not entries or not _heading_reads_back(heading) or not _unique(entries):
+            return None
+        if not all(map(_line_safe, entries)):
+            return None
+        extra[heading] = entries
+    # The notes (the trimming note's counts): parsed from the head lines alone, since no
+    # entry line reads as a note (``_line_safe``).
+    head = SummaryDocument.parse("\n".join(doc.head_lines()))
+    if head.sections or head.extra:
+        return None  # (a line break in a heading the note names: a line of its own)
+    return SummaryDocument(
+        sections=sections, extra=extra, trimmed=head.trimmed, omitted=dict(head.omitted)
+    )
+
+
+def _kept_as_is(key: SectionKey, entries: tuple[str, ...]) -> bool:
+    """Whether ``parse`` keeps a section's entries as they are: each reads back whole, and the
+    section's merge rule, merging them into nothing, returns them unchanged."""
+    if not all(map(_line_safe, entries)):
+        return False
+    rule = merge_rule(key)
+    if rule == "keyed":
+        return len(set(map(_entries.entry_key, entries))) == len(entries)
+    if rule == "commands":
+        keys = set()
+        for entry in entries:
+            command = _command_key(entry)
+            if command is None:
+                return False
+            keys.add(command)
+        return len(keys) == len(entries)
+    if rule == "values":
+        return _entries.merge_values([], list(entries)) == (list(entries), 0)
+    return _unique(entries)  # appended, replaced: one entry per folded text
+
+
+def _unique(entries: tuple[str, ...]) -> bool:
+    return len(set(map(_entries.fold, entries))) == len(entries)
+
+
+def _reads_kept_apart(sections: dict[SectionKey, tuple[str, ...]]) -> bool:
+    """No file is both read and modified (``merge`` would fold the two entries into one)."""
+    read, modified = sections.get("files_read", ()), sections.get("files_modified", ())
+    if not read or not modified:
+        return True
+    return set(map(_entries.entry_key, read)).isdisjoint(map(_entries.entry_key, modified))
+
+
+@functools.lru_cache(maxsize=1 << 15)
+def _line_safe(entry: str) -> bool:
+    """Whether ``entry``, rendered as a bullet, parses back as itself: clean lines, and no
+    continuation line that parse would read as one of its notes."""
+    if not entry or clean_entry(entry) != entry:
+        return False
+    for line in entry.split("\n")[1:]:
+        stripped = line.strip()
+        if stripped in (QUOTED_NOTE, REFS_NOTE):
+            return False
+        if stripped[0] in "_N" and _TRIM_NOTE.match(stripped):
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=1 << 15)
+def _command_key(entry: str) -> str | None:
+    """The command a commands entry is merged on, when merging the entry into nothing returns
+    it unchanged (else ``None``)."""
+    merged = _entries.merge_commands([], [entry])
+    if merged != [entry]:
+        return None
+    plain = split_refs(entry)[0]
+    text = _entries.runs(plain)[0]
+    return _entries.key_of(text) or _entries.fold(text)
+
+
+def _heading_reads_back(heading: str) -> bool:
+    """Whether ``## heading`` parses back as the same unknown heading."""
+    return (
+        bool(heading)
+        and heading == heading.strip()
+        and not heading.startswith("#")
+        and heading.splitlines() == [heading]
+        and _ALIASES.get(_normalise_heading(heading)) is None
+    )
