@@ -106,6 +106,17 @@ class RunnableSession(AgentSession):
             self._agent.store.save(self)
         self._unsaved = False
 
+    def _save_last(self) -> None:
+        """The run's last save (its answer): with a store that can, it gives the run's lease
+        back in the same write (``SQLSessionStore.save_and_release``: one commit less a run)."""
+        store = self._agent.store
+        save_and_release = getattr(store, "save_and_release", None)
+        if save_and_release is None or self.lease is None:
+            self.save()
+            return
+        save_and_release(self)
+        self._unsaved = False
+
     @contextlib.contextmanager
     def _saving_at_the_end(self) -> Iterator[None]:
         """Save tool outputs still waiting for a save when the run ends, however it ends.
@@ -399,8 +410,11 @@ class RunnableSession(AgentSession):
             items = _renamed(items, number)  # a server that reuses ids ("call_0" every turn)
             self.memory.add_output_items(items)
         self.step = number
-        self.save()
         calls = tuple(item for item in items if isinstance(item, FunctionCall))
+        if calls:
+            self.save()
+        else:
+            self._save_last()
         run.emit(
             ModelCallEvent(
                 step=number,

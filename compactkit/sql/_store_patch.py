@@ -49,6 +49,14 @@ class PatchSQL:
             bump.format(s=s, extend=f", lease_expires = {now} + ?") + where + " AND lease_token = ?"
         )
         self._fenced_forever = bump.format(s=s, extend="") + where + " AND lease_token = ?"
+        # the run's last save gives its lease back in the same statement
+        self._fenced_last = (
+            bump.format(
+                s=s, extend=", lease_holder = NULL, lease_since = NULL, lease_expires = NULL"
+            )
+            + where
+            + " AND lease_token = ?"
+        )
         self._unleased = (
             bump.format(s=s, extend="")
             + where
@@ -65,14 +73,17 @@ class PatchSQL:
         lease: SessionLease | None,
         mark: SaveMark,
         patch: str,
+        release: bool = False,
     ) -> bool:
-        """Apply ``patch`` (revision ``mark.revision + 1``) in ``cursor``'s transaction;
-        ``False`` (nothing written) unless the row is still the one ``mark`` describes and the
-        lease lets this save through."""
+        """Apply ``patch`` (revision ``mark.revision + 1``) in ``cursor``'s transaction, and
+        with ``release`` give ``lease`` back in it; ``False`` (nothing written) unless the row
+        is still the one ``mark`` describes and the lease lets this save through."""
         row: tuple[Any, ...] = (session_id, mark.revision, mark.proof)
         clock: tuple[Any, ...] = () if self._postgres else (time.time(),)
         if lease is None:
             found = cursor.execute(self._unleased, (self._stamp(), *row, *clock))
+        elif release:
+            found = cursor.execute(self._fenced_last, (self._stamp(), *row, lease.token))
         elif lease.ttl is None:
             found = cursor.execute(self._fenced_forever, (self._stamp(), *row, lease.token))
         else:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import builtins
 import secrets
+import threading
 from datetime import datetime, timezone
 
 from sqlalchemy import Connection, Engine, delete, insert, select, update
@@ -70,6 +71,8 @@ class SQLSessionStore:
         self._raw_write = raw_writer(self._engine)
         self._patch_sql = PatchSQL(self._t, self._engine)
         self._lease_sql = LeaseSQL(self._t, self._engine, self._scope)
+        self._released: set[tuple[str, int]] = set()  # leases a save_and_release gave back
+        self._released_lock = threading.Lock()
 
     def __repr__(self) -> str:
         url = self._engine.url.render_as_string(hide_password=True)
@@ -166,10 +169,30 @@ class SQLSessionStore:
         self._marks.set(session, new_mark)
         session.revision = revision + 1
 
-    def _saved_patch(self, session: AgentSession, mark: SaveMark) -> bool:
+    def save_and_release(self, session: AgentSession) -> None:
+        """``save(session)``, then ``release(session.lease)`` — in one transaction when the save
+        is a patch: an ``Agent`` run's last save (its answer) also gives its lease back, so a
+        run pays one commit less. The later ``release`` of that lease does nothing.
+
+        Raises:
+            As ``save``; the lease is given back only when the save was applied.
+        """
+        session = require_session(session, "SQLSessionStore")
+        lease = session.lease
+        if lease is None or lease.scope != self._scope:
+            self.save(session)
+            return
+        mark = self._marks.get(session)
+        if mark is None or not self._saved_patch(session, mark, release=True):
+            self.save(session)
+            self.release(lease)
+        with self._released_lock:
+            self._released.add((lease.session_id, lease.token))
+
+    def _saved_patch(self, session: AgentSession, mark: SaveMark, release: bool = False) -> bool:
         """The usual save, on the driver's cursor: a patch on top of what this session object
-        saved last (``compactkit.sql._store_patch``). ``False``: nothing was written; the full
-        path decides what to do."""
+        saved last (``compactkit.sql._store_patch``), giving ``session.lease`` back with
+        ``release``. ``False``: nothing was written; the full path decides what to do."""
         if mark.outgrown() or (session.fenced_by_revision and session.revision != mark.revision):
             return False
         change = save_patch(session, mark, mark.revision + 1)
@@ -184,6 +207,7 @@ class SQLSessionStore:
                 lease,
                 mark,
                 change.data.decode(),
+                release and lease is not None,
             )
         except BaseException:
             self._marks.forget(session)
@@ -243,7 +267,13 @@ class SQLSessionStore:
         return acquire(self._engine, self._t, session_id, holder=holder, timeout=timeout, ttl=ttl)
 
     def release(self, lease: SessionLease) -> None:
-        """Give ``lease`` back (nothing when it was taken over meanwhile)."""
+        """Give ``lease`` back (nothing when it was taken over meanwhile, or a
+        ``save_and_release`` gave it back)."""
+        with self._released_lock:
+            given_back = (lease.session_id, lease.token) in self._released
+            self._released.discard((lease.session_id, lease.token))
+        if given_back:
+            return
         failure = f"cannot release session {lease.session_id!r}"
         self._raw_write(failure, self._lease_sql.give_back, lease)
 

@@ -149,6 +149,14 @@ class Compactkit:
                 save(session)
 
             store.save = counted
+            if hasattr(store, "save_and_release"):  # a run's last save, releasing its lease
+                save_and_release = store.save_and_release
+
+                def counted_last(session: Any) -> None:
+                    self.saves += 1
+                    save_and_release(session)
+
+                store.save_and_release = counted_last
         self.agent = Agent(
             model,
             client,

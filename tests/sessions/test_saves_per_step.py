@@ -270,3 +270,42 @@ def test_a_run_lease_taken_in_one_statement_reads_back_as_the_full_path_writes_i
     session.lease = first
     with pytest.raises(LeaseLostError):
         store.save(session)  # the released lease fences nothing any more
+
+
+@pytest.mark.parametrize("where", STORES[1:3], indirect=True)
+def test_the_answer_save_gives_the_lease_back_only_while_the_run_holds_it(
+    where: tuple[str, str, str],
+) -> None:
+    # SQLSessionStore.save_and_release: the run's last save also releases its lease.
+    from compactkit.errors import LeaseLostError, SessionBusyError
+
+    kind, location, prefix = where
+    store, _ = session_workers.open_store(kind, location, prefix)
+    agent = Agent("gpt-4o", FakeOpenAI(default="ok").client(), store=store, compaction=False)
+    session = agent.new_session("s")
+    session.run("one")
+    other, _ = session_workers.open_store(kind, location, prefix)
+    lease = other.acquire("s", holder="next", timeout=0.0)  # free at once
+    assert lease.revision == other.load("s").revision == session.revision
+    assert other.load("s").memory.items[-1].text == "ok"  # type: ignore[union-attr]
+    other.release(lease)
+
+    def taken_over_meanwhile(_body: dict[str, object]) -> str:
+        time.sleep(0.6)  # the run's lease (ttl 0.5 s) expires; another run takes it over
+        other.acquire("s", holder="thief", timeout=0.0, ttl=60.0)
+        return "late answer"
+
+    slow = Agent(
+        "gpt-4o",
+        FakeOpenAI([taken_over_meanwhile]).client(),
+        store=store,
+        compaction=False,
+        lease_ttl=0.5,
+    )
+    stalled = slow.resume("s")
+    with pytest.raises(LeaseLostError):
+        stalled.run("two")
+    with pytest.raises(SessionBusyError) as busy:  # the stalled run released nothing
+        other.acquire("s", holder="third", timeout=0.0)
+    assert busy.value.holder == "thief"
+    assert other.load("s").memory.items[-1].text == "two"  # type: ignore[union-attr]
