@@ -116,6 +116,14 @@ class AppendSQL:
         )
         self._calls = f"SELECT kind, call_id FROM {i} WHERE session_id = ? AND call_id IN "
         self._insert = f"INSERT INTO {i} ({_COLUMNS}) VALUES ({', '.join('?' * 12)})"
+        # PostgreSQL: a lone item that is no call or output (nothing to check first) is
+        # inserted by the bump's own statement, numbered from the counters it returns — one
+        # round trip before the commit, as a plain INSERT has (else two).
+        self._together: dict[str, str] = {}
+        if self._returning:
+            together = _together_sql(t, dialect, counters)
+            for bump_sql in (self._bump, self._fenced_bump, self._releasing_bump):
+                self._together[bump_sql] = together(bump_sql)
         when = t.sessions.c.created_at.type.dialect_impl(dialect)
         since = t.sessions.c.lease_since.type.dialect_impl(dialect)
         self._bind_time: Callable[[Any], Any] = since.bind_processor(dialect) or _same
@@ -125,6 +133,12 @@ class AppendSQL:
         bind_bool = pinned.bind_processor(dialect) or _same
         self._pins = (bind_bool(False), bind_bool(True))  # the column's value, by pinned
         self._last_created: tuple[Any, datetime] | None = None
+
+    def in_one_statement(self, items: Sequence[Item]) -> bool:
+        """Whether ``append(cursor, session_id, items)`` (no ``take``) runs one statement
+        (after the session's first write): PostgreSQL, a lone item that is no call or output.
+        Each of its statements is then atomic and safe alone (``RawWriter.one_statement``)."""
+        return bool(self._together) and len(items) == 1 and not isinstance(items[0], _CALLS)
 
     def append(
         self,
@@ -150,24 +164,57 @@ class AppendSQL:
         """
         count = len(items)
         now = self._stamp()
-        if fence is not None:
-            if release:
-                params: tuple[Any, ...] = (count, now, session_id, fence.token)
-                found = self._bumped(cursor, self._releasing_bump, params, session_id)
-            else:
-                params = (count, now, self._expires(fence.ttl), session_id, fence.token)
-                found = self._bumped(cursor, self._fenced_bump, params, session_id)
-            if found is None:  # acquiring the lease made the row: another run holds it now
-                raise lost(fence, None)
-        elif take is not None:
+        if take is not None:
             found = self._taken(cursor, session_id, count, now, take, release)
+            return self._insert_items(cursor, session_id, items, now, found, accept_unknown)
+        params: tuple[Any, ...]
+        if fence is None:
+            sql, params = self._bump, (count, now, session_id)
+        elif release:
+            sql, params = self._releasing_bump, (count, now, session_id, fence.token)
         else:
-            params = (count, now, session_id)
-            found = self._bumped(cursor, self._bump, params, session_id)
-            if found is None:  # the session's first write
-                cursor.execute(self._create, (session_id, now, now))
-                found = self._bumped(cursor, self._bump, params, session_id)
-        version, window_version, next_seq, created_at, token, revision = found
+            sql = self._fenced_bump
+            params = (count, now, self._expires(fence.ttl), session_id, fence.token)
+        together = self._together.get(sql) if count == 1 else None
+        if together is not None and not isinstance(items[0], _CALLS):
+            row = self._row(session_id, items[0], now)
+            params = (*params, *row[:1], *row[2:8], *row[9:])  # seq and position: the bump's
+            found = self._bumped_or_lost(cursor, together, params, session_id, fence, now)
+            return self._appended([_numbered(items[0], found[2] - 1)], found)
+        found = self._bumped_or_lost(cursor, sql, params, session_id, fence, now)
+        return self._insert_items(cursor, session_id, items, now, found, accept_unknown)
+
+    def _bumped_or_lost(
+        self,
+        cursor: Cursor,
+        sql: str,
+        params: tuple[Any, ...],
+        session_id: str,
+        fence: SessionLease | None,
+        now: Any,
+    ) -> Any:
+        """Run the bumping ``sql``; the counters after it. Without ``fence``, the session's
+        first write makes its row first; with it, no row bumped means the lease was lost."""
+        found = self._bumped(cursor, sql, params, session_id)
+        if found is None:
+            if fence is not None:  # acquiring the lease made the row: another run holds it
+                raise lost(fence, None)
+            cursor.execute(self._create, (session_id, now, now))  # the session's first write
+            found = self._bumped(cursor, sql, params, session_id)
+        return found
+
+    def _insert_items(
+        self,
+        cursor: Cursor,
+        session_id: str,
+        items: Sequence[Item],
+        now: Any,
+        found: Any,
+        accept_unknown: bool,
+    ) -> Appended:
+        """Check and insert ``items``, numbered from the bumped counters ``found``."""
+        count = len(items)
+        next_seq = found[2]
         if (  # only calls and outputs have anything to check
             isinstance(items[0], _CALLS)
             if count == 1
@@ -180,6 +227,10 @@ class AppendSQL:
             cursor.execute(self._insert, self._row(session_id, stored[0], now))
         else:
             cursor.executemany(self._insert, [self._row(session_id, i, now) for i in stored])
+        return self._appended(stored, found)
+
+    def _appended(self, stored: list[Item], found: Any) -> Appended:
+        version, window_version, next_seq, created_at, token, revision = found
         return Appended(
             stored, version, window_version, next_seq, self._created(created_at), token, revision
         )
@@ -263,6 +314,28 @@ class AppendSQL:
         for kind, key in rows:
             (index.calls if kind == "function_call" else index.answered).add(keys[key])
         return index
+
+
+def _together_sql(t: Tables, dialect: Any, counters: str) -> Callable[[str], str]:
+    """PostgreSQL: the statement that runs a counters' ``UPDATE … RETURNING`` (``bump_sql``)
+    and inserts one item row numbered from it (``seq`` = ``position`` = the new ``next_seq``
+    - 1), returning the counters — no row when nothing was bumped, and then nothing is
+    inserted. Its parameters: the bump's, then the row's (as ``AppendSQL._row``) without seq
+    and position. Each parameter is cast to its column's type: in ``INSERT … SELECT`` a bare
+    parameter would be text."""
+    columns = [c.strip() for c in _COLUMNS.split(",")]
+    values = ", ".join(
+        "b.next_seq - 1"
+        if name in ("seq", "position")
+        else f"CAST(? AS {t.items.c[name].type.compile(dialect=dialect)})"
+        for name in columns
+    )
+    insert = f"INSERT INTO {t.items.name} ({_COLUMNS}) SELECT {values} FROM b"
+
+    def together(bump_sql: str) -> str:
+        return f"WITH b AS ({bump_sql}), i AS ({insert}) SELECT {counters} FROM b"
+
+    return together
 
 
 def _numbered(item: Item, seq: int) -> Item:

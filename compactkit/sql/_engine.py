@@ -253,7 +253,22 @@ class RawWriter:
         with lock:
             return self._write(failure, bound)
 
-    def _write(self, failure: str, work: Callable[[Cursor], _T]) -> _T:
+    def one_statement(
+        self,
+        failure: str,
+        work: Callable[Concatenate[Cursor, _P], _T],
+        *args: _P.args,
+        **kwargs: _P.kwargs,
+    ) -> _T:
+        """As calling the writer, for a ``work`` each of whose statements is atomic and safe on
+        its own (the append made of one statement): on PostgreSQL it runs in autocommit, so a
+        statement commits as it runs, with no ``BEGIN`` and ``COMMIT`` round trips of their
+        own; on SQLite in a write transaction, as any write."""
+        if self._sqlite:
+            return self(failure, work, *args, **kwargs)
+        return self._write(failure, lambda cursor: work(cursor, *args, **kwargs), autocommit=True)
+
+    def _write(self, failure: str, work: Callable[[Cursor], _T], autocommit: bool = False) -> _T:
         try:
             raw = self._engine.raw_connection()
         except SQLAlchemyError as exc:
@@ -264,20 +279,36 @@ class RawWriter:
                 if self._sqlite:
                     _prepare_sqlite(dbapi, raw.info)
                     dbapi.execute("BEGIN IMMEDIATE")
+                elif autocommit:
+                    dbapi.autocommit = True
                 cursor = driver_cursor(dbapi, self._sqlite)
                 try:
                     done = work(cursor)
                 finally:
                     cursor.close()
-                dbapi.commit()
+                if not autocommit:
+                    dbapi.commit()
                 return done
             except BaseException as exc:
-                dbapi.rollback()
+                if not autocommit:
+                    dbapi.rollback()
                 if isinstance(exc, self._errors):
                     raise StorageError(f"{failure}: {_reason(exc)}") from exc
                 raise
+            finally:
+                if autocommit:
+                    _end_autocommit(raw, dbapi)
         finally:
             raw.close()
+
+
+def _end_autocommit(raw: Any, dbapi: Any) -> None:
+    """Give the pool its connection back in transaction mode; a connection that cannot be
+    switched back (broken meanwhile) is invalidated rather than reused."""
+    try:
+        dbapi.autocommit = False
+    except Exception:
+        raw.invalidate()
 
 
 class _HeldWriter(RawWriter):

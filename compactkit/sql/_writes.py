@@ -41,7 +41,10 @@ class Writes(SQLSession):
         if held is not None:
             done = self._leased_append(held, items)
         else:
-            done = self._raw_write(
+            # One statement on PostgreSQL (most appends): committed as it runs, no BEGIN and
+            # COMMIT round trips (``RawWriter.one_statement``).
+            write = self._raw_write
+            done = (write.one_statement if appends.in_one_statement(items) else write)(
                 self._write_failure,
                 appends.append,
                 session_id,

@@ -167,12 +167,37 @@ def test_an_append_costs_the_same_statements_at_any_length(
         statements.take()
         memory.add_user_input("measured")
         costs.append([sql.split(" ")[0] for sql, _ in statements.take()])
-    # The counters (locked), read back (PostgreSQL: RETURNING, one round trip; SQLite: a SELECT
-    # in the process, cheaper than its RETURNING), then the row.
-    expected = (
-        ["UPDATE", "INSERT"] if database.name == "postgresql" else ["UPDATE", "SELECT", "INSERT"]
-    )
+    # PostgreSQL: one statement (the counters' UPDATE … RETURNING with the row's INSERT in one
+    # WITH: one round trip before the commit, as a plain INSERT). SQLite: the counters (locked),
+    # read back by a SELECT in the process (cheaper than its RETURNING), then the row.
+    expected = ["WITH"] if database.name == "postgresql" else ["UPDATE", "SELECT", "INSERT"]
     assert costs[0] == costs[1] == expected
+
+
+def test_postgresql_appends_commit_as_they_run_and_later_writes_are_transactions(
+    postgres: Database,  # noqa: F811
+) -> None:
+    # A lone item is appended by one statement in autocommit (no BEGIN/COMMIT round trips):
+    # it is visible to another connection at once, and the pooled connection goes back to
+    # transaction mode, so a later multi-statement write (a compaction) is still atomic.
+    memory = open_memory(postgres)
+    memory.add_user_input("first")  # the session's first write: its row, then the append
+    memory.add_user_input("second")
+    engine = create_engine(postgres.url)
+    try:
+        other = SQLMemory(engine, memory.session_id, table_prefix=postgres.prefix)
+        assert texts(other.snapshot().items) == ["first", "second"]
+        raw = memory.engine.raw_connection()
+        try:
+            assert raw.driver_connection.autocommit is False  # type: ignore[union-attr]
+        finally:
+            raw.close()
+        snapshot = memory.snapshot()
+        assert memory.apply(compacted(snapshot, snapshot.items[1:], summary="first was said"))
+        assert other.snapshot().summary == "first was said"
+        assert texts(other.snapshot().items) == ["second"]
+    finally:
+        engine.dispose()
 
 
 def test_appends_from_several_processes_all_land_in_one_order(
