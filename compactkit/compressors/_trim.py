@@ -320,8 +320,8 @@ def _steps(state: _State, budget: int, keep: frozenset[str]) -> Iterator[None]:
             if pool in quotas:
                 quotas[pool] = max(quotas[pool], math.ceil(len(queues[pool]) * share))
     yield from _drop_weighted(state, weights, queues, quotas)
-    for tier in tier_pools:
-        yield from _drop_tier(state, tier, queues, None)
+    for tier in tier_pools:  # (every pool of a tier alike, none kept)
+        yield from _drop_weighted(state, dict.fromkeys(tier, 1), queues, dict.fromkeys(tier, 0))
 
 
 def _drop_weighted(
@@ -409,33 +409,6 @@ def _quotas(
                     return quotas
                 quotas[pool] += 1
     return quotas
-
-
-def _drop_tier(
-    state: _State,
-    tier: list[str],
-    queues: dict[str, list[tuple[str, int]]],
-    floors: Mapping[str, int] | None,
-) -> Iterator[None]:
-    """Drop the tier's entries — superseded values first, then the least important first from
-    the pool holding the most tokens — leaving each pool ``floors[pool]`` entries (none when
-    ``floors`` is None)."""
-    pools = state.pools
-    sizes = {
-        pool: sum(state.costs[s][i] for s, i in pools[pool] if state.entries[s][i] is not None)
-        for pool in tier
-    }
-    while True:
-        live = [p for p in tier if len(queues[p]) > (floors[p] if floors else 0)]
-        if not live:
-            return
-        pool = SUPERSEDED if SUPERSEDED in live else max(live, key=lambda p: sizes[p])
-        section, index = queues[pool].pop()
-        if state.entries[section][index] is None:
-            continue
-        sizes[pool] -= state.costs[section][index]
-        state.drop(section, index)
-        yield
 
 
 def fit(

@@ -8,43 +8,19 @@ import json
 import os
 import signal
 import time
-import uuid
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
 import session_workers
 import sql_workers
 from redis_support import redis_url  # noqa: F401
-from sql_support import POSTGRES_URL, needs_postgres
+from sql_support import needs_postgres
 
 from compactkit.errors import LeaseLostError, SessionBusyError
 from compactkit.items import Message
 
 STORES = ["file", "sqlite", pytest.param("postgresql", marks=needs_postgres), "redis"]
-
-
-@pytest.fixture(params=STORES)
-def where(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str, str]]:
-    """(kind, location, table or key prefix) of a fresh store."""
-    prefix = f"w{uuid.uuid4().hex[:8]}_"
-    if request.param == "file":
-        yield "file", str(tmp_path / "sessions"), prefix
-    elif request.param == "sqlite":
-        yield "sqlite", f"sqlite:///{tmp_path}/workers.db", prefix
-    elif request.param == "redis":
-        url = request.getfixturevalue("redis_url")
-        yield "redis", url, prefix
-        client = redis.Redis.from_url(url)
-        keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
-        if keys:
-            client.delete(*keys)
-        client.close()
-    else:
-        assert POSTGRES_URL
-        yield "postgresql", POSTGRES_URL, prefix
 
 
 def user_turns(kind: str, where: str, prefix: str, session_id: str) -> list[str]:

@@ -10,17 +10,14 @@ import json
 import os
 import signal
 import time
-import uuid
-from collections.abc import Iterator
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 import pytest
-import redis
 import session_workers
 import sql_workers
 from redis_support import redis_url  # noqa: F401
-from sql_support import POSTGRES_URL, needs_postgres
+from sql_support import needs_postgres
 
 from compactkit import Agent, FunctionCallOutput, tool
 from compactkit.errors import MaxStepsError, ModelError
@@ -30,27 +27,6 @@ from compactkit.sessions import AgentSession, FileSessionStore, InMemorySessionS
 from compactkit.testing import FakeOpenAI, http_error, text, tool_call
 
 STORES = ["file", "sqlite", pytest.param("postgresql", marks=needs_postgres), "redis"]
-
-
-@pytest.fixture(params=STORES)
-def where(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str, str]]:
-    """(kind, location, table or key prefix) of a fresh store."""
-    prefix = f"w{uuid.uuid4().hex[:8]}_"
-    if request.param == "file":
-        yield "file", str(tmp_path / "sessions"), prefix
-    elif request.param == "sqlite":
-        yield "sqlite", f"sqlite:///{tmp_path}/steps.db", prefix
-    elif request.param == "redis":
-        url = request.getfixturevalue("redis_url")
-        yield "redis", url, prefix
-        client = redis.Redis.from_url(url)
-        keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
-        if keys:
-            client.delete(*keys)
-        client.close()
-    else:
-        assert POSTGRES_URL
-        yield "postgresql", POSTGRES_URL, prefix
 
 
 @pytest.mark.parametrize("rerun", [True, False], ids=["rerun_on_resume", "not_rerun"])
