@@ -15,8 +15,12 @@ each one. Reported per ratio:
   not (target 0);
 * ``action``: of the files the summary lists, the share listed with the right action (a file
   created, modified or deleted under "Files modified", a file only read under "Files read");
-* ``resolved``: of the errors the summary lists, the share marked resolved (every planted error
-  is fixed later in its session, so the target is 1.0).
+* ``resolved``: of the errors the summary lists, the share marked resolved, over all sessions
+  and per domain. Not a share to drive to 1.0: in the coding and data sessions every planted
+  error is followed by an edit and a passing run of the checks (a fix the digest can see), but
+  in the support sessions a refused refund or a carrier rejection is followed by an escalation
+  or another tool, never by the same call succeeding — not resolved, and the digest rightly
+  leaves those open. What must hold is that every error marked resolved was (no false mark).
 
 Run: ``python evals/benchmarks/bench_digest_truth.py`` (``--tiny`` for CI's smoke run,
 ``--json`` for machine-readable output, ``--seeds N`` for more sessions per shape).
@@ -141,17 +145,26 @@ def run(cases: list[Case]) -> dict[str, Any]:
                 shares[cls] = round(sum(values) / len(values), 3)
         action = [r["action"] for r in mine]
         resolved = [r["resolved"] for r in mine]
+        by_domain: dict[str, list[tuple[int, int]]] = {}
+        for r in mine:
+            by_domain.setdefault(r["case"].split("-", 1)[0], []).append(r["resolved"])
         table[ratio] = {
             "classes": shares,
             "stale": sum(r["stale"] for r in mine),
             "invented": sorted({i for r in mine for i in r["invented"]}),
             "action": round(sum(a for a, _ in action) / max(1, sum(n for _, n in action)), 3),
-            "resolved": round(sum(a for a, _ in resolved) / max(1, sum(n for _, n in resolved)), 3),
+            "resolved": _share(resolved),
+            "resolved_by_domain": {d: _share(v) for d, v in sorted(by_domain.items())},
             "met_target": sum(r["after"] <= r["target"] for r in mine),
             "cases": len(mine),
             "median_ms": round(statistics.median(r["seconds"] for r in mine) * 1e3, 1),
         }
     return {"cases": [c.id for c in cases], "ratios": table}
+
+
+def _share(pairs: list[tuple[int, int]]) -> float:
+    """sum(found) / sum(of), rounded (0 when there is nothing)."""
+    return round(sum(a for a, _ in pairs) / max(1, sum(n for _, n in pairs)), 3)
 
 
 def _print(report: dict[str, Any]) -> None:
@@ -169,6 +182,9 @@ def _print(report: dict[str, Any]) -> None:
     print(f"{'target':<18}" + "".join(f"{TARGETS.get(r, '-'):>8} " for r in RATIOS))
     for key in ("stale", "action", "resolved", "met_target", "median_ms"):
         print(f"{key:<18}" + "".join(f"{table[r][key]!s:>8} " for r in RATIOS))
+    for domain in table[RATIOS[0]]["resolved_by_domain"]:
+        cells = "".join(f"{table[r]['resolved_by_domain'][domain]!s:>8} " for r in RATIOS)
+        print(f"{'  ' + domain:<18}{cells}")
     print(f"{'invented':<18}" + "".join(f"{len(table[r]['invented']):>8} " for r in RATIOS))
     for ratio in RATIOS:
         for entry in table[ratio]["invented"][:5]:
