@@ -175,11 +175,12 @@ class AppendSQL:
         else:
             sql = self._fenced_bump
             params = (count, now, self._expires(fence.ttl), session_id, fence.token)
-        together = self._together.get(sql) if count == 1 else None
-        if together is not None and not isinstance(items[0], _CALLS):
+        if self.in_one_statement(items):
             row = self._row(session_id, items[0], now)
             params = (*params, *row[:1], *row[2:8], *row[9:])  # seq and position: the bump's
-            found = self._bumped_or_lost(cursor, together, params, session_id, fence, now)
+            found = self._bumped_or_lost(
+                cursor, self._together[sql], params, session_id, fence, now
+            )
             return self._appended([_numbered(items[0], found[2] - 1)], found)
         found = self._bumped_or_lost(cursor, sql, params, session_id, fence, now)
         return self._insert_items(cursor, session_id, items, now, found, accept_unknown)

@@ -14,7 +14,12 @@ from hypothesis import strategies as st
 from compactkit.budget import TiktokenCounter
 from compactkit.compressors import _document
 from compactkit.compressors.digest import DigestCompressor
-from compactkit.compressors.sections import QUOTED_NOTE, REFS_NOTE, SummaryDocument
+from compactkit.compressors.sections import (
+    QUOTED_NOTE,
+    REFS_NOTE,
+    SECTIONS,
+    SummaryDocument,
+)
 from compactkit.items import FunctionCall, FunctionCallOutput, Message
 from compactkit.items.snapshot import MemorySnapshot
 
@@ -70,20 +75,7 @@ entries = st.one_of(
     st.lists(st.sampled_from(_LINES), min_size=1, max_size=3).map("\n".join),
     st.lists(st.sampled_from(_PIECES), min_size=1, max_size=6).map("".join),
 )
-KEYS = [
-    "goal",
-    "constraints",
-    "decisions",
-    "files_read",
-    "files_modified",
-    "commands",
-    "measurements",
-    "errors",
-    "identifiers",
-    "values",
-    "state",
-    "next_steps",
-]
+KEYS = [spec.key for spec in SECTIONS]
 sections = st.dictionaries(st.sampled_from(KEYS), st.lists(entries, max_size=4), max_size=5)
 headings = st.sampled_from(["Notes", "Open questions", "Goals", " Padded", "#Hash", "A\nB"])
 omitted = st.dictionaries(
