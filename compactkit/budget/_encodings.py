@@ -4,6 +4,11 @@ of each text per encoding.
 Encodings load from the rank files bundled in the ``bpe-openai`` package (byte-identical to
 OpenAI's, checked against the published sha256), never from the network.
 
+Counting uses ``bpe-openai``'s own Rust tokenizer when it is installed and answers a set of
+probe texts with tiktoken's counts: the same counts (property-tested against tiktoken), built in
+about a third of the time tiktoken takes to build its encoder, and about twice as fast per
+character. ``COMPACTKIT_TOKENIZER=tiktoken`` (``TOKENIZER_ENV``) counts with tiktoken instead.
+
 ``text_counts(name)`` is shared by every counter of one encoding in the process and keyed by the
 text itself, so a history that arrives as new objects with old content (a fresh projector, a
 stateless ``compact_messages`` call, a CLI run, items read back from a database) is counted from
@@ -16,22 +21,28 @@ import base64
 import contextlib
 import gzip
 import hashlib
+import importlib.machinery
 import importlib.util
 import marshal
 import os
 import re
+import sys
 import threading
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-
-import tiktoken
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from compactkit.errors import EncodingUnavailableError
+
+if TYPE_CHECKING:
+    import tiktoken
 
 __all__ = [
     "CACHE_ENV",
     "LINE_ADDITIVE",
+    "TOKENIZER_ENV",
     "TextCounts",
     "get_encoding",
     "line_pieces",
@@ -98,6 +109,8 @@ def get_encoding(name: str) -> tiktoken.Encoding:
         ranks = _verified_ranks(name)
         if cache_file is not None:
             _write_cache(cache_file, ranks)
+    import tiktoken  # (here: a process that counts with the Rust tokenizer never imports it)
+
     return tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=ranks, special_tokens=special)
 
 
@@ -302,6 +315,91 @@ def text_counts(name: str) -> TextCounts:
     return found
 
 
+TOKENIZER_ENV = "COMPACTKIT_TOKENIZER"
+"""``tiktoken`` counts with tiktoken's encoder; unset (or anything else), with ``bpe-openai``'s
+Rust tokenizer where it loads and passes its probes, else with tiktoken."""
+
+# Texts and their tiktoken counts, per encoding: contractions, digits, whitespace runs, line
+# breaks, CJK, Hangul, combining marks, emoji with modifiers, special-token strings as plain text.
+# A tokenizer that answers any of them differently is not used (tests keep them true to tiktoken).
+_PROBE_TEXTS = (
+    "Hello, world! It's 2026; we'll see.",
+    "  indented\n\n\tcode = 12345678 + x_y\r\n",
+    "日本語のテキストと한국어 and émojis 😀👍🏽",
+    "<|endoftext|><|endofprompt|>'S'LL 's",
+    "    \n   trailing   ",
+)
+_PROBE_COUNTS = {
+    "o200k_base": (12, 14, 17, 18, 4),
+    "cl100k_base": (14, 14, 24, 18, 4),
+}
+_bindings_lock = threading.Lock()
+
+
+def rust_count(name: str) -> Callable[[str], int] | None:
+    """``bpe-openai``'s Rust count for encoding ``name``, or ``None`` when it is not installed,
+    does not know the encoding, fails a probe, or ``TOKENIZER_ENV`` asks for tiktoken.
+
+    Text that is not valid UTF-8 (lone surrogates) is repaired first the way tiktoken's
+    ``encode_ordinary`` repairs it, so the counts stay tiktoken's.
+    """
+    if os.environ.get(TOKENIZER_ENV, "").strip().lower() == "tiktoken":
+        return None
+    bindings = _rust_bindings()
+    if bindings is None:
+        return None
+    try:
+        count = bindings.tokenizer_for_encoding(name).count
+        answers = tuple(count(text) for text in _PROBE_TEXTS)
+    except Exception:  # an unknown encoding, or a build that fails: tiktoken counts instead
+        return None
+    if answers != _PROBE_COUNTS.get(name):
+        return None
+
+    def counted(text: str) -> int:
+        try:
+            return count(text)  # type: ignore[no-any-return]
+        except UnicodeEncodeError:
+            return count(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))  # type: ignore[no-any-return]
+
+    return counted
+
+
+def _rust_bindings() -> ModuleType | None:
+    """``bpe_openai._bindings``, loaded by itself: the package's ``__init__`` builds tiktoken
+    compatibility tables at import (about 0.4 s) that counting does not need. The module is
+    registered under its own name, so a later ``import bpe_openai`` reuses it (an extension
+    module can be initialised once per process)."""
+    with _bindings_lock:
+        loaded = sys.modules.get("bpe_openai._bindings")
+        if loaded is not None:
+            return loaded
+        try:
+            spec = importlib.util.find_spec("bpe_openai")
+            folder = spec.submodule_search_locations if spec is not None else None
+            if not folder:
+                return None
+            for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+                path = Path(next(iter(folder)), f"_bindings{suffix}")
+                if path.exists():
+                    break
+            else:
+                return None
+            found = importlib.util.spec_from_file_location("bpe_openai._bindings", path)
+            if found is None or found.loader is None:
+                return None
+            module = importlib.util.module_from_spec(found)
+            sys.modules["bpe_openai._bindings"] = module
+            try:
+                found.loader.exec_module(module)
+            except BaseException:
+                del sys.modules["bpe_openai._bindings"]
+                raise
+        except (ImportError, OSError, ValueError):
+            return None
+        return module
+
+
 class _LoadOnFirstCount:
     """An encoding's ``token_count``, loaded when the first text is counted.
 
@@ -322,7 +420,7 @@ class _LoadOnFirstCount:
         if count is None:
             with self._lock:  # two first counts in two threads load the encoding once
                 if self._count is None:
-                    self._count = token_count(get_encoding(self._name))
+                    self._count = rust_count(self._name) or token_count(get_encoding(self._name))
                 count = self._count
         return count(text)
 
