@@ -15,7 +15,9 @@ Each step is one Lua script, atomic on the server: taking the lease (free, expir
 ours) and bumping the token; giving it back only while the token is still ours; and a save that
 checks the token (or, without a lease, that no live run holds the session) and the revision
 before it writes anything — a whole state, or a patch appended to the journal when the base and
-revision it extends are still the stored ones (else it answers ``rebase`` and writes nothing). ``RedisMemory`` checks the same token inside its own transactions.
+revision it extends are still the stored ones (else it answers ``rebase`` and writes nothing),
+and, for a run's last save, gives the lease back in the same script once the state is written.
+``RedisMemory`` checks the same token inside its own transactions.
 """
 
 from __future__ import annotations
@@ -54,16 +56,18 @@ if redis.call('HGET', KEYS[1], 'token') == ARGV[1] then return redis.call('DEL',
 return 0
 """
 
-# KEYS: state, index, lease, revision, journal. ARGV: lease token ('' = no lease), lease ttl ms,
-# expected revision ('' = any), state JSON or patch, state ttl ms ('' = none), index score,
-# session id, 'whole' or 'patch', base id (whole: the new base's; patch: the one it extends),
-# the stored revision the patch extends (patch only).
+# KEYS: state, index, lease, revision, journal. ARGV: lease token ('' = no lease), lease ttl ms
+# ('' = give the lease back once saved: a run's last save), expected revision ('' = any), state
+# JSON or patch, state ttl ms ('' = none), index score, session id, 'whole' or 'patch', base id
+# (whole: the new base's; patch: the one it extends), the stored revision the patch extends
+# (patch only).
 # The journal list starts with the id of the base its patches extend; a whole save replaces it.
+# Saved, it answers the new revision (an integer: the cheapest reply to read); refused, a list.
 SAVE = """
 local lease = redis.call('HMGET', KEYS[3], 'token', 'holder', 'since')
 if ARGV[1] ~= '' then
   if lease[1] ~= ARGV[1] then return {'lost', lease[2] or ''} end
-  redis.call('PEXPIRE', KEYS[3], ARGV[2])
+  if ARGV[2] ~= '' then redis.call('PEXPIRE', KEYS[3], ARGV[2]) end
 elseif lease[2] then
   return {'busy', lease[2], lease[3] or ''}
 end
@@ -91,7 +95,8 @@ else
   redis.call('PEXPIRE', KEYS[5], ARGV[5])
 end
 redis.call('ZADD', KEYS[2], ARGV[6], ARGV[7])
-return {'ok', tostring(revision + 1)}
+if ARGV[1] ~= '' and ARGV[2] == '' then redis.call('DEL', KEYS[3]) end
+return revision + 1
 """
 
 
@@ -148,9 +153,9 @@ def lost_error(lease: SessionLease, holder: Any) -> LeaseLostError:
 
 def save_outcome(reply: list[Any], session: Any) -> int:
     """The new revision after ``SAVE``; the typed error when it refused."""
+    if isinstance(reply, int):
+        return reply
     status = _text(reply[0])
-    if status == "ok":
-        return int(_text(reply[1]))
     session_id = session.session_id
     if status == "lost":
         raise lost_error(session.lease, reply[1])

@@ -21,6 +21,7 @@ from __future__ import annotations
 import builtins
 import hashlib
 import secrets
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -102,6 +103,10 @@ class RedisSessionStore:
         client = self._client if self._client is not None else self._async_client
         self._scope = lease_scope(client, self._prefix)
         self._marks = SaveMarks()
+        self._keys: dict[str, tuple[str, ...]] = {}  # session id -> SAVE's keys
+        # leases a save_and_release gave back (their release is then a no-op)
+        self._released: set[tuple[str, int]] = set()
+        self._released_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"RedisSessionStore(key_prefix={self._prefix!r})"
@@ -111,17 +116,29 @@ class RedisSessionStore:
     def _key(self, session_id: str) -> str:
         return f"{session_tag(self._prefix, session_id)}:state"
 
+    def _save_keys(self, session_id: str) -> tuple[str, ...]:
+        """``SAVE``'s keys of ``session_id`` (built once per session: every save of a run names
+        them)."""
+        keys = self._keys.get(session_id)
+        if keys is None:
+            tag = session_tag(self._prefix, session_id)
+            lease_key, _, revision_key = lease_keys(tag)
+            keys = (f"{tag}:state", self._index, lease_key, revision_key, f"{tag}:journal")
+            if len(self._keys) >= 1024:  # a bound: a long-lived store sees many sessions
+                self._keys.clear()
+            self._keys[session_id] = keys
+        return keys
+
     def _save_call(
-        self, session: AgentSession, whole: bool = False
+        self, session: AgentSession, whole: bool = False, release: bool = False
     ) -> tuple[tuple[Any, ...], SaveMark, str]:
         """``SAVE``'s script, keys and arguments, the mark the save leaves and its base id:
         a patch when this store saw ``session``'s last save (and ``whole`` is false), else the
         whole state. Fenced by ``session.lease`` when it is one of this store's, else refused
         while a run holds the session; checked against the stored revision when the session was
-        resumed."""
+        resumed. With ``release`` (and a lease of this store) the save gives the lease back."""
         session_id = session.session_id
-        tag = session_tag(self._prefix, session_id)
-        lease_key, _, revision_key = lease_keys(tag)
+        keys = self._save_keys(session_id)
         lease = session.lease
         fenced = lease is not None and lease.scope == self._scope
         expected = session.revision if session.fenced_by_revision else None
@@ -136,16 +153,17 @@ class RedisSessionStore:
             data, new_mark = save_whole(session, (session.revision or 0) + 1)
             base = secrets.token_hex(8)
             mode = ("whole", base, "")
+        if not fenced or lease is None:
+            token, lease_ms = "", "0"
+        else:
+            token = str(lease.token)
+            lease_ms = "" if release else str(max(1, round((lease.ttl or 60.0) * 1000)))
         call = (
             SAVE,
             5,
-            f"{tag}:state",
-            self._index,
-            lease_key,
-            revision_key,
-            f"{tag}:journal",
-            str(lease.token) if fenced and lease is not None else "",
-            str(max(1, round((lease.ttl or 60.0) * 1000))) if fenced and lease else "0",
+            *keys,
+            token,
+            lease_ms,
             "" if expected is None else str(expected),
             data,
             "" if self._ttl_ms is None else str(self._ttl_ms),
@@ -209,14 +227,34 @@ class RedisSessionStore:
             ConcurrencyError: the session was saved since this object loaded it.
             StorageError: Redis failed; the earlier state is unchanged.
         """
+        self._save(_require_session(session), release=False)
+
+    def save_and_release(self, session: AgentSession) -> None:
+        """``save(session)``, then ``release(session.lease)`` — in the same script: an
+        ``Agent`` run's last save (its answer) also gives its lease back, so a run pays one
+        round trip less. The later ``release`` of that lease does nothing.
+
+        Raises:
+            As ``save``; the lease is given back only when the save was applied under it (a
+            taken-over run gets ``LeaseLostError`` and the new holder keeps the lease).
+        """
         session = _require_session(session)
+        lease = session.lease
+        if lease is None or lease.scope != self._scope:
+            self._save(session, release=False)
+            return
+        self._save(session, release=True)
+        with self._released_lock:
+            self._released.add((lease.session_id, lease.token))
+
+    def _save(self, session: AgentSession, *, release: bool) -> None:
         client = self._sync("save")
         try:
-            call, mark, base = self._save_call(session)
+            call, mark, base = self._save_call(session, release=release)
             with self._storage(f"save session {session.session_id!r}"):
                 reply = _evalsha(client, call)
-                if _text(reply[0]) == "rebase":  # something else was saved since: write it all
-                    call, mark, base = self._save_call(session, whole=True)
+                if _rebase(reply):  # something else was saved since: write it all
+                    call, mark, base = self._save_call(session, whole=True, release=release)
                     reply = _evalsha(client, call)
             self._saved(session, reply, mark, base)
         except BaseException:
@@ -262,7 +300,7 @@ class RedisSessionStore:
             call, mark, base = self._save_call(session)
             with self._storage(f"save session {session.session_id!r}"):
                 reply = await _aevalsha(client, call)
-                if _text(reply[0]) == "rebase":  # something else was saved since: write it all
+                if _rebase(reply):  # something else was saved since: write it all
                     call, mark, base = self._save_call(session, whole=True)
                     reply = await _aevalsha(client, call)
             self._saved(session, reply, mark, base)
@@ -339,7 +377,13 @@ class RedisSessionStore:
             time.sleep(pause)
 
     def release(self, lease: SessionLease) -> None:
-        """Give ``lease`` back (nothing when it expired or was taken over meanwhile)."""
+        """Give ``lease`` back (nothing when it expired or was taken over meanwhile, or a
+        ``save_and_release`` gave it back)."""
+        with self._released_lock:
+            given_back = (lease.session_id, lease.token) in self._released
+            self._released.discard((lease.session_id, lease.token))
+        if given_back:
+            return
         lease_key = lease_keys(session_tag(self._prefix, lease.session_id))[0]
         with self._storage(f"release session {lease.session_id!r}"):
             self._sync("release").eval(RELEASE, 1, lease_key, str(lease.token))
@@ -408,6 +452,11 @@ async def _aevalsha(client: Any, call: tuple[Any, ...]) -> Any:
         return await client.evalsha(_SAVE_SHA, *call[1:])
     except redis.exceptions.NoScriptError:
         return await client.eval(*call)
+
+
+def _rebase(reply: Any) -> bool:
+    """Whether ``SAVE`` answered that the stored base moved (a patch cannot go on top)."""
+    return isinstance(reply, list) and _text(reply[0]) == "rebase"
 
 
 def _text(raw: Any) -> str:

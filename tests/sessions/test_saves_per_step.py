@@ -248,11 +248,12 @@ def test_a_run_lease_taken_in_one_statement_reads_back_as_the_full_path_writes_i
         store.save(session)  # the released lease fences nothing any more
 
 
-@pytest.mark.parametrize("where", STORES[1:3], indirect=True)
+@pytest.mark.parametrize("where", STORES[1:], indirect=True)
 def test_the_answer_save_gives_the_lease_back_only_while_the_run_holds_it(
     where: tuple[str, str, str],
 ) -> None:
-    # SQLSessionStore.save_and_release: the run's last save also releases its lease.
+    # save_and_release (SQL, Redis): the run's last save also releases its lease; a lease that
+    # expired and was taken over is refused by its token, and the new holder keeps it.
     from compactkit.errors import LeaseLostError, SessionBusyError
 
     kind, location, prefix = where
@@ -285,3 +286,44 @@ def test_the_answer_save_gives_the_lease_back_only_while_the_run_holds_it(
         other.acquire("s", holder="third", timeout=0.0)
     assert busy.value.holder == "thief"
     assert other.load("s").memory.items[-1].text == "two"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("where", STORES[1:], indirect=True)
+def test_save_and_release_saves_then_frees_the_lease_and_a_later_release_frees_nothing(
+    where: tuple[str, str, str],
+) -> None:
+    from compactkit.errors import LeaseLostError, SessionBusyError
+
+    kind, location, prefix = where
+    store, _ = session_workers.open_store(kind, location, prefix)
+    other, _ = session_workers.open_store(kind, location, prefix)
+    session = AgentSession(session_id="s")
+    store.save(session)
+    for saved in (["one"], ["one", "two"]):  # a whole save, then a patch on top of it
+        turn = saved[-1]
+        session.lease = store.acquire("s", holder="run", ttl=60.0)
+        session.memory.add_user_input(turn)
+        store.save_and_release(session)
+        lease, session.lease = session.lease, None
+        assert lease is not None
+        after = other.acquire("s", holder="next", timeout=0.0)  # free at once
+        assert after.revision == session.revision == other.load("s").revision
+        assert [m.text for m in other.load("s").memory.items] == saved  # type: ignore[union-attr]
+        store.release(lease)  # already given back: it must not free the next holder's lease
+        with pytest.raises(SessionBusyError) as busy:
+            store.acquire("s", holder="third", timeout=0.0)
+        assert busy.value.holder == "next"
+        other.release(after)
+
+    # A lease taken over before the save: nothing is saved and nothing released.
+    session.lease = store.acquire("s", holder="run", ttl=60.0)
+    store.release(session.lease)
+    thief = other.acquire("s", holder="thief", timeout=0.0, ttl=60.0)
+    session.memory.add_user_input("three")
+    with pytest.raises(LeaseLostError):
+        store.save_and_release(session)
+    with pytest.raises(SessionBusyError) as busy:
+        store.acquire("s", holder="third", timeout=0.0)
+    assert busy.value.holder == "thief"
+    assert [m.text for m in other.load("s").memory.items] == ["one", "two"]  # type: ignore[union-attr]
+    other.release(thief)
