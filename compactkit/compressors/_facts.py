@@ -376,11 +376,16 @@ def identifiers_in(text: str, *, prose: bool, limit: int = 8) -> list[tuple[str,
 
 def _add_shas(text: str, found: dict[str, str], inside_urls: str) -> None:
     """Add the hex shas of ``text`` not inside a URL or a uuid already ``found``."""
-    for sha in _SHA.findall(text):
-        uuids = [u for u, kind in found.items() if kind == "uuid"]
+    shas = _SHA.findall(text)
+    if not shas:
+        return
+    # Only shas are added below, so the uuids found stay the same. A sha is [0-9a-f]: it
+    # holds a digit and a letter unless it is all digits or all letters.
+    uuids = [u for u, kind in found.items() if kind == "uuid"]
+    for sha in shas:
         if (
-            re.search(r"\d", sha)
-            and re.search(r"[a-f]", sha)
+            not sha.isdigit()
+            and not sha.isalpha()
             and sha not in inside_urls
             and not any(sha in u for u in uuids)
         ):
@@ -478,6 +483,25 @@ def _plain_name(name: str) -> bool:
     )
 
 
+# The words ``_SET_PHRASE`` opens with, and what ``_BE_PHRASE``'s first form needs besides
+# "be" (its modal verbs, as the pattern spells them: "needs? to", "has to").
+_SET_VERBS = (
+    "set", "change", "bump", "raise", "lower", "increase", "decrease", "reduce", "update",
+    "cap", "limit",
+)  # fmt: skip
+_MODALS = ("should", "must", "need", "has to", "will")
+
+
+def _may_state_value(lowered: str) -> bool:
+    """Whether lowered ASCII text may hold a ``_BE_PHRASE``: "… should/must/… be …", "… is now
+    …" or "make …" (every match holds the words of one of its forms)."""
+    if "make" in lowered:
+        return True
+    if "now" in lowered and "is" in lowered:
+        return True
+    return "be" in lowered and any(m in lowered for m in _MODALS)
+
+
 def values_in_prose(text: str) -> list[tuple[str, str, str | None]]:
     """``(name, new value, old value or None)`` stated in prose: "set `retries` to 5", "change
     timeout from 10 to 30", "MAX_WORKERS = 8", "`pool_size: 4`". Fenced code is skipped."""
@@ -486,13 +510,15 @@ def values_in_prose(text: str) -> list[tuple[str, str, str | None]]:
     # The phrases ignore case: for ASCII text (where that folds only ASCII letters) the lowered
     # text tells whether the words each needs are there ("to"/"at"; "be", "now" or "make").
     lowered = text.lower() if text.isascii() else None
-    if lowered is None or "to" in lowered or "at" in lowered:
+    if lowered is None or (
+        ("to" in lowered or "at" in lowered) and any(v in lowered for v in _SET_VERBS)
+    ):
         for match in _SET_PHRASE.finditer(text):
             name = match.group(1)
             if name.lower() not in _STOP_NAMES:
                 value = (name, match.group("new").strip("`"), _strip(match.group("old")))
                 found.append((match.start(), value))
-    if lowered is None or "be" in lowered or "now" in lowered or "make" in lowered:
+    if lowered is None or _may_state_value(lowered):
         for match in _BE_PHRASE.finditer(text):
             name = match.group(1) or match.group(3) or match.group(5)
             new = match.group("new") or match.group("now") or match.group("make")
@@ -508,8 +534,12 @@ def _assignments(text: str) -> list[tuple[int, tuple[str, str, str | None]]]:
     if not _ASSIGNMENT_HINT.search(text):
         return found
     offset = 0
-    # Each assignment is "=" or ":", at most one space, then a value's first character.
+    # Each assignment is "=" or ":", at most one space, then a value's first character: a
+    # line without them holds none (the pattern is tried at every position of a line).
     for line in text.splitlines(keepends=True):
+        if not _ASSIGNMENT_HINT.search(line):
+            offset += len(line)
+            continue
         for match in _ASSIGNMENT.finditer(line):
             name, new = match.group(1), match.group(2)
             quoted = f"`{name}`" in line

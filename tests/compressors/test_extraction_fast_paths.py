@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -85,6 +86,9 @@ IDENTIFIER_PARTS = [
     "http://x.io/v1.2.3",
     "123e4567-e89b-12d3-a456-426614174000",
     "deadbeef12",
+    "deadbeef",  # hex letters alone: no sha
+    "12345678",  # digits alone: no sha
+    "abc1234 and abc1234",
     "PROJ-123",
     "UTF-8",
     "#1234",
@@ -318,6 +322,26 @@ VALUE_PARTS = [
     'label_x: "y"',
     "key_1=`v`",
     "ratio_a:\t0.5",
+    # each word a phrase needs, so that a text without one of them is only skipped when no
+    # phrase can match it
+    "change x_y to 3",
+    "bump n_workers to 4",
+    "raise max_n to 9",
+    "lower pool_n to 1",
+    "increase the retries_n to 6",
+    "decrease x_y from 4 to 2",
+    "reduce n_jobs to 2",
+    "update rate_x to 7",
+    "cap max_n at 9",
+    "limit rate_x to 5",
+    "retries_n must be 3",
+    "x_y needs to be 2",
+    "x_y need to be 2",
+    "x_y has to be 4",
+    "x_y will be 7",
+    "x_y should be set to 8",
+    "Note: the plan",
+    "a = 1\nplain line\nb_c: true",
 ]
 
 
@@ -337,3 +361,14 @@ def test_value_phrases_skipped_for_lack_of_their_words_find_the_same(
 ) -> None:
     text = sep.join(parts)
     assert facts.values_in_prose(text) == _values_reference(text)
+
+
+@pytest.mark.parametrize("text", VALUE_PARTS)
+def test_each_value_phrase_alone_is_found_as_when_every_phrase_is_looked_for(text: str) -> None:
+    assert facts.values_in_prose(text) == _values_reference(text)
+
+
+@pytest.mark.parametrize("text", IDENTIFIER_PARTS)
+@pytest.mark.parametrize("prose", [True, False])
+def test_each_identifier_alone_is_found_as_when_every_pattern_runs(text: str, prose: bool) -> None:
+    assert facts.identifiers_in(text, prose=prose) == _identifiers_reference(text, prose=prose)
