@@ -9,9 +9,11 @@ and the text of that span:
   main without review" cut out of "do not push to main without review"), a one-word
   constraint, a goal whose words the span does not hold, a file, error or identifier that
   appears nowhere in it. Entries the previous summary already held are not re-judged;
-* **re-added** — must-keep facts of the span the summary lacks: every user constraint, every
-  file modified (under "Files modified"), every open error, every current value (a value the
-  summary presents as current is corrected when the span set a newer one);
+* **re-added** — must-keep facts of the span the summary lacks: every user constraint (kept
+  under "Constraints", or once under "Goal" when the goal quotes it verbatim as a whole
+  clause: ``rules_said_once``), every file modified (under "Files modified"), every open error,
+  every current value (a value the summary presents as current is corrected when the span set
+  a newer one);
 * **verified** — the must-keep facts found in place.
 
 ``Verification`` lists the three; compressors put it in ``stats.details["verification"]``
@@ -33,7 +35,7 @@ from compactkit.compressors._refs import strip_refs
 from compactkit.compressors.sections import SectionKey, SummaryDocument
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
 
-__all__ = ["MUST_KEEP", "Verification", "folded_text", "unkept", "verify"]
+__all__ = ["MUST_KEEP", "Verification", "folded_text", "rules_said_once", "unkept", "verify"]
 
 MUST_KEEP: tuple[SectionKey, ...] = ("constraints", "files_modified", "errors", "values")
 """The sections whose facts a summary of a span must hold: the user's constraints, the files
@@ -303,10 +305,11 @@ def _restore(
     verified: list[str] = []
     missing: dict[SectionKey, list[str]] = {}
     have_constraints = set(map(_constraint_key, summary.entries("constraints")))
+    goals = summary.entries("goal")
     for entry in facts.entries("constraints"):
         if entry.startswith(_LATER):
             continue  # a request, not a rule: not must-keep
-        if _constraint_key(entry) in have_constraints:
+        if _constraint_key(entry) in have_constraints or _in_goal(entry, goals):
             verified.append(f"constraints: {entry[:160]}")
         else:
             missing.setdefault("constraints", []).append(entry)
@@ -338,6 +341,44 @@ def _restore(
     added = SummaryDocument.of(**missing)
     re_added = tuple(f"{key}: {e[:160]}" for key, entries in missing.items() for e in entries)
     return summary.merge(added), tuple(verified), re_added
+
+
+def rules_said_once(doc: SummaryDocument, goals: Sequence[str] | None = None) -> SummaryDocument:
+    """``doc`` without the constraints a goal entry (``goals``, default ``doc``'s own) already
+    quotes verbatim, each as a whole clause (the first message's first paragraph is both the
+    goal and, sentence by sentence, rules; a later message may repeat one): the rule stays in
+    the summary once, word for word, and ``verify`` finds it there."""
+    goals = doc.entries("goal") if goals is None else goals
+    constraints = doc.entries("constraints")
+    if not goals or not constraints:
+        return doc
+    kept = tuple(e for e in constraints if e.startswith(_LATER) or not _in_goal(e, goals))
+    if len(kept) == len(constraints):
+        return doc
+    sections = dict(doc.sections)
+    if kept:
+        sections["constraints"] = kept
+    else:
+        del sections["constraints"]
+    return replace(doc, sections=sections)
+
+
+def _in_goal(entry: str, goals: Sequence[str]) -> bool:
+    """Whether a goal entry quotes the constraint ``entry`` verbatim as a whole clause (it
+    starts and ends one there, so a goal saying "never do X" does not hold the rule "do X")."""
+    if not goals or _ROLE.match(entry):  # a system or developer rule is never the user's goal
+        return False
+    quote = _plain(entry)
+    return len(quote.split()) >= 2 and any(
+        _whole_clause(quote, _goal_lines(goal)) for goal in goals
+    )
+
+
+@functools.lru_cache(maxsize=1 << 10)
+def _goal_lines(goal: str) -> str:
+    """A goal entry's words as ``_whole_clause`` reads a text (remembered: the same goal is
+    read by every compaction)."""
+    return _lines(_plain(goal))
 
 
 @functools.lru_cache(maxsize=1 << 14)

@@ -55,7 +55,8 @@ def _call(memory: Any, n: int, path: str, size: int = 40) -> None:
 
 def conversation(memory: Any, steps: int = 6, size: int = 40) -> None:
     """A coding task with a rule, file writes, and a newer request at the end."""
-    memory.add_user_input(f"Fix the failing import in app.py. {RULE}")
+    # (the rule in a paragraph of its own: one the goal quotes is said once, in the goal)
+    memory.add_user_input(f"Fix the failing import in app.py.\n\n{RULE}")
     for n in range(steps):
         _call(memory, n, f"src/module_{n}.py", size)
     memory.add_user_input("Now run the tests.")

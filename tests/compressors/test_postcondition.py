@@ -184,7 +184,12 @@ _WORDS = ("alpha", "bravo", "cedar", "delta", "ember", "fjord", "grove", "harbor
 def folds(draw: st.DrawFn) -> list[Item]:
     """A random session: rules, file writes of every shell shape, failing and passing runs,
     value changes, in random order."""
-    items: list[Item] = [Message(role="user", content="Tidy up the project, please.")]
+    first = draw(  # a goal that states a rule is said once, in the goal: still must-keep
+        st.sampled_from(
+            ["Tidy up the project, please.", "Tidy up the project. Never rename public modules."]
+        )
+    )
+    items: list[Item] = [Message(role="user", content=first)]
     for n, step in enumerate(draw(st.lists(st.integers(0, 4), min_size=1, max_size=14))):
         word = draw(st.sampled_from(_WORDS))
         if step == 0:

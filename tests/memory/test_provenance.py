@@ -58,7 +58,8 @@ def reopened(memory: Any) -> Any:
 def work(memory: Any, start: int, stop: int) -> None:
     """Turns that each leave facts: a user rule, a command and its failure, a file, a value."""
     for i in range(start, stop):
-        memory.add_user_input(f"Task {i}: make `src/mod{i % 3}.py` pass. Never touch vendor/.")
+        # (the rule in a paragraph of its own: a rule the goal quotes is said once, in the goal)
+        memory.add_user_input(f"Task {i}: make `src/mod{i % 3}.py` pass.\n\nNever touch vendor/.")
         call = FunctionCall(
             call_id=f"c{i}", name="bash", arguments=json.dumps({"command": f"pytest t{i % 2}.py"})
         )

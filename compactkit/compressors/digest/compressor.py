@@ -8,7 +8,8 @@ summary's sections (``compactkit.compressors.sections``):
 * constraints and instructions — only text a person wrote: each sentence of a user message that
   states a rule ("must", "don't", "never", "always", "only", "use …", …) and each item of a list
   in one; system or developer messages that appear mid-conversation. Tool output (also when a
-  text-action agent feeds it back as a user message) and the assistant's words never are;
+  text-action agent feeds it back as a user message) and the assistant's words never are. A
+  rule the goal quotes verbatim is said once, in the goal (the post-condition finds it there);
 * decisions — assistant sentences that decide, abandon or explain ("instead", "because", …);
 * files read / files modified — from tool-call arguments (``path``/``file``/``filename`` …,
   editor commands, ``apply_patch`` patches), shell commands (``cat``, ``sed -i``, ``perl -pi``,
@@ -64,7 +65,7 @@ from compactkit.compressors._plan import (
     summary_cap,
     summary_tokens,
 )
-from compactkit.compressors._verify import Verification, unkept, verify
+from compactkit.compressors._verify import Verification, rules_said_once, unkept, verify
 from compactkit.compressors.digest._extract import digest_items, values_in
 from compactkit.compressors.digest._merging import Merging
 from compactkit.compressors.digest._sizer import SummarySizer
@@ -88,7 +89,12 @@ at 1.00 once the state and next steps keep their sentence (``_trim._CLIP``)."""
 
 class FactsNeed:
     """The summary's size for a cut (``split_by_need``'s ``need``), digesting each folded group once (folding more groups
-    merges only their facts into what is already digested)."""
+    merges only their facts into what is already digested).
+
+    With ``rules_once`` (the digest), a rule the goal quotes verbatim (the first paragraph's
+    rules, or a later message repeating one) is not repeated among the constraints of ``doc``
+    (``rules_said_once``); ``new``, the facts the post-condition checks, keeps it as a
+    constraint."""
 
     def __init__(
         self,
@@ -96,8 +102,11 @@ class FactsNeed:
         existing: SummaryDocument,
         originals: Mapping[str, FunctionCallOutput],
         counter: TokenCounter,
+        *,
+        rules_once: bool = False,
     ) -> None:
         self.layout, self.counter, self.originals = layout, counter, originals
+        self.rules_once = rules_once
         self.existing = existing
         self.doc = existing
         self.upto = 0  # groups [0, upto) are digested into self.doc
@@ -126,7 +135,8 @@ class FactsNeed:
                 with_goal=not self.doc.entries("goal"),
             )
             self._new.merge(part)
-            self._merged.merge(part)
+            goals = (part.entries("goal") or self.doc.entries("goal")) if self.rules_once else ()
+            self._merged.merge(rules_said_once(part, goals) if goals else part)
             self.doc = self._merged.document()
             self.upto = first_kept
         sized = self._sized
@@ -214,7 +224,7 @@ class DigestCompressor:
             return result(self.name, snapshot, None, self.counter, self.tools, tokens_before=before)
         # The summary the compaction before rendered is remembered parsed (_document).
         existing = parsed(snapshot.summary) if snapshot.summary else SummaryDocument()
-        needs = FactsNeed(layout, existing, originals, self.counter)
+        needs = FactsNeed(layout, existing, originals, self.counter, rules_once=True)
         split = self._split(measured, needs)
         kept, folded = layout.split(split.first_kept, split.masked)
         if not folded:
