@@ -22,6 +22,22 @@ each one. Reported per ratio:
   or another tool, never by the same call succeeding — not resolved, and the digest rightly
   leaves those open. What must hold is that every error marked resolved was (no false mark).
 
+Then, per ratio with a target, the ``oracle`` (``_oracle.py``): can *any* summary reach every
+class's target share at that ratio? Per session, the room is the target minus what must be sent
+whatever the summary says (the instructions, the groups no compressor may fold — the newest
+group, the latest user input, pending calls — the tool schemas and the summary message), and,
+in compactkit's forms, minus the title, the goal and the rules kept whole and the trimming
+note. The need is the fewest tokens of lines that hold each class's target share of its probes,
+pooled over the sessions as the shares above are (a probe the request holds anyway is free),
+in three forms: ``digest``, each probed fact as the digest renders a bare bullet (an error line
+in backticks, a decision's checked phrases), under its heading; ``entries``, only the digest's
+own entries, each in its barest form (a decision clipped to 80 characters, a measurement with
+its earlier runs); ``bare``, the facts' words alone (no goal, title or note; the rules a class
+like the others). ``needs`` over ``room`` means no summary of that form reaches the targets;
+``found`` means actual summaries, one per session within its own target, were built and scored
+with the same scorer (greedy: not finding them proves nothing). ``alone`` counts the sessions
+that could not reach the target shares of their own probes within their own room.
+
 Run: ``python evals/benchmarks/bench_digest_truth.py`` (``--tiny`` for CI's smoke run,
 ``--json`` for machine-readable output, ``--seeds N`` for more sessions per shape).
 """
@@ -35,6 +51,8 @@ import statistics
 import sys
 import time
 from typing import Any
+
+from _oracle import FORMS, OracleCase, cheapest, oracle_case, within_each
 
 from compactkit import DigestCompressor, MemorySnapshot
 from compactkit.budget import TiktokenCounter
@@ -159,7 +177,36 @@ def run(cases: list[Case]) -> dict[str, Any]:
             "cases": len(mine),
             "median_ms": round(statistics.median(r["seconds"] for r in mine) * 1e3, 1),
         }
-    return {"cases": [c.id for c in cases], "ratios": table}
+    return {"cases": [c.id for c in cases], "ratios": table, "oracle": oracle(cases, counter)}
+
+
+def oracle(cases: list[Case], counter: TiktokenCounter) -> dict[str, Any]:
+    """Per form and ratio with a target: the fewest tokens the facts need against the room
+    (pooled), the summaries found within each session's target, and per session."""
+    out: dict[str, Any] = {}
+    for form in FORMS:
+        seen = [oracle_case(case, counter, form) for case in cases]
+        for ratio, share in TARGETS.items():
+            shares = dict.fromkeys(CLASSES, share)
+            bound = cheapest(seen, ratio, shares)
+            found = within_each(seen, ratio, shares, counter)
+            out[f"{form}:{ratio}"] = {
+                "needs": bound.need,
+                "room": bound.room,
+                "fits": bound.fits,
+                "classes": {c: vars(n) for c, n in sorted(bound.classes.items())},
+                "found": found.met,
+                "found_tokens": found.tokens,
+                "found_shares": {c: round(v, 3) for c, v in sorted(found.shares.items())},
+                "sessions": [_alone(one, ratio, shares) for one in seen],
+            }
+    return out
+
+
+def _alone(one: OracleCase, ratio: int, shares: dict[str, float]) -> dict[str, Any]:
+    """One session on its own: its room and what its own target shares need."""
+    bound = cheapest([one], ratio, shares)
+    return {"case": one.case, "needs": bound.need, "room": bound.room, "fits": bound.fits}
 
 
 def _share(pairs: list[tuple[int, int]]) -> float:
@@ -190,6 +237,36 @@ def _print(report: dict[str, Any]) -> None:
         for entry in table[ratio]["invented"][:5]:
             print(f"  invented at {ratio}x: {entry}")
     print("('!' marks a share under its target)")
+    _print_oracle(report["oracle"])
+
+
+def _print_oracle(found: dict[str, Any]) -> None:
+    print("oracle (the fewest tokens of lines holding every class's target share, pooled):")
+    for form in FORMS:
+        for ratio in TARGETS:
+            row = found[f"{form}:{ratio}"]
+            alone = sum(not s["fits"] for s in row["sessions"])
+            verdict = "fits" if row["fits"] else "does NOT fit"
+            within = "found" if row["found"] else "not found"
+            print(
+                f"  {ratio}x {form:<8} oracle: needs {row['needs']:,} tokens, room "
+                f"{row['room']:,} -> {verdict}; summaries within each session's target: "
+                f"{within} ({row['found_tokens']:,} tokens); alone: {alone} of "
+                f"{len(row['sessions'])} sessions over their room"
+            )
+    for ratio in TARGETS:
+        digest, entries = found[f"digest:{ratio}"], found[f"entries:{ratio}"]
+        bare = found[f"bare:{ratio}"]
+        if digest["found"]:
+            answer = "reachable by a summary in compactkit's form that writes the probed facts"
+        elif not bare["fits"]:
+            answer = "reachable by no summary"
+        elif not digest["fits"] and bare["found"]:
+            answer = "reachable only by a summary without compactkit's goal, rules and note"
+        else:
+            answer = "undecided (the bound fits, no summary within each session was found)"
+        mine = "fits" if entries["fits"] else "does not fit"
+        print(f"  verdict {ratio}x: {answer}; the digest's own entries at their barest: {mine}")
 
 
 def main() -> None:
