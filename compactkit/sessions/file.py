@@ -18,7 +18,10 @@ and leave it for you to inspect (``delete`` removes it).
 Leases: a run holds ``.leases/<id>.lock`` (an OS lock) and names itself in ``<id>.info``, which
 also keeps the revision of the last save with the identities of its files. A run's own saves do
 not rewrite it (its release does, once); when the files no longer match (a run killed before its
-release, an info file of an earlier version), ``acquire`` reads the revision from the files.
+release, an info file of an earlier version), ``acquire`` reads the revision from the files. The
+info is written in place, in one of two slots (``compactkit.sessions._lease_info``). While a run
+holds the lease no other writer can touch the session's files, so its saves keep the journal
+open and check it by ``fstat`` (``compactkit.sessions._journal_file``).
 
 Litter: a save killed mid-write (kill -9, power loss) leaves its temporary file behind (the
 session's file still holds the previous state). Opening a store removes such stale temporary
@@ -36,18 +39,16 @@ from __future__ import annotations
 
 import builtins
 import functools
-import json
 import os
 import re
 import socket
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 from urllib.parse import unquote
 
 from compactkit.errors import (
@@ -59,9 +60,19 @@ from compactkit.errors import (
     StorageError,
 )
 from compactkit.sessions._checks import require_session
+from compactkit.sessions._journal_file import (
+    OpenJournal,
+    append,
+    fsync_directory,
+    journal_missing,
+    open_or_none,
+    proof,
+    remove,
+)
+from compactkit.sessions._lease_info import LeaseInfo, read_lease_info, write_lease_info
 from compactkit.sessions._locks import try_lock as _try_lock
 from compactkit.sessions._locks import unlock as _unlock
-from compactkit.sessions.journal import SaveMark, SaveMarks, read_journal, save_patch, save_whole
+from compactkit.sessions.journal import SaveMarks, read_journal, save_patch, save_whole
 from compactkit.sessions.lease import (
     DEFAULT_TTL,
     SessionLease,
@@ -127,6 +138,17 @@ def decode_session_id(stem: str) -> str | None:
         return None
 
 
+@dataclass(slots=True)
+class _Run:
+    """What this store holds for a run of a session: the locked lease file, the lease's token,
+    the lease info as written at its start, and the journal kept open for its saves."""
+
+    lock_fd: int
+    token: int
+    info: LeaseInfo
+    journal: OpenJournal
+
+
 class FileSessionStore:
     """Saves each session as one JSON file in ``directory`` (see the module docstring)."""
 
@@ -153,7 +175,8 @@ class FileSessionStore:
         """How many stale temporary files opening the store removed."""
         self._scope = f"file:{self.directory.resolve()}"
         self._leases = self.directory / _LEASES
-        self._held: dict[str, tuple[int, int]] = {}  # session id -> (locked fd, token)
+        self._held: dict[str, _Run] = {}  # session id -> the run holding its lease here
+        self._leases_made = False  # whether this store made sure the lease directory exists
         self._held_lock = threading.Lock()
         self._marks = SaveMarks()
         # session id -> (revision, file proof) of this store's last save of it: a run's saves
@@ -188,13 +211,17 @@ class FileSessionStore:
         path = self.path(session.session_id)
         lease = session.lease
         if lease is not None and lease.scope == self._scope:
-            if self._held.get(lease.session_id, (None, -1))[1] != lease.token:
-                raise LeaseLostError(
-                    f"the lease of session {lease.session_id!r} (token {lease.token}) is not "
-                    "held by this store any more; this save was not applied"
-                )
-            self._save_locked(session, path)
-            return
+            run = self._held.get(lease.session_id)
+            journal = None if run is None or run.token != lease.token else run.journal
+            if journal is not None:
+                with journal.lock:
+                    if not journal.ended:
+                        self._save_locked(session, path, journal)
+                        return
+            raise LeaseLostError(
+                f"the lease of session {lease.session_id!r} (token {lease.token}) is not "
+                "held by this store any more; this save was not applied"
+            )
         fd = self._lock(session.session_id, timeout=_SAVE_WAIT, runs_only=True)
         try:
             self._save_locked(session, path)
@@ -202,23 +229,37 @@ class FileSessionStore:
         finally:
             _unlock(fd)
 
-    def _save_locked(self, session: AgentSession, path: Path) -> None:
+    def _save_locked(
+        self, session: AgentSession, path: Path, kept: OpenJournal | None = None
+    ) -> None:
         """Save under the session's file lock: check the revision, write, bump it.
 
         A patch is appended to the journal when this session object made the last save (its
-        mark's file identities still match); otherwise the whole state is written."""
+        mark's file identities still match); otherwise the whole state is written. ``kept``:
+        the journal a run keeps open for its saves (``compactkit.sessions._journal_file``)."""
         journal = path.with_name(path.name[: -len(_SUFFIX)] + _JOURNAL)
         mark = self._marks.get(session)
-        valid = mark is not None and not mark.outgrown() and mark.proof == _proof(path, journal)
         try:
-            if valid:
-                assert mark is not None
+            if (
+                mark is not None
+                and not mark.outgrown()
+                and (
+                    (kept is not None and kept.extends(mark, path))
+                    or mark.proof == proof(path, journal)
+                )
+            ):
                 revision = mark.revision
                 self._check_revision(session, revision)
                 change = save_patch(session, mark, revision + 1)
-                _append(journal, change.data, created=journal_missing(mark))
                 new_mark = change.mark
+                if kept is None:
+                    append(journal, change.data, created=journal_missing(mark))
+                    new_mark.proof = proof(path, journal)
+                else:
+                    new_mark.proof = kept.append(journal, change.data, mark)
             else:
+                if kept is not None:
+                    kept.close()  # the new base replaces the journal
                 try:
                     revision = self.load(session.session_id).revision
                 except SessionNotFoundError:
@@ -231,17 +272,19 @@ class FileSessionStore:
                 self._check_revision(session, revision)
                 data, new_mark = save_whole(session, revision + 1)
                 self._write(path, data)
-                _remove(journal)  # its patches are older than the new base (skipped if left)
-            new_mark.proof = _proof(path, journal)
+                remove(journal)  # its patches are older than the new base (skipped if left)
+                new_mark.proof = proof(path, journal)
         except BaseException:
             self._marks.forget(session)
+            if kept is not None:
+                kept.close()
             raise
         self._marks.set(session, new_mark)
         session.revision = revision + 1
         with self._held_lock:
             self._saved[session.session_id] = (revision + 1, new_mark.proof)
 
-    def _record_revision(self, session_id: str, **also: Any) -> None:
+    def _record_revision(self, session_id: str, info: LeaseInfo | None = None, **also: Any) -> None:
         """Write this store's last saved revision of ``session_id`` (and the identities of the
         files it is the revision of) into the lease info, where the next ``acquire`` reads it,
         with the fields ``also`` (one write).
@@ -249,15 +292,15 @@ class FileSessionStore:
         Under the session's lock: a save outside a run, and a run's release. A run's own saves
         skip it (the next ``acquire`` comes after its release); a run killed before its release
         leaves info whose file identities no longer match, and ``acquire`` then reads the
-        revision from the files."""
+        revision from the files. ``info``: what the lease info says (read when not given)."""
         with self._held_lock:
             saved = self._saved.pop(session_id, None)
         if saved is not None:
             also.update(revision=saved[0], files=list(saved[1]))
         if also:
-            info = self._lease_info(session_id)
-            info.update(also)
-            self._write_lease_info(session_id, info)
+            if info is None:
+                info = self._lease_info(session_id)
+            self._write_lease_info(session_id, {**info.fields, **also}, after=info)
 
     @staticmethod
     def _check_revision(session: AgentSession, revision: int) -> None:
@@ -289,11 +332,11 @@ class FileSessionStore:
         fd = self._lock(session_id, timeout=timeout)
         try:
             info = self._lease_info(session_id)
-            token = int(info.get("token", 0)) + 1
+            token = int(info.fields.get("token", 0)) + 1
             since = datetime.now(timezone.utc)
             files = self._files(session_id)
-            revision = self._saved_revision(session_id, info, files)
-            self._write_lease_info(
+            revision = self._saved_revision(session_id, info.fields, files)
+            info = self._write_lease_info(
                 session_id,
                 {
                     "token": token,
@@ -302,31 +345,35 @@ class FileSessionStore:
                     "revision": revision,
                     "files": list(files),
                 },
+                after=info,
             )
         except BaseException:
             _unlock(fd)
             raise
         lease = SessionLease(session_id, holder, token, since, revision, self._scope)
         with self._held_lock:
-            self._held[session_id] = (fd, token)
+            self._held[session_id] = _Run(fd, token, info, OpenJournal())
         return lease
 
     def release(self, lease: SessionLease) -> None:
         """Give ``lease`` back (nothing when this store does not hold it)."""
         with self._held_lock:
-            held = self._held.get(lease.session_id)
-            if held is None or held[1] != lease.token:
+            run = self._held.get(lease.session_id)
+            if run is None or run.token != lease.token:
                 return
             del self._held[lease.session_id]
         try:
-            self._record_revision(lease.session_id, holder=None, since=None)
+            with run.journal.lock:  # after a save in progress; later ones are refused
+                run.journal.end()
+            # Only this run wrote the info since it started (writers hold the lock).
+            self._record_revision(lease.session_id, run.info, holder=None, since=None)
         finally:
-            _unlock(held[0])
+            _unlock(run.lock_fd)
 
     def _files(self, session_id: str) -> tuple[int, ...]:
         """The identities of the session's base and journal files (``_proof``)."""
         path = self.path(session_id)
-        return _proof(path, path.with_name(path.name[: -len(_SUFFIX)] + _JOURNAL))
+        return proof(path, path.with_name(path.name[: -len(_SUFFIX)] + _JOURNAL))
 
     def _saved_revision(self, session_id: str, info: dict[str, Any], files: tuple[int, ...]) -> int:
         """The revision of the saved state: the lease info's while the files are the ones it
@@ -346,8 +393,13 @@ class FileSessionStore:
         ``runs_only``, waiting only for other saves: a run's lease is busy at once)."""
         path = self._leases / (encode_session_id(session_id) + _LOCK)
         try:
-            self._leases.mkdir(mode=0o700, exist_ok=True)
+            if not self._leases_made:
+                self._leases.mkdir(mode=0o700, exist_ok=True)
+                self._leases_made = True
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except FileNotFoundError:  # the directory was removed since: make it again
+            self._leases_made = False
+            return self._lock(session_id, timeout=timeout, runs_only=runs_only)
         except OSError as exc:
             raise StorageError(f"cannot open {path}: {exc}") from exc
         pauses = iter(wait_steps(timeout))
@@ -355,11 +407,11 @@ class FileSessionStore:
             if _try_lock(fd):
                 return fd
             pause = next(pauses, None)
-            if runs_only and self._lease_info(session_id).get("holder"):
+            if runs_only and self._lease_info(session_id).fields.get("holder"):
                 pause = None  # a run holds it, not a save: refuse now
             if pause is None:
                 os.close(fd)
-                info = self._lease_info(session_id)
+                info = self._lease_info(session_id).fields
                 holder = str(info.get("holder") or "another process")
                 since = _parse_time(info.get("since"))
                 when = "" if since is None else f" since {since:%Y-%m-%d %H:%M:%S} UTC"
@@ -373,28 +425,19 @@ class FileSessionStore:
                 )
             time.sleep(pause)
 
-    def _lease_info(self, session_id: str) -> dict[str, Any]:
+    def _lease_info(self, session_id: str) -> LeaseInfo:
         """What ``<id>.info`` says: the last token, its holder and since when, and the
-        revision of a save with the identities of its files (an empty dict when there is none,
-        or it is unreadable)."""
-        path = self._leases / (encode_session_id(session_id) + _LEASE)
-        try:
-            found = json.loads(path.read_bytes())
-        except (OSError, ValueError):
-            return {}
-        return found if isinstance(found, dict) else {}
+        revision of a save with the identities of its files (empty when there is none, or it
+        is unreadable)."""
+        return read_lease_info(self._leases / (encode_session_id(session_id) + _LEASE))
 
-    def _write_lease_info(self, session_id: str, info: dict[str, Any]) -> None:
+    def _write_lease_info(
+        self, session_id: str, fields: dict[str, Any], *, after: LeaseInfo
+    ) -> LeaseInfo:
         # Advisory (names the holder, speeds up the staleness check): the state file's own
         # revision is what a save is checked against, so this one skips the fsyncs.
         path = self._leases / (encode_session_id(session_id) + _LEASE)
-        temp = path.with_name(f".tmp-{os.getpid()}-{threading.get_ident()}.tmp")
-        try:
-            temp.write_text(json.dumps(info), encoding="utf-8")
-            os.replace(temp, path)
-        except OSError as exc:
-            temp.unlink(missing_ok=True)
-            raise StorageError(f"cannot write {path}: {exc}") from exc
+        return write_lease_info(path, fields, after=after)
 
     def load(self, session_id: str) -> SessionState:
         """The saved state of ``session_id``.
@@ -410,7 +453,7 @@ class FileSessionStore:
             # The journal is opened before the base is read: a save writing a new base meanwhile
             # removes the journal, so the one read here is the base's or older (its patches
             # are then skipped as stale), never a newer base's.
-            with _open_or_none(journal) as patches_file:
+            with open_or_none(journal) as patches_file:
                 data = path.read_bytes()
                 lines = b"" if patches_file is None else patches_file.read()
         except FileNotFoundError:
@@ -430,14 +473,14 @@ class FileSessionStore:
     def delete(self, session_id: str) -> bool:
         """Delete the session's file, even a corrupt one; ``False`` when there was none."""
         path = self.path(session_id)
-        _remove(path.with_name(path.name[: -len(_SUFFIX)] + _JOURNAL))
+        remove(path.with_name(path.name[: -len(_SUFFIX)] + _JOURNAL))
         try:
             path.unlink()
         except FileNotFoundError:
             return False
         except OSError as exc:
             raise StorageError(f"cannot delete {path}: {exc}") from exc
-        _fsync_directory(self.directory)
+        fsync_directory(self.directory)
         return True
 
     def list(self) -> builtins.list[str]:
@@ -475,61 +518,7 @@ class FileSessionStore:
             if isinstance(exc, OSError):
                 raise StorageError(f"cannot write {path}: {exc}") from exc
             raise
-        _fsync_directory(self.directory)
-
-
-def _proof(path: Path, journal: Path) -> tuple[int, ...]:
-    """The identities of a session's base and journal files: any save by another store object
-    or process changes them (a new base is a new file; an append grows the journal)."""
-    try:
-        base = os.stat(path)
-    except OSError:
-        return (-1,)
-    try:
-        log = os.stat(journal)
-        logged = (log.st_ino, log.st_size)
-    except OSError:
-        logged = (-1, -1)
-    return (base.st_ino, base.st_mtime_ns, base.st_size, *logged)
-
-
-def journal_missing(mark: SaveMark) -> bool:
-    """Whether the save that left ``mark`` left no journal (the next append creates it)."""
-    proof = mark.proof
-    return isinstance(proof, tuple) and proof[-1] == -1
-
-
-def _append(journal: Path, data: bytes, *, created: bool) -> None:
-    """Append one patch line and make it durable (and the journal's name, when new)."""
-    try:
-        fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, data + b"\n")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        raise StorageError(f"cannot write {journal}: {exc}") from exc
-    if created:
-        _fsync_directory(journal.parent)
-
-
-def _remove(path: Path) -> None:
-    try:
-        path.unlink(missing_ok=True)
-    except OSError as exc:
-        raise StorageError(f"cannot delete {path}: {exc}") from exc
-
-
-@contextmanager
-def _open_or_none(path: Path) -> Iterator[BinaryIO | None]:
-    try:
-        file = open(path, "rb")  # noqa: SIM115 - closed below
-    except FileNotFoundError:
-        yield None
-        return
-    with file:
-        yield file
+        fsync_directory(self.directory)
 
 
 def _remove_stale_temp_files(directory: Path) -> int:
@@ -569,17 +558,6 @@ def _stale(name: str, age: float) -> bool:
     except (PermissionError, OverflowError, OSError):
         return False  # alive under another user, or not a pid we can ask about
     return False
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make a rename or unlink in ``directory`` durable (POSIX; Windows cannot open dirs)."""
-    if os.name == "nt":
-        return
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _parse_time(value: object) -> datetime | None:
