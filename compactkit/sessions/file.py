@@ -177,6 +177,7 @@ class FileSessionStore:
         self._leases = self.directory / _LEASES
         self._held: dict[str, _Run] = {}  # session id -> the run holding its lease here
         self._leases_made = False  # whether this store made sure the lease directory exists
+        self._paths: dict[str, tuple[Path, Path]] = {}  # session id -> base and journal files
         self._held_lock = threading.Lock()
         self._marks = SaveMarks()
         # session id -> (revision, file proof) of this store's last save of it: a run's saves
@@ -188,7 +189,19 @@ class FileSessionStore:
 
     def path(self, session_id: str) -> Path:
         """The file that holds ``session_id``."""
-        return self.directory / (encode_session_id(session_id) + _SUFFIX)
+        return self._files_of(session_id)[0]
+
+    def _files_of(self, session_id: str) -> tuple[Path, Path]:
+        """The base and journal files of ``session_id`` (named once per session: every save
+        of a run names them)."""
+        found = self._paths.get(session_id) if isinstance(session_id, str) else None
+        if found is None:  # (a bad id is refused by encode_session_id)
+            path = self.directory / (encode_session_id(session_id) + _SUFFIX)
+            found = path, path.with_name(path.name[: -len(_SUFFIX)] + _JOURNAL)
+            if len(self._paths) >= 1024:  # a bound: a long-lived store sees many sessions
+                self._paths.clear()
+            self._paths[session_id] = found
+        return found
 
     def save(self, session: AgentSession) -> None:
         """Save ``session.state()`` atomically, replacing its earlier state.
@@ -208,15 +221,14 @@ class FileSessionStore:
             ConfigError: ``session`` is not an ``AgentSession`` (a memory, an id).
         """
         session = require_session(session, "FileSessionStore")
-        path = self.path(session.session_id)
+        path, journal = self._files_of(session.session_id)
         lease = session.lease
         if lease is not None and lease.scope == self._scope:
             run = self._held.get(lease.session_id)
-            journal = None if run is None or run.token != lease.token else run.journal
-            if journal is not None:
-                with journal.lock:
-                    if not journal.ended:
-                        self._save_locked(session, path, journal)
+            if run is not None and run.token == lease.token:
+                with run.journal.lock:
+                    if not run.journal.ended:
+                        self._save_locked(session, path, journal, run.journal)
                         return
             raise LeaseLostError(
                 f"the lease of session {lease.session_id!r} (token {lease.token}) is not "
@@ -224,20 +236,19 @@ class FileSessionStore:
             )
         fd = self._lock(session.session_id, timeout=_SAVE_WAIT, runs_only=True)
         try:
-            self._save_locked(session, path)
+            self._save_locked(session, path, journal)
             self._record_revision(session.session_id)
         finally:
             _unlock(fd)
 
     def _save_locked(
-        self, session: AgentSession, path: Path, kept: OpenJournal | None = None
+        self, session: AgentSession, path: Path, journal: Path, kept: OpenJournal | None = None
     ) -> None:
         """Save under the session's file lock: check the revision, write, bump it.
 
         A patch is appended to the journal when this session object made the last save (its
         mark's file identities still match); otherwise the whole state is written. ``kept``:
         the journal a run keeps open for its saves (``compactkit.sessions._journal_file``)."""
-        journal = path.with_name(path.name[: -len(_SUFFIX)] + _JOURNAL)
         mark = self._marks.get(session)
         try:
             if (
@@ -372,8 +383,7 @@ class FileSessionStore:
 
     def _files(self, session_id: str) -> tuple[int, ...]:
         """The identities of the session's base and journal files (``_proof``)."""
-        path = self.path(session_id)
-        return proof(path, path.with_name(path.name[: -len(_SUFFIX)] + _JOURNAL))
+        return proof(*self._files_of(session_id))
 
     def _saved_revision(self, session_id: str, info: dict[str, Any], files: tuple[int, ...]) -> int:
         """The revision of the saved state: the lease info's while the files are the ones it
@@ -447,8 +457,7 @@ class FileSessionStore:
             StorageError: the file cannot be read, is corrupt, is from a newer compactkit or
                 holds another session.
         """
-        path = self.path(session_id)
-        journal = path.with_name(path.name[: -len(_SUFFIX)] + _JOURNAL)
+        path, journal = self._files_of(session_id)
         try:
             # The journal is opened before the base is read: a save writing a new base meanwhile
             # removes the journal, so the one read here is the base's or older (its patches
@@ -472,8 +481,8 @@ class FileSessionStore:
 
     def delete(self, session_id: str) -> bool:
         """Delete the session's file, even a corrupt one; ``False`` when there was none."""
-        path = self.path(session_id)
-        remove(path.with_name(path.name[: -len(_SUFFIX)] + _JOURNAL))
+        path, journal = self._files_of(session_id)
+        remove(journal)
         try:
             path.unlink()
         except FileNotFoundError:
