@@ -20,6 +20,7 @@ HINTED = [
     (facts._PREFIXED, list(facts._PREFIXED_HINTS)),
     (facts._RANDOM_ID, [facts._RANDOM_ID_HINT]),
     (facts._CODE_ID, [facts._CODE_ID_HINT]),
+    (facts._SHA, [facts._SHA_HINT]),
 ]
 
 
