@@ -11,7 +11,8 @@ fact is worth more than the way back to its items, which ``recall`` still finds)
 entries dropped, and the room is shared inside classes, not between them:
 
 1. every class is guaranteed its most important entries (the newest; an open error before a
-   resolved one; the measurement taken over the most runs; a decision with its reason), handed out one entry per class per
+   resolved one; a measured quantity before a test run's counts, then the measurement taken over
+   the most runs; a decision with its reason), handed out one entry per class per
    round within ``QUOTA_SHARE`` of the room (``_quotas``); under heavy pressure (the bare facts
    need more than ``HEAVY`` times the cap) files read and decisions keep their newest
    ``FLOORS`` share too;
@@ -367,19 +368,26 @@ def _no_refs(pool: str, entry: str) -> str:
     return strip_refs(entry)
 
 
+_TEST_COUNTS = re.compile(r"\b\d+ (?:passed|failed|errors?|skipped|tests?)\b")
 _WHY = re.compile(r"\b(?:because|since|instead|rather than|but|so that)\b", re.IGNORECASE)
 
 
 def _by_importance(state: _State, pool: str) -> list[tuple[str, int]]:
     """A pool's entries, most important first: the newest first; an open error before a
-    resolved one; a measurement taken over more runs before one taken once (a value tracked
-    run after run is what the work is tuning); a decision that says why (or what it replaced)
-    before one that does not."""
+    resolved one; a measured quantity (a latency, a size, a rate) before a test run's counts
+    (whether tests passed the commands and errors tell), then one taken over more runs before
+    one taken once (a value tracked run after run is what the work is tuning); a decision that
+    says why (or what it replaced) before one that does not."""
     entries = list(reversed(state.pools[pool]))
     if pool == "errors":
         entries.sort(key=lambda at: "resolved" in (state.entries[at[0]][at[1]] or ""))
     elif pool == "measurements":
-        entries.sort(key=lambda at: -state.measured_runs(at))
+        entries.sort(
+            key=lambda at: (
+                bool(_TEST_COUNTS.search(state.doc.sections[at[0]][at[1]].partition(" — ")[0])),
+                -state.measured_runs(at),
+            )
+        )
     elif pool == "decisions":  # "Decisions and why": one that gives its reason first
         entries.sort(key=lambda at: not _WHY.search(state.doc.sections[at[0]][at[1]]))
     return entries

@@ -94,3 +94,28 @@ def test_a_decision_that_says_why_outlasts_one_that_does_not() -> None:
     kept = trimmed.entries("decisions")
     assert kept and len(kept) < len(doc.entries("decisions"))
     assert any(e.startswith("I'll use a monotonic clock") for e in kept)
+
+
+def test_a_measured_quantity_outlasts_a_test_runs_counts() -> None:
+    """A value the work tunes (a latency over 3 runs) is kept before how many tests passed, even
+    over more runs: the test runs' outcomes are the commands' and the errors' to tell."""
+    counts = " | ".join(f"`{100 + i} passed in 2.{i}s`" for i in range(20))
+    tests = f"`python -m pytest -q` → `249 passed in 29.63s` — earlier: {counts} (\N{MULTIPLICATION SIGN}21)"
+    latency = (
+        "`python bench.py --requests 5000` → `p95 latency 198 ms` — earlier: "
+        "`p95 latency 359 ms` | `p95 latency 580 ms` (\N{MULTIPLICATION SIGN}3)"
+    )
+    doc = SummaryDocument.of(
+        goal=["Make the client faster."],
+        measurements=[latency, tests],
+        errors=[f"`ValueError: bad input {i} in the retry loop body`" for i in range(40)],
+        files_modified=[f"`src/module_{i}.py` — edited" for i in range(30)],
+    )
+    kept: tuple[str, ...] = ()
+    for share in range(20, 1, -1):  # the tightest cap that still keeps a measurement
+        cap = COUNTER.count_text(doc.render()) * share // 20
+        trimmed = doc.trim_to(cap, COUNTER, keep=frozenset({"goal", "constraints"}))
+        if len(trimmed.entries("measurements")) == 1:
+            kept = trimmed.entries("measurements")
+            break
+    assert kept and kept[0].startswith("`python bench.py"), kept
