@@ -136,6 +136,10 @@ class Loop:
     compactions: tuple[int, int]
     compaction_share: tuple[float, float]
     plain: tuple[float, float]
+    # The mean seconds per call of each tenth: a cost that grows with the history rises
+    # through them; a warm-up (no fold before the history first reaches the budget) shows
+    # as a first tenth below a flat rest.
+    tenths: tuple[float, ...]
 
     @property
     def flatness(self) -> float:
@@ -189,6 +193,7 @@ def run_loop(pairs: list[tuple[dict[str, Any], bool]], govern: Callable[[list[An
         (counts[0], counts[1]),
         (shares[0], shares[1]),
         (plain[0], plain[1]),
+        tuple(mean(times[i * tenth : (i + 1) * tenth]) for i in range(len(times) // tenth)),
     )
 
 
@@ -231,6 +236,10 @@ def per_call(sizes: list[int], runs: int) -> list[dict[str, Any]]:
                     "compactions_first_last": list(stateful.compactions),
                     "compaction_share_first_last": [round(x, 3) for x in stateful.compaction_share],
                     "stateful_flatness_without_compactions": stateful.plain_flatness,
+                    "stateful_tenths_ms": [round(t * 1e3, 3) for t in stateful.tenths],
+                    # the last tenth against the second: growth with the history, without
+                    # the first tenth's warm-up (before the first fold)
+                    "stateful_last_x_second_tenth": stateful.tenths[-1] / stateful.tenths[1],
                 }
             )
     return rows
@@ -542,6 +551,12 @@ def report(results: dict[str, Any]) -> None:
                 f"first tenth ({share_first:.0%} of its time), {last} in the last "
                 f"({share_last:.0%}); l/f of the calls that did not compact "
                 f"{r['stateful_flatness_without_compactions']:.2f}"
+            )
+            tenths = ", ".join(f"{t:.3f}" for t in r["stateful_tenths_ms"])
+            print(
+                f"      ms per call by tenth: {tenths}; last / second tenth "
+                f"{r['stateful_last_x_second_tenth']:.2f} (not the target: what the first "
+                "tenth's warm-up leaves out)"
             )
     if "cold" in results:
         c = results["cold"]
