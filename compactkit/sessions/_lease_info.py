@@ -81,19 +81,27 @@ def write_lease_info(path: Path, fields: dict[str, Any], *, after: LeaseInfo) ->
     record = f"{zlib.crc32(text):08x} ".encode() + text
     record = record.ljust(SLOT - 1) + b"\n"
     try:
-        if after.slotted:
-            fd = os.open(path, os.O_WRONLY)
-            try:
-                os.lseek(fd, (sequence % 2) * SLOT, os.SEEK_SET)
-                _write_all(fd, record)
-            finally:
-                os.close(fd)
-        else:
+        if not (after.slotted and _write_slot(path, record, (sequence % 2) * SLOT)):
             empty = b" " * (SLOT - 1) + b"\n"
             _replace(path, record + empty if sequence % 2 == 0 else empty + record)
     except OSError as exc:
         raise StorageError(f"cannot write {path}: {exc}") from exc
     return LeaseInfo(dict(fields), sequence, slotted=True)
+
+
+def _write_slot(path: Path, record: bytes, offset: int) -> bool:
+    """Write ``record`` at ``offset`` of ``path`` in place; ``False`` when the file is gone
+    (removed by hand: the caller writes a whole new one)."""
+    try:
+        fd = os.open(path, os.O_WRONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        os.lseek(fd, offset, os.SEEK_SET)
+        _write_all(fd, record)
+    finally:
+        os.close(fd)
+    return True
 
 
 def _slot(raw: bytes) -> LeaseInfo | None:

@@ -134,3 +134,16 @@ def test_a_lease_info_write_cut_short_still_gives_the_next_run_a_larger_token(
     lease = FileSessionStore(tmp_path).acquire("s")
     assert lease.token == last.token + 1
     assert lease.revision == FileSessionStore(tmp_path).load("s").revision == session.revision
+
+
+def test_a_lease_info_file_removed_during_a_run_is_written_again_at_its_end(
+    tmp_path: Path,
+) -> None:
+    store = FileSessionStore(tmp_path)
+    session = leased_session(store, 2)
+    (tmp_path / ".leases" / "s.info").unlink()
+    assert session.lease is not None
+    store.release(session.lease)
+    lease = FileSessionStore(tmp_path).acquire("s")
+    assert lease.token == session.lease.token + 1
+    assert lease.revision == session.revision
