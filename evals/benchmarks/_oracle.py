@@ -23,11 +23,13 @@ Per case (``oracle_case``):
   free; an update probe whose old value that request presents as current must be written (the
   bench's stale count is 0); a pending call no text can satisfy.
 
-``cheapest`` pools as the bench does: per class, the free probes, then the cheapest lines of
+``cheapest`` pools as the bench does: per class, the free probes, then the cheapest probes of
 that class in any case until the share is reached, and the room of all cases summed. A probe
-whose words another probe's line holds counts as free there (that line may be written anyway),
-so ``need`` is a lower bound on what the facts take: when it is over ``room``, no summary of
-that form reaches the targets. ``within_each`` looks for actual summaries: lines taken cheapest
+costs its *share*: of the lines that hold its words (its own; another probe's, an error line
+holding a path; in the ``"entries"`` form any entry of the digest), the least tokens per probe
+the line holds. Whatever lines a summary writes, each line's tokens are at least the shares of
+the probes it holds, so ``need`` is a lower bound on what the facts take: when it is over
+``room``, no summary of that form reaches the targets. ``within_each`` looks for actual summaries: lines taken cheapest
 first while their class still needs them and the case's whole request, counted exactly, stays
 within its own target; the summaries are then scored with the bench's scorer. Finding them
 shows the targets are reachable; not finding them (a greedy choice) proves nothing.
@@ -35,6 +37,7 @@ shows the targets are reachable; not finding them (a greedy choice) proves nothi
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -95,10 +98,22 @@ class OracleFact:
     """The tokens its line adds (``None``: no line can satisfy it)."""
     free: bool = False
     """The request holds it with no fact written."""
-    contained: bool = False
-    """Another probe's line holds its words (free for the bound)."""
+    share: float = 0.0
+    """What it costs in the bound: of the lines that hold its words (its own, or another
+    probe's), the least tokens per probe the line holds."""
     must: bool = False
     """It must be written: with no fact written its old value reads as current."""
+
+
+@dataclass(frozen=True)
+class OracleLine:
+    """A line a summary may write, and the open probes (indices into the case's facts) whose
+    words it holds."""
+
+    section: SectionKey
+    line: str
+    cost: int
+    holds: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -120,13 +135,15 @@ class OracleCase:
     """Tokens of the request with no fact written (``"digest"``: with the note)."""
     found: Mapping[str, int] = field(default_factory=dict)
     """Entries the digest finds per section (what its note counts as not listed)."""
+    lines: tuple[OracleLine, ...] = ()
+    """Every line that holds an open probe's words."""
 
     def room(self, ratio: int) -> int:
         """What the facts may take at ``ratio``."""
         return self.before // ratio - self.base
 
-    def summary(self, written: Sequence[OracleFact]) -> str:
-        """The summary that writes ``written`` (this case's facts)."""
+    def summary(self, written: Sequence[OracleFact | OracleLine]) -> str:
+        """The summary that writes ``written`` (this case's lines)."""
         if self.form == "bare":
             return "\n".join(dict.fromkeys(f.line for f in written if f.section))
         sections: dict[str, list[str]] = {k: list(v) for k, v in self.base_doc.sections.items()}
@@ -143,13 +160,13 @@ class OracleCase:
         )
         return doc.render()
 
-    def request(self, written: Sequence[OracleFact]) -> list[Item]:
+    def request(self, written: Sequence[OracleFact | OracleLine]) -> list[Item]:
         """The request that sends what must be sent and the summary of ``written``."""
         summary = self.summary(written)
         snapshot = MemorySnapshot.of(list(self.items), summary=summary)
         return snapshot.render_items()
 
-    def tokens(self, written: Sequence[OracleFact], counter: TokenCounter) -> int:
+    def tokens(self, written: Sequence[OracleFact | OracleLine], counter: TokenCounter) -> int:
         """The exact tokens of ``request(written)``."""
         return counter.count(self.request(written), tools=self.tools).tokens
 
@@ -173,34 +190,44 @@ def oracle_case(case: Case, counter: TokenCounter, form: Form = "digest") -> Ora
     if form != "bare":  # (the request with the goal and rules, before the note is added)
         empty = MemorySnapshot.of(list(fixed), summary=base_doc.render()).render_items()
     scores = scoring.score_probes(case.probes, empty)
+    bare_entries = _bare_entries(found, counter) if form == "entries" else []
     if form == "entries":
-        bare_entries = _bare_entries(found, counter)
         lines = [_entry_line(p, bare_entries) for p in case.probes]
     else:
         lines = [_line(p, form) for p in case.probes]
-    facts = []
-    for index, (probe, score) in enumerate(zip(case.probes, scores, strict=True)):
-        section, line = lines[index]
-        cost = None if section is None else counter.count_text(_bullet(line, form))
-        contained = (
-            form != "entries"  # (there a line holding other probes' words is theirs too)
-            and section is not None
-            and any(
-                j != index and line != other and line in other for j, (_, other) in enumerate(lines)
-            )
+    costs = [
+        None if section is None else counter.count_text(_bullet(line, form))
+        for section, line in lines
+    ]
+    open_ = [i for i, score in enumerate(scores) if not score.kept and costs[i] is not None]
+    candidates = dict.fromkeys(line for i in open_ for _, line in [lines[i]])
+    if form == "entries":  # any entry may be written, not only each probe's cheapest
+        candidates.update(dict.fromkeys(line for _, line, _ in bare_entries))
+    sections = {line: section for section, line in lines if section is not None}
+    sections.update({line: key for key, line, _ in bare_entries})
+    held = _held(case.probes, open_, candidates)
+    found_lines = tuple(
+        OracleLine(sections[text], text, counter.count_text(_bullet(text, form)), tuple(holds))
+        for text, holds in held.items()
+        if holds
+    )
+    shares: dict[int, float] = {}
+    for one in found_lines:
+        for i in one.holds:
+            shares[i] = min(shares.get(i, one.cost / len(one.holds)), one.cost / len(one.holds))
+    facts = [
+        OracleFact(
+            case.id,
+            probe_class(probe),
+            lines[i][0],
+            lines[i][1],
+            costs[i],
+            free=score.kept,
+            share=shares.get(i, float(costs[i] or 0)),
+            must=score.stale,
         )
-        facts.append(
-            OracleFact(
-                case.id,
-                probe_class(probe),
-                section,
-                line,
-                cost,
-                free=score.kept,
-                contained=contained,
-                must=score.stale,
-            )
-        )
+        for i, (probe, score) in enumerate(zip(case.probes, scores, strict=True))
+    ]
     oracle = OracleCase(
         case.id, tuple(case.probes), form, fixed, tools, base_doc, before, tuple(facts), 0, counts
     )
@@ -216,6 +243,7 @@ def oracle_case(case: Case, counter: TokenCounter, form: Form = "digest") -> Ora
         tuple(facts),
         base,
         counts,
+        found_lines,
     )
 
 
@@ -227,11 +255,11 @@ class ClassNeed:
     needed: int
     """Probes the share asks for (rounded up)."""
     free: int
-    """Probes held with no line of their own (free or contained)."""
+    """Probes the request holds with no fact written."""
     written: int
-    """Lines the cheapest choice writes."""
+    """Probes the cheapest choice writes (or must write)."""
     tokens: int
-    """What those lines cost."""
+    """What they cost in the bound (their shares, rounded up)."""
 
 
 @dataclass(frozen=True)
@@ -255,14 +283,11 @@ class OracleBound:
 
 def cheapest(cases: Sequence[OracleCase], ratio: int, shares: Mapping[str, float]) -> OracleBound:
     """The fewest tokens any choice of lines needs to hold ``shares[cls]`` of every class's
-    probes (pooled): the lines that must be written, then per class its cheapest probes, a
-    probe costing its line's tokens divided among the probes the line holds (one digest entry
-    may hold several; no choice of lines pays less for the probes it holds).
-
-    With one line per probe (the ``"digest"`` and ``"bare"`` forms) each probe costs its whole
-    line: per class, its cheapest lines."""
-    lacking, musts, totals, free = _lacking(cases, shares, free_if_contained=True)
-    shared = {id(f): (f.cost or 0) / len(g) for g in _groups(cases, set(), True) for f in g}
+    probes (pooled): the lines that must be written, then per class its cheapest probes, each
+    at its ``share`` — the least tokens per held probe of a line that holds its words. Any
+    choice of lines pays each line's tokens once, and those are at least the shares of the
+    probes the line holds, so no choice pays less than this."""
+    lacking, musts, totals, free = _lacking(cases, shares)
     chosen: list[OracleFact] = list(musts)
     classes = {}
     need = 0.0
@@ -271,12 +296,17 @@ def cheapest(cases: Sequence[OracleCase], ratio: int, shares: Mapping[str, float
         if cls not in shares and not mine:
             continue
         pool = sorted(
-            (f for o in cases for f in o.facts if f.cls == cls and id(f) in shared),
-            key=lambda f: (shared[id(f)], f.case, f.line),
+            (
+                f
+                for o in cases
+                for f in o.facts
+                if f.cls == cls and not (f.free or f.must) and f.cost is not None
+            ),
+            key=lambda f: (f.share, f.case, f.line),
         )
         take = pool[: max(0, lacking.get(cls, 0))]
         chosen += take
-        cost = sum(f.cost or 0 for f in mine) + sum(shared[id(f)] for f in take)
+        cost = sum(f.cost or 0 for f in mine) + sum(f.share for f in take)
         need += cost
         needed = _needed(shares.get(cls, 0.0), total)
         classes[cls] = ClassNeed(total, needed, free[cls], len(mine) + len(take), math.ceil(cost))
@@ -296,7 +326,7 @@ def _after(
 
 
 def _lacking(
-    cases: Sequence[OracleCase], shares: Mapping[str, float], *, free_if_contained: bool
+    cases: Sequence[OracleCase], shares: Mapping[str, float]
 ) -> tuple[dict[str, int], list[OracleFact], dict[str, int], dict[str, int]]:
     """Per class: the probes still lacking once the free ones and the lines that must be
     written count; those lines; the probes; the free ones."""
@@ -306,8 +336,7 @@ def _lacking(
     for oracle in cases:
         for fact in oracle.facts:
             totals[fact.cls] = totals.get(fact.cls, 0) + 1
-            held = fact.free or (free_if_contained and fact.contained)
-            free[fact.cls] = free.get(fact.cls, 0) + int(held and not fact.must)
+            free[fact.cls] = free.get(fact.cls, 0) + int(fact.free and not fact.must)
             if fact.must:
                 musts.append(fact)
     lacking = {
@@ -316,23 +345,6 @@ def _lacking(
         if cls in shares
     }
     return lacking, musts, totals, free
-
-
-def _groups(
-    cases: Sequence[OracleCase], exclude: set[tuple[str, str]], contained_free: bool
-) -> list[list[OracleFact]]:
-    """The probes that are not held yet, grouped by the line that holds them (one digest
-    entry may hold several), cheapest per probe first."""
-    groups: dict[tuple[str, str], list[OracleFact]] = {}
-    for oracle in cases:
-        for fact in oracle.facts:
-            if fact.free or fact.must or fact.cost is None:
-                continue
-            if contained_free and fact.contained:
-                continue
-            if (fact.case, fact.line) not in exclude:
-                groups.setdefault((fact.case, fact.line), []).append(fact)
-    return sorted(groups.values(), key=lambda g: ((g[0].cost or 0) / len(g), g[0].case, g[0].line))
 
 
 @dataclass(frozen=True)
@@ -353,27 +365,60 @@ class Witness:
 
 
 def within_each(
-    cases: Sequence[OracleCase], ratio: int, shares: Mapping[str, float], counter: TokenCounter
+    cases: Sequence[OracleCase],
+    ratio: int,
+    shares: Mapping[str, float],
+    counter: TokenCounter,
+    first: Sequence[str] = (),
 ) -> Witness:
     """Summaries that keep every case within its own target: the lines that must be written,
-    then lines cheapest per probe first (over all cases) while a class they hold lacks probes
-    and the case's request, counted whole, still fits its target; scored."""
-    lacking, musts, _totals, _free = _lacking(cases, shares, free_if_contained=False)
-    written: dict[str, list[OracleFact]] = {o.case: [] for o in cases}
+    then, over all cases, the line with the fewest tokens per probe it holds that a class still
+    lacks (lines holding a lacking probe of a class in ``first`` before any other), written
+    when the case's request, counted whole, still fits its target; scored. (Greedy: finding
+    summaries proves the shares reachable, not finding them proves nothing.)"""
+    lacking, musts, _totals, _free = _lacking(cases, shares)
+    written: dict[str, list[OracleFact | OracleLine]] = {o.case: [] for o in cases}
     for fact in musts:
         written[fact.case].append(fact)
+    covered = {(f.case, f.line) for f in musts}
+    done: set[tuple[str, int]] = set()  # (case, fact index) held by a written line
     by_case = {o.case: o for o in cases}
-    exclude = {(f.case, f.line) for f in musts}
-    for group in _groups(cases, exclude, False):
-        if not any(lacking.get(f.cls, 0) > 0 for f in group):
-            continue
-        case = group[0].case
+
+    def key(oracle: OracleCase, one: OracleLine) -> tuple[int, float] | None:
+        needed = [
+            oracle.facts[i].cls
+            for i in one.holds
+            if (oracle.case, i) not in done and lacking.get(oracle.facts[i].cls, 0) > 0
+        ]
+        if not needed:
+            return None
+        return (0 if any(c in first for c in needed) else 1, one.cost / len(needed))
+
+    heap: list[tuple[tuple[int, float], str, str, int]] = []
+    for oracle in cases:
+        for n, one in enumerate(oracle.lines):
+            now = key(oracle, one)
+            if now is not None and (oracle.case, one.line) not in covered:
+                heapq.heappush(heap, (now, oracle.case, one.line, n))
+    while heap:
+        was, case, _line, n = heapq.heappop(heap)
         oracle = by_case[case]
-        trial = [*written[case], *group]
-        if oracle.tokens(trial, counter) <= oracle.before // ratio:
-            written[case] = trial
-            for fact in group:
-                lacking[fact.cls] = lacking.get(fact.cls, 0) - 1
+        one = oracle.lines[n]
+        now = key(oracle, one)
+        if now is None:
+            continue
+        if now > was:  # (it holds fewer probes still needed: later)
+            heapq.heappush(heap, (now, case, one.line, n))
+            continue
+        trial = [*written[case], one]
+        if oracle.tokens(trial, counter) > oracle.before // ratio:
+            continue
+        written[case] = trial
+        for i in one.holds:
+            if (case, i) not in done:
+                done.add((case, i))
+                cls = oracle.facts[i].cls
+                lacking[cls] = lacking.get(cls, 0) - 1
     return score(cases, ratio, shares, written, counter)
 
 
@@ -381,7 +426,7 @@ def score(
     cases: Sequence[OracleCase],
     ratio: int,
     shares: Mapping[str, float],
-    written: Mapping[str, Sequence[OracleFact]],
+    written: Mapping[str, Sequence[OracleFact | OracleLine]],
     counter: TokenCounter,
 ) -> Witness:
     """The summaries writing ``written[case]`` for each case, counted and scored."""
@@ -485,3 +530,15 @@ def _words(probe: Probe) -> list[str]:
     if isinstance(probe, UpdateProbe):
         return [probe.name, probe.current]
     return []
+
+
+def _held(
+    probes: Sequence[Probe], open_: Sequence[int], candidates: Mapping[str, None]
+) -> dict[str, list[int]]:
+    """Per candidate line, the open probes (by index) whose words it holds."""
+    words = {i: [scoring.normalize(w) for w in _words(probes[i])] for i in open_}
+    held: dict[str, list[int]] = {}
+    for line in candidates:
+        flat = scoring.normalize(line)
+        held[line] = [i for i in open_ if words[i] and all(w in flat for w in words[i])]
+    return held

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -29,8 +30,11 @@ def _load() -> ModuleType:
 oracle = _load()
 
 
-def fact(case: str, cls: str, line: str, cost: int | None, **flags: bool) -> Any:
-    return oracle.OracleFact(case, cls, "errors", line, cost, **flags)
+def fact(
+    case: str, cls: str, line: str, cost: int | None, share: float | None = None, **flags: bool
+) -> Any:
+    share = float(cost or 0) if share is None else share
+    return oracle.OracleFact(case, cls, "errors", line, cost, share=share, **flags)
 
 
 def case(name: str, before: int, base: int, *facts: Any) -> Any:
@@ -67,30 +71,29 @@ def test_the_cheapest_lines_of_a_class_are_taken_from_any_case() -> None:
     assert oracle.cheapest([a, b], 10, {"error": 0.6}).fits is False
 
 
-def test_free_contained_shared_and_required_lines() -> None:
+def test_free_shared_and_required_lines() -> None:
     one = case(
         "a",
         1_000,
         100,
         fact("a", "error", "held", 50, free=True),  # the request holds it: free
-        fact("a", "error", "inside", 2, contained=True),  # another line holds it: free
         fact("a", "error", "e1", 7),
         fact("a", "error", "e2", 8),
-        fact("a", "recall", "m", 10),  # one line holding two probes: 5 each
-        fact("a", "recall", "m", 10),
+        fact("a", "error", "e3", 6, share=3.0),  # a line of 6 tokens holding it and another
+        fact("a", "recall", "m", 10, share=5.0),  # one line holding two probes: 5 each
+        fact("a", "recall", "m", 10, share=5.0),
         fact("a", "recall", "m2", 6),
         fact("a", "update", "`x` = 2 (current)", 9, must=True),  # its old value reads current
     )
     bound = oracle.cheapest([one], 1, {"error": 0.75, "recall": 2 / 3})
-    # errors: 3 of 4 needed, 2 free -> the cheapest other (7); recall: 2 of 3 -> the shared
-    # line's two probes at 5 each (10), not m2 (6) and half of m; the update is required (9)
-    assert bound.need == 7 + 10 + 9
-    assert bound.classes["error"].free == 2 and bound.classes["error"].written == 1
+    # errors: 3 of 4 needed, 1 free -> the two cheapest shares (3 + 7); recall: 2 of 3 -> the
+    # shared line's two probes (5 + 5), not m2 (6); the update must be written (9)
+    assert bound.need == (3 + 7) + (5 + 5) + 9
+    assert bound.classes["error"].free == 1 and bound.classes["error"].written == 2
     assert bound.classes["recall"].tokens == 10
     assert bound.classes["update"].written == 1
-    nothing = oracle.cheapest([case("a", 10, 0, fact("a", "tool_state", "", None))], 1, {})
-    assert nothing.need == 0
     pending = case("a", 10, 0, oracle.OracleFact("a", "tool_state", None, "", None))
+    assert oracle.cheapest([pending], 1, {}).need == 0
     assert oracle.cheapest([pending], 1, {"tool_state": 1.0}).satisfiable is False
 
 
@@ -155,3 +158,26 @@ def test_a_session_worked_out_by_hand() -> None:
     assert not oracle.cheapest([seen], ratio, shares).fits
     tight = oracle.within_each([seen], ratio, shares, COUNTER)
     assert not tight.met and tight.over == 0  # (what it writes stays within the target)
+
+
+def test_a_probe_costs_the_least_per_probe_of_the_lines_holding_its_words() -> None:
+    name = "retry_budget_for_the_upstream_gateway_client"
+    probes = [RecallProbe(fact=e, kind="error") for e in ERRORS[:3]]
+    test = Case(
+        id="t",
+        transcript=transcript(),
+        format="chat",
+        probes=(*probes, RecallProbe(fact=name, kind="identifier")),
+    )
+    seen = oracle.oracle_case(test, COUNTER, "digest")
+    key_error, identifier = seen.facts[1], seen.facts[3]
+    # the KeyError's line holds the identifier too: 2 probes share its tokens
+    both = COUNTER.count_text(f"- `{ERRORS[1]}`\n") / 2
+    alone = COUNTER.count_text(f"- `{name}`\n")
+    assert key_error.share == both and identifier.share == min(both, alone)
+    assert seen.facts[0].share == seen.facts[0].cost == COUNTER.count_text(f"- `{ERRORS[0]}`\n")
+    assert both < alone
+    # every probe: the three error lines, the identifier riding on the KeyError's
+    bound = oracle.cheapest([seen], 1, {"error": 1.0, "identifier": 1.0})
+    lines = sum(COUNTER.count_text(f"- `{e}`\n") for e in ERRORS[:3])
+    assert bound.need == math.ceil(lines) and bound.classes["identifier"].tokens == both
