@@ -98,6 +98,9 @@ class Layout:
             ),
             None,
         )
+        # The positions of pinned items (few, often none), looked up per group by bisection:
+        # a generator over every group's items cost more than the grouping itself.
+        pins = [position for position, item in enumerate(items) if item.pinned]
         protected: list[str | None] = []
         for group in groups:
             reason = None
@@ -107,7 +110,7 @@ class Layout:
                 # Only the newest group can still be waiting for its outputs; an unanswered call
                 # further back was abandoned, and keeping it would keep an invalid prompt.
                 reason = "pending calls"
-            elif any(item.pinned for item in group.slice(items)):
+            elif pins and _holds(pins, group):
                 reason = "pinned items"
             elif group is groups[-1] and group.kind != "orphan":
                 # The newest group is what the model asked for last (a call and its output):
@@ -375,6 +378,12 @@ def summary_cap(
     if target_tokens is None:
         return 2000
     return max(300, int(target_tokens * share))
+
+
+def _holds(positions: list[int], group: Group) -> bool:
+    """Whether the sorted ``positions`` hold one inside ``group``."""
+    at = bisect_left(positions, group.start)
+    return at < len(positions) and positions[at] < group.stop
 
 
 @dataclass(frozen=True)

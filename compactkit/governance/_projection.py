@@ -10,6 +10,7 @@ tokens, the outputs that could be masked, and what breaks the tool-call rules.
 from __future__ import annotations
 
 import threading
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
@@ -116,18 +117,24 @@ class _Index:
                 self._close(self.tail, items)
             start = len(self.items)
         groups = group_items(items, start)
-        for group in groups[:-1]:
-            self._close(group, items)
+        if len(groups) > 1:
+            # The pinned items among the new ones (few, often none), found in one pass: a
+            # history read anew (after a compaction) closes every group at once.
+            pins = [start + i for i, item in enumerate(items[start:]) if item.pinned]
+            for group in groups[:-1]:
+                self._close(group, items, pins)
         self.tail = groups[-1] if groups else None
         self.tail_pinned = self.tail is not None and _has_pin(items, self.tail)
         self.items = items
         self.view = self._view()
         return self.view
 
-    def _close(self, group: Group, items: Sequence[Item]) -> None:
+    def _close(self, group: Group, items: Sequence[Item], pins: list[int] | None = None) -> None:
+        """Index a group that can no longer grow (``pins``: the sorted positions of the pinned
+        items among ``items`` from before ``group`` on, when the caller has them)."""
         index = len(self.closed)
         self.closed.append(group)
-        if _has_pin(items, group):
+        if _has_pin(items, group) if pins is None else _holds(pins, group):
             self.pinned.append(index)
         if group.kind == "user" and not is_summary_message(items[group.start]):
             self.last_user = index
@@ -155,6 +162,12 @@ class _Index:
 
 def _has_pin(items: Sequence[Item], group: Group) -> bool:
     return any(item.pinned for item in items[group.start : group.stop])
+
+
+def _holds(positions: list[int], group: Group) -> bool:
+    """Whether the sorted ``positions`` hold one inside ``group``."""
+    at = bisect_left(positions, group.start)
+    return at < len(positions) and positions[at] < group.stop
 
 
 class ViewCache:

@@ -55,6 +55,7 @@ _ItemT = TypeVar(
     "_ItemT", bound="Message | FunctionCall | FunctionCallOutput | Reasoning | ProviderCompaction"
 )
 _ITEM_TYPES = (Message, FunctionCall, FunctionCallOutput, Reasoning, ProviderCompaction)
+_EXACT_ITEM_TYPES = frozenset(_ITEM_TYPES)
 _PART_TYPES = (TextPart, ImagePart, RawPart)
 
 
@@ -84,6 +85,16 @@ def output_items(values: Iterable[object]) -> list[Item]:
             f"add_output_items takes a list of items or chat messages, got one "
             f"{type(values).__name__}; wrap it in a list"
         )
+    if type(values) is list and all(type(value) in _EXACT_ITEM_TYPES for value in values):
+        # Items only (what ``MessageCompactor`` hands its memory): no SDK object or dict to
+        # convert, and an item never joins a run of Anthropic blocks, so ``_converted_outputs``
+        # would hand back each one as it is. (Exact types: a subclass takes the general path.)
+        return [_checked(value) for value in values]
+    return _converted_outputs(values)
+
+
+def _converted_outputs(values: Iterable[object]) -> list[Item]:
+    """``output_items`` of any accepted values: SDK objects and dicts converted, in order."""
     items: list[Item] = []
     for index, format, value in sdk_inputs(values):
         if format is not None:
@@ -183,7 +194,8 @@ def _check_storable(item: Item) -> None:
     if isinstance(item, (Reasoning, ProviderCompaction)):
         _check_data(item.payload)
         return
-    _check_data(item.extra)
+    if item.extra is not None:  # (most items carry none)
+        _check_data(item.extra)
     texts: list[str | None] = []
     if isinstance(item, FunctionCall):
         texts += [item.call_id, item.name, item.arguments]
