@@ -57,8 +57,6 @@ from compactkit.sessions.session import AgentSession, SessionState
 
 __all__ = ["RedisSessionStore"]
 
-_FOREVER = float("inf")
-
 
 class RedisSessionStore:
     """Saves sessions in Redis; safe to share between threads and processes."""
@@ -103,7 +101,7 @@ class RedisSessionStore:
         client = self._client if self._client is not None else self._async_client
         self._scope = lease_scope(client, self._prefix)
         self._marks = SaveMarks()
-        self._keys: dict[str, tuple[str, ...]] = {}  # session id -> SAVE's keys
+        self._keys: dict[str, tuple[bytes, ...]] = {}  # session id -> SAVE's keys, its id
         # leases a save_and_release gave back (their release is then a no-op)
         self._released: set[tuple[str, int]] = set()
         self._released_lock = threading.Lock()
@@ -116,14 +114,15 @@ class RedisSessionStore:
     def _key(self, session_id: str) -> str:
         return f"{session_tag(self._prefix, session_id)}:state"
 
-    def _save_keys(self, session_id: str) -> tuple[str, ...]:
-        """``SAVE``'s keys of ``session_id`` (built once per session: every save of a run names
-        them)."""
+    def _save_keys(self, session_id: str) -> tuple[bytes, ...]:
+        """``SAVE``'s keys of ``session_id``, then the id, as bytes (built once per session:
+        every save of a run names them, and redis-py sends bytes as they are)."""
         keys = self._keys.get(session_id)
         if keys is None:
             tag = session_tag(self._prefix, session_id)
             lease_key, _, revision_key = lease_keys(tag)
-            keys = (f"{tag}:state", self._index, lease_key, revision_key, f"{tag}:journal")
+            names = (f"{tag}:state", self._index, lease_key, revision_key, f"{tag}:journal")
+            keys = (*(name.encode() for name in names), session_id.encode())
             if len(self._keys) >= 1024:  # a bound: a long-lived store sees many sessions
                 self._keys.clear()
             self._keys[session_id] = keys
@@ -131,49 +130,54 @@ class RedisSessionStore:
 
     def _save_call(
         self, session: AgentSession, whole: bool = False, release: bool = False
-    ) -> tuple[tuple[Any, ...], SaveMark, str]:
+    ) -> tuple[tuple[Any, ...], SaveMark, bytes]:
         """``SAVE``'s script, keys and arguments, the mark the save leaves and its base id:
         a patch when this store saw ``session``'s last save (and ``whole`` is false), else the
         whole state. Fenced by ``session.lease`` when it is one of this store's, else refused
         while a run holds the session; checked against the stored revision when the session was
-        resumed. With ``release`` (and a lease of this store) the save gives the lease back."""
+        resumed. With ``release`` (and a lease of this store) the save gives the lease back.
+
+        Every argument is bytes: redis-py encodes anything else one type check at a time."""
         session_id = session.session_id
-        keys = self._save_keys(session_id)
+        *keys, encoded_id = self._save_keys(session_id)
         lease = session.lease
         fenced = lease is not None and lease.scope == self._scope
         expected = session.revision if session.fenced_by_revision else None
-        expires = _FOREVER if self._ttl_ms is None else time.time() * 1000 + self._ttl_ms
         mark = None if whole else self._marks.get(session)
         if mark is not None and not mark.outgrown():
-            base, extends = cast("tuple[str, int]", mark.proof)
+            base, extends = cast("tuple[bytes, int]", mark.proof)
             change = save_patch(session, mark, mark.revision + 1)
-            data, new_mark, mode = change.data, change.mark, ("patch", base, str(extends))
+            data, new_mark, mode = change.data, change.mark, (b"patch", base, b"%d" % extends)
         else:
             # The base's own revision only numbers its patches: a load takes the stored one.
             data, new_mark = save_whole(session, (session.revision or 0) + 1)
-            base = secrets.token_hex(8)
-            mode = ("whole", base, "")
+            base = secrets.token_hex(8).encode()
+            mode = (b"whole", base, b"")
         if not fenced or lease is None:
-            token, lease_ms = "", "0"
+            token, lease_ms = b"", b"0"
         else:
-            token = str(lease.token)
-            lease_ms = "" if release else str(max(1, round((lease.ttl or 60.0) * 1000)))
+            token = b"%d" % lease.token
+            lease_ms = b"" if release else b"%d" % max(1, round((lease.ttl or 60.0) * 1000))
+        if self._ttl_ms is None:
+            ttl, score = b"", b"inf"
+        else:
+            ttl, score = b"%d" % self._ttl_ms, repr(time.time() * 1000 + self._ttl_ms).encode()
         call = (
             SAVE,
-            5,
+            b"5",
             *keys,
             token,
             lease_ms,
-            "" if expected is None else str(expected),
+            b"" if expected is None else b"%d" % expected,
             data,
-            "" if self._ttl_ms is None else str(self._ttl_ms),
-            repr(expires) if expires != _FOREVER else "inf",
-            session_id.encode(),
+            ttl,
+            score,
+            encoded_id,
             *mode,
         )
         return call, new_mark, base
 
-    def _saved(self, session: AgentSession, reply: list[Any], mark: SaveMark, base: str) -> None:
+    def _saved(self, session: AgentSession, reply: Any, mark: SaveMark, base: bytes) -> None:
         revision = save_outcome(reply, session)
         mark.proof = (base, revision)
         self._marks.set(session, mark)
@@ -431,7 +435,7 @@ class RedisSessionStore:
             raise StorageError(f"cannot {what} in Redis: {exc}") from exc
 
 
-_SAVE_SHA = hashlib.sha1(SAVE.encode()).hexdigest()
+_SAVE_SHA = hashlib.sha1(SAVE.encode()).hexdigest().encode()
 
 
 def _evalsha(client: Any, call: tuple[Any, ...]) -> Any:
