@@ -377,8 +377,9 @@ class MessageCompactor:
             )
             events.append(emit(event, self.on_event))
         items = [item for message_items in per_message for item in message_items]
-        self._append(items, restart=new_start == 0)
-        self._remember(fresh, per_message)
+        summaries = any(is_summary_message(item) for item in items)  # (a summary pasted in)
+        self._append(items, restart=new_start == 0, summaries=summaries)
+        self._remember(fresh, per_message, summaries=summaries)
         known.messages.extend(fresh)
         self._seen = [known]
 
@@ -414,11 +415,15 @@ class MessageCompactor:
         self._unread = (read.skipped, read.lead_items)
         return True
 
-    def _append(self, items: list[Item], *, restart: bool) -> None:
+    def _append(self, items: list[Item], *, restart: bool, summaries: bool | None = None) -> None:
+        """Store ``items`` (``summaries``: whether any of them is a summary message, when the
+        caller knows)."""
         if not items:
             return
         memory = self._memory
-        if restart or any(is_summary_message(item) for item in items):
+        if summaries is None:
+            summaries = any(is_summary_message(item) for item in items)
+        if restart or summaries:
             snapshot = memory.snapshot()
             old = (
                 [*snapshot.render_items(), *items] if snapshot.items or snapshot.summary else items
@@ -435,10 +440,17 @@ class MessageCompactor:
                 MemorySnapshot(summary=snapshot.summary, items=(*snapshot.items, *items))
             )
 
-    def _remember(self, fresh: Sequence[Any], per_message: list[list[Item]]) -> None:
+    def _remember(
+        self, fresh: Sequence[Any], per_message: list[list[Item]], *, summaries: bool = True
+    ) -> None:
         """Map each new message to the stored items it became, so that it is sent as given
-        while those items are sent unchanged."""
-        counts = [sum(not is_summary_message(i) for i in items) for items in per_message]
+        while those items are sent unchanged (``summaries=False``: the caller knows that none
+        of the items is a summary message, which is not stored as an item)."""
+        counts = (
+            [sum(not is_summary_message(i) for i in items) for items in per_message]
+            if summaries
+            else list(map(len, per_message))
+        )
         total = sum(counts)
         if not total:
             return

@@ -97,6 +97,7 @@ class InMemoryMemory(BaseMemory):
         self._next_seq = 1
         self._version = 0
         self._window_version = 0  # bumped by every write that is not an append
+        self._last_snapshot: MemorySnapshot | None = None  # handed out at ``_version``
         self._lineage = Lineage()
         self._index = BM25Index()  # recall: every history item, added lazily by seq
         self._unindexed: list[int] = []
@@ -123,12 +124,22 @@ class InMemoryMemory(BaseMemory):
         with self._lock:
             self._lineage.note(self._version, self._window_version, self._next_seq)
             # O(1): a view of the append-only list, not a copy; stored items were validated on
-            # the way in, so there is no O(history) revalidation per read either.
-            return MemorySnapshot.model_construct(
+            # the way in, so there is no O(history) revalidation per read either. Read twice
+            # with no write between (a plain-list call does), the same snapshot is handed out:
+            # every write bumps the version, and a snapshot is immutable.
+            last = self._last_snapshot
+            if (
+                last is not None
+                and last.version == self._version
+                and len(last.items) == len(self._active)
+            ):
+                return last
+            snapshot = self._last_snapshot = MemorySnapshot.model_construct(
                 summary=self._summary,
                 items=ItemsView(self._active, len(self._active)),
                 version=self._version,
             )
+            return snapshot
 
     def history(self) -> list[Item]:
         """Every item stored since the last ``clear()``, archived ones included, by seq."""

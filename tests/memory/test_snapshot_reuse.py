@@ -1,0 +1,57 @@
+"""``InMemoryMemory.snapshot`` hands out the same snapshot while nothing was written: after any
+sequence of writes and reads, what it hands out is what a snapshot built afresh holds."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compactkit.compressors import DigestCompressor
+from compactkit.items import FunctionCall, FunctionCallOutput
+from compactkit.items.snapshot import MemorySnapshot
+from compactkit.memory.in_memory import InMemoryMemory
+
+_OPS = st.lists(
+    st.sampled_from(["read", "read", "user", "call", "compact", "pin", "restore", "clear"]),
+    max_size=25,
+)
+
+
+def _fresh(memory: InMemoryMemory) -> tuple[str, tuple[object, ...], int | None]:
+    """What a snapshot built now holds (the plain version: no reuse)."""
+    plain = MemorySnapshot.model_construct(
+        summary=memory._summary, items=tuple(memory._active), version=memory._version
+    )
+    return plain.summary, tuple(plain.items), plain.version
+
+
+@settings(deadline=None, max_examples=200)
+@given(_OPS)
+def test_a_reused_snapshot_holds_what_a_fresh_one_would(ops: list[str]) -> None:
+    memory = InMemoryMemory()
+    calls = 0
+    for op in ops:
+        if op == "user":
+            memory.add_user_input(f"request {calls}")
+        elif op == "call":
+            calls += 1
+            memory.add_output_items([FunctionCall(call_id=f"c{calls}", name="run")])
+            memory.add_tool_output(f"c{calls}", f"output {calls}")
+        elif op == "compact":
+            result = DigestCompressor(keep_last_groups=1).compress(memory.snapshot())
+            memory.apply(result)
+        elif op == "pin" and memory.snapshot().items:
+            seq = memory.snapshot().items[0].seq
+            assert seq is not None
+            memory.pin(seq)
+        elif op == "restore":
+            kept = memory.snapshot()
+            memory.restore(MemorySnapshot(summary=kept.summary + "x", items=tuple(kept.items)))
+        elif op == "clear":
+            memory.clear()
+        snapshot = memory.snapshot()
+        assert (snapshot.summary, tuple(snapshot.items), snapshot.version) == _fresh(memory)
+        assert memory.snapshot() is snapshot  # read again with no write between
+    assert not any(
+        isinstance(i, FunctionCallOutput) and i.seq is None for i in memory.snapshot().items
+    )
