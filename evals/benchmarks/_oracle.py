@@ -16,9 +16,12 @@ Per case (``oracle_case``):
 * in the ``"digest"`` form, also what compactkit always keeps: the title, the goal and the
   user's rules whole (a rule the goal quotes said once), and the trimming note (what went, per
   section); each fact is a bullet as the digest renders a bare entry (`` `error line` ``,
-  `` `path` ``, a decision's phrases), under its section's heading. In the ``"bare"`` form
-  nothing else is kept — no goal, title or note, the rules a class like the others — and a fact
-  costs its words alone, one per line: a bound for any summary at all;
+  `` `path` ``, a decision's phrases), under its section's heading. The ``"entries"`` form
+  keeps the same, but writes only the digest's own entries (``digest_items`` of what the
+  compaction would fold), each in its barest form (``_trim.bare``): what the digest could
+  reach, chosen knowing the probes. In the ``"bare"`` form nothing else is kept — no goal,
+  title or note, the rules a class like the others — and a fact costs its words alone, one per
+  line: a bound for any summary at all;
 * a probe the request holds with no fact written (in the kept items, the goal, the rules) is
   free; an update probe whose old value that request presents as current must be written (the
   bench's stale count is 0); a pending call no text can satisfy.
@@ -29,10 +32,11 @@ costs its *share*: of the lines that hold its words (its own; another probe's, a
 holding a path; in the ``"entries"`` form any entry of the digest), the least tokens per probe
 the line holds. Whatever lines a summary writes, each line's tokens are at least the shares of
 the probes it holds, so ``need`` is a lower bound on what the facts take: when it is over
-``room``, no summary of that form reaches the targets. ``within_each`` looks for actual summaries: lines taken cheapest
-first while their class still needs them and the case's whole request, counted exactly, stays
-within its own target; the summaries are then scored with the bench's scorer. Finding them
-shows the targets are reachable; not finding them (a greedy choice) proves nothing.
+``room``, no summary of that form reaches the targets. ``within_each`` looks for actual
+summaries: lines taken cheapest per still-needed probe first, while the case's whole request,
+counted exactly, stays within its own target; the summaries are then scored with the bench's
+scorer. Finding them shows the targets are reachable; not finding them (a greedy choice)
+proves nothing.
 """
 
 from __future__ import annotations
