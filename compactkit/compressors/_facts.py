@@ -320,7 +320,13 @@ _PATHISH = re.compile(r"[\w-]+/[\w./-]+\.\w{1,6}\b|\bFile \"|^\s*at |\w+\.\w+\("
 # -- identifiers -----------------------------------------------------------------------------
 
 _URL = re.compile(r"https?://[^\s<>\"'`)\]}]+")
-_SHA = re.compile(r"(?<![\w/.-])(?<!0x)[0-9a-f]{7,40}(?![\w-])")
+# A sha: 7-40 hex digits, not after a word character, "/", ".", "-" or "0x", not before a word
+# character or "-". Written with its first digit ahead of the look-behinds (which then look at
+# the two characters before it): a pattern that starts with a character class lets the regex
+# engine skip ahead to the next hex digit, where leading look-behinds are tried at every
+# position (tests/compressors/test_facts_patterns.py: the same matches as the plain form,
+# ``(?<![\w/.-])(?<!0x)[0-9a-f]{7,40}(?![\w-])``).
+_SHA = re.compile(r"[0-9a-f](?<![\w/.-][0-9a-f])(?<!0x[0-9a-f])[0-9a-f]{6,39}(?![\w-])")
 _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I)
 _TICKET = re.compile(r"\b([A-Z][A-Z0-9]{1,9})-(\d{1,6})\b")
 _ISSUE = re.compile(r"(?:(?<=\s)|^)#(\d{2,6})\b|\b(?:issue|PR|pull request) #?(\d{1,6})\b", re.I)
@@ -332,7 +338,9 @@ _PREFIXED = re.compile(
 # carrier-style codes: JJD503141950010498, 1Z999AA10123456784.
 _RANDOM_ID = re.compile(r"\b[a-z]{2,10}_(?=[A-Za-z0-9]*(?:\d|[A-Z]))[A-Za-z0-9]{8,40}\b")
 _CODE_ID = re.compile(r"\b(?=[A-Z0-9]*\d)[A-Z0-9]{0,3}[A-Z]{1,5}\d{8,24}\b")
-_VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+\.\d+(?:[-+][\w.]+)?(?![\w.])")
+# A version, ``(?<![\w.])v?\d+\.\d+\.\d+(?:[-+][\w.]+)?(?![\w.])`` with its first character
+# ahead of the look-behind, as ``_SHA`` (same matches: test_facts_patterns.py).
+_VERSION = re.compile(r"(?:v(?<![\w.]v)\d+|\d(?<![\w.]\d)\d*)\.\d+\.\d+(?:[-+][\w.]+)?(?![\w.])")
 _GIT_COMMIT = re.compile(r"^\[([\w./-]+)(?: \(root-commit\))? ([0-9a-f]{7,40})\] (.+)$", re.M)
 _NOT_TICKETS = {"UTF", "ISO", "SHA", "HTTP", "CP", "TLS", "SSL", "MD", "AES", "GPT", "X"}
 # What every match of a pattern holds, found by a search that starts with a literal (a fast
@@ -379,7 +387,8 @@ def identifiers_in(text: str, *, prose: bool, limit: int = 8) -> list[tuple[str,
 
 def _add_shas(text: str, found: dict[str, str], inside_urls: str) -> None:
     """Add the hex shas of ``text`` not inside a URL or a uuid already ``found``."""
-    shas = _SHA.findall(text) if _SHA_HINT.search(text) else []
+    hint = _SHA_HINT.search(text)  # no sha starts before the first 7 hex digits in a row
+    shas = _SHA.findall(text, hint.start()) if hint else []
     if not shas:
         return
     # Only shas are added below, so the uuids found stay the same. A sha is [0-9a-f]: it
