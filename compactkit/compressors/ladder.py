@@ -5,7 +5,8 @@ The default ladder is::
     mask (old bulky tool outputs → placeholders, oldest first, only as many as needed)
     → digest (fold old groups into the exact-fact digest, keeping what fits the target)
     → summary (an LLM summary, only when one is given with ``summary=``)
-    → window (drop the oldest groups; the last resort, it forgets what it drops)
+    → window (drop the oldest groups; the last resort, it forgets what it drops, so its
+      result is kept only when it reaches the target)
 
 After every step the whole request is counted again (instructions, summary message,
 conversation, tool schemas, reply priming) and the ladder stops as soon as it fits
@@ -63,6 +64,10 @@ class LadderCompressor:
             target, see ``DigestCompressor``).
         counter: Counts tokens the way the model's API bills them (default: o200k_base).
         tools: The tool schemas sent with the request (they count toward the target).
+        forget: Whether the default steps end with the window, which forgets what it drops
+            (ignored with ``steps``). A ``Governor``'s own ladder has none: its projector
+            leaves out of a prompt what the budget cannot hold without deleting it, so a
+            group no step could fold stays in the memory for a later compaction to fold.
 
     Raises:
         ConfigError: a target below 1 or an empty ``steps``.
@@ -75,6 +80,7 @@ class LadderCompressor:
     summary_cap_tokens: int | None = None
     counter: TokenCounter = field(default_factory=default_counter)
     tools: Sequence[Tool] = ()
+    forget: bool = True
 
     name = "ladder"
 
@@ -102,7 +108,8 @@ class LadderCompressor:
         ]
         if self.summary is not None:
             rungs.append(self.summary)
-        rungs.append(WindowedCompressor(max_tokens=self.target_tokens, **common))
+        if self.forget:
+            rungs.append(WindowedCompressor(max_tokens=self.target_tokens, **common))
         return rungs
 
     def compress(self, snapshot: MemorySnapshot) -> CompactResult:
@@ -232,14 +239,21 @@ class LadderCompressor:
                 failures.append((label, outcome.error or "failed", outcome.cause))
                 record["error"] = outcome.error
             elif outcome.changed:
-                current = outcome.snapshot
                 counted = outcome.stats.tokens_after
                 if masked is not None:
-                    tokens = masked.tokens
+                    after = masked.tokens
                 elif measured is not None and isinstance(step, DigestCompressor) and counted:
-                    tokens = counted  # the digest counted it with this ladder's counter and tools
+                    after = counted  # the digest counted it with this ladder's counter and tools
                 else:
-                    tokens = request_tokens(current, counter, self.tools)
+                    after = request_tokens(outcome.snapshot, counter, self.tools)
+                if isinstance(step, WindowedCompressor) and after > target:
+                    # A window forgets what it drops: worth it only to reach the target. Short
+                    # of it, the groups it would drop are kept (nothing folded them anywhere).
+                    record.update(outcome="not kept", why="forgets without reaching the target")
+                    record["tokens_after"] = tokens
+                    details["steps"].append(record)
+                    continue
+                current, tokens = outcome.snapshot, after
                 measured = masked
                 used.append(label)
             record["tokens_after"] = tokens

@@ -168,7 +168,9 @@ class Governor:
         self.counter: TokenCounter = counter or projector.counter
         self._default_compressor = compressor is None and policy is not None
         self.compressor: MemoryCompressor | None = (
-            LadderCompressor(target_tokens=policy.target_tokens(), counter=self.counter)
+            LadderCompressor(
+                target_tokens=policy.target_tokens(), counter=self.counter, forget=False
+            )
             if compressor is None and policy is not None
             else compressor
         )
@@ -705,7 +707,9 @@ class Governor:
             cached = self._ladder
             if cached is not None and cached[0] == key and cached[1] == target:
                 return cached[2]
-            ladder = LadderCompressor(target_tokens=target, counter=self.counter, tools=tools)
+            ladder = LadderCompressor(
+                target_tokens=target, counter=self.counter, tools=tools, forget=False
+            )
             self._ladder = (key, target, ladder)
             return ladder
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from compactkit import FunctionCall, MemorySnapshot, chat_to_items, counter_for
@@ -68,6 +68,16 @@ def render(format: str, step: tuple[str, Any], n: int) -> list[dict[str, Any]]:
     steps=st.lists(STEP, min_size=1, max_size=40),
     keep_history=st.booleans(),
 )
+# Pins and the newest group over the ladder's target: the window rung dropped the small group
+# between them, with nothing folded anywhere, to save 19 tokens that reached no target.
+@example(
+    format="chat",
+    steps=[("unknown", 0), ("tools", [238]), ("tools", [1]), ("tools", [238])],
+    keep_history=False,
+)
+# The newest group alone near the target: the window forgot the small group before it (19
+# tokens) to reach a target the request met within the budget anyway.
+@example(format="chat", steps=[("tools", [1]), ("tools", [91, 250, 250])], keep_history=False)
 def test_every_call_fits_keeps_pairs_and_loses_nothing(
     format: str, steps: list[tuple[str, Any]], keep_history: bool
 ) -> None:
