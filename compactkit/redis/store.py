@@ -21,7 +21,6 @@ from __future__ import annotations
 import builtins
 import hashlib
 import secrets
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -48,6 +47,7 @@ from compactkit.redis._lease import (
 from compactkit.sessions.journal import SaveMark, SaveMarks, read_journal, save_patch, save_whole
 from compactkit.sessions.lease import (
     DEFAULT_TTL,
+    GivenBack,
     SessionLease,
     check_lease_times,
     default_holder,
@@ -103,8 +103,7 @@ class RedisSessionStore:
         self._marks = SaveMarks()
         self._keys: dict[str, tuple[bytes, ...]] = {}  # session id -> SAVE's keys, its id
         # leases a save_and_release gave back (their release is then a no-op)
-        self._released: set[tuple[str, int]] = set()
-        self._released_lock = threading.Lock()
+        self._released = GivenBack()  # leases a save_and_release gave back
 
     def __repr__(self) -> str:
         return f"RedisSessionStore(key_prefix={self._prefix!r})"
@@ -248,8 +247,7 @@ class RedisSessionStore:
             self._save(session, release=False)
             return
         self._save(session, release=True)
-        with self._released_lock:
-            self._released.add((lease.session_id, lease.token))
+        self._released.add(lease)
 
     def _save(self, session: AgentSession, *, release: bool) -> None:
         client = self._sync("save")
@@ -383,10 +381,7 @@ class RedisSessionStore:
     def release(self, lease: SessionLease) -> None:
         """Give ``lease`` back (nothing when it expired or was taken over meanwhile, or a
         ``save_and_release`` gave it back)."""
-        with self._released_lock:
-            given_back = (lease.session_id, lease.token) in self._released
-            self._released.discard((lease.session_id, lease.token))
-        if given_back:
+        if self._released.take(lease):
             return
         lease_key = lease_keys(session_tag(self._prefix, lease.session_id))[0]
         with self._storage(f"release session {lease.session_id!r}"):

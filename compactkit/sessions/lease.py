@@ -15,6 +15,7 @@ released by the operating system when its process dies; the SQL store's lease ha
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
@@ -22,7 +23,7 @@ from typing import Protocol, runtime_checkable
 from compactkit.errors import ConfigError
 from compactkit.memory.lease import default_holder as default_holder  # (its old home)
 
-__all__ = ["DEFAULT_TTL", "FencedMemory", "LeasingStore", "SessionLease"]
+__all__ = ["DEFAULT_TTL", "FencedMemory", "GivenBack", "LeasingStore", "SessionLease"]
 
 DEFAULT_TTL = 60.0
 """Seconds a SQL lease lives without a save to extend it."""
@@ -107,3 +108,26 @@ def wait_steps(timeout: float) -> list[float]:
         waited += step
         pause = min(pause * 2, 0.25)
     return pauses
+
+
+class GivenBack:
+    """The leases a store's ``save_and_release`` gave back with a run's last save, so that the
+    run's later ``release`` of one sends nothing (it would find the lease gone, or another
+    run's). Safe to share between threads."""
+
+    def __init__(self) -> None:
+        self._leases: set[tuple[str, int]] = set()
+        self._lock = threading.Lock()
+
+    def add(self, lease: SessionLease) -> None:
+        """Remember that ``lease`` was given back."""
+        with self._lock:
+            self._leases.add((lease.session_id, lease.token))
+
+    def take(self, lease: SessionLease) -> bool:
+        """Whether ``lease`` was given back (forgotten from here on: a release asks once)."""
+        key = (lease.session_id, lease.token)
+        with self._lock:
+            given_back = key in self._leases
+            self._leases.discard(key)
+        return given_back

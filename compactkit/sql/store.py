@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import builtins
 import secrets
-import threading
 from datetime import datetime, timezone
 
 from sqlalchemy import Connection, Engine, delete, insert, select, update
@@ -29,7 +28,13 @@ from sqlalchemy.engine import URL
 from compactkit.errors import ConcurrencyError, SessionBusyError, SessionNotFoundError
 from compactkit.sessions import require_session
 from compactkit.sessions.journal import SaveMark, SaveMarks, read_journal, save_patch, save_whole
-from compactkit.sessions.lease import DEFAULT_TTL, SessionLease, check_lease_times, default_holder
+from compactkit.sessions.lease import (
+    DEFAULT_TTL,
+    GivenBack,
+    SessionLease,
+    check_lease_times,
+    default_holder,
+)
 from compactkit.sessions.session import AgentSession, SessionState
 from compactkit.sql._engine import connect, raw_writer, read_transaction, write_transaction
 from compactkit.sql._lease import acquire, check_fence, lease_scope, seconds_now
@@ -71,8 +76,7 @@ class SQLSessionStore:
         self._raw_write = raw_writer(self._engine)
         self._patch_sql = PatchSQL(self._t, self._engine)
         self._lease_sql = LeaseSQL(self._t, self._engine, self._scope)
-        self._released: set[tuple[str, int]] = set()  # leases a save_and_release gave back
-        self._released_lock = threading.Lock()
+        self._released = GivenBack()  # leases a save_and_release gave back
 
     def __repr__(self) -> str:
         url = self._engine.url.render_as_string(hide_password=True)
@@ -186,8 +190,7 @@ class SQLSessionStore:
         if mark is None or not self._saved_patch(session, mark, release=True):
             self.save(session)
             self.release(lease)
-        with self._released_lock:
-            self._released.add((lease.session_id, lease.token))
+        self._released.add(lease)
 
     def _saved_patch(self, session: AgentSession, mark: SaveMark, release: bool = False) -> bool:
         """The usual save, on the driver's cursor: a patch on top of what this session object
@@ -269,10 +272,7 @@ class SQLSessionStore:
     def release(self, lease: SessionLease) -> None:
         """Give ``lease`` back (nothing when it was taken over meanwhile, or a
         ``save_and_release`` gave it back)."""
-        with self._released_lock:
-            given_back = (lease.session_id, lease.token) in self._released
-            self._released.discard((lease.session_id, lease.token))
-        if given_back:
+        if self._released.take(lease):
             return
         failure = f"cannot release session {lease.session_id!r}"
         self._raw_write(failure, self._lease_sql.give_back, lease)
