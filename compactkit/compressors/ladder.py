@@ -250,12 +250,10 @@ class LadderCompressor:
                     # A window forgets what it drops: worth it only to reach the target. Short
                     # of it, the groups it would drop are kept (nothing folded them anywhere).
                     record.update(outcome="not kept", why="forgets without reaching the target")
-                    record["tokens_after"] = tokens
-                    details["steps"].append(record)
-                    continue
-                current, tokens = outcome.snapshot, after
-                measured = masked
-                used.append(label)
+                else:
+                    current, tokens = outcome.snapshot, after
+                    measured = masked
+                    used.append(label)
             record["tokens_after"] = tokens
             details["steps"].append(record)
             if tokens <= target:
