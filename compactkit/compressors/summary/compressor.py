@@ -47,22 +47,18 @@ from compactkit.compressors._plan import (
     split_by_need,
     summary_cap,
 )
-from compactkit.compressors._verify import verify
 from compactkit.compressors.base import MemoryCompressor
 from compactkit.compressors.digest.compressor import FactsNeed, masker
 from compactkit.compressors.sections import SummaryDocument
 from compactkit.compressors.summary import _cost, _outcome
 from compactkit.compressors.summary._answer import (
-    _ERROR_TEXT,
     _EXACT,
-    _NOTES,
-    _NOTHING,
     _absent,
     _answer_text,
     _body,
-    within_items,
 )
 from compactkit.compressors.summary._chunks import SummaryPlan, _Chunk, _Fold, _Plan, cut_chunks
+from compactkit.compressors.summary._merge import absorb
 from compactkit.compressors.summary._resilience import (
     CircuitBreaker,
     Guard,
@@ -259,7 +255,7 @@ class SummaryCompressor:
                 self._progress(number - 1, len(plan.chunks))
                 messages = self._request(fold, chunk, number, len(plan.chunks))
                 answer = guard.call(self._sender(fold, messages), fold.calls)
-                self._absorb(fold, chunk, answer)
+                absorb(fold, chunk, answer, cap=self._running_cap, counter=self.counter)
             self._progress(len(plan.chunks), len(plan.chunks))
             after = self._finish(snapshot, plan, fold)
         except SummarizationError as exc:
@@ -284,7 +280,7 @@ class SummaryCompressor:
                 self._progress(number - 1, len(plan.chunks))
                 messages = self._request(fold, chunk, number, len(plan.chunks))
                 answer = await guard.acall(self._async_sender(fold, messages), fold.calls)
-                self._absorb(fold, chunk, answer)
+                absorb(fold, chunk, answer, cap=self._running_cap, counter=self.counter)
             self._progress(len(plan.chunks), len(plan.chunks))
             after = self._finish(snapshot, plan, fold)
         except SummarizationError as exc:
@@ -448,57 +444,6 @@ class SummaryCompressor:
     def _count_request(self, messages: Sequence[ChatMessage]) -> int:
         items = [Message(role="user", content=m["content"]) for m in messages]
         return self.counter.count(items).tokens
-
-    def _absorb(self, fold: _Fold, chunk: _Chunk, answer: str) -> None:
-        """Validate one answer, add back the exact facts it lost, merge it, keep it in its cap.
-
-        Raises:
-            SummarizationError: the answer is an error message, or empty.
-        """
-        fold.answers += 1
-        if _ERROR_TEXT.match(answer):
-            raise SummarizationError(
-                "the summarizer answered with an error message instead of a summary: "
-                f"{answer.strip()[:200]!r}"
-            )
-        parsed = SummaryDocument.parse(answer)
-        if not parsed.sections and parsed.extra.get(_NOTES):
-            # A prose answer (a model that ignores the headings): its text is where the work
-            # stands; the exact facts it lost are re-added below as for any answer.
-            parsed = SummaryDocument(sections={"state": parsed.extra[_NOTES]})
-        update = SummaryDocument(
-            sections={
-                key: kept
-                for key, entries in parsed.sections.items()
-                if (kept := tuple(e for e in entries if not _NOTHING.match(e.strip())))
-            },
-            # Text outside any heading is preamble ("Here is the update:"), not summary.
-            extra={k: v for k, v in parsed.extra.items() if k != _NOTES},
-        )
-        if not parsed.sections:
-            raise SummarizationError(
-                "the summarizer's answer has none of the summary's headings: "
-                f"{answer.strip()[:200]!r}"
-            )
-        # Provenance: each entry keeps the references it cites among the chunk's items, or
-        # else names the whole chunk (an LLM's entry may draw on any of it).
-        update = within_items(update, chunk.items)
-        # The post-condition (``compactkit.compressors._verify``): what the chunk's text does not
-        # support is refused (a cut that drops a negation, a one-word rule, an invented goal or
-        # file), and its must-keep facts the answer lost are added back.
-        answered = fold.summary.merge(update)
-        checked, verification = verify(answered, chunk.facts, chunk.items, previous=fold.summary)
-        fold.verification += verification
-        fold.rejected_constraints += sum(
-            r.startswith("constraints:") for r in verification.rejected
-        )
-        # every other exact fact the answer lost (commands, files read, identifiers)
-        missing = _absent(_absent(chunk.facts, fold.summary), answered)
-        fold.facts_readded += len(missing) + len(verification.re_added)
-        merged = checked.merge(missing)
-        trimmed = merged.trim_to(self._running_cap, self.counter)
-        fold.trimmed += trimmed.trimmed - merged.trimmed
-        fold.summary = trimmed
 
     def _finish(self, snapshot: MemorySnapshot, plan: _Plan, fold: _Fold) -> MemorySnapshot:
         """The new snapshot, once the summary passes validation.
