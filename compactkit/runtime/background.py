@@ -39,15 +39,14 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from compactkit.budget.profiles import ProfileRegistry
 from compactkit.compressors.base import CompressorLike
 from compactkit.compressors.function import as_memory_compressor
 from compactkit.errors import ConcurrencyError, ConfigError
-from compactkit.governance.cost import compaction_cost
 from compactkit.governance.policy import CompactPolicy
 from compactkit.items import Tool
 from compactkit.items.snapshot import CompactResult
 from compactkit.memory.base import AgentMemory
+from compactkit.runtime._background_parts import StepArgs, applied_events, discarded_event
 from compactkit.runtime._compaction import _safe_acompress, _safe_compress
 from compactkit.runtime._jobs import (
     CompactionBusy,
@@ -59,7 +58,6 @@ from compactkit.runtime._jobs import (
 )
 from compactkit.runtime.events import (
     BackgroundCompactionEvent,
-    CompactionEvent,
     CompactionRequest,
     CompactionVetoed,
     Event,
@@ -251,7 +249,7 @@ class BackgroundCompaction:
         force: bool,
     ) -> GovernedStep:
         """``Governor.step`` with background compaction (see the module docstring)."""
-        parts = _StepArgs(instructions, tools, usage, force)
+        parts = StepArgs(instructions, tools, usage, force)
         events = self._settle(governor, memory)
         plan = parts.prepare(governor, memory)
         if plan.request is not None and not force and self._waitable(memory, threads_only=True):
@@ -286,7 +284,7 @@ class BackgroundCompaction:
     ) -> GovernedStep:
         """``Governor.astep`` with background compaction: a task instead of a thread, the
         waits awaited, storage and counting off the event loop."""
-        parts = _StepArgs(instructions, tools, usage, force)
+        parts = StepArgs(instructions, tools, usage, force)
         events = await asyncio.to_thread(self._settle, governor, memory)
         plan = await asyncio.to_thread(parts.prepare, governor, memory)
         if plan.request is not None and not force and self._waitable(memory, threads_only=False):
@@ -398,13 +396,13 @@ class BackgroundCompaction:
             applied = memory.apply(result)
         except (ConcurrencyError, ConfigError) as exc:
             self.stats.discarded += 1
-            return [governor.emit(_discarded(job, result, waited, exc))]
+            return [governor.emit(discarded_event(job, result, waited, exc))]
         if not applied:
             return []
         self.stats.applied += 1
         governor.record_compaction(memory)
         registry = governor.policy.registry if governor.policy is not None else None
-        return [governor.emit(event) for event in _applied(job, result, waited, registry)]
+        return [governor.emit(event) for event in applied_events(job, result, waited, registry)]
 
     def _report(
         self,
@@ -514,80 +512,3 @@ class BackgroundCompaction:
         self.stats.started += 1
         event = BackgroundCompactionEvent("started", job.name, started_version=snapshot.version)
         return [governor.emit(event)]
-
-
-@dataclass(frozen=True)
-class _StepArgs:
-    """One step's arguments, for the seam's calls that run in a worker thread."""
-
-    instructions: Instructions
-    tools: Sequence[Tool]
-    usage: int | None
-    force: bool
-
-    def prepare(self, governor: StepSeam, memory: AgentMemory) -> StepPlan:
-        return governor.prepare(
-            memory,
-            instructions=self.instructions,
-            tools=self.tools,
-            usage=self.usage,
-            force=self.force,
-        )
-
-    def finish(
-        self,
-        governor: StepSeam,
-        memory: AgentMemory,
-        plan: StepPlan,
-        result: CompactResult | None,
-    ) -> GovernedStep:
-        return governor.finish(
-            memory, plan, result, instructions=self.instructions, tools=self.tools
-        )
-
-
-def _discarded(
-    job: Job, result: CompactResult, waited: float | None, exc: Exception
-) -> BackgroundCompactionEvent:
-    """The event of a result ``memory.apply`` refused: the span it folded is gone."""
-    return BackgroundCompactionEvent(
-        "discarded",
-        job.name,
-        started_version=job.snapshot.version,
-        waited_s=waited,
-        tokens_before=result.stats.tokens_before,
-        tokens_after=result.stats.tokens_after,
-        error=f"not applied, the memory no longer holds the span it folded: {exc}",
-        result=result,
-    )
-
-
-def _applied(
-    job: Job, result: CompactResult, waited: float | None, registry: ProfileRegistry | None
-) -> tuple[BackgroundCompactionEvent, CompactionEvent]:
-    """The events of a background result applied: the background one, then the compaction
-    (as a foreground compaction reports it)."""
-    stats = result.stats
-    done = BackgroundCompactionEvent(
-        "applied",
-        job.name,
-        started_version=job.snapshot.version,
-        waited_s=waited,
-        tokens_before=stats.tokens_before,
-        tokens_after=stats.tokens_after,
-        result=result,
-    )
-    compaction = CompactionEvent(
-        outcome=result.outcome,
-        applied=True,
-        forced=False,
-        compressor=stats.compressor,
-        tokens_before=stats.tokens_before,
-        tokens_after=stats.tokens_after,
-        items_before=stats.items_before,
-        items_after=stats.items_after,
-        error=result.error,
-        result=result,
-        cost=compaction_cost(result, model=job.request.model, registry=registry),
-    )
-    return done, compaction
