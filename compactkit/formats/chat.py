@@ -24,6 +24,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from compactkit.errors import FormatError
+
+# ``chat_to_items`` of one plain message, unvalidated (a message compactor's reading path).
+from compactkit.formats._chat_fast import plain_chat_message_items as plain_chat_message_items
 from compactkit.formats._common import (
     Losses,
     adjacent_order,

@@ -30,6 +30,7 @@ from compactkit.formats import (
     tools_from_chat,
     tools_from_responses,
 )
+from compactkit.formats.chat import plain_chat_message_items
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, Tool
 from compactkit.items.view import same_history, sliceable
 
@@ -134,6 +135,10 @@ class WireConverter:
     ) -> list[Item]:
         """The items of one message; a placeholder (reported to ``on_passthrough``) when it
         cannot be read."""
+        if self.format == "chat" and not self._call_ids:  # (no call passed through to answer)
+            fast = plain_chat_message_items(message)  # a plain dict: built unvalidated
+            if fast is not None:
+                return self._unique_ids(fast)
         plain = to_plain(message)
         reason = self._answers_passed_call(plain)
         if reason is None:
