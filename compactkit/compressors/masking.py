@@ -55,7 +55,27 @@ def mask_output(
     error = last_error(text)
     if error:
         note += f"; last error: {error}"
-    return output.model_copy(update={"output": note + ". Call the tool again to see it.]"})
+    return with_output(output, note + ". Call the tool again to see it.]")
+
+
+def with_output(output: FunctionCallOutput, text: str) -> FunctionCallOutput:
+    """``output.model_copy(update={"output": text})``, built directly for a plain output (the
+    projection and the masking rung make thousands of placeholders in a long session; pydantic's
+    copy costs several times more). Property-tested against ``model_copy``
+    (tests/compressors/test_masking_copy.py)."""
+    if (
+        type(output) is not FunctionCallOutput
+        or output.__pydantic_extra__ is not None
+        or output.__pydantic_private__ is not None
+    ):
+        return output.model_copy(update={"output": text})
+    copy = FunctionCallOutput.__new__(FunctionCallOutput)
+    store = object.__setattr__  # the generic store: BaseModel's own refuses (frozen)
+    store(copy, "__dict__", {**output.__dict__, "output": text})
+    store(copy, "__pydantic_fields_set__", {*output.__pydantic_fields_set__, "output"})
+    store(copy, "__pydantic_extra__", None)
+    store(copy, "__pydantic_private__", None)
+    return copy
 
 
 CUT_PREFIX = "[cut by compactkit: "
@@ -98,7 +118,7 @@ def cut_output(
             f"(call_id {output.call_id}) were not sent, to fit the context budget. Call the "
             "tool again for a narrower part (a range, a filter, a page) to see them.]\n"
         )
-        return output.model_copy(update={"output": head + note + tail})
+        return with_output(output, head + note + tail)
 
     low, high = 0, len(text)  # the most characters kept whose rendering fits: binary search
     best = shortened(0)
