@@ -275,3 +275,33 @@ def test_a_long_list_that_fits_is_read_whole() -> None:
     messages += [{"role": "user", "content": f"q{n}"} for n in range(3)]
     turn = compact_messages(messages, model=MODEL, compaction=False, budget=40_000)
     assert turn.send == messages and turn.report.omitted == 0
+
+
+def sparse(turns: int) -> list[dict[str, Any]]:
+    """Texts of far fewer tokens than characters / 4 (rules of "=" and "-"): the first chunk
+    the search guesses from their length is too short, and the reachable end starts before it."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a coding agent."}]
+    for n in range(turns):
+        messages.append({"role": "user", "content": f"step {n}: " + "=" * 64 * 30})
+        call = {"id": f"s{n}", "function": {"name": "lint", "arguments": "{}"}}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": f"s{n}", "content": ("-" * 64 + "\n") * 6})
+        messages.append({"role": "assistant", "content": f"ok {n}"})
+    return messages
+
+
+def test_a_reach_longer_than_the_first_guess_is_read_cold_as_the_whole_list_reads() -> None:
+    """The unread messages' shape check starts while the tokenizer loads, on the messages
+    before the first chunk; the search then reads further back, and the cut falls inside that
+    checked part: the items the unread part stands for are counted from where the cut is."""
+    messages = sparse(800)
+    seen: list[Event] = []
+    cold = MessageCompactor(MODEL, compaction=False, budget=30_000)
+    whole = MessageCompactor(MODEL, compaction=False, budget=30_000, on_event=seen.append)
+    turn = cold(messages)
+    assert cold._unread is not None and cold._unread[0] > 0  # (the guard: read cold)
+    same(turn, whole(messages), seen)
+    for n in range(2):  # and the loop goes on from it
+        messages = [*messages, *tool_round(n, f"t{n}", 3), {"role": "user", "content": "go"}]
+        seen.clear()
+        same(cold(messages), whole(messages), seen)
