@@ -4,18 +4,22 @@ Each entry is counted once; every change subtracts its own difference from a run
 the real text is counted again only to confirm the result (a few times at most), so trimming a
 20,000-entry summarizer answer costs about as much as rendering it.
 
-The order (see ``TIERS``): every entry's context is shortened first (the fact itself stays
-verbatim: a path, an error line, a command, an identifier); then every entry loses its context
-altogether (its status stays: resolved, created, deleted); then its provenance references (a
-fact is worth more than the way back to its items, which ``recall`` still finds). Only then are
-entries dropped, and the room is shared inside classes, not between them:
+The order (see ``TIERS``; the forms are ``_forms``'): every entry's context is shortened first
+(the fact itself stays verbatim: a path, an error line, a command, an identifier); then every
+entry loses its context altogether (its status stays: resolved, created, deleted); then its
+provenance references (a fact is worth more than the way back to its items, which ``recall``
+still finds); under heavy pressure (the bare facts need more than ``BAREST`` times the cap)
+entries get barer still (a measurement keeps its newest runs, a current value loses its mark,
+the state what the next steps say). Only then are entries dropped, and the room is shared
+inside classes, not between them:
 
 1. every class is guaranteed its most important entries (the newest; an open error before a
    resolved one; a measured quantity before a test run's counts, then the measurement taken over
    the most runs; a decision with its reason), handed out one entry per class per
-   round within ``QUOTA_SHARE`` of the room (``_quotas``); under heavy pressure (the bare facts
-   need more than ``HEAVY`` times the cap) files read and decisions keep their newest
-   ``FLOORS`` share too;
+   round within ``QUOTA_SHARE`` of the room (``_quotas``); every class but the commands (and
+   superseded values) keeps at least its first (``UNGUARANTEED``); under heavy pressure (the
+   bare facts need more than ``HEAVY`` times the cap) files read and decisions keep their
+   newest ``FLOORS`` share too;
 2. the entries beyond those quotas go first, least important first, from the class holding the
    most tokens for its tier's weight (``WEIGHTS``: an error outweighs a command ten to one), so a
    large class shrinks toward the others instead of a small class vanishing;
@@ -35,9 +39,18 @@ from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 
 from compactkit.budget.tokens import TokenCounter
-from compactkit.compressors._entries import add_details, key_of, runs, split_details
+from compactkit.compressors._entries import runs
+from compactkit.compressors._forms import (
+    EXTRA,
+    LATER,
+    SUPERSEDED,
+    bare,
+    barer,
+    bullet,
+    shorten,
+)
 from compactkit.compressors._plan import text_tokens
-from compactkit.compressors._refs import split_refs, strip_refs, with_refs
+from compactkit.compressors._refs import strip_refs
 
 
 class _Document(Protocol):
@@ -55,14 +68,6 @@ class _Document(Protocol):
 
 
 Doc = TypeVar("Doc", bound=_Document)
-
-SUPERSEDED = "values:superseded"
-"""The pool of superseded values (the values section's entries marked ``(superseded)``)."""
-EXTRA = "extra"
-"""The pool of entries under headings compactkit does not know."""
-LATER = "goal:later"
-"""The pool of later user requests (``Later: …``, among the constraints in the order they were
-said; under the goal in summaries written before): the user's words, but no rule."""
 
 TIERS: tuple[tuple[str, ...], ...] = (
     ("measurements", "files_read", EXTRA, SUPERSEDED, "commands"),
@@ -94,111 +99,21 @@ to: cheap classes with few entries keep most of them (files read at 40x on
 bench_digest_truth: 0.37 without, 0.64 with; decisions 0.48 and 0.58)."""
 HEAVY = 2.3
 """Pressure counted heavy: the bare facts need more than this many times the cap."""
-
-# Prose sections are clipped (they have no verbatim fact to keep); None: never shortened.
-_CLIP: dict[str, tuple[int, int] | None] = {
-    "decisions": (160, 80),
-    "state": (240, 160),
-    "next_steps": (160, 120),
-    EXTRA: (160, 80),
-    "goal": None,
-    LATER: None,  # the user's words: kept whole or dropped whole, never cut mid-sentence
-    "constraints": None,
-    "values": None,
-    SUPERSEDED: None,
-}
-_KEYED = frozenset({"files_read", "files_modified", "identifiers", "errors"})
+BAREST = 1.9
+"""Pressure at which entries get barer than bare (``_Barest``): the bare facts need nearly
+twice the cap. On bench_digest_truth every 40x compaction is above it (1.97-4.7) and every 20x
+one below (1.09-1.78)."""
+UNGUARANTEED = frozenset({"commands", SUPERSEDED})
+"""The pools whose most important entry is not kept before every other class's extras go
+(every other class keeps at least its first entry until only guaranteed entries are left):
+a command's outcome is what the errors and measurements hold, and a superseded value is
+history. Measured on bench_digest_truth at 40x: measurements 0.41 -> 0.70 (the entry holding
+a measured quantity and its runs was the first extra to go, being the lightest tier's), at
+0.02-0.05 off files modified, identifiers and errors; with commands guaranteed too,
+identifiers fell to 0.585."""
 _NOTE = (
     "_Note: 10 older entries were trimmed to keep this summary within its token cap; not listed: ._"
 )
-
-
-def clip(text: str, limit: int) -> str:
-    """``text`` on one line within ``limit`` characters; an open `` ` `` span is closed."""
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1].rstrip() + "…"
-    return cut + "`" if cut.count("`") % 2 else cut
-
-
-def shorten(pool: str, entry: str) -> str:
-    """``entry`` with its context shortened (the fact itself and its references untouched)."""
-    text, refs = split_refs(entry)
-    return with_refs(_shorten(pool, text), refs) if refs else _shorten(pool, entry)
-
-
-def _shorten(pool: str, entry: str) -> str:
-    if pool in _KEYED:
-        head, details = split_details(entry)
-        if not details:
-            return clip(entry, 200) if key_of(entry) is None else entry
-        short = [_verb(d) for d in details if not d.startswith("from ")]  # its source goes
-        merged, _ = add_details([], short)
-        return f"{head} — {'; '.join(merged)}" if merged else head
-    if pool == "commands":
-        text, n = runs(entry)
-        head, sep, outcome = text.partition(" → ")
-        text = f"{head}{sep}{clip(outcome, 48)}" if sep else clip(text, 120)
-        return f"{text} (\N{MULTIPLICATION SIGN}{n})" if n > 1 else text
-    if pool == "measurements":  # the run count goes; what each run measured stays
-        return runs(entry)[0]
-    limits = _CLIP.get(pool)
-    return clip(entry, limits[0]) if limits else entry
-
-
-def bare(pool: str, entry: str) -> str:
-    """``entry`` reduced to its fact alone (an error keeps whether it was resolved, a file
-    whether it was created or deleted: the state an entry states must stay true) and its
-    references (what ``expand`` returns in full)."""
-    text, refs = split_refs(entry)
-    return with_refs(_bare(pool, text), refs) if refs else _bare(pool, entry)
-
-
-def _bare(pool: str, entry: str) -> str:
-    if pool in _KEYED:
-        key = key_of(entry)
-        if key is None:
-            return clip(entry, 80)
-        status = _status(pool, entry)
-        return f"`{key}` — {status}" if status else f"`{key}`"
-    if pool == "commands":
-        text, n = runs(entry)
-        head = text.partition(" → ")[0]
-        command = key_of(head)
-        head = clip(head, 80) if command is None else f"`{clip(command, 80).replace('`', '')}`"
-        return f"{head} (\N{MULTIPLICATION SIGN}{n})" if n > 1 else head
-    limits = _CLIP.get(pool)
-    return clip(entry, limits[1]) if limits else entry
-
-
-def _status(pool: str, entry: str) -> str:
-    """What a bare entry keeps of its details: an error's resolution, a file's last
-    creation or deletion."""
-    _head, details = split_details(entry)
-    if pool == "errors":
-        return "resolved" if any(d.startswith("resolved") for d in details) else ""
-    if pool == "files_modified":
-        for detail in reversed(details):
-            for word in ("deleted", "created"):
-                if detail.startswith(word) or f" {word}" in detail[:24]:
-                    return word
-    return ""
-
-
-def _verb(detail: str) -> str:
-    """A detail's first word (``edited `a` → `b``` → ``edited``), its count kept."""
-    if detail.endswith(" earlier omitted"):
-        return detail
-    text, _, times = detail.partition(" \N{MULTIPLICATION SIGN}")
-    word = text.split(" ", 1)[0].rstrip(":,;") if len(text) > 16 else text
-    return f"{word} \N{MULTIPLICATION SIGN}{times}" if times.isdigit() else word
-
-
-def bullet(entry: str) -> str:
-    """An entry as it renders: ``- first line`` and indented continuation lines."""
-    first, *rest = entry.split("\n")
-    return "\n".join([f"- {first}", *(f"  {line}" for line in rest)])
 
 
 class _State:
@@ -309,6 +224,8 @@ def _steps(state: _State, budget: int, keep: frozenset[str]) -> Iterator[None]:
     yield from _rewrite(state, tier_pools, shorten)  # 1. context shortened, everywhere
     yield from _rewrite(state, tier_pools, bare)  # 2. every fact alone, before any fact goes
     yield from _rewrite(state, tier_pools, _no_refs)  # 3. the references (recall still finds)
+    if state.total > budget * BAREST:  # 3b. under heavy pressure, barer still
+        yield from _rewrite(state, tier_pools, _barer(state))
     # 4. the entries beyond each pool's quota dropped, tier by tier (least important first,
     # from the pool holding the most tokens): every class keeps its most important entries
     # while a later tier still has extras to give; then 5. the quotas, tier by tier.
@@ -320,6 +237,8 @@ def _steps(state: _State, budget: int, keep: frozenset[str]) -> Iterator[None]:
         for pool, share in FLOORS.items():
             if pool in quotas:
                 quotas[pool] = max(quotas[pool], math.ceil(len(queues[pool]) * share))
+    for pool in quotas.keys() - UNGUARANTEED:  # every class its most important entry
+        quotas[pool] = max(quotas[pool], min(1, len(queues[pool])))
     yield from _drop_weighted(state, weights, queues, quotas)
     for tier in tier_pools:  # (every pool of a tier alike, none kept)
         yield from _drop_weighted(state, dict.fromkeys(tier, 1), queues, dict.fromkeys(tier, 0))
@@ -362,6 +281,12 @@ def _rewrite(
                 if entry is not None and (changed := change(pool, entry)) != entry:
                     state.replace(section, index, changed)
                     yield
+
+
+def _barer(state: _State) -> Callable[[str, str], str]:
+    """``barer`` for the entries of ``state`` (the next steps it keeps, its untrimmed state)."""
+    steps = [e for e in state.entries.get("next_steps", ()) if e is not None]
+    return functools.partial(barer, next_steps=steps, state=state.doc.sections.get("state", ()))
 
 
 def _no_refs(pool: str, entry: str) -> str:

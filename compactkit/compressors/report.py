@@ -16,7 +16,8 @@ from typing import Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field
 
 from compactkit.compressors._entries import key_of
-from compactkit.compressors._trim import EXTRA, LATER, SUPERSEDED, count_by_section, pool_of
+from compactkit.compressors._forms import EXTRA, LATER, SUPERSEDED
+from compactkit.compressors._trim import count_by_section, pool_of
 from compactkit.compressors.sections import SummaryDocument
 from compactkit.items.snapshot import CompactResult
 
@@ -171,7 +172,10 @@ def _shortened(
 
 def _fact_cut(entry: str) -> bool:
     """Whether an entry's fact was cut short to fit: its `` `code` `` span, or (without one) its
-    text before any " — " context, holds the clipping mark."""
+    text before any " — " context, holds the clipping mark; or it lost some of the earlier
+    runs it listed (a measurement's history ending in "| …": each run's value is a fact)."""
+    if entry.endswith(" | …"):
+        return True
     fact = key_of(entry)
     if fact is None:
         fact = entry.partition(" — ")[0]

@@ -18,7 +18,7 @@ Per case (``oracle_case``):
   section); each fact is a bullet as the digest renders a bare entry (`` `error line` ``,
   `` `path` ``, a decision's phrases), under its section's heading. The ``"entries"`` form
   keeps the same, but writes only the digest's own entries (``digest_items`` of what the
-  compaction would fold), each in its barest form (``_trim.bare``): what the digest could
+  compaction would fold), each in its barest form (``_forms.bare``): what the digest could
   reach, chosen knowing the probes. In the ``"bare"`` form nothing else is kept — no goal,
   title or note, the rules a class like the others — and a fact costs its words alone, one per
   line: a bound for any summary at all;
@@ -50,9 +50,10 @@ from typing import Literal
 
 from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors import SummaryDocument, digest_items
+from compactkit.compressors._forms import bare
 from compactkit.compressors._plan import Layout
 from compactkit.compressors._refs import strip_refs
-from compactkit.compressors._trim import bare, pool_of
+from compactkit.compressors._trim import pool_of
 from compactkit.compressors._verify import rules_said_once
 from compactkit.compressors.sections import SectionKey
 from compactkit.evals import scoring
@@ -74,7 +75,7 @@ Form = Literal["digest", "entries", "bare"]
 FORMS: tuple[Form, ...] = ("digest", "entries", "bare")
 """How the oracle writes: ``"digest"`` each probed fact as the digest renders a bare bullet, with
 what compactkit always keeps; ``"entries"`` likewise, but only the digest's own entries, each
-in its barest form (``_trim.bare``: a decision clipped to 80 characters, not the probe's
+in its barest form (``_forms.bare``: a decision clipped to 80 characters, not the probe's
 phrases); ``"bare"`` the facts' words alone."""
 
 _SECTION: dict[str, SectionKey] = {

@@ -84,7 +84,7 @@ DIGEST_SHARE = 0.9
 under pressure the target goes to the facts first; the tail still keeps the newest groups
 (and what the tail's whole groups do not fit, ``split_by_need`` masks). Measured on
 bench_digest_truth at 20x: errors 0.81 -> 0.85 between 0.6 and 0.9, continuation unchanged
-at 1.00 once the state and next steps keep their sentence (``_trim._CLIP``)."""
+at 1.00 once the state and next steps keep their sentence (``_forms._CLIP``)."""
 
 
 class FactsNeed:
