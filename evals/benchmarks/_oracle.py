@@ -50,7 +50,7 @@ from typing import Literal
 
 from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors import SummaryDocument, digest_items
-from compactkit.compressors._forms import bare
+from compactkit.compressors._forms import bare, barer
 from compactkit.compressors._plan import Layout
 from compactkit.compressors._refs import strip_refs
 from compactkit.compressors._trim import pool_of
@@ -142,6 +142,9 @@ class OracleCase:
     """Entries the digest finds per section (what its note counts as not listed)."""
     lines: tuple[OracleLine, ...] = ()
     """Every line that holds an open probe's words."""
+    entry_costs: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    """``"entries"`` form: per scored class (``SCORED_POOLS``), what each of the digest's
+    entries costs at its barest (``bare``, then ``barer``), as a bullet."""
 
     def room(self, ratio: int) -> int:
         """What the facts may take at ``ratio``."""
@@ -249,7 +252,66 @@ def oracle_case(case: Case, counter: TokenCounter, form: Form = "digest") -> Ora
         base,
         counts,
         found_lines,
+        _entry_costs(found, counter) if form == "entries" else {},
     )
+
+
+SCORED_POOLS = (
+    "errors",
+    "files_modified",
+    "files_read",
+    "identifiers",
+    "measurements",
+    "decisions",
+    "state",
+    "next_steps",
+    "values",
+)
+"""The trimming pools (``_trim.pool_of``) whose facts the bench scores; not the commands,
+the superseded values or the later requests, which it does not ask for."""
+
+
+def _entry_costs(found: SummaryDocument, counter: TokenCounter) -> dict[str, tuple[int, ...]]:
+    """Per scored class, what each of the digest's entries costs as a bullet at its barest."""
+    steps = [bare("next_steps", strip_refs(e)) for e in found.entries("next_steps")]
+    states = found.entries("state")
+    costs: dict[str, list[int]] = {}
+    for key, entries in found.sections.items():
+        for entry in entries:
+            pool = pool_of(key, entry)
+            if pool in SCORED_POOLS:
+                line = barer(pool, bare(pool, strip_refs(entry)), next_steps=steps, state=states)
+                costs.setdefault(pool, []).append(counter.count_text(_bullet(line, "entries")))
+    return {pool: tuple(v) for pool, v in costs.items()}
+
+
+@dataclass(frozen=True)
+class EntryBound:
+    """What keeping a share of every class's entries takes (``every_entry``)."""
+
+    need: int
+    room: int
+    pools: dict[str, tuple[int, int]]
+    """Per class: its entries over all cases, and the tokens of its cheapest share."""
+
+    @property
+    def fits(self) -> bool:
+        return self.need <= self.room
+
+
+def every_entry(cases: Sequence[OracleCase], ratio: int, share: float) -> EntryBound:
+    """The fewest tokens that keep ``share`` of every scored class's entries, pooled over the
+    cases: per class, its cheapest entries at their barest (``"entries"``-form cases). A
+    summary that cannot know which entries will be asked for, when every entry of a class is
+    as likely to be, keeps ``share`` of a class's facts only by keeping ``share`` of its
+    entries; over ``room``, no such summary of the digest's entries does it for every class."""
+    pools: dict[str, tuple[int, int]] = {}
+    for pool in SCORED_POOLS:
+        costs = sorted(c for o in cases for c in o.entry_costs.get(pool, ()))
+        if costs:
+            pools[pool] = (len(costs), sum(costs[: _needed(share, len(costs))]))
+    need = sum(tokens for _n, tokens in pools.values())
+    return EntryBound(need, sum(c.room(ratio) for c in cases), pools)
 
 
 @dataclass(frozen=True)

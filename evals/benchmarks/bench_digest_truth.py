@@ -40,8 +40,15 @@ within its own target, were built and scored with the same scorer (greedy: not f
 proves nothing). ``alone`` counts the sessions that could not reach the target shares of their
 own probes within their own room.
 
+Last, per ratio, ``every entry alike``: if every entry of a class is as likely to be asked for
+(the digest cannot know which will be), a summary keeps a class's target share of its facts by
+keeping that share of its entries; the line gives the tokens of the cheapest such share of every
+scored class's entries (pooled, at their barest: ``_forms.bare`` then ``barer``) against the
+same room.
+
 Run: ``python evals/benchmarks/bench_digest_truth.py`` (``--tiny`` for CI's smoke run,
-``--json`` for machine-readable output, ``--seeds N`` for more sessions per shape).
+``--json`` for machine-readable output, ``--seeds N`` for more sessions per shape,
+``--stored`` to number the items as a stored memory numbers them).
 """
 
 from __future__ import annotations
@@ -54,7 +61,7 @@ import sys
 import time
 from typing import Any
 
-from _oracle import FORMS, OracleCase, Witness, cheapest, oracle_case, within_each
+from _oracle import FORMS, OracleCase, Witness, cheapest, every_entry, oracle_case, within_each
 
 from compactkit import DigestCompressor, MemorySnapshot
 from compactkit.budget import TiktokenCounter
@@ -91,11 +98,17 @@ def invented_entries(doc: SummaryDocument, source: str) -> list[str]:
     return out
 
 
-def measure(case: Case, ratio: int, counter: TiktokenCounter) -> dict[str, Any]:
-    """Compact ``case`` to ``before // ratio`` tokens and score it."""
+def measure(
+    case: Case, ratio: int, counter: TiktokenCounter, *, stored: bool = False
+) -> dict[str, Any]:
+    """Compact ``case`` to ``before // ratio`` tokens and score it (``stored``: its items
+    numbered 1..n, as a stored memory numbers them, so that entries carry references)."""
     transcript = parse_transcript(json.dumps(case.transcript), format=case.format, source=case.id)
     tools = tuple(transcript.tools)
-    snapshot = MemorySnapshot.from_items(transcript.items)
+    items = transcript.items
+    if stored:
+        items = [item.model_copy(update={"seq": n}) for n, item in enumerate(items, 1)]
+    snapshot = MemorySnapshot.from_items(items)
     source = snapshot.render_items()
     before = counter.count(source, tools=tools).tokens
     target = max(1, before // ratio)
@@ -151,10 +164,10 @@ def measure(case: Case, ratio: int, counter: TiktokenCounter) -> dict[str, Any]:
     }
 
 
-def run(cases: list[Case]) -> dict[str, Any]:
+def run(cases: list[Case], *, stored: bool = False) -> dict[str, Any]:
     """Every case at every ratio; the per-class shares pooled over the cases."""
     counter = TiktokenCounter("o200k_base")
-    rows = [measure(case, ratio, counter) for case in cases for ratio in RATIOS]
+    rows = [measure(case, ratio, counter, stored=stored) for case in cases for ratio in RATIOS]
     table: dict[int, dict[str, Any]] = {}
     for ratio in RATIOS:
         mine = [r for r in rows if r["ratio"] == ratio]
@@ -205,6 +218,16 @@ def oracle(cases: list[Case], counter: TiktokenCounter) -> dict[str, Any]:
                 "found_shares": {c: round(v, 3) for c, v in sorted(found.shares.items())},
                 "sessions": [_alone(one, ratio, shares) for one in seen],
             }
+            if form == "entries":
+                alike = every_entry(seen, ratio, share)
+                out[f"every_entry:{ratio}"] = {
+                    "needs": alike.need,
+                    "room": alike.room,
+                    "fits": alike.fits,
+                    "classes": {
+                        p: {"entries": n, "tokens": t} for p, (n, t) in alike.pools.items()
+                    },
+                }
     return out
 
 
@@ -265,6 +288,15 @@ def _print_oracle(found: dict[str, Any]) -> None:
                 f"{len(row['sessions'])} sessions over their room"
             )
     for ratio in TARGETS:
+        row = found[f"every_entry:{ratio}"]
+        verdict = "fits" if row["fits"] else "does NOT fit"
+        parts = ", ".join(f"{p} {c['tokens']:,}" for p, c in row["classes"].items())
+        print(
+            f"  {ratio}x every entry alike (any may be asked for): the cheapest "
+            f"{TARGETS[ratio]:.0%} of every scored class's entries at their barest need "
+            f"{row['needs']:,} tokens, room {row['room']:,} -> {verdict} ({parts})"
+        )
+    for ratio in TARGETS:
         digest, entries = found[f"digest:{ratio}"], found[f"entries:{ratio}"]
         bare = found[f"bare:{ratio}"]
         if digest["found"]:
@@ -290,6 +322,11 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--seeds", type=int, default=2, help="sessions per domain and style")
     parser.add_argument("--size", type=int, default=40_000, help="session size in tokens")
+    parser.add_argument(
+        "--stored",
+        action="store_true",
+        help="number the items as a stored memory does (entries then carry references)",
+    )
     args = parser.parse_args()
     if args.tiny:
         specs = [
@@ -303,7 +340,7 @@ def main() -> None:
             for style in STYLES
             for seed in range(args.seeds)
         ]
-    report = run([generate(spec) for spec in specs])
+    report = run([generate(spec) for spec in specs], stored=args.stored)
     if args.json:
         json.dump(report, sys.stdout, indent=1)
         print()

@@ -181,3 +181,35 @@ def test_a_probe_costs_the_least_per_probe_of_the_lines_holding_its_words() -> N
     bound = oracle.cheapest([seen], 1, {"error": 1.0, "identifier": 1.0})
     lines = sum(COUNTER.count_text(f"- `{e}`\n") for e in ERRORS[:3])
     assert bound.need == math.ceil(lines) and bound.classes["identifier"].tokens == both
+
+
+def test_every_entry_alike_takes_each_class_cheapest_share_over_the_cases() -> None:
+    from compactkit.compressors import SummaryDocument
+
+    def entries(name: str, before: int, base: int, **costs: tuple[int, ...]) -> Any:
+        return oracle.OracleCase(
+            name, (), "entries", (), (), SummaryDocument(), before, (), base, entry_costs=costs
+        )
+
+    a = entries("a", 1_000, 100, errors=(5, 9, 3), values=(4, 4))
+    b = entries("b", 1_000, 200, errors=(2,), decisions=(7,))
+    bound = oracle.every_entry([a, b], 2, 0.6)
+    # errors: 4 entries, 0.6 of them is 3: 2 + 3 + 5; values: 2 of 2: 8; decisions: 1 of 1: 7
+    assert bound.pools == {"errors": (4, 10), "decisions": (1, 7), "values": (2, 8)}
+    assert bound.need == 25 and bound.room == (500 - 100) + (500 - 200) and bound.fits
+    assert not oracle.every_entry([a, b], 40, 0.6).fits  # rooms 25 - 100 and 25 - 200
+
+
+def test_every_entry_alike_reads_the_digests_entries_at_their_barest() -> None:
+    """On a real session: one cost per entry of a scored class (commands are not scored), the
+    bound summing the cheapest share of each."""
+    from compactkit.evals.synth import SynthSpec, generate
+
+    case = generate(SynthSpec(domain="coding", style="bash", size_tokens=12_000, seed=0))
+    seen = oracle.oracle_case(case, COUNTER, "entries")
+    assert "commands" not in seen.entry_costs and seen.entry_costs["errors"]
+    bound = oracle.every_entry([seen], 40, 0.6)
+    for pool, (n, tokens) in bound.pools.items():
+        costs = sorted(seen.entry_costs[pool])
+        assert n == len(costs) and tokens == sum(costs[: math.ceil(0.6 * n - 1e-9)])
+    assert bound.need == sum(t for _n, t in bound.pools.values())
