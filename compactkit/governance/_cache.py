@@ -36,6 +36,7 @@ from operator import is_
 from compactkit.budget.profile import Budget
 from compactkit.budget.tokens import TokenCounter
 from compactkit.errors import BudgetError, ConfigError
+from compactkit.governance._fast import extended
 from compactkit.governance._incremental import item_counts, sum_counts
 from compactkit.governance._prompt import Projection
 from compactkit.items import FunctionCallOutput, Item, Message, Tool
@@ -210,14 +211,8 @@ class StablePrefix:
                 sent = list(prompt.items)
             sent.extend(new)
             items = ItemsView(sent, len(sent))
-        extended = replace(
-            prompt,
-            items=items,
-            tokens=tokens,
-            budget=budget,
-            report=replace(report, kept=report.kept + len(new), notes=notes),
-        )
-        return extended, groups[-1].start if groups else plan.tail_start, sent
+        grown = extended(prompt, items, tokens, budget, len(new), notes)
+        return grown, groups[-1].start if groups else plan.tail_start, sent
 
     def _replan(
         self,

@@ -8,6 +8,8 @@ hypothesis). Read the plain version to know what a trick computes.
   ``id(original)`` instead of comparing each item with every replacement.
 * ``with_cached_prefix`` — a ``Projection`` with its report's ``cached_prefix_tokens`` set,
   built directly instead of through ``dataclasses.replace``.
+* ``extended`` — the previous prompt with appended items (cache-aware mode, every turn), built
+  directly likewise.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ __all__ = [
     "swap_map",
     "swapped",
     "swapped_plainly",
+    "extended",
+    "extended_plainly",
     "with_cached_prefix",
     "with_cached_prefix_plainly",
 ]
@@ -122,3 +126,38 @@ def with_cached_prefix_plainly(projection: Projection, tokens: int) -> Projectio
     """``with_cached_prefix`` with ``dataclasses.replace`` (the reference)."""
     report = dataclasses.replace(projection.report, cached_prefix_tokens=tokens)
     return dataclasses.replace(projection, report=report)
+
+
+def extended(
+    prompt: Projection,
+    items: Sequence[Item],
+    tokens: int,
+    budget: int,
+    added: int,
+    notes: tuple[str, ...],
+) -> Projection:
+    """``prompt`` with ``items``, ``tokens`` and ``budget`` in place of its own, ``added`` more
+    items kept and ``notes`` as its report's notes.
+
+    Cost: two constructor calls, as ``with_cached_prefix`` (a cache-aware turn builds one).
+    """
+    report = prompt.report
+    return Projection(
+        items=items,
+        tokens=tokens,
+        budget=budget,
+        report=ProjectionReport(**{**vars(report), "kept": report.kept + added, "notes": notes}),
+    )
+
+
+def extended_plainly(
+    prompt: Projection,
+    items: Sequence[Item],
+    tokens: int,
+    budget: int,
+    added: int,
+    notes: tuple[str, ...],
+) -> Projection:
+    """``extended`` with ``dataclasses.replace`` (the reference)."""
+    report = dataclasses.replace(prompt.report, kept=prompt.report.kept + added, notes=notes)
+    return dataclasses.replace(prompt, items=items, tokens=tokens, budget=budget, report=report)

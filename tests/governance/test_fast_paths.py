@@ -8,6 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactkit.governance._fast import (
+    extended,
+    extended_plainly,
     masked_outputs,
     masked_outputs_plainly,
     swap_map,
@@ -84,3 +86,37 @@ def test_a_hand_built_projection_equals_dataclasses_replace(
     report = ProjectionReport(kept=kept, masked=1, omitted=2, notes=tuple(notes))
     projection = Projection((Message(role="user", content="hi"),), tokens, tokens + 10, report)
     assert with_cached_prefix(projection, shared) == with_cached_prefix_plainly(projection, shared)
+
+
+@settings(deadline=None, max_examples=100)
+@given(
+    st.integers(0, 10_000),
+    st.integers(0, 10_000),
+    st.lists(st.text(max_size=20), max_size=3),
+    st.lists(st.text(max_size=20), max_size=3),
+    st.integers(0, 50),
+    st.integers(0, 5),
+    st.integers(0, 10_000),
+)
+def test_an_extended_projection_equals_dataclasses_replace(
+    tokens: int,
+    budget: int,
+    notes: list[str],
+    new_notes: list[str],
+    kept: int,
+    added: int,
+    shared: int,
+) -> None:
+    report = ProjectionReport(
+        kept=kept,
+        masked=1,
+        omitted=2,
+        notes=tuple(notes),
+        masked_call_ids=("c1",),
+        cached_prefix_tokens=shared,
+    )
+    prompt = Projection((Message(role="user", content="hi"),), tokens, tokens + 10, report)
+    items = (Message(role="user", content="hi"), Message(role="user", content="more"))
+    ours = extended(prompt, items, tokens + 7, budget, added, tuple(new_notes))
+    assert ours == extended_plainly(prompt, items, tokens + 7, budget, added, tuple(new_notes))
+    assert ours.items is items and prompt.report == report  # (the prompt is left as it was)
