@@ -143,7 +143,7 @@ def barer(pool: str, entry: str, *, next_steps: Collection[str], state: Sequence
 
 def _barer_state(entry: str, next_steps: Collection[str], state: Sequence[str]) -> str:
     text = entry
-    for original in state:
+    for original in state:  # the whole words: the bare entry is clipped
         plain = " ".join(strip_refs(original).split())
         if plain.startswith(entry.removesuffix("…")):
             text = plain
@@ -152,12 +152,13 @@ def _barer_state(entry: str, next_steps: Collection[str], state: Sequence[str]) 
     if words == text:  # not the digest's attribution (an LLM's state): as it is
         return entry
     steps = [" ".join(step.split()) for step in next_steps]
-    kept = [s for s in sentences(words) if not any(s in step for step in steps)]
-    if not kept:
-        return entry
+    said = sentences(words)
+    kept = [s for s in said if not any(s in step for step in steps)]
+    if kept and len(kept) < len(said):  # (else its words as they are: code spans and all)
+        words = " ".join(kept)
     limits = _CLIP["state"]
     assert limits is not None
-    return clip(f"The assistant said: {' '.join(kept)}", limits[1])
+    return clip(f"The assistant said: {words}", limits[1])
 
 
 def _verb(detail: str) -> str:

@@ -153,3 +153,13 @@ def test_every_class_keeps_its_first_entry_while_others_have_extras(
     assert not any("= 3" in v and not v.endswith("(superseded)") for v in trimmed.entries("values"))
     for key, entries in crowd.items():
         assert trimmed.omitted.get(key, 0) == len(entries) - len(trimmed.entries(key))
+
+
+def test_a_state_with_no_next_step_keeps_its_words_under_heavy_pressure() -> None:
+    doc = SummaryDocument.of(
+        goal=["Add retries."],
+        state=["As of the last folded turn, the assistant said: Ran `make check`; it passed."],
+        **_crowd(),
+    )
+    trimmed = doc.trim_to(COUNTER.count_text(doc.render()) // 4, COUNTER, keep=KEEP)
+    assert trimmed.entries("state") == ("The assistant said: Ran `make check`; it passed.",)
