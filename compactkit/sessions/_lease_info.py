@@ -28,7 +28,14 @@ from typing import Any
 
 from compactkit.errors import StorageError
 
-__all__ = ["SLOT", "LeaseInfo", "read_lease_info", "write_lease_info"]
+__all__ = [
+    "SLOT",
+    "LeaseInfo",
+    "open_lease_info",
+    "read_lease_info",
+    "write_kept_lease_info",
+    "write_lease_info",
+]
 
 SLOT = 512
 """Bytes of one slot (a record is at most ``SLOT - 10`` bytes of JSON)."""
@@ -58,6 +65,29 @@ def read_lease_info(path: Path) -> LeaseInfo:
         return LeaseInfo()
     finally:
         os.close(fd)
+    return _parse(data)
+
+
+def open_lease_info(path: str) -> tuple[int, LeaseInfo]:
+    """``path`` opened for a run (created empty when missing) and what it says: the run
+    reads and writes its info on this one descriptor (``write_kept_lease_info``) and closes it
+    at its release, one open and close a run instead of three.
+
+    Raises:
+        StorageError: the file cannot be opened.
+    """
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise StorageError(f"cannot open {path}: {exc}") from exc
+    try:
+        data = _read_all(fd)
+    except OSError:
+        data = b""  # unreadable: an empty info, as read_lease_info says
+    return fd, _parse(data)
+
+
+def _parse(data: bytes) -> LeaseInfo:
     best: LeaseInfo | None = None
     for start in (0, SLOT):
         found = _slot(data[start : start + SLOT])
@@ -74,12 +104,10 @@ def write_lease_info(path: Path, fields: dict[str, Any], *, after: LeaseInfo) ->
         StorageError: the file cannot be written.
     """
     sequence = after.sequence + 1
-    text = json.dumps({**fields, "sequence": sequence}, separators=(",", ":")).encode()
-    if len(text) > SLOT - 10:  # too long for a slot: the whole file, as earlier versions wrote
+    record = _record(fields, sequence)
+    if record is None:  # too long for a slot: the whole file, as earlier versions wrote
         _replace(path, json.dumps(fields).encode())
         return LeaseInfo(dict(fields), 0, slotted=False)
-    record = f"{zlib.crc32(text):08x} ".encode() + text
-    record = record.ljust(SLOT - 1) + b"\n"
     try:
         if not (after.slotted and _write_slot(path, record, (sequence % 2) * SLOT)):
             empty = b" " * (SLOT - 1) + b"\n"
@@ -87,6 +115,55 @@ def write_lease_info(path: Path, fields: dict[str, Any], *, after: LeaseInfo) ->
     except OSError as exc:
         raise StorageError(f"cannot write {path}: {exc}") from exc
     return LeaseInfo(dict(fields), sequence, slotted=True)
+
+
+def write_kept_lease_info(
+    fd: int, path: str, fields: dict[str, Any], *, after: LeaseInfo
+) -> tuple[LeaseInfo, int]:
+    """``write_lease_info`` on the descriptor ``open_lease_info`` gave the run: the record
+    goes in place into its slot, on ``fd``. When the file on ``fd`` is no longer the one at
+    ``path`` (removed or renamed over by hand: no link left to it), when it holds no slots yet
+    (new, or an earlier version's) or the record is too long for one, it is written by path
+    instead, and ``fd`` reopened on the file now there. Returns the info as written and the
+    descriptor to keep.
+
+    Raises:
+        StorageError: the file cannot be written.
+    """
+    sequence = after.sequence + 1
+    record = _record(fields, sequence)
+    try:
+        if record is not None and after.slotted and os.fstat(fd).st_nlink > 0:
+            _write_all_at(fd, record, (sequence % 2) * SLOT)
+            return LeaseInfo(dict(fields), sequence, slotted=True), fd
+    except OSError as exc:
+        raise StorageError(f"cannot write {path}: {exc}") from exc
+    info = write_lease_info(Path(path), fields, after=after)
+    try:
+        reopened = os.open(path, os.O_RDWR)
+    except OSError as exc:
+        raise StorageError(f"cannot open {path}: {exc}") from exc
+    os.close(fd)
+    return info, reopened
+
+
+def _record(fields: dict[str, Any], sequence: int) -> bytes | None:
+    """One slot's bytes for ``fields`` (``None``: too long for a slot)."""
+    text = json.dumps({**fields, "sequence": sequence}, separators=(",", ":")).encode()
+    if len(text) > SLOT - 10:
+        return None
+    record = f"{zlib.crc32(text):08x} ".encode() + text
+    return record.ljust(SLOT - 1) + b"\n"
+
+
+def _write_all_at(fd: int, data: bytes, offset: int) -> None:
+    if hasattr(os, "pwrite"):
+        written = os.pwrite(fd, data, offset)
+    else:  # pragma: no cover - Windows has no pwrite
+        os.lseek(fd, offset, os.SEEK_SET)
+        written = os.write(fd, data)
+    if written != len(data):  # a full disk: the slot is torn, the other one still holds
+        raise OSError(f"wrote {written} of {len(data)} bytes")
 
 
 def _write_slot(path: Path, record: bytes, offset: int) -> bool:

@@ -19,8 +19,8 @@ Leases: a run holds ``.leases/<id>.lock`` (an OS lock) and names itself in ``<id
 also keeps the revision of the last save with the identities of its files. A run's own saves do
 not rewrite it (its release does, once); when the files no longer match (a run killed before its
 release, an info file of an earlier version), ``acquire`` reads the revision from the files. The
-info is written in place, in one of two slots (``compactkit.sessions._lease_info``). While a run
-holds the lease no other writer can touch the session's files, so its saves keep the journal
+info is written in place, in one of two slots (``compactkit.sessions._lease_info``), on one
+descriptor the run opens at its start and closes at its release. While a run holds the lease no other writer can touch the session's files, so its saves keep the journal
 open and check it by ``fstat`` (``compactkit.sessions._journal_file``).
 
 Litter: a save killed mid-write (kill -9, power loss) leaves its temporary file behind (the
@@ -69,7 +69,13 @@ from compactkit.sessions._journal_file import (
     proof,
     remove,
 )
-from compactkit.sessions._lease_info import LeaseInfo, read_lease_info, write_lease_info
+from compactkit.sessions._lease_info import (
+    LeaseInfo,
+    open_lease_info,
+    read_lease_info,
+    write_kept_lease_info,
+    write_lease_info,
+)
 from compactkit.sessions._locks import try_lock as _try_lock
 from compactkit.sessions._locks import unlock as _unlock
 from compactkit.sessions.journal import SaveMarks, read_journal, save_patch, save_whole
@@ -141,11 +147,13 @@ def decode_session_id(stem: str) -> str | None:
 @dataclass(slots=True)
 class _Run:
     """What this store holds for a run of a session: the locked lease file, the lease's token,
-    the lease info as written at its start, and the journal kept open for its saves."""
+    the lease info as written at its start and the info file kept open to write its end, and
+    the journal kept open for its saves."""
 
     lock_fd: int
     token: int
     info: LeaseInfo
+    info_fd: int
     journal: OpenJournal
 
 
@@ -178,6 +186,7 @@ class FileSessionStore:
         self._held: dict[str, _Run] = {}  # session id -> the run holding its lease here
         self._leases_made = False  # whether this store made sure the lease directory exists
         self._paths: dict[str, tuple[Path, Path]] = {}  # session id -> base and journal files
+        self._lease_paths: dict[str, tuple[str, str]] = {}  # session id -> lock and info files
         self._held_lock = threading.Lock()
         self._marks = SaveMarks()
         # session id -> (revision, file proof) of this store's last save of it: a run's saves
@@ -295,7 +304,9 @@ class FileSessionStore:
         with self._held_lock:
             self._saved[session.session_id] = (revision + 1, new_mark.proof)
 
-    def _record_revision(self, session_id: str, info: LeaseInfo | None = None, **also: Any) -> None:
+    def _record_revision(
+        self, session_id: str, info: LeaseInfo | None = None, *, kept: int = -1, **also: Any
+    ) -> int:
         """Write this store's last saved revision of ``session_id`` (and the identities of the
         files it is the revision of) into the lease info, where the next ``acquire`` reads it,
         with the fields ``also`` (one write).
@@ -303,7 +314,9 @@ class FileSessionStore:
         Under the session's lock: a save outside a run, and a run's release. A run's own saves
         skip it (the next ``acquire`` comes after its release); a run killed before its release
         leaves info whose file identities no longer match, and ``acquire`` then reads the
-        revision from the files. ``info``: what the lease info says (read when not given)."""
+        revision from the files. ``info``: what the lease info says (read when not given);
+        ``kept``: the run's open info file (``open_lease_info``), written on. Returns the
+        descriptor to close in its place (``-1`` when none was kept)."""
         with self._held_lock:
             saved = self._saved.pop(session_id, None)
         if saved is not None:
@@ -311,7 +324,14 @@ class FileSessionStore:
         if also:
             if info is None:
                 info = self._lease_info(session_id)
-            self._write_lease_info(session_id, {**info.fields, **also}, after=info)
+            fields = {**info.fields, **also}
+            if kept >= 0:
+                _, kept = write_kept_lease_info(
+                    kept, self._lease_file(session_id), fields, after=info
+                )
+            else:
+                self._write_lease_info(session_id, fields, after=info)
+        return kept
 
     @staticmethod
     def _check_revision(session: AgentSession, revision: int) -> None:
@@ -341,14 +361,17 @@ class FileSessionStore:
         check_lease_times(timeout, ttl)
         holder = holder or default_holder()
         fd = self._lock(session_id, timeout=timeout)
+        info_fd = -1
         try:
-            info = self._lease_info(session_id)
+            # The run reads and writes its info on one descriptor, kept to its release.
+            info_fd, info = open_lease_info(self._lease_file(session_id))
             token = int(info.fields.get("token", 0)) + 1
             since = datetime.now(timezone.utc)
             files = self._files(session_id)
             revision = self._saved_revision(session_id, info.fields, files)
-            info = self._write_lease_info(
-                session_id,
+            info, info_fd = write_kept_lease_info(
+                info_fd,
+                self._lease_file(session_id),
                 {
                     "token": token,
                     "holder": holder,
@@ -359,11 +382,13 @@ class FileSessionStore:
                 after=info,
             )
         except BaseException:
+            if info_fd >= 0:
+                os.close(info_fd)
             _unlock(fd)
             raise
         lease = SessionLease(session_id, holder, token, since, revision, self._scope)
         with self._held_lock:
-            self._held[session_id] = _Run(fd, token, info, OpenJournal())
+            self._held[session_id] = _Run(fd, token, info, info_fd, OpenJournal())
         return lease
 
     def release(self, lease: SessionLease) -> None:
@@ -373,13 +398,19 @@ class FileSessionStore:
             if run is None or run.token != lease.token:
                 return
             del self._held[lease.session_id]
+        info_fd = run.info_fd
         try:
             with run.journal.lock:  # after a save in progress; later ones are refused
                 run.journal.end()
             # Only this run wrote the info since it started (writers hold the lock).
-            self._record_revision(lease.session_id, run.info, holder=None, since=None)
+            info_fd = self._record_revision(
+                lease.session_id, run.info, holder=None, since=None, kept=info_fd
+            )
         finally:
-            _unlock(run.lock_fd)
+            try:
+                os.close(info_fd)
+            finally:
+                _unlock(run.lock_fd)
 
     def _files(self, session_id: str) -> tuple[int, ...]:
         """The identities of the session's base and journal files (``_proof``)."""
@@ -401,7 +432,7 @@ class FileSessionStore:
     def _lock(self, session_id: str, *, timeout: float, runs_only: bool = False) -> int:
         """The session's lock file, locked by this process (waiting up to ``timeout``; with
         ``runs_only``, waiting only for other saves: a run's lease is busy at once)."""
-        path = self._leases / (encode_session_id(session_id) + _LOCK)
+        path = self._lease_files(session_id)[0]
         try:
             if not self._leases_made:
                 self._leases.mkdir(mode=0o700, exist_ok=True)
@@ -435,19 +466,33 @@ class FileSessionStore:
                 )
             time.sleep(pause)
 
+    def _lease_files(self, session_id: str) -> tuple[str, str]:
+        """The lock and info files of ``session_id``'s lease (named once per session: every
+        run names them several times)."""
+        found = self._lease_paths.get(session_id) if isinstance(session_id, str) else None
+        if found is None:  # (a bad id is refused by encode_session_id)
+            stem = os.path.join(self._leases, encode_session_id(session_id))
+            found = stem + _LOCK, stem + _LEASE
+            if len(self._lease_paths) >= 1024:  # a bound, as for _paths
+                self._lease_paths.clear()
+            self._lease_paths[session_id] = found
+        return found
+
+    def _lease_file(self, session_id: str) -> str:
+        return self._lease_files(session_id)[1]
+
     def _lease_info(self, session_id: str) -> LeaseInfo:
         """What ``<id>.info`` says: the last token, its holder and since when, and the
         revision of a save with the identities of its files (empty when there is none, or it
         is unreadable)."""
-        return read_lease_info(self._leases / (encode_session_id(session_id) + _LEASE))
+        return read_lease_info(Path(self._lease_file(session_id)))
 
     def _write_lease_info(
         self, session_id: str, fields: dict[str, Any], *, after: LeaseInfo
     ) -> LeaseInfo:
         # Advisory (names the holder, speeds up the staleness check): the state file's own
         # revision is what a save is checked against, so this one skips the fsyncs.
-        path = self._leases / (encode_session_id(session_id) + _LEASE)
-        return write_lease_info(path, fields, after=after)
+        return write_lease_info(Path(self._lease_file(session_id)), fields, after=after)
 
     def load(self, session_id: str) -> SessionState:
         """The saved state of ``session_id``.

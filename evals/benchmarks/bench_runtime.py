@@ -42,8 +42,10 @@ A step saves once when its tools are ``rerun_on_resume`` (the bench's read tool 
 Measured: cost per step with 100, 1,000 and 10,000 items already in the session (a model with
 a 1M-token window, so no loop compacts), and a 2,000-step session end to end on gpt-4o's budget
 (compactkit compacts several times), with the flatness of compactkit's cost (mean per step over
-the last 1,000 steps / the first 1,000; target <= 1.3; the median of five runs, each with
-compactkit's process-wide caches cold, as in a new process). Times are process CPU time (all threads;
+the last 1,000 steps / the first 1,000; the median of five runs, each with compactkit's
+process-wide caches cold, as in a new process): each store's <= 1.3, or within the no-store
+loop's own (a store that misses it exits 1); the no-store loop's own over 1.3 is printed as a
+note, and fails nothing by itself. Times are process CPU time (all threads;
 other processes on a busy machine do not count). Ratios are peer / compactkit (higher: compactkit
 is cheaper).
 
@@ -988,7 +990,13 @@ def main() -> None:
     if flat_missed:
         print(f"STORE FLATNESS TARGET MISSED: {flat_missed}")
     if not args.tiny and ck["flatness"] > 1.3:
-        print(f"FLATNESS TARGET MISSED: {ck['flatness']:.2f} > 1.3")
+        # The reference loop's own drift: each store is held to it (issue 35: "last/first <= 1.3,
+        # or within the no-store loop's own drift"), so it fails no store target by itself.
+        print(
+            f"note: the no-store loop's own last/first half is {ck['flatness']:.2f} (> 1.3); "
+            "the stores' flatness is checked within it"
+        )
+    if flat_missed and not args.tiny:
         sys.exit(1)
 
 

@@ -147,3 +147,26 @@ def test_a_lease_info_file_removed_during_a_run_is_written_again_at_its_end(
     lease = FileSessionStore(tmp_path).acquire("s")
     assert lease.token == session.lease.token + 1
     assert lease.revision == session.revision
+
+
+def test_a_lease_info_file_replaced_during_a_run_gets_the_run_s_end_written_into_it(
+    tmp_path: Path,
+) -> None:
+    """A run writes its info on the file it opened at its start; a file put in its place by
+    hand meanwhile (an older copy renamed over it) is the one its end goes into, so the next
+    run's token is still larger than this run's."""
+    store = FileSessionStore(tmp_path)
+    session = leased_session(store, 1)
+    assert session.lease is not None
+    store.release(session.lease)
+    info = tmp_path / ".leases" / "s.info"
+    older = tmp_path / "older.info"
+    older.write_bytes(info.read_bytes())
+    session.lease = store.acquire("s")
+    session.memory.add_user_input("during the run")
+    store.save(session)
+    os.replace(older, info)  # the token it says is the run's before
+    store.release(session.lease)
+    lease = FileSessionStore(tmp_path).acquire("s")
+    assert lease.token == session.lease.token + 1
+    assert lease.revision == session.revision
