@@ -137,7 +137,12 @@ class _BaseCounter(ABC):
         tokens = self._tokens.get(id(item))  # the hit inlined: it runs for every item, every turn
         if tokens is not None:
             return tokens
-        return self._priced(item)[0]
+        try:
+            tokens = self._price(item)  # (no _approximation: only ``count`` reports it)
+        except (AttributeError, TypeError):
+            _check_item(item)  # a dict, a string, an SDK object: say how to convert it
+            raise
+        return self._store(item, tokens)
 
     def count_items(self, items: Iterable[Item]) -> int:
         """``sum(count_item(item) for item in items)``; a loop in C when every item is cached."""
@@ -162,9 +167,13 @@ class _BaseCounter(ABC):
         except (AttributeError, TypeError):
             _check_item(item)  # a dict, a string, an SDK object: say how to convert it
             raise
+        return self._store(item, tokens), reason
+
+    def _store(self, item: Item, tokens: int) -> int:
+        """Remember ``tokens`` as ``item``'s count; returns it."""
         with self._write:
             if id(item) in self._tokens:  # another thread priced it meanwhile: held once
-                return tokens, reason
+                return tokens
             if len(self._tokens) >= self._cache_limit:
                 # The oldest eighth at once: deleting one key per insert would rescan the holes
                 # earlier deletions left at the front of the dict, on every insert. The counts
@@ -174,7 +183,7 @@ class _BaseCounter(ABC):
                 self._held = self._held[dropped:]
             self._held.append(item)
             self._tokens[id(item)] = tokens
-        return tokens, reason
+        return tokens
 
     def count(
         self, items: Iterable[Item], *, tools: Sequence[Tool] = (), format: str = "chat"

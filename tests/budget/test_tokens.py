@@ -17,6 +17,7 @@ from compactkit.budget.tokens import (
     get_encoding,
     image_tokens,
 )
+from compactkit.errors import ConfigError
 from compactkit.formats.chat import chat_to_items, tools_from_chat
 from compactkit.items import FunctionCall, FunctionCallOutput, ImagePart, Message, TextPart, Tool
 
@@ -181,3 +182,11 @@ def test_models_without_verified_rules_are_labelled() -> None:
     estimate = counter_for("claude-sonnet-4-5").count(items)
     assert not estimate.exact
     assert estimate.encoding is None
+
+
+@pytest.mark.parametrize("thing", [{"role": "user", "content": "hi"}, "hi", 42])
+def test_counting_what_is_not_an_item_says_how_to_convert_it(thing: object) -> None:
+    counter = TiktokenCounter("o200k_base")
+    for count in (counter.count_item, lambda x: counter.count([x])):
+        with pytest.raises(ConfigError, match="convert provider messages first"):
+            count(thing)  # type: ignore[arg-type]
