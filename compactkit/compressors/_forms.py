@@ -5,8 +5,9 @@
   itself (a path, an error line, a command, an identifier) stays verbatim;
 * ``bare``: the fact alone, with the state it states (an error's "resolved", a file's
   "created"/"deleted"): prose clipped to its second limit;
-* ``barer`` (heavy pressure only): a measurement's newest runs, a current value without its
-  mark, the state without what the next steps say.
+* ``barer`` (heavy pressure only): a measurement's newest runs, the state without what the next
+  steps say. (A value keeps its "(current)" mark: a summary read back must equal the one
+  rendered, and reading marks an unmarked value current.)
 
 The user's goal, rules, later requests and values are never cut mid-sentence (``_CLIP``).
 """
@@ -123,8 +124,7 @@ def _status(pool: str, entry: str) -> str:
 def barer(pool: str, entry: str, *, next_steps: Collection[str], state: Sequence[str]) -> str:
     """``entry`` (in its bare form, references gone) barer still, for heavy pressure: a
     measurement keeps its newest run and the ``MEASURED_RUNS`` runs before it ("| …" says that
-    earlier runs were taken); a current value loses its "(current)" mark (the heading says it;
-    a superseded value keeps its mark); the current state loses the sentences ``next_steps``
+    earlier runs were taken); the current state loses the sentences ``next_steps``
     (the entries kept) say, and its attribution shrinks to "The assistant said:" (``state``:
     the section's untrimmed entries, as the bare one is clipped). Other entries are returned
     as they are."""
@@ -134,8 +134,6 @@ def barer(pool: str, entry: str, *, next_steps: Collection[str], state: Sequence
         if not sep or len(before) <= MEASURED_RUNS:
             return entry
         return f"{newest}{sep}{' | '.join(before[:MEASURED_RUNS])} | …"
-    if pool == "values":
-        return entry.removesuffix(" (current)")
     if pool == "state":
         return _barer_state(entry, next_steps, state)
     return entry

@@ -9,8 +9,8 @@ The order (see ``TIERS``; the forms are ``_forms``'): every entry's context is s
 entry loses its context altogether (its status stays: resolved, created, deleted); then its
 provenance references (a fact is worth more than the way back to its items, which ``recall``
 still finds); under heavy pressure (the bare facts need more than ``BAREST`` times the cap)
-entries get barer still (a measurement keeps its newest runs, a current value loses its mark,
-the state what the next steps say). Only then are entries dropped, and the room is shared
+entries get barer still (a measurement keeps its newest runs, the state loses what the next
+steps say). Only then are entries dropped, and the room is shared
 inside classes, not between them:
 
 1. every class is guaranteed its most important entries (the newest; an open error before a

@@ -1,8 +1,7 @@
 """Under heavy pressure (a 40x compaction) entries get barer before classes lose them: a
-measurement keeps its newest runs instead of vanishing, a current value drops its "(current)"
-mark but never passes an old value off as current, the state does not repeat the next step; and
-every class but the commands keeps its most important entry while other classes still have
-extras to give."""
+measurement keeps its newest runs instead of vanishing, the state does not repeat the next
+step; and every class but the commands keeps its most important entry while other classes still
+have extras to give. What is trimmed reads back as it was written."""
 
 from __future__ import annotations
 
@@ -60,28 +59,6 @@ def test_a_tracked_measurement_keeps_its_newest_runs_under_heavy_pressure() -> N
     # a light trim keeps the whole history
     light = doc.trim_to(COUNTER.count_text(doc.render()) * 9 // 10, COUNTER, keep=KEEP)
     assert "`p95 latency 580 ms`" in light.render()
-
-
-def test_a_current_value_loses_its_mark_but_an_old_value_is_never_shown_as_current() -> None:
-    doc = SummaryDocument.of(
-        goal=["Tune the retries."],
-        values=["`max_retries` = 3 (current)", "`backoff` = 20 seconds (current)"],
-        **_crowd(),
-    ).merge(SummaryDocument.of(values=["`max_retries` = 5 (current)"]))
-    full = COUNTER.count_text(doc.render())
-    heavy = doc.trim_to(full // 4, COUNTER, keep=KEEP)
-    values = heavy.entries("values")
-    assert "`max_retries` = 5" in values and "`backoff` = 20 seconds" in values
-    assert all("= 3" not in v or v.endswith("(superseded)") for v in values)
-    # read back and updated, the unmarked value is the current one, and it is superseded
-    again = SummaryDocument.parse(heavy.render()).merge(
-        SummaryDocument.of(values=["`max_retries` = 7 (current)"])
-    )
-    assert "`max_retries` = 5 (superseded)" in again.entries("values")
-    assert again.entries("values")[-1] == "`max_retries` = 7 (current)"
-    # under light pressure the mark stays
-    light = doc.trim_to(full * 9 // 10, COUNTER, keep=KEEP)
-    assert "`max_retries` = 5 (current)" in light.entries("values")
 
 
 def test_the_state_does_not_repeat_the_next_step_under_heavy_pressure() -> None:
@@ -149,8 +126,9 @@ def test_every_class_keeps_its_first_entry_while_others_have_extras(
         assert any(m.startswith("`python bench.py") for m in trimmed.entries("measurements"))
         for key, entries in crowd.items():  # the newest
             assert trimmed.entries(key)[-1].split("`")[1] == entries[-1].split("`")[1]
-    # never an old value as current; the note counts what went
+    # never an old value as current; the note counts what went; it reads back as written
     assert not any("= 3" in v and not v.endswith("(superseded)") for v in trimmed.entries("values"))
+    assert SummaryDocument.parse(trimmed.render()) == trimmed
     for key, entries in crowd.items():
         assert trimmed.omitted.get(key, 0) == len(entries) - len(trimmed.entries(key))
 
@@ -163,3 +141,27 @@ def test_a_state_with_no_next_step_keeps_its_words_under_heavy_pressure() -> Non
     )
     trimmed = doc.trim_to(COUNTER.count_text(doc.render()) // 4, COUNTER, keep=KEEP)
     assert trimmed.entries("state") == ("The assistant said: Ran `make check`; it passed.",)
+
+
+def test_at_40x_the_digest_reports_its_measurement_clipped_and_reads_back_as_written() -> None:
+    """What a user reads: the measurement whose earlier runs went is reported clipped, and the
+    summary a second process parses is the one the compaction wrote."""
+    import json
+
+    from compactkit import DigestCompressor, MemorySnapshot
+    from compactkit.evals.synth import SynthSpec, generate
+    from compactkit.formats.transcript import parse_transcript
+
+    case = generate(SynthSpec(domain="data", style="react", size_tokens=40_000, seed=1))
+    transcript = parse_transcript(json.dumps(case.transcript), format=case.format, source=case.id)
+    snapshot = MemorySnapshot.from_items(transcript.items)
+    tools = tuple(transcript.tools)
+    target = COUNTER.count(snapshot.render_items(), tools=tools).tokens // 40
+    result = DigestCompressor(target_tokens=target, counter=COUNTER, tools=tools).compress(snapshot)
+    summary = SummaryDocument.parse(result.snapshot.summary or "")
+    assert summary.render() == result.snapshot.summary
+    assert summary.entries("values")  # (marked current: reading marks an unmarked one so)
+    (measured,) = summary.entries("measurements")
+    assert measured.endswith("| …")
+    report = FactReport.of(result)
+    assert report is not None and report.classes["measurements"].clipped == 1
