@@ -199,33 +199,7 @@ class MaskingCompressor:
         snapshot, layout, before = measured.snapshot, measured.layout, measured.tokens
         counter = self.counter
         newest_unmasked = layout.cut(lambda position, _group: position < self.keep_last_groups)
-        items = list(layout.items)
-        tool_names: dict[str, str] | None = None  # built on the first output to mask
-        total = before
-        masked: list[str] = []
-        for index, group in enumerate(layout.groups[:newest_unmasked]):
-            if layout.protected[index] is not None:
-                continue
-            for position in range(group.start, group.stop):
-                if self.target_tokens is not None and total <= self.target_tokens:
-                    break
-                item = items[position]
-                if not isinstance(item, FunctionCallOutput) or is_masked(item):
-                    continue
-                tokens = counter.count_item(item)
-                if tokens <= self.min_tokens:
-                    continue
-                if tool_names is None:
-                    tool_names = {
-                        i.call_id: i.name for i in layout.items if isinstance(i, FunctionCall)
-                    }
-                placeholder = mask_output(item, tool=tool_names.get(item.call_id), tokens=tokens)
-                saving = tokens - counter.count_item(placeholder)
-                if saving <= 0:
-                    continue
-                items[position] = placeholder
-                total -= saving
-                masked.append(item.call_id)
+        items, total, masked = self._masked(layout, newest_unmasked, before)
         details: dict[str, object] = {"masked": len(masked), "masked_call_ids": masked}
         if self.target_tokens is not None:
             details["target_tokens"] = self.target_tokens
@@ -255,3 +229,41 @@ class MaskingCompressor:
             details=details,
         )
         return done, Measured(after, total, layout.with_items(after.items))
+
+    def _masked(
+        self, layout: Layout, newest_unmasked: int, total: int
+    ) -> tuple[list[Item], int, list[str]]:
+        """The items with the bulky outputs of the unprotected groups before ``newest_unmasked``
+        masked, oldest first (until the request's ``total`` tokens reach the target, when there
+        is one), the request's tokens then, and the call ids masked."""
+        count, target, floor = self.counter.count_item, self.target_tokens, self.min_tokens
+        items = list(layout.items)
+        protected = layout.protected
+        tool_names: dict[str, str] | None = None  # built on the first output to mask
+        masked: list[str] = []
+        for index, group in enumerate(layout.groups[:newest_unmasked]):
+            if protected[index] is not None:
+                continue
+            if target is not None and total <= target:
+                break  # (the total only falls: no later output is masked either)
+            for position in range(group.start, group.stop):
+                item = items[position]
+                if not isinstance(item, FunctionCallOutput):
+                    continue
+                tokens = count(item)  # (a hit: the request's count counted every item)
+                if tokens <= floor or is_masked(item):
+                    continue
+                if tool_names is None:
+                    tool_names = {
+                        i.call_id: i.name for i in layout.items if isinstance(i, FunctionCall)
+                    }
+                placeholder = mask_output(item, tool=tool_names.get(item.call_id), tokens=tokens)
+                saving = tokens - count(placeholder)
+                if saving <= 0:
+                    continue
+                items[position] = placeholder
+                total -= saving
+                masked.append(item.call_id)
+                if target is not None and total <= target:
+                    break
+        return items, total, masked
