@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from compactkit.compressors._entries import add_details, key_of, runs, split_details
-from compactkit.compressors._facts import sentences
+from compactkit.compressors._facts_prose import sentences
 from compactkit.compressors._refs import split_refs, strip_refs, with_refs
 
 SUPERSEDED = "values:superseded"

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from compactkit.compressors._entries import VALUE, entry_key, key_of
-from compactkit.compressors._facts import is_observation
+from compactkit.compressors._facts_prose import is_observation
 from compactkit.compressors._refs import strip_refs
 from compactkit.compressors.sections import SectionKey, SummaryDocument
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message

@@ -21,6 +21,8 @@ from compactkit.compressors import (
     digest_items,
 )
 from compactkit.compressors import _facts as facts
+from compactkit.compressors import _facts_ids as facts_ids
+from compactkit.compressors import _facts_values as facts_values
 from compactkit.compressors.digest import _files as files
 from compactkit.formats.transcript import parse_transcript
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, item_text
@@ -260,7 +262,7 @@ def test_identifiers_in() -> None:
         "see https://github.com/acme/app/pull/87, run 123e4567-e89b-12d3-a456-426614174000\n"
         "ticket PROJ-1234, issue #64, UTF-8, req_9f8a7b6c, deadbeef12, v1.5.0, 0x7f3c2a9e4d10"
     )
-    found = dict(facts.identifiers_in(text, prose=True, limit=20))
+    found = dict(facts_ids.identifiers_in(text, prose=True, limit=20))
     assert found == {
         "4e8c2a1": "commit on feat/retry: `Add retries (#64)`",
         "https://github.com/acme/app/pull/87": "url",
@@ -281,7 +283,7 @@ def test_values_in_prose() -> None:
         "test_x: 3 requests instead of 4\n"
         "```\nignored = 1\n```"
     )
-    assert facts.values_in_prose(text) == [
+    assert facts_values.values_in_prose(text) == [
         ("max_attempts", "5", None),
         ("timeout", "30 seconds", "10"),
         ("MAX_WORKERS", "8", None),
@@ -291,12 +293,15 @@ def test_values_in_prose() -> None:
 
 def test_config_values() -> None:
     toml = '[retry]\nmax_attempts = 5\nurl = "https://x"\n# comment = 1\n'
-    assert facts.config_values(toml, "config/app.toml") == [
+    assert facts_values.config_values(toml, "config/app.toml") == [
         ("max_attempts", "5"),
         ("url", '"https://x"'),
     ]
     python = "TIMEOUT = 30\nclass A:\n    x: int = 3\nRETRIES: int = 4\nf = make(1)\n"
-    assert facts.config_values(python, "app/settings.py") == [("TIMEOUT", "30"), ("RETRIES", "4")]
+    assert facts_values.config_values(python, "app/settings.py") == [
+        ("TIMEOUT", "30"),
+        ("RETRIES", "4"),
+    ]
 
 
 @pytest.mark.parametrize(

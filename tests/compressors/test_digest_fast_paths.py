@@ -12,7 +12,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactkit.compressors import _facts as facts
+from compactkit.compressors import _facts_prose as facts_prose
 from compactkit.compressors._plan import Layout
 from compactkit.compressors.digest._extract import arguments_of
 from compactkit.compressors.sections import SECTIONS, SummaryDocument
@@ -168,9 +168,9 @@ PHRASE_PARTS = [
         st.one_of(st.sampled_from(PHRASE_PARTS), st.text(st.sampled_from("usentoi'_ .9"))),
         max_size=5,
     ).map(" ".join),
-    st.sampled_from([facts.CONSTRAINT, facts.DECISION, facts.NEXT_STEP]),
+    st.sampled_from([facts_prose.CONSTRAINT, facts_prose.DECISION, facts_prose.NEXT_STEP]),
 )
 def test_phrases_found_in_the_lowered_text_are_found_ignoring_case(
     text: str, pattern: re.Pattern[str]
 ) -> None:
-    assert facts.says(pattern, text) == (pattern.search(text) is not None)
+    assert facts_prose.says(pattern, text) == (pattern.search(text) is not None)

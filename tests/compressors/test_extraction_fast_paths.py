@@ -13,6 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactkit.compressors import _facts as facts
+from compactkit.compressors import _facts_ids as facts_ids
+from compactkit.compressors import _facts_values as facts_values
 from compactkit.compressors.digest import _files as files
 
 PROPERTY = settings(deadline=None, max_examples=400)
@@ -41,15 +43,15 @@ def test_clipping_skips_the_whitespace_pass_only_where_it_changes_nothing(
 def _identifiers_reference(text: str, *, prose: bool, limit: int = 8) -> list[tuple[str, str]]:
     """``identifiers_in`` as first written: every pattern run on every text."""
     found: dict[str, str] = {}
-    for branch, sha, message in facts._GIT_COMMIT.findall(text):
+    for branch, sha, message in facts_ids._GIT_COMMIT.findall(text):
         found[sha] = f"commit on {branch}: {facts.code(message, 80)}"
-    urls = [url.rstrip(".,;:!?") for url in facts._URL.findall(text)]
+    urls = [url.rstrip(".,;:!?") for url in facts_ids._URL.findall(text)]
     for url in urls:
         found.setdefault(url, "url")
     inside_urls = " ".join(urls)
-    for uuid in facts._UUID.findall(text):
+    for uuid in facts_ids._UUID.findall(text):
         found.setdefault(uuid, "uuid")
-    for sha in facts._SHA.findall(text):
+    for sha in facts_ids._SHA.findall(text):
         uuids = [u for u, kind in found.items() if kind == "uuid"]
         if (
             re.search(r"\d", sha)
@@ -58,22 +60,22 @@ def _identifiers_reference(text: str, *, prose: bool, limit: int = 8) -> list[tu
             and not any(sha in u for u in uuids)
         ):
             found.setdefault(sha, "sha")
-    for prefix, number in facts._TICKET.findall(text):
-        if prefix not in facts._NOT_TICKETS:
+    for prefix, number in facts_ids._TICKET.findall(text):
+        if prefix not in facts_ids._NOT_TICKETS:
             found.setdefault(f"{prefix}-{number}", "ticket")
-    for match in facts._PREFIXED.finditer(text):
+    for match in facts_ids._PREFIXED.finditer(text):
         found.setdefault(match.group(0), "id")
-    for match in facts._RANDOM_ID.finditer(text):
+    for match in facts_ids._RANDOM_ID.finditer(text):
         ident = match.group(0)
         if not any(ident in known for known in found):
             found.setdefault(ident, "id")
-    for ident in facts._CODE_ID.findall(text):
+    for ident in facts_ids._CODE_ID.findall(text):
         if not any(ident in known for known in found):
             found.setdefault(ident, "id")
     if prose:
-        for hashed, named in facts._ISSUE.findall(text):
+        for hashed, named in facts_ids._ISSUE.findall(text):
             found.setdefault(f"#{hashed or named}", "issue")
-        for version in facts._VERSION.findall(text):
+        for version in facts_ids._VERSION.findall(text):
             if version not in inside_urls:
                 found.setdefault(version, "version")
     return list(found.items())[:limit]
@@ -128,7 +130,7 @@ def test_identifier_patterns_skipped_for_lack_of_their_characters_find_the_same(
     parts: list[str], prose: bool, limit: int
 ) -> None:
     text = " ".join(parts)
-    assert facts.identifiers_in(text, prose=prose, limit=limit) == _identifiers_reference(
+    assert facts_ids.identifiers_in(text, prose=prose, limit=limit) == _identifiers_reference(
         text, prose=prose, limit=limit
     )
 
@@ -278,22 +280,24 @@ def _values_reference(text: str) -> list[tuple[str, str, str | None]]:
     """``values_in_prose`` as first written: every phrase looked for in every text."""
     text = re.sub(r"```.*?```", " ", text, flags=re.DOTALL)
     found: list[tuple[int, tuple[str, str, str | None]]] = []  # by position: the last is newest
-    for match in facts._SET_PHRASE.finditer(text):
+    for match in facts_values._SET_PHRASE.finditer(text):
         name = match.group(1)
-        if name.lower() not in facts._STOP_NAMES:
-            value = (name, match.group("new").strip("`"), facts._strip(match.group("old")))
+        if name.lower() not in facts_values._STOP_NAMES:
+            value = (name, match.group("new").strip("`"), facts_values._strip(match.group("old")))
             found.append((match.start(), value))
-    for match in facts._BE_PHRASE.finditer(text):
+    for match in facts_values._BE_PHRASE.finditer(text):
         name = match.group(1) or match.group(3) or match.group(5)
         new = match.group("new") or match.group("now") or match.group("make")
-        if name and new and name.strip("`").lower() not in facts._STOP_NAMES:
+        if name and new and name.strip("`").lower() not in facts_values._STOP_NAMES:
             found.append((match.start(), (name.strip("`"), new.strip("`"), None)))
     offset = 0
     for line in text.splitlines(keepends=True):
-        for match in facts._ASSIGNMENT.finditer(line):
+        for match in facts_values._ASSIGNMENT.finditer(line):
             name, new = match.group(1), match.group(2)
             quoted = f"`{name}`" in line
-            if (quoted or facts._plain_name(name)) and not name.startswith(("http", "https")):
+            if (quoted or facts_values._plain_name(name)) and not name.startswith(
+                ("http", "https")
+            ):
                 found.append((offset + match.start(), (name, new.strip("`"), None)))
         offset += len(line)
     return [value for _, value in sorted(found, key=lambda pair: pair[0])]
@@ -360,15 +364,15 @@ def test_value_phrases_skipped_for_lack_of_their_words_find_the_same(
     parts: list[str], sep: str
 ) -> None:
     text = sep.join(parts)
-    assert facts.values_in_prose(text) == _values_reference(text)
+    assert facts_values.values_in_prose(text) == _values_reference(text)
 
 
 @pytest.mark.parametrize("text", VALUE_PARTS)
 def test_each_value_phrase_alone_is_found_as_when_every_phrase_is_looked_for(text: str) -> None:
-    assert facts.values_in_prose(text) == _values_reference(text)
+    assert facts_values.values_in_prose(text) == _values_reference(text)
 
 
 @pytest.mark.parametrize("text", IDENTIFIER_PARTS)
 @pytest.mark.parametrize("prose", [True, False])
 def test_each_identifier_alone_is_found_as_when_every_pattern_runs(text: str, prose: bool) -> None:
-    assert facts.identifiers_in(text, prose=prose) == _identifiers_reference(text, prose=prose)
+    assert facts_ids.identifiers_in(text, prose=prose) == _identifiers_reference(text, prose=prose)

@@ -11,16 +11,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactkit.compressors import _facts as facts
+from compactkit.compressors import _facts_ids as facts_ids
 
 PROPERTY = settings(deadline=None, max_examples=300)
 
 HINTED = [
-    (facts._UUID, [facts._UUID_HINT]),
-    (facts._TICKET, [facts._TICKET_HINT]),
-    (facts._PREFIXED, list(facts._PREFIXED_HINTS)),
-    (facts._RANDOM_ID, [facts._RANDOM_ID_HINT]),
-    (facts._CODE_ID, [facts._CODE_ID_HINT]),
-    (facts._SHA, [facts._SHA_HINT]),
+    (facts_ids._UUID, [facts_ids._UUID_HINT]),
+    (facts_ids._TICKET, [facts_ids._TICKET_HINT]),
+    (facts_ids._PREFIXED, list(facts_ids._PREFIXED_HINTS)),
+    (facts_ids._RANDOM_ID, [facts_ids._RANDOM_ID_HINT]),
+    (facts_ids._CODE_ID, [facts_ids._CODE_ID_HINT]),
+    (facts_ids._SHA, [facts_ids._SHA_HINT]),
 ]
 
 

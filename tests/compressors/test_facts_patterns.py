@@ -9,7 +9,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactkit.compressors import _facts as facts
+from compactkit.compressors import _facts_ids as facts_ids
 
 PLAIN_SHA = re.compile(r"(?<![\w/.-])(?<!0x)[0-9a-f]{7,40}(?![\w-])")
 PLAIN_VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+\.\d+(?:[-+][\w.]+)?(?![\w.])")
@@ -32,13 +32,13 @@ def test_the_first_character_first_patterns_find_what_the_plain_ones_find(
     text: str, start: int
 ) -> None:
     start = min(start, len(text))
-    assert facts._SHA.findall(text, start) == PLAIN_SHA.findall(text, start)
-    assert facts._VERSION.findall(text, start) == PLAIN_VERSION.findall(text, start)
+    assert facts_ids._SHA.findall(text, start) == PLAIN_SHA.findall(text, start)
+    assert facts_ids._VERSION.findall(text, start) == PLAIN_VERSION.findall(text, start)
 
 
 @settings(deadline=None, max_examples=500)
 @given(texts)
 def test_no_sha_starts_before_the_first_seven_hex_digits(text: str) -> None:
-    hint = facts._SHA_HINT.search(text)
+    hint = facts_ids._SHA_HINT.search(text)
     expected = PLAIN_SHA.findall(text)
-    assert (facts._SHA.findall(text, hint.start()) if hint else []) == expected
+    assert (facts_ids._SHA.findall(text, hint.start()) if hint else []) == expected

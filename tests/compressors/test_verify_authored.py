@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactkit.compressors import _verify
-from compactkit.compressors._facts import is_observation
+from compactkit.compressors._facts_prose import is_observation
 from compactkit.compressors.sections import SummaryDocument
 from compactkit.items import Message
 

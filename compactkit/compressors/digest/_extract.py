@@ -17,6 +17,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from compactkit.compressors import _facts as facts
+from compactkit.compressors import _facts_ids as facts_ids
+from compactkit.compressors import _facts_prose as facts_prose
+from compactkit.compressors import _facts_values as facts_values
 from compactkit.compressors._refs import Spans, spans_of, with_refs
 from compactkit.compressors.digest import _files as files
 from compactkit.compressors.masking import is_masked
@@ -155,7 +158,9 @@ class _Digest:
                 + facts.clip(self.last_assistant, 400),
             )
             steps = [
-                s for s in facts.sentences(self.last_assistant) if facts.says(facts.NEXT_STEP, s)
+                s
+                for s in facts_prose.sentences(self.last_assistant)
+                if facts_prose.says(facts_prose.NEXT_STEP, s)
             ]
             for step in steps[:3]:
                 self.add("next_steps", facts.clip(step, 200))
@@ -187,8 +192,8 @@ class _Digest:
         text = item.text.strip()
         if not text:
             return
-        if item.role == "user" and facts.is_observation(text):
-            body = facts.observation_body(text)
+        if item.role == "user" and facts_prose.is_observation(text):
+            body = facts_prose.observation_body(text)
             if self.pending_actions:  # a text-action agent's observation: tool output
                 self.flush_actions(body)
             else:
@@ -207,11 +212,11 @@ class _Digest:
             if not actions and (not isinstance(following, FunctionCall) or not self.last_assistant):
                 self.last_assistant = text
             prose = _without_actions(text) if actions else text
-            for sentence in facts.sentences(prose):
-                if facts.says(facts.DECISION, sentence):
+            for sentence in facts_prose.sentences(prose):
+                if facts_prose.says(facts_prose.DECISION, sentence):
                     self.add("decisions", facts.clip(sentence, 280))
             text = prose
-        for name, new, old in facts.values_in_prose(text):
+        for name, new, old in facts_values.values_in_prose(text):
             if old is not None:
                 self.add("values", f"`{name}` = {_value(old)} (superseded)")
             self.add("values", f"`{name}` = {_value(new)} (current)")
@@ -221,24 +226,26 @@ class _Digest:
         """The goal (first substantive message), the constraints (sentences that state a rule,
         items of a list), and what else a later message says, among the constraints as ``Later: …``
         (a request, a correction: the user's words, sentence by sentence)."""
-        if facts.TRIVIAL.match(text):
+        if facts_prose.TRIVIAL.match(text):
             return
         # where this message's entries start: its code names already quoted there are not repeated
         start: dict[SectionKey, int] = {
             "goal": len(self.entries.get("goal", [])),
             "constraints": len(self.entries.get("constraints", [])),
         }
-        paragraphs = facts.paragraphs(facts.without_fences(text))
+        paragraphs = facts_prose.paragraphs(facts_prose.without_fences(text))
         if not paragraphs:
             return
         said: list[str] = []  # the sentences that state no rule
         for paragraph in paragraphs:
-            item = facts.list_item(paragraph)
+            item = facts_prose.list_item(paragraph)
             if item is not None:  # a list in a user message is a list of requirements: keep each
                 self.add("constraints", facts.clip(item, 400))
                 continue
-            for sentence in facts.sentences(paragraph) or [paragraph]:
-                if facts.says(facts.CONSTRAINT, sentence) and not facts.errors_in(sentence):
+            for sentence in facts_prose.sentences(paragraph) or [paragraph]:
+                if facts_prose.says(facts_prose.CONSTRAINT, sentence) and not facts.errors_in(
+                    sentence
+                ):
                     self.add("constraints", facts.clip(sentence, 400))
                 else:
                     said.append(sentence)
@@ -252,10 +259,10 @@ class _Digest:
         self.code_names(text, start)
 
     def code_names(self, text: str, start: Mapping[SectionKey, int]) -> None:
-        """The code names the user's ``text`` gives (``facts.code_names``: its code sample's
+        """The code names the user's ``text`` gives (``facts_prose.code_names``: its code sample's
         functions and classes, names and paths in backticks or prose) that the entries it just
         added (from ``start`` on, per section) do not already quote, as identifiers."""
-        names = facts.code_names(text)
+        names = facts_prose.code_names(text)
         if not names:
             return
         kept = " ".join(
@@ -358,7 +365,7 @@ class _Digest:
                 "files_modified" if op.modified else "files_read",
                 f"{facts.code(op.path, 160)} — {what}",
             )
-            if op.modified and facts.CONFIG_FILE.search(op.path):
+            if op.modified and facts_values.CONFIG_FILE.search(op.path):
                 if command is None:
                     self.config_values(op.path, args)
                 else:  # the same settings, written through the shell
@@ -400,14 +407,14 @@ class _Digest:
 
     def config_change(self, path: str, old: str, new: str) -> None:
         """Settings ``new`` gives in a config file (``old``: the text it replaced)."""
-        before = dict(facts.config_values(old, path))
-        for key, value in facts.config_values(new, path):
+        before = dict(facts_values.config_values(old, path))
+        for key, value in facts_values.config_values(new, path):
             if key in before and before[key] != value:
                 self.add("values", f"`{key}` = {_value(before[key])} (superseded)")
             self.add("values", f"`{key}` = {_value(value)} (current)")
 
     def identifiers(self, text: str, *, prose: bool, limit: int = 8) -> None:
-        for ident, kind in facts.identifiers_in(text, prose=prose, limit=limit):
+        for ident, kind in facts_ids.identifiers_in(text, prose=prose, limit=limit):
             self.add("identifiers", f"`{ident}` — {kind}")
 
 

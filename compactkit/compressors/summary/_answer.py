@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from compactkit.compressors._facts import is_observation
+from compactkit.compressors._facts_prose import is_observation
 from compactkit.compressors._refs import spans_of, split_refs, strip_refs, with_refs
 from compactkit.compressors.sections import SectionKey, SummaryDocument
 from compactkit.errors import SummarizationError

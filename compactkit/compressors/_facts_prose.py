@@ -1,0 +1,173 @@
+"""What people and agents write, read as prose: sentences, paragraphs, phrases and observations.
+
+Splitting text into sentences, paragraphs and list items (fenced code removed, hard wraps
+joined), the phrase patterns that mark a constraint, a decision or a next step (``says``), the
+code names a person's text gives, and the tool output fed back as a user message
+(``is_observation``). They are separate from ``_facts`` because they read the shape of prose,
+not the facts of a tool's output (errors, outcomes, measurements), and need nothing from it.
+"""
+
+from __future__ import annotations
+
+import re
+
+# -- sentences -------------------------------------------------------------------------------
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'`(])|\n+")
+CONSTRAINT = re.compile(
+    r"\b(?:must|mustn't|don't|do not|never|always|only|should|shouldn't|avoid|prefer|make sure"
+    r"|ensure|keep|no longer|instead|please|need|needs|required?|requires|has to|have to|without|can't|cannot"
+    r"|use|stick to|at most|at least|no more than|not allowed|forbidden|no|not)\b",
+    re.IGNORECASE,
+)
+DECISION = re.compile(
+    r"\b(?:decid\w*|chose|choose|going with|go with|decision|instead|because|abandon\w*"
+    r"|switch\w* (?:to|back)|won't work|doesn't work|didn't work|does not work|root cause"
+    r"|the (?:fix|problem|issue|cause|culprit) (?:is|was)|rather than|giving up on|dropping"
+    r"|let's use|we'll use|I'll use|plan is|approach"
+    # dead ends: what was tried and undone, ruled out or given up
+    r"|reverted|reverting|revert (?:it|that|this|the)|rolled back|roll(?:ing)? back"
+    r"|went back to|going back to|fell back|falling back|fall back to|gave up|give up"
+    r"|ruled out|rule out|dead end|won't|will not|not going to|no longer|opted|settled on"
+    r"|ended up|scrapped|undid|backed out|did not work|didn't help|did not help|tried \w+(?: \w+)*?,? but)\b",
+    re.IGNORECASE,
+)
+NEXT_STEP = re.compile(r"\b(?:next|then I'll|I'll now|remaining|todo|still need|next step)\b", re.I)
+TRIVIAL = re.compile(
+    r"^(?:ok(?:ay)?|yes|yep|yeah|no|nope|thanks?(?: you)?|thx|continue|go on|go ahead|proceed"
+    r"|sure|great|lgtm|done|next|cool|nice|perfect)(?:[ ,]+(?:please|thanks?|thank you))?[.! ]*$",
+    re.IGNORECASE,
+)
+
+
+def _lowered(pattern: re.Pattern[str]) -> re.Pattern[str]:
+    """``pattern`` (which ignores case) as a case-sensitive pattern of its lowered text."""
+    assert re.search(r"\\[A-Z]", pattern.pattern) is None  # lowering \S or \B changes them
+    return re.compile(pattern.pattern.lower())
+
+
+# The phrase patterns ignore case, and their words are ASCII: in ASCII text (where ignoring
+# case folds only ASCII letters, and lowering changes no word or space character) their lowered
+# forms find a match in the lowered text exactly where they find one, several times faster.
+_FOLDED = {pattern: _lowered(pattern) for pattern in (CONSTRAINT, DECISION, NEXT_STEP)}
+
+
+def says(pattern: re.Pattern[str], text: str) -> bool:
+    """Whether ``pattern`` (``CONSTRAINT``, ``DECISION`` or ``NEXT_STEP``) is found in
+    ``text``."""
+    if text.isascii():
+        return _FOLDED[pattern].search(text.lower()) is not None
+    return pattern.search(text) is not None
+
+
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_FENCED = re.compile(r"```.*?```", re.DOTALL)
+
+
+_INLINE_CODE = re.compile(r"`([^`\n]{2,80})`")
+_DEFINED = re.compile(
+    r"^\s*(?:async\s+)?(?:def|class|function|func|fn|interface|struct|enum|type)\s+"
+    r"([A-Za-z_]\w{1,60})",
+    re.M,
+)
+_DOTTED_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\(\))")
+_CODE_NAME = re.compile(r"^[A-Za-z_][\w.:-]*(?:\(\))?$")
+_CODE_PATH = re.compile(r"(?<![\w/.])((?:[\w.-]+/)+[\w.-]+\.[A-Za-z0-9]{1,8})\b")
+
+
+def code_names(text: str, limit: int = 12) -> list[str]:
+    """Code names a person's text gives: `` `spans` `` that hold one name, call or path
+    (``Client.request()``, ``max_retries``, ``src/app.py``), functions and classes its fenced
+    code defines, dotted calls and file paths in its prose; in order, without duplicates, at most
+    ``limit``. A plain word in backticks (`` `pip` ``) is not a code name."""
+    found: dict[str, None] = {}
+    for span in _INLINE_CODE.findall(text) if "`" in text else ():
+        span = span.strip()
+        if _CODE_PATH.fullmatch(span) or (
+            _CODE_NAME.match(span)
+            and (
+                any(c in span for c in "._()")
+                or (span[:1].islower() and any(c.isupper() for c in span))
+            )
+        ):
+            found.setdefault(span)
+    for block in _FENCED.findall(text) if "```" in text else ():
+        block_text = block if isinstance(block, str) else " ".join(block)
+        for name in _DEFINED.findall(block_text):
+            found.setdefault(name)
+        for path in _CODE_PATH.findall(block_text):
+            found.setdefault(path)
+    prose = without_fences(text)
+    for name in _DOTTED_CALL.findall(prose) if "()" in prose else ():
+        found.setdefault(name)
+    for path in _CODE_PATH.findall(prose) if "/" in prose else ():
+        found.setdefault(path)
+    return list(found)[:limit]
+
+
+def without_fences(text: str) -> str:
+    """``text`` with each fenced code block replaced by a space."""
+    return _FENCED.sub(" ", text) if "```" in text else text
+
+
+def unwrap(text: str) -> str:
+    """Hard-wrapped lines joined into paragraphs; list items and blank lines still break."""
+    out: list[str] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if out and out[-1] and stripped and not _LIST_ITEM.match(line):
+            out[-1] += " " + stripped
+        else:
+            out.append(stripped)
+    return "\n".join(out).strip()
+
+
+def list_item(paragraph: str) -> str | None:
+    """The text of a Markdown list item (marker removed), or ``None`` for other paragraphs."""
+    return _LIST_ITEM.sub("", paragraph).strip() if _LIST_ITEM.match(paragraph) else None
+
+
+def paragraphs(text: str) -> list[str]:
+    """``text``'s paragraphs with hard wraps joined (list items are paragraphs too)."""
+    return [p for p in unwrap(text).splitlines() if p.strip()]
+
+
+def sentences(text: str) -> list[str]:
+    """``text`` split into sentences and list items, fenced code removed, hard wraps joined."""
+    text = unwrap(without_fences(text))
+    out = []
+    for piece in _SENTENCE_END.split(text):
+        piece = _LIST_ITEM.sub("", piece).strip().lstrip("#> ").strip()
+        if len(piece) >= 8:
+            out.append(piece)
+    return out
+
+
+# -- tool output fed back as a user message (ReAct, mini-swe-agent) --------------------------------
+
+_OBSERVATION = re.compile(
+    r"^\s*(?:observation\b|<returncode>|<output>|output:|tool (?:output|result)\b|<tool_response>"
+    r"|<function_results>|execution result|exit code:|\[command (?:output|finished))",
+    re.I,
+)
+
+
+def is_observation(text: str) -> bool:
+    """Whether a user-role message is a tool's output fed back as text (ReAct
+    ``Observation:``, mini-swe-agent ``<returncode>``/``<output>``), not something a person
+    wrote."""
+    return bool(_OBSERVATION.match(text))
+
+
+_WRAPPER = re.compile(
+    r"^\s*(?:observation:|output:|tool (?:output|result):|execution result:|exit code:\s*-?\d+)\s*"
+    r"|</?(?:returncode|output|tool_response|function_results|stdout|stderr)>",
+    re.I | re.M,
+)
+
+
+def observation_body(text: str) -> str:
+    """An observation's text without its wrapper (``Observation:``, ``<output>`` tags); a
+    ``<returncode>N</returncode>`` becomes ``[exit code: N]`` so the outcome stays readable."""
+    text = re.sub(r"<returncode>\s*(-?\d+)\s*</returncode>", r"[exit code: \1]", text)
+    return _WRAPPER.sub("", text).strip("\n")
