@@ -3,10 +3,12 @@ the fix) and the defaults ``Governor.for_model`` builds (the projector, the poli
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from compactkit.budget import ProfileRegistry, budget_for, counter_for
-from compactkit.compressors.base import CompressorLike
+from compactkit.compressors import as_memory_compressor
+from compactkit.compressors.base import CompressorLike, MemoryCompressor
 from compactkit.errors import ConfigError
 from compactkit.governance import cache_hysteresis
 from compactkit.governance.policy import (
@@ -20,8 +22,41 @@ from compactkit.governance.projector import ContextProjector
 from compactkit.governance.status import BudgetStatus
 from compactkit.items.snapshot import SummaryRole
 from compactkit.runtime.background import BackgroundCompaction
+from compactkit.runtime.events import CompactionRequest, EventHandler
 
 _MEMORY_METHODS = ("snapshot", "apply", "add_user_input", "add_output_items", "add_tool_output")
+
+
+def _checked_init(
+    projector: ContextProjector,
+    policy: CompactPolicy | None,
+    compressor: CompressorLike | None,
+    on_event: EventHandler | None,
+    before_compaction: Callable[[CompactionRequest], bool] | None,
+) -> MemoryCompressor | None:
+    """A ``Governor``'s projector, policy and hooks checked (a ``ConfigError`` naming the fix),
+    and its compressor as a ``MemoryCompressor``."""
+    if not isinstance(projector, ContextProjector):
+        raise ConfigError(
+            f"projector must be a ContextProjector, got {type(projector).__name__}; build "
+            "one with ContextProjector.for_model(model)"
+        )
+    if policy is not None and not isinstance(policy, CompactPolicy):
+        raise ConfigError(f"policy must be a CompactPolicy or None, got {policy!r:.80}")
+    if compressor is not None:  # a plain function is a FunctionCompressor
+        compressor = as_memory_compressor(compressor)
+    for name, hook in (("on_event", on_event), ("before_compaction", before_compaction)):
+        if hook is not None and not callable(hook):
+            raise ConfigError(f"{name} must be callable, got {hook!r:.80}")
+    return compressor
+
+
+def _check_prompt_tokens(prompt_tokens: object) -> None:
+    """A provider-reported ``prompt_tokens`` is a count >= 0, or a ``ConfigError``."""
+    if isinstance(prompt_tokens, bool) or not isinstance(prompt_tokens, int):
+        raise ConfigError(f"prompt_tokens must be an int, got {prompt_tokens!r}")
+    if prompt_tokens < 0:
+        raise ConfigError(f"prompt_tokens must be >= 0, got {prompt_tokens!r}")
 
 
 def _check_parts(
@@ -104,6 +139,46 @@ def _check_for_model(
         raise ConfigError(
             "compaction=False turns compaction off: trigger= and target= would not be used"
         )
+
+
+def _for_model_parts(
+    model: str,
+    *,
+    compaction: bool,
+    budget: int | None,
+    shaped: tuple[TriggerLike | int | float | None, int | float | None],
+    registry: ProfileRegistry | None,
+    projector: ContextProjector | None,
+    policy: CompactPolicy | None,
+    compressor: CompressorLike | None,
+    summary_role: SummaryRole | None,
+) -> tuple[ContextProjector, CompactPolicy | None]:
+    """``Governor.for_model``'s options checked, and its projector and policy: the ones given,
+    else the model's defaults (``shaped`` is ``(trigger, target)``)."""
+    _check_for_model(
+        model,
+        compaction=compaction,
+        budget=budget,
+        shaped=shaped,
+        projector=projector,
+        policy=policy,
+        compressor=compressor,
+        summary_role=summary_role,
+    )
+    trigger, target = shaped
+    usable, _, _ = model_thresholds(model, budget, registry)
+    if projector is None:
+        projector = _default_projector(model, usable, registry, summary_role)
+    if compaction and policy is None:
+        policy = default_policy(
+            model,
+            budget=budget,
+            trigger=trigger,
+            target=target,
+            registry=registry,
+            cache_aware=projector.cache_aware,
+        )
+    return projector, policy
 
 
 def default_policy(

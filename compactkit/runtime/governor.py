@@ -18,49 +18,59 @@ runs low (it never loosens them past the profile's numbers).
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import threading
 import time
-import weakref
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from compactkit.budget import ProfileRegistry, TokenCounter
-from compactkit.compressors import LadderCompressor, MemoryCompressor, as_memory_compressor
+from compactkit.compressors import LadderCompressor, MemoryCompressor
 from compactkit.compressors.base import CompressorLike
 from compactkit.errors import ConcurrencyError, ConfigError
 from compactkit.governance.policy import (
     CompactPolicy,
     PolicyState,
     TriggerLike,
-    model_thresholds,
 )
 from compactkit.governance.projector import ContextProjector, Projection, checked_tools
 from compactkit.governance.status import BudgetStatus
-from compactkit.items import Item, Message, Tool
-from compactkit.items.groups import group_items
+from compactkit.items import Tool
 from compactkit.items.snapshot import CompactResult, MemorySnapshot, SummaryRole
 from compactkit.memory.base import AgentMemory
 from compactkit.runtime._compaction import _compaction_event, _off_event
 from compactkit.runtime._governor_setup import (
-    _check_for_model,
     _check_parts,
-    _default_projector,
+    _check_prompt_tokens,
+    _checked_init,
+    _for_model_parts,
     _require_memory,
 )
 from compactkit.runtime._governor_setup import (
     default_policy as default_policy,  # its home since the split; imported from here by others
 )
+from compactkit.runtime._governor_track import (
+    LadderCache,
+    Track,
+    Tracks,
+    compacted,
+    growth,
+    ladder_target,
+    measure_step,
+    observed_overflow,
+    observed_usage,
+    project_step,
+    projection_event,
+    step_budget,
+)
 from compactkit.runtime._owners import ProjectionOwners
-from compactkit.runtime._request import answer_request, honoured
+from compactkit.runtime._request import answer_request
 from compactkit.runtime.background import BackgroundCompaction
 from compactkit.runtime.events import (
     CompactionRequest,
     CompactionVetoed,
     Event,
     EventHandler,
-    ProjectionEvent,
     emit,
 )
 from compactkit.runtime.scheduling import (
@@ -75,39 +85,6 @@ if TYPE_CHECKING:  # the preview loads with its first use (it pulls in the summa
     from compactkit.compressors.preview import CompactionPreview
 
 __all__ = ["GovernedStep", "Governor"]
-
-_SMOOTHING = 0.3  # weight of the newest usage ratio in the calibration average
-_RATIO_BOUNDS = (0.25, 4.0)  # a ratio outside this is a reporting glitch, not a counter error
-_CEILING_MARGIN = 64  # tokens a raised compaction target leaves below the budget
-
-
-class _Track:
-    """Per-memory counters: the same governor may serve many sessions."""
-
-    __slots__ = (
-        "base",
-        "floor",
-        "last_step",
-        "last_usage",
-        "ratio",
-        "rearm",
-        "requested",
-        "since",
-        "turn",
-        "used",
-    )
-
-    def __init__(self) -> None:
-        self.floor: int | None = None  # the tokens measured right after the last compaction
-        self.base: tuple[int, int] | None = None  # (tokens, turn) the growth is measured from
-        self.requested = False  # the agent asked for a compaction at the next step
-        self.used: int | None = None  # the tokens the last step measured (after compacting)
-        self.last_step: float | None = None  # the clock when this memory's last step ended
-        self.rearm: int | None = None  # tokens to reach before the trigger counts again
-        self.turn = 0
-        self.since = 0
-        self.last_usage: int | None = None
-        self.ratio = 1.0  # reported/projected at this memory's last observed call
 
 
 class Governor:
@@ -149,18 +126,7 @@ class Governor:
         clock: Callable[[], float] = time.monotonic,
         status: BudgetStatus | None = None,
     ) -> None:
-        if not isinstance(projector, ContextProjector):
-            raise ConfigError(
-                f"projector must be a ContextProjector, got {type(projector).__name__}; build "
-                "one with ContextProjector.for_model(model)"
-            )
-        if policy is not None and not isinstance(policy, CompactPolicy):
-            raise ConfigError(f"policy must be a CompactPolicy or None, got {policy!r:.80}")
-        if compressor is not None:  # a plain function is a FunctionCompressor
-            compressor = as_memory_compressor(compressor)
-        for name, hook in (("on_event", on_event), ("before_compaction", before_compaction)):
-            if hook is not None and not callable(hook):
-                raise ConfigError(f"{name} must be callable, got {hook!r:.80}")
+        compressor = _checked_init(projector, policy, compressor, on_event, before_compaction)
         _check_parts(background, policy, status)
         self.status = status
         self.projector = projector
@@ -184,11 +150,10 @@ class Governor:
         self.clock = clock
         self._calibration = 1.0
         self._lock = threading.Lock()
-        self._tracks: weakref.WeakKeyDictionary[Any, _Track] = weakref.WeakKeyDictionary()
-        self._strong_tracks: dict[int, tuple[object, _Track]] = {}
+        self._tracks = Tracks()
         # Which memory's track each recent prompt was made for (held weakly: see _owners.py).
-        self._owners: ProjectionOwners[_Track] = ProjectionOwners()
-        self._ladder: tuple[tuple[int, ...], int, LadderCompressor] | None = None
+        self._owners: ProjectionOwners[Track] = ProjectionOwners()
+        self._ladders = LadderCache()
 
     @classmethod
     def for_model(
@@ -246,28 +211,17 @@ class Governor:
             raise ConfigError.unknown_options(
                 "Governor.for_model", unknown, [n for n in known if n not in ("model", "unknown")]
             )
-        _check_for_model(
+        projector, policy = _for_model_parts(
             model,
             compaction=compaction,
             budget=budget,
             shaped=(trigger, target),
+            registry=registry,
             projector=projector,
             policy=policy,
             compressor=compressor,
             summary_role=summary_role,
         )
-        usable, _, _ = model_thresholds(model, budget, registry)
-        if projector is None:
-            projector = _default_projector(model, usable, registry, summary_role)
-        if compaction and policy is None:
-            policy = default_policy(
-                model,
-                budget=budget,
-                trigger=trigger,
-                target=target,
-                registry=registry,
-                cache_aware=projector.cache_aware,
-            )
         return cls(
             projector,
             policy=policy if compaction else None,
@@ -297,20 +251,12 @@ class Governor:
         Raises:
             ConfigError: ``prompt_tokens`` is not a count >= 0.
         """
-        if isinstance(prompt_tokens, bool) or not isinstance(prompt_tokens, int):
-            raise ConfigError(f"prompt_tokens must be an int, got {prompt_tokens!r}")
-        if prompt_tokens < 0:
-            raise ConfigError(f"prompt_tokens must be >= 0, got {prompt_tokens!r}")
+        _check_prompt_tokens(prompt_tokens)
         with self._lock:
             track = self._owners.owner_of(projection)
-            if track is not None:
-                track.last_usage = prompt_tokens
-            if projection.tokens > 0 and prompt_tokens > 0:
-                low, high = _RATIO_BOUNDS
-                ratio = min(high, max(low, prompt_tokens / projection.tokens))
-                self._calibration += _SMOOTHING * (ratio - self._calibration)
-                if track is not None:
-                    track.ratio = ratio
+            self._calibration = observed_usage(
+                self._calibration, track, prompt_tokens, projection.tokens
+            )
 
     def observe_overflow(self, projection: Projection, reported_tokens: int | None = None) -> None:
         """Record that the provider refused ``projection`` as too long.
@@ -320,15 +266,9 @@ class Governor:
         """
         with self._lock:
             track = self._owners.owner_of(projection)
-            current = max(1.0, self._calibration, track.ratio if track else 1.0)
-            if reported_tokens and projection.tokens > 0:
-                ratio = max(current, reported_tokens / projection.tokens * 1.02)
-            else:
-                ratio = current * 1.25
-            ratio = min(_RATIO_BOUNDS[1], ratio)
-            self._calibration = max(self._calibration, ratio)
-            if track is not None:
-                track.ratio = ratio
+            self._calibration = observed_overflow(
+                self._calibration, track, reported_tokens, projection.tokens
+            )
 
     # -- the step ------------------------------------------------------------------------------
 
@@ -482,20 +422,11 @@ class Governor:
 
     # -- internals -----------------------------------------------------------------------------
 
-    def _track(self, memory: AgentMemory) -> _Track:
+    def _track(self, memory: AgentMemory) -> Track:
         with self._lock:
-            try:
-                track = self._tracks.get(memory)
-                if track is None:
-                    track = self._tracks[memory] = _Track()
-                return track
-            except TypeError:  # not weak-referenceable: keep it (and its counters) alive
-                entry = self._strong_tracks.get(id(memory))
-                if entry is None or entry[0] is not memory:
-                    entry = self._strong_tracks[id(memory)] = (memory, _Track())
-                return entry[1]
+            return self._tracks.of(memory)
 
-    def _factor(self, track: _Track) -> float:
+    def _factor(self, track: Track) -> float:
         # The smoothed ratio covers memories not observed yet; a memory's own latest ratio is
         # the best guess for its next prompt (same content, same tokenizer gap).
         return max(1.0, self._calibration, track.ratio)
@@ -520,27 +451,17 @@ class Governor:
         policy = self.policy
         state: PolicyState | None = None
         if policy is not None:
-            state = policy.measure(
+            state, due = measure_step(
+                policy,
                 snapshot,
                 self.counter,
-                instructions=instructions,
-                tools=tools,
-                turn=track.turn,
-                turns_since_compaction=track.since,
-                last_usage=track.last_usage,
-                forced=force,
-                idle_seconds=None if track.last_step is None else self.clock() - track.last_step,
+                track,
+                instructions,
+                tools,
+                force,
+                self.clock,
+                self._factor,
             )
-            factor = self._factor(track)
-            if factor > 1.0:
-                state = dataclasses.replace(state, tokens=int(state.tokens * factor))
-            if track.base is None:
-                track.base = (state.tokens, track.turn)
-            due = policy.should_compact(state)
-            if due and not force and track.rearm is not None and state.tokens < track.rearm:
-                due = False  # no progress since a compaction that could not reach the target
-            if track.requested and not due:  # the agent asked (request_compaction)
-                due = honoured(policy, state.tokens, track.rearm, track.floor)
         else:
             due = force or track.requested
         track.requested = False  # a request is for one step: it never repeats itself
@@ -580,165 +501,60 @@ class Governor:
                 self.projector.forget(snapshot)  # the compacted history is not projected again
                 snapshot = memory.snapshot()
             assert plan.request is not None
-            growth = _growth(track, plan.request.state.tokens)
+            gained = growth(track, plan.request.state.tokens)
             if applied:
-                self._compacted(track, snapshot, result, instructions, tools)
-            event = _compaction_event(result, applied, plan.request, error, self.policy, growth)
+                compacted(
+                    track,
+                    self.policy,
+                    self.counter,
+                    snapshot,
+                    result,
+                    instructions,
+                    tools,
+                    self._factor,
+                )
+            event = _compaction_event(result, applied, plan.request, error, self.policy, gained)
             events.append(self.emit(event))
             if not applied:
                 snapshot = memory.snapshot()  # a concurrent write may have landed
-        budget = self.projector.budget
-        if budget is None and self.policy is not None:
-            budget = self.policy.budget
         factor = self._factor(track)
-        if budget is not None and factor > 1.0:
-            budget = max(1, int(budget / factor))
+        budget = step_budget(self.projector.budget, self.policy, factor)
         # What a compaction request is judged by: this step's measure, unless it compacted.
         measured = track.floor if applied else plan.state.tokens if plan.state else None
-        projection = self._project(snapshot, instructions, tools, budget, measured, track)
+        projection = project_step(
+            self.projector,
+            self.status,
+            self.counter,
+            snapshot,
+            instructions,
+            tools,
+            budget,
+            measured,
+            track,
+            factor,
+        )
         track.turn += 1
         track.since += 1
         track.last_step = self.clock()
-        report = projection.report
-        events.append(
-            self.emit(
-                ProjectionEvent(
-                    tokens=projection.tokens,
-                    budget=projection.budget,
-                    items=len(projection.items),
-                    kept=report.kept,
-                    masked=report.masked,
-                    omitted=report.omitted,
-                    notes=report.notes,
-                    cached_prefix_tokens=report.cached_prefix_tokens,
-                )
-            )
-        )
+        events.append(self.emit(projection_event(projection)))
         with self._lock:
             self._owners.remember(projection, track)
         return GovernedStep(projection, result, tuple(events), plan.state)
-
-    def _compacted(
-        self,
-        track: _Track,
-        snapshot: MemorySnapshot,
-        result: CompactResult,
-        instructions: Instructions,
-        tools: Sequence[Tool],
-    ) -> None:
-        """A compaction was applied: the counters restart; the policy's rearm and the size a
-        compaction request is judged from (its floor) are taken."""
-        track.since = 0
-        track.last_usage = None  # it described the prompt before the compaction
-        policy = self.policy
-        if policy is None:
-            return
-        after = result.stats.tokens_after
-        if after is not None:
-            track.rearm = policy.rearm_tokens(after)
-        floor = policy.measure(snapshot, self.counter, instructions=instructions, tools=tools)
-        track.floor = int(floor.tokens * self._factor(track))
-        track.base = (track.floor, track.turn)
-
-    def _project(
-        self,
-        snapshot: MemorySnapshot,
-        instructions: Instructions,
-        tools: Sequence[Tool],
-        budget: int | None,
-        measured: int | None,
-        track: _Track,
-    ) -> Projection:
-        """The prompt under ``budget``, with the budget status line when it is on; records the
-        tokens a compaction request is judged by (``measured``, or the status line's)."""
-        status = self.status
-        track.used = measured
-        if status is None or budget is None:
-            return self.projector.project(
-                snapshot, instructions=instructions, tools=tools, budget=budget
-            )
-        factor = self._factor(track)
-
-        def project(room: int) -> Projection:
-            return self.projector.project(
-                snapshot, instructions=instructions, tools=tools, budget=room
-            )
-
-        def used(projection: Projection, line: int) -> int:
-            measured = status.used(
-                snapshot,
-                self.counter,
-                instructions=instructions,
-                tools=tools,
-                projected=projection.tokens + line,
-            )
-            track.used = int(measured * factor)  # as the policy's step measures it
-            return measured
-
-        return status.project(project, budget, self.counter, used)
 
     def _compressor_for(
         self,
         instructions: Instructions,
         tools: Sequence[Tool],
-        track: _Track,
+        track: Track,
         snapshot: MemorySnapshot | None = None,
     ) -> MemoryCompressor | None:
         """The default ladder, sized for this step: the instructions and tool schemas are sent
         beside the memory, so the memory's target is what the policy's target leaves them."""
         if not self._default_compressor or self.policy is None:
             return self.compressor
-        target = int(self.policy.target_tokens() / self._factor(track))
-        if isinstance(instructions, str):
-            instructions = [Message(role="system", content=instructions)] if instructions else []
-        head = sum(self.counter.count_item(message) for message in instructions or ())
-        target -= head
-        # The newest group and the latest user input are never folded: when they alone fill
-        # most of the target, the summary would have no room left for the user's goal and
-        # rules. Aim higher then, up to what the projection can send whole.
         budget = self.projector.budget or self.policy.budget
-        if snapshot is not None and budget:
-            ceiling = int(budget / self._factor(track)) - head - _CEILING_MARGIN
-            kept = _newest_tokens(snapshot.items, self.counter) + target // 2
-            target = max(target, min(kept, ceiling))
-        target = max(1, target)
-        key = tuple(id(tool) for tool in tools)
+        target = ladder_target(
+            self.policy, budget, self.counter, instructions, snapshot, self._factor(track)
+        )
         with self._lock:
-            cached = self._ladder
-            if cached is not None and cached[0] == key and cached[1] == target:
-                return cached[2]
-            ladder = LadderCompressor(
-                target_tokens=target, counter=self.counter, tools=tools, forget=False
-            )
-            self._ladder = (key, target, ladder)
-            return ladder
-
-
-def _growth(track: _Track, tokens: int) -> float | None:
-    """Request tokens gained per step since the last compaction (or the first step)."""
-    if track.base is None:
-        return None
-    base_tokens, base_turn = track.base
-    steps = track.turn - base_turn
-    return (tokens - base_tokens) / steps if steps > 0 else None
-
-
-def _newest_tokens(items: Sequence[Item], counter: TokenCounter) -> int:
-    """Tokens of what no compaction folds at the end of a history: the latest user input and
-    the newest group (the last assistant turn with its calls and outputs)."""
-    last_user = next(
-        (
-            index
-            for index in range(len(items) - 1, -1, -1)
-            if isinstance(items[index], Message) and items[index].role == "user"  # type: ignore[union-attr]
-        ),
-        None,
-    )
-    if last_user is None:
-        return 0
-    groups = group_items(items, last_user)  # a user message always starts a group
-    newest = groups[-1]
-    tokens = counter.count_item(items[last_user])
-    if newest.start != last_user:
-        tokens += sum(counter.count_item(item) for item in items[newest.start : newest.stop])
-    return tokens
+            return self._ladders.get(target, tools, self.counter)
