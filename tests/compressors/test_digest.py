@@ -24,6 +24,7 @@ from compactkit.compressors import _facts as facts
 from compactkit.compressors import _facts_ids as facts_ids
 from compactkit.compressors import _facts_values as facts_values
 from compactkit.compressors.digest import _files as files
+from compactkit.compressors.digest import _shell_files as shell_files
 from compactkit.formats.transcript import parse_transcript
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, item_text
 from compactkit.items.snapshot import MemorySnapshot
@@ -360,7 +361,7 @@ def test_shell_commands_and_their_files() -> None:
     assert files.command_of("run_shell", {"command": "ls -la"}) == "ls -la"
     assert files.command_of("bash", {"cmd": ["git", "status"]}) == "git status"
     assert files.command_of("str_replace_based_edit_tool", {"command": "view", "path": "a"}) is None
-    ops = files.shell_file_ops(
+    ops = shell_files.shell_file_ops(
         "cat src/a.py && sed -i 's/a/b/' src/b.py; rm old.txt | tee log.txt > out.json; "
         "mv x.py y.py; grep -n foo src/c.py; git checkout -- src/d.py"
     )

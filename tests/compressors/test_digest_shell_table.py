@@ -9,7 +9,11 @@ from typing import Any
 import pytest
 
 from compactkit.compressors import SummaryDocument, digest_items
-from compactkit.compressors.digest._files import SHELL_COMMANDS, shell_file_ops, split_commands
+from compactkit.compressors.digest._shell_files import (
+    SHELL_COMMANDS,
+    shell_file_ops,
+    split_commands,
+)
 from compactkit.items import FunctionCall, FunctionCallOutput, Message
 
 

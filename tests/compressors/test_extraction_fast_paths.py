@@ -159,7 +159,7 @@ def _file_ops_reference(name: str, args: dict[str, object]) -> list[files.FileOp
             break
     patch = _first_str_reference(args, ("patch", "diff", "input"))
     if isinstance(patch, str) and ("*** " in patch or "+++ " in patch):
-        return list(files._patch_ops(patch))
+        return list(files.patch_ops(patch))
     if files._LISTING_TOOL.search(name):
         return []  # a directory listing reads no file
     paths = [p for p in paths if p.strip() and p not in (".", "..") and not p.endswith("/")]

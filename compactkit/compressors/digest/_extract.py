@@ -22,6 +22,7 @@ from compactkit.compressors import _facts_prose as facts_prose
 from compactkit.compressors import _facts_values as facts_values
 from compactkit.compressors._refs import Spans, spans_of, with_refs
 from compactkit.compressors.digest import _files as files
+from compactkit.compressors.digest import _shell_files as shell_files
 from compactkit.compressors.masking import is_masked
 from compactkit.compressors.sections import SectionKey, SummaryDocument
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
@@ -323,7 +324,7 @@ class _Digest:
         if command is not None:
             outcome, ok = _outcome(text, found)
             self.add("commands", f"{facts.code(command_line(command), 200)} → {outcome}")
-            ops = files.shell_file_ops(command)
+            ops = shell_files.shell_file_ops(command)
             if not ops or any(op.modified for op in ops):  # a file's text measures nothing
                 self.measurements(command_line(command), text, found)
             return ops, ok
@@ -369,7 +370,7 @@ class _Digest:
                 if command is None:
                     self.config_values(op.path, args)
                 else:  # the same settings, written through the shell
-                    for old, new in files.shell_edits(command):
+                    for old, new in shell_files.shell_edits(command):
                         self.config_change(op.path, old, new)
 
     def argument_ids(self, args: Mapping[str, object], depth: int = 0) -> None:
