@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from compactkit.compressors import _facts_prose as facts_prose
 from compactkit.compressors._plan import Layout
-from compactkit.compressors.digest._extract import arguments_of
+from compactkit.compressors.digest._call_arguments import arguments_of
 from compactkit.compressors.sections import SECTIONS, SummaryDocument
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
 

@@ -10,11 +10,10 @@ close its span or start a heading of its own.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from compactkit.compressors import _facts as facts
 from compactkit.compressors import _facts_ids as facts_ids
@@ -23,6 +22,8 @@ from compactkit.compressors import _facts_values as facts_values
 from compactkit.compressors._refs import Spans, spans_of, with_refs
 from compactkit.compressors.digest import _files as files
 from compactkit.compressors.digest import _shell_files as shell_files
+from compactkit.compressors.digest._call_arguments import arguments_of, names_record
+from compactkit.compressors.digest._runs import command_line, covers, family, scope_of
 from compactkit.compressors.masking import is_masked
 from compactkit.compressors.sections import SectionKey, SummaryDocument
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
@@ -31,9 +32,6 @@ __all__ = ["digest_items", "values_in"]
 
 _Add = Callable[[SectionKey, str], None]
 _CONTENT_KEYS = {"content", "file_text", "text", "old_str", "new_str", "old_string", "new_string"}
-# Arguments that name a record: reservation_id, order_number, payment_id, sha, ref, slug …
-_ID_KEY = re.compile(r"(?:^|_)(?:id|ids|number|num|no|code|ref|sha|uuid|slug|handle)$", re.I)
-_SECRET_KEY = re.compile(r"key|token|secret|password|passwd|auth", re.I)
 _ID_VALUE = re.compile(r"^[\w.:/@#+-]{3,64}$")
 _SIMPLE_VALUE = re.compile(
     r"^-?[\w.+-]+(?: ?(?:%|ms|s|sec|seconds|minutes|min|h|hours|KB|MB|GB))?$"
@@ -174,7 +172,7 @@ class _Digest:
             name, scope = family(error.source), scope_of(error.source)
             for step, command in self.succeeded.get(name, ()):
                 later_scope = scope_of(command)
-                if step > last_seen and _covers(later_scope, scope):
+                if step > last_seen and covers(later_scope, scope):
                     return f"resolved: {facts.code(command_line(command), 80)} succeeded later"
         for path in error.files:
             changed = self.changed.get(path, -1) > last_seen
@@ -385,7 +383,7 @@ class _Digest:
             elif isinstance(value, str | int) and not isinstance(value, bool):
                 text = str(value)
                 if (
-                    _names_record(key)
+                    names_record(key)
                     and _ID_VALUE.match(text)
                     and (any(c.isdigit() for c in text) or text.isupper())
                 ):
@@ -419,35 +417,6 @@ class _Digest:
             self.add("identifiers", f"`{ident}` — {kind}")
 
 
-@functools.lru_cache(maxsize=1024)
-def _names_record(key: str) -> bool:
-    """Whether an argument named ``key`` names a record (and no secret), remembered: calls
-    repeat the same few argument names."""
-    return bool(_ID_KEY.search(key)) and not _SECRET_KEY.search(key)
-
-
-# The scanner ``json.loads`` runs after its checks and before its trailing-whitespace pass
-# (the default decoder's own; typeshed does not declare the attribute).
-_SCAN_JSON: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
-
-
-def arguments_of(call: FunctionCall) -> dict[str, object]:
-    """``call.parsed_arguments()`` scanned directly when the arguments are one JSON object
-    with nothing around it (what models send): ``json.loads`` would find no byte-order mark
-    or whitespace to skip and nothing after the object, and its wrapper costs more than the
-    scan of a short object. Anything else is parsed by ``parsed_arguments``."""
-    text = call.arguments
-    if text[:1] == "{":
-        try:
-            value, end = _SCAN_JSON(text, 0)
-        except (StopIteration, ValueError, RecursionError):
-            return call.parsed_arguments()  # what it makes of text that is no JSON object
-        if end == len(text):
-            parsed: dict[str, object] = value  # a dict: the text opened one
-            return parsed
-    return call.parsed_arguments()
-
-
 class _Error(NamedTuple):
     """An error line, where it came from and the files it names (its traceback's, its
     command's)."""
@@ -456,48 +425,6 @@ class _Error(NamedTuple):
     source: str | None
     step: int
     files: tuple[str, ...]
-
-
-def family(command: str) -> tuple[str, ...]:
-    """What makes two runs "the same command": the program and its subcommand for a shell
-    line (``pytest``, ``python -m pytest``, ``git commit``), the tool's name for a call."""
-    head = command_line(command)
-    if "(" in head and head.endswith(")") and " " not in head.partition("(")[0]:
-        return (head.partition("(")[0],)
-    words = [w for w in head.split() if "=" not in w or w.startswith("-")]
-    out: list[str] = []
-    for word in words:
-        if word in ("sudo", "time", "env", "uv", "poetry", "run", "npx", "-m"):
-            continue
-        if out and (word.startswith("-") or files.looks_like_path(word)):
-            break
-        out.append(word.rsplit("/", 1)[-1])
-        if len(out) == 2:
-            break
-    return tuple(out)
-
-
-def _covers(later: tuple[str, ...], scope: tuple[str, ...]) -> bool:
-    """Whether a run over ``later`` covers every path of ``scope`` (a run naming no path is
-    about the whole project: ``pytest -q`` covers ``pytest tests/test_a.py``)."""
-    if not later:
-        return True
-    return all(any(p == q or p.startswith(q.rstrip("/") + "/") for q in later) for p in scope)
-
-
-def scope_of(command: str) -> tuple[str, ...]:
-    """The paths a run is about (``pytest tests/a.py`` → ``tests/a.py``; a call's path
-    arguments); none: the whole project."""
-    return tuple(files.paths_in_command(command_line(command)))
-
-
-def command_line(command: str) -> str:
-    """How a command is listed: a multi-line command (a heredoc, a script) by its first line
-    and how many lines follow — its body is the files it writes, listed under files."""
-    first, sep, rest = command.partition("\n")
-    if not sep:
-        return command
-    return f"{first.rstrip()} … (+{rest.count(chr(10)) + 1} lines)"
 
 
 def _value(value: str) -> str:
