@@ -1,0 +1,548 @@
+"""``MessageCompactor`` and its result, ``CompactedMessages``: the stateful form of governing a
+plain message list (public from ``compactkit.integrations.messages``, which also holds the
+stateless ``compact_messages``). It remembers the conversation it governed, so each call on a
+growing list converts, counts and indexes only the new messages."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from compactkit.budget.profiles import ProfileRegistry
+from compactkit.compressors.base import CompressorLike
+from compactkit.compressors.sections import without_provenance
+from compactkit.errors import ConfigError
+from compactkit.governance.policy import CompactPolicy, TriggerLike
+from compactkit.governance.projector import ContextProjector, Projection, ProjectionReport
+from compactkit.integrations._cold import COLD_FROM, read_cold, shift_report
+from compactkit.integrations._seen import SeenList
+from compactkit.integrations._wire import (
+    MessageFormat,
+    Original,
+    Passthrough,
+    WireConverter,
+    detect_format,
+)
+from compactkit.items import Item, Message, Tool
+from compactkit.items.snapshot import (
+    CompactResult,
+    MemorySnapshot,
+    SummaryRole,
+    is_summary_message,
+)
+from compactkit.memory.base import AgentMemory
+from compactkit.memory.in_memory import InMemoryMemory
+from compactkit.runtime.background import BackgroundCompaction
+from compactkit.runtime.events import Event, PassthroughEvent, ProjectionEvent, emit
+from compactkit.runtime.governor import GovernedStep, Governor
+
+if TYPE_CHECKING:  # the preview loads with its first use (it pulls in the summarizer)
+    from compactkit.compressors.preview import CompactionPreview
+
+__all__ = ["COMPACTOR_OPTIONS", "CompactedMessages", "MessageCompactor"]
+
+
+@dataclass(frozen=True)
+class CompactedMessages:
+    """What to send this turn and what to keep, in the format the messages came in."""
+
+    send: list[Any]
+    """The prompt: pass it as ``messages=`` (Chat, Anthropic) or ``input=`` (Responses)."""
+    history: list[Any]
+    """What to keep as the conversation: the very list given while it holds exactly what the
+    compactor holds (nothing compacted, or the list extends a ``history`` it returned);
+    otherwise the marked summary and the kept messages (as given where unchanged)."""
+    report: ProjectionReport
+    """What the prompt kept, masked and omitted of the history, and why."""
+    format: MessageFormat
+    """The format of ``send`` and ``history``."""
+    tokens: int
+    """Tokens of the whole request (messages, instructions, tool schemas), by the model's
+    counter."""
+    budget: int
+    """The budget the request had to fit."""
+    system: Any = None
+    """Anthropic only: the ``system=`` to send (the one given, plus the summary when its role
+    is ``system``); ``None`` for the other formats."""
+    compacted: bool = False
+    """Whether this call compacted the history (``history`` is then a new list)."""
+    compaction: CompactResult | None = None
+    """The compaction that ran on this call, if one did (applied, or failed and reported)."""
+    events: tuple[Event, ...] = ()
+    """What happened: passthrough warnings, compactions, the projection."""
+
+
+@dataclass
+class _Seen:
+    """A message list the memory was brought up to."""
+
+    messages: SeenList = field(default_factory=SeenList)
+    exact: bool = True
+    """Whether the memory holds exactly these messages (no compaction folded or changed any
+    of them since): then the list itself is the history."""
+
+
+@dataclass
+class _Prepared:
+    instructions: list[Message]
+    tools: list[Tool]
+    events: list[Event] = field(default_factory=list)
+
+
+class MessageCompactor:
+    """Governs one growing conversation: call it with the whole list before every model call.
+
+    Args:
+        model: The model the prompts are for (its profile gives the budget and the counter).
+        format: ``"chat"``, ``"responses"`` or ``"anthropic"``; ``None`` detects it from the
+            messages (named is faster and never guesses).
+        tools: The tools offered on every call (compactkit ``Tool``s or the format's tool
+            dicts); a call may override them.
+        registry: Where to look the model up (default: the process-wide registry).
+        governor: A ready ``Governor`` (then the options below must not be given).
+        budget: The usable input budget in tokens (default: the model profile's); it sizes
+            both the projection and the compaction policy.
+        trigger: When to compact (tokens, a share of the budget, or a trigger).
+        target: Down to what (tokens or a share); without it a ``trigger`` gets one below it.
+        compaction: ``False``: only project (drop old turns and mask bulky outputs from the
+            prompt), never summarise the history.
+        policy: When to compact and down to what (default: the model's budget policy).
+        compressor: What compacts (default: the ``LadderCompressor``, no LLM).
+        summary_role: The role of the summary message (default ``DEFAULT_SUMMARY_ROLE``: ``user``).
+        projector: Replaces the default projector.
+        on_event: Called with every event (passthrough warnings, compactions, projections).
+        background: Compact in the background from a soft threshold on (docs/background.md).
+
+    It costs O(new messages) per call as long as each list extends the one given before, or
+    the ``history`` it returned; any other list is read again from the start. One compactor
+    serves one conversation: sync calls on it are serialised; await one ``acall`` at a time.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        format: MessageFormat | None = None,
+        tools: Sequence[Any] | None = None,
+        registry: ProfileRegistry | None = None,
+        governor: Governor | None = None,
+        budget: int | None = None,
+        trigger: TriggerLike | int | float | None = None,
+        target: int | float | None = None,
+        compaction: bool = True,
+        policy: CompactPolicy | None = None,
+        compressor: CompressorLike | None = None,
+        summary_role: SummaryRole | None = None,
+        projector: ContextProjector | None = None,
+        on_event: Callable[[Event], None] | None = None,
+        background: BackgroundCompaction | None = None,
+        **unknown: object,
+    ) -> None:
+        if unknown:
+            raise ConfigError.unknown_options("MessageCompactor", unknown, COMPACTOR_OPTIONS)
+        if governor is not None:
+            options = (
+                *(policy, compressor, summary_role, projector, registry, background),
+                *(budget, trigger, target),
+            )
+            if any(option is not None for option in options) or not compaction:
+                raise ConfigError(
+                    "governor= is already configured: do not pass budget=, trigger=, target=, "
+                    "policy=, compressor=, summary_role=, projector=, registry=, background= "
+                    "or compaction= with it"
+                )
+            if not isinstance(governor, Governor):
+                raise ConfigError(f"governor must be a Governor, got {type(governor).__name__}")
+        else:
+            governor = Governor.for_model(
+                model,
+                budget=budget,
+                trigger=trigger,
+                target=target,
+                registry=registry,
+                projector=projector,
+                policy=policy,
+                compressor=compressor,
+                compaction=compaction,
+                summary_role=summary_role,
+                on_event=on_event,
+                background=background,
+            )
+        self.model = model
+        self.governor = governor
+        self.on_event = on_event
+        self._format = format
+        self._converter = WireConverter(format or "chat")
+        self._decided = format is not None
+        self._tools_given = tools
+        self._tool_cache: tuple[tuple[int, ...], list[Any], list[Tool]] | None = None
+        self._instruction_cache: tuple[Any, list[Message]] | None = None
+        self._lock = threading.Lock()
+        self._last_projection: Projection | None = None
+        self._reset()
+
+    @property
+    def format(self) -> MessageFormat | None:
+        """The conversation's format (``None`` until messages decided it)."""
+        return self._converter.format if self._decided else None
+
+    def __call__(
+        self,
+        messages: Sequence[Any],
+        *,
+        tools: Sequence[Any] | None = None,
+        instructions: str | None = None,
+        system: Any = None,
+        usage: int | None = None,
+    ) -> CompactedMessages:
+        """Govern ``messages`` for this call.
+
+        Args:
+            messages: The whole conversation so far, oldest first.
+            tools: This call's tools (default: the compactor's).
+            instructions: Responses ``instructions`` (counted; send them as you do now).
+            system: Anthropic ``system`` (counted; send ``result.system`` instead).
+            usage: The provider's ``prompt_tokens`` for the previous call (calibrates the count
+                and feeds the policy's usage trigger).
+
+        Raises:
+            BudgetError: what may never be dropped (instructions, the latest user input,
+                pending calls, passed-through messages) does not fit the budget.
+            ConfigError: ``messages`` is not a list, or an argument is malformed.
+        """
+        with self._lock:
+            prepared = self._prepare(messages, tools, instructions, system)
+            # The mirror's seqs are nobody's to expand, and a new reader of the returned list
+            # numbers it afresh: summaries of plain lists carry no references.
+            with without_provenance():
+                step = self.governor.step(
+                    self._memory,
+                    instructions=prepared.instructions,
+                    tools=prepared.tools,
+                    usage=usage,
+                )
+            return self._finish(messages, prepared, step)
+
+    async def acall(
+        self,
+        messages: Sequence[Any],
+        *,
+        tools: Sequence[Any] | None = None,
+        instructions: str | None = None,
+        system: Any = None,
+        usage: int | None = None,
+    ) -> CompactedMessages:
+        """``__call__`` for async code: an async compressor is awaited, and counting and a sync
+        compressor run off the event loop (``Governor.astep``)."""
+        prepared = self._prepare(messages, tools, instructions, system)
+        with without_provenance():  # (see ``__call__``)
+            step = await self.governor.astep(
+                self._memory, instructions=prepared.instructions, tools=prepared.tools, usage=usage
+            )
+        return self._finish(messages, prepared, step)
+
+    def preview(
+        self,
+        messages: Sequence[Any],
+        *,
+        tools: Sequence[Any] | None = None,
+        instructions: str | None = None,
+        system: Any = None,
+    ) -> CompactionPreview:
+        """What a compaction of ``messages`` would do now (``Governor.preview``), without
+        compacting: the compactor reads the messages as a call would, and changes nothing else.
+
+        Raises:
+            ConfigError: as for a call, or the compressor cannot be previewed.
+        """
+        with self._lock:
+            prepared = self._prepare(messages, tools, instructions, system)
+            return self.governor.preview(
+                self._memory, instructions=prepared.instructions, tools=prepared.tools
+            )
+
+    def observe_usage(self, prompt_tokens: int) -> None:
+        """Report the provider's ``prompt_tokens`` for the latest call's prompt: it calibrates
+        the count (``Governor.observe_usage``) and feeds the policy's usage trigger.
+
+        Raises:
+            ConfigError: no call was governed yet, or ``prompt_tokens`` is not a count.
+        """
+        projection = self._last_projection
+        if projection is None:
+            raise ConfigError("observe_usage() reports on the latest call: govern a call first")
+        self.governor.observe_usage(prompt_tokens, projection)
+
+    def governed_memory(self) -> AgentMemory:
+        """The memory this compactor mirrors the conversation into (what its governor steps;
+        ``Governor.request_compaction(compactor.governed_memory())`` asks for a compaction of
+        it at the next call). With compaction off, a first call on a long list leaves the
+        messages no prompt can reach unread: the memory then holds the instructions and the
+        reachable end of the list (docs/projector.md)."""
+        return self._memory
+
+    def reset(self) -> None:
+        """Forget the conversation (the next call reads its list from the start)."""
+        with self._lock:
+            self._reset()
+
+    def _continues(self, messages: Sequence[Any]) -> bool:
+        """Whether ``messages`` continues a list this compactor read: it holds the very last
+        message read (not an equal copy: equal lists of two conversations stay apart) and
+        starts with the others (O(1), ``SeenList``)."""
+        with self._lock:
+            return any(seen.messages.continued_by(messages) for seen in self._seen)
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _reset(self) -> None:
+        self._memory = InMemoryMemory(accept_unknown_call_ids=True)
+        self._seen: list[_Seen] = []
+        self._originals: dict[int, Original] = {}
+        self._converter = WireConverter(self._format or "chat")
+        self._decided = self._format is not None
+        self._unread: tuple[int, int] | None = None
+        """Items the memory does not hold (a cold read left them unread), and where they
+        would be: the report counts them as the whole list's would."""
+
+    def _prepare(
+        self,
+        messages: Sequence[Any],
+        tools: Sequence[Any] | None,
+        instructions: str | None,
+        system: Any,
+    ) -> _Prepared:
+        if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+            raise ConfigError(
+                f"messages must be a list of messages, got {type(messages).__name__}"
+                + ("; wrap a single message in a list" if isinstance(messages, dict) else "")
+            )
+        if instructions is not None and system is not None:
+            raise ConfigError("pass instructions= (Responses) or system= (Anthropic), not both")
+        prepared = _Prepared(instructions=[], tools=[])
+        self._ingest(messages, prepared.events)
+        if system is not None and not self._decided:
+            # Only Anthropic has a top-level system prompt; the plain text messages read so far
+            # read the same in every format.
+            self._converter.format, self._decided = "anthropic", True
+        converter = self._converter
+        if system is not None:
+            if converter.format != "anthropic":
+                raise ConfigError(
+                    f"system= is Anthropic's top-level prompt, but these are {converter.format} "
+                    "messages: put the system message first in the list (chat) or pass "
+                    "instructions= (responses)"
+                )
+            prepared.instructions = self._instructions(("system", system))
+        elif instructions is not None:
+            if not isinstance(instructions, str):
+                raise ConfigError(f"instructions must be a string, got {instructions!r:.80}")
+            prepared.instructions = self._instructions(("instructions", instructions))
+        prepared.tools = self._tools(tools if tools is not None else self._tools_given)
+        return prepared
+
+    def _ingest(self, messages: Sequence[Any], events: list[Event]) -> None:
+        """Bring the memory up to ``messages``, reading only what it has not seen."""
+        known = next((seen for seen in self._seen if seen.messages.starts(messages)), None)
+        if known is None:  # (starts is O(1): see SeenList)
+            self._reset()
+            if self._read_cold(messages):
+                return
+            known = _Seen()
+        new_start = len(known.messages)
+        fresh = messages[new_start:]
+        converter = self._converter_for(fresh)
+        passed: list[Passthrough] = []
+        per_message = [
+            converter.to_items(message, new_start + offset, passed.append)
+            for offset, message in enumerate(fresh)
+        ]
+        for passthrough in passed:
+            event = PassthroughEvent(
+                index=passthrough.index, reason=passthrough.reason, format=converter.format
+            )
+            events.append(emit(event, self.on_event))
+        items = [item for message_items in per_message for item in message_items]
+        summaries = any(is_summary_message(item) for item in items)  # (a summary pasted in)
+        self._append(items, restart=new_start == 0, summaries=summaries)
+        self._remember(fresh, per_message, summaries=summaries)
+        known.messages.extend(fresh)
+        self._seen = [known]
+
+    def _read_cold(self, messages: Sequence[Any]) -> bool:
+        """Read only the part of a long list a prompt can reach (``_cold.py``), when nothing
+        can ever need the rest: compaction is off (no policy, no compressor, no status line:
+        nothing measures the whole history) and no callback sees the unshifted report.
+        Returns whether it did; else the caller reads the whole list."""
+        governor = self.governor
+        projector = governor.projector
+        budget = projector.budget
+        if (
+            len(messages) < COLD_FROM
+            or budget is None
+            or governor.policy is not None
+            or governor.compressor is not None
+            or governor.status is not None
+            or governor.on_event is not None
+            or self.on_event is not None
+            or projector.validate == "raise"  # (its errors name positions)
+            or self._converter_for(messages).format != "chat"
+        ):
+            return False
+        read = read_cold(messages, projector, budget)
+        if read is None:
+            return False
+        self._append([item for items in read.items for item in items], restart=True)
+        self._remember(read.messages, read.items)
+        self._converter.note_calls(read.call_ids)
+        known = _Seen()
+        known.messages.extend(messages)
+        self._seen = [known]
+        self._unread = (read.skipped, read.lead_items)
+        return True
+
+    def _append(self, items: list[Item], *, restart: bool, summaries: bool | None = None) -> None:
+        """Store ``items`` (``summaries``: whether any of them is a summary message, when the
+        caller knows)."""
+        if not items:
+            return
+        memory = self._memory
+        if summaries is None:
+            summaries = any(is_summary_message(item) for item in items)
+        if restart or summaries:
+            snapshot = memory.snapshot()
+            old = (
+                [*snapshot.render_items(), *items] if snapshot.items or snapshot.summary else items
+            )
+            memory.restore(MemorySnapshot.from_items(old))
+            return
+        try:
+            memory.add_output_items(items)
+        except ConfigError:
+            # A write the memory refuses (a call answered twice): restore takes the list as it
+            # is, and the projector repairs the prompt (the history keeps every message).
+            snapshot = memory.snapshot()
+            memory.restore(
+                MemorySnapshot(summary=snapshot.summary, items=(*snapshot.items, *items))
+            )
+
+    def _remember(
+        self, fresh: Sequence[Any], per_message: list[list[Item]], *, summaries: bool = True
+    ) -> None:
+        """Map each new message to the stored items it became, so that it is sent as given
+        while those items are sent unchanged (``summaries=False``: the caller knows that none
+        of the items is a summary message, which is not stored as an item)."""
+        counts = (
+            [sum(not is_summary_message(i) for i in items) for items in per_message]
+            if summaries
+            else list(map(len, per_message))
+        )
+        total = sum(counts)
+        if not total:
+            return
+        stored = self._memory.snapshot().items[-total:]
+        at = 0
+        for message, items, count in zip(fresh, per_message, counts, strict=True):
+            mine = stored[at : at + count]
+            at += count
+            if count and count == len(items) and mine[0].seq is not None:
+                self._originals[mine[0].seq] = (message, *mine)
+
+    def _converter_for(self, fresh: Sequence[Any]) -> WireConverter:
+        if not self._decided:
+            # Plain text messages read the same in every format: chat until a message decides.
+            format = detect_format(fresh)
+            if format is not None:
+                self._converter.format = format
+                self._decided = True
+        return self._converter
+
+    def _instructions(self, key: tuple[str, Any]) -> list[Message]:
+        cached = self._instruction_cache
+        if cached is not None and cached[0][0] == key[0] and cached[0][1] is key[1]:
+            return cached[1]
+        kind, value = key
+        if kind == "system":
+            items = self._converter.system_items(value)
+            messages = [item for item in items if isinstance(item, Message)]
+        else:
+            messages = [Message(role="system", content=value)] if value else []
+        self._instruction_cache = (key, messages)
+        return messages
+
+    def _tools(self, tools: Sequence[Any] | None) -> list[Tool]:
+        if not tools:
+            return []
+        key = tuple(id(tool) for tool in tools)
+        cached = self._tool_cache
+        if cached is not None and cached[0] == key:
+            return cached[2]
+        converted = self._converter.tools(tools)
+        self._tool_cache = (key, list(tools), converted)  # the list keeps the ids valid
+        return converted
+
+    def _finish(
+        self, messages: Sequence[Any], prepared: _Prepared, step: GovernedStep
+    ) -> CompactedMessages:
+        converter = self._converter
+        # Responses: the instructions go as the request's instructions, not as items.
+        skip = len(prepared.instructions) if converter.format == "responses" else 0
+        system, send = converter.from_items(step.items, self._originals, skip=skip)
+        history: list[Any]
+        if step.compacted or not self._seen[0].exact:
+            snapshot = self._memory.snapshot()
+            if step.compacted:
+                active = {item.seq for item in snapshot.items}
+                self._originals = {s: o for s, o in self._originals.items() if s in active}
+            # Anthropic's summary stays in the messages (a user block), so the list is whole.
+            role: SummaryRole = (
+                "user" if converter.format == "anthropic" else self.governor.projector.summary_role
+            )
+            rendered = snapshot.render_items(summary_role=role)
+            _, history = converter.from_items(rendered, self._originals, slot="history")
+            self._seen = [_Seen(SeenList(messages), exact=False), _Seen(SeenList(history))]
+        else:
+            history = messages if isinstance(messages, list) else list(messages)
+        projection = step.projection
+        self._last_projection = projection
+        report, events = projection.report, step.events
+        if self._unread is not None:
+            report = shift_report(report, *self._unread)
+            events = tuple(
+                dataclasses.replace(event, omitted=report.omitted, notes=report.notes)
+                if isinstance(event, ProjectionEvent)
+                else event
+                for event in events
+            )
+        return CompactedMessages(
+            send=send,
+            history=history,
+            report=report,
+            format=converter.format,
+            tokens=projection.tokens,
+            budget=projection.budget,
+            system=system if converter.format == "anthropic" else None,
+            compacted=step.compacted,
+            compaction=step.compaction,
+            events=(*prepared.events, *events),
+        )
+
+
+COMPACTOR_OPTIONS = (
+    "budget",
+    "trigger",
+    "target",
+    "compressor",
+    "summary_role",
+    "registry",
+    "compaction",
+    "policy",
+    "projector",
+    "governor",
+    "on_event",
+    "background",
+)
+"""The options ``MessageCompactor`` takes beyond ``model``, ``format`` and ``tools``."""
