@@ -30,6 +30,10 @@ from itertools import islice
 from typing import Protocol, runtime_checkable
 
 from compactkit.budget._encodings import LINE_ADDITIVE, get_encoding, line_pieces, text_counts
+from compactkit.budget._inputs import ITEM_TYPES, check_item, check_text, check_tools
+from compactkit.budget._parts import image_tokens as image_tokens
+from compactkit.budget._parts import opaque_tokens, raw_tokens
+from compactkit.budget._schemas import schema_approximation, schema_tokens
 from compactkit.budget.profiles import (
     ModelProfile,
     ProfileRegistry,
@@ -140,7 +144,7 @@ class _BaseCounter(ABC):
         try:
             tokens = self._price(item)  # (no _approximation: only ``count`` reports it)
         except (AttributeError, TypeError):
-            _check_item(item)  # a dict, a string, an SDK object: say how to convert it
+            check_item(item)  # a dict, a string, an SDK object: say how to convert it
             raise
         return self._store(item, tokens)
 
@@ -165,7 +169,7 @@ class _BaseCounter(ABC):
         try:
             tokens, reason = self._price(item), self._approximation(item)
         except (AttributeError, TypeError):
-            _check_item(item)  # a dict, a string, an SDK object: say how to convert it
+            check_item(item)  # a dict, a string, an SDK object: say how to convert it
             raise
         return self._store(item, tokens), reason
 
@@ -193,7 +197,7 @@ class _BaseCounter(ABC):
         Only Chat Completions billing rules are published; a request in another ``format`` is
         counted with them and labelled approximate.
         """
-        if isinstance(items, (str, bytes, Mapping, *_ITEM_TYPES)):
+        if isinstance(items, (str, bytes, Mapping, *ITEM_TYPES)):
             raise ConfigError(
                 f"count takes a list of items, got one {type(items).__name__}; wrap it in a "
                 "list (count_text counts a plain string)"
@@ -289,7 +293,7 @@ class TiktokenCounter(_BaseCounter):
         try:
             return self._encode(text)
         except TypeError:
-            _check_text(text)
+            check_text(text)
             raise
 
     def count_overhead(self, tools: Sequence[Tool] = ()) -> int:
@@ -300,34 +304,8 @@ class TiktokenCounter(_BaseCounter):
         """The cookbook's tool-schema formula (exact for flat schemas; nested ones estimated)."""
         if not tools:
             return 0
-        _check_tools(tools)
-        rules = self.tool_rules
-        total = 0
-        for tool in tools:
-            total += rules.func_init
-            description = _strip_period(tool.description or "")
-            total += self.count_text(f"{tool.name}:{description}")
-            properties = (tool.parameters or {}).get("properties") or {}
-            if not isinstance(properties, dict):  # not a JSON schema: price its text
-                total += self.count_text(json.dumps(properties, separators=(",", ":"), default=str))
-                properties = {}
-            if properties:
-                total += rules.prop_init
-                for key, spec in properties.items():
-                    spec = spec if isinstance(spec, dict) else {}
-                    total += rules.prop_key
-                    if "enum" in spec:
-                        total += rules.enum_init
-                        enum = spec["enum"]
-                        for value in enum if isinstance(enum, list) else [enum]:
-                            total += rules.enum_item + self.count_text(str(value))
-                    kind = spec.get("type", "")
-                    pdesc = _strip_period(str(spec.get("description", "")))
-                    total += self.count_text(f"{key}:{kind}:{pdesc}")
-                    nested = {k: v for k, v in spec.items() if k in _NESTED_KEYS}
-                    if nested:
-                        total += self.count_text(json.dumps(nested, separators=(",", ":")))
-        return total + rules.func_end
+        check_tools(tools)
+        return schema_tokens(self.tool_rules, tools, self.count_text)
 
     def _role(self, role: str) -> int:
         tokens = self._role_tokens.get(role)
@@ -380,7 +358,7 @@ class TiktokenCounter(_BaseCounter):
             if item.name is not None:
                 tokens += self.count_text(item.name) + self.tokens_per_name
             return tokens
-        return self.count_text(item.text) + _opaque_tokens(item)
+        return self.count_text(item.text) + opaque_tokens(item)
 
     def _content(self, content: str | tuple[ContentPart, ...]) -> int:
         if isinstance(content, str):
@@ -394,7 +372,7 @@ class TiktokenCounter(_BaseCounter):
             elif isinstance(part, ImagePart):
                 tokens += image_tokens(part)
             else:
-                tokens += _raw_tokens(part)
+                tokens += raw_tokens(part)
         return tokens
 
     def _summary_text(self, text: str) -> int:
@@ -423,14 +401,7 @@ class TiktokenCounter(_BaseCounter):
             return []
         if not self.verified:
             return ["formatting rules not verified for this model"]
-        for tool in tools:
-            properties = (tool.parameters or {}).get("properties") or {}
-            if not isinstance(properties, dict):
-                return ["malformed tool schemas are approximated"]
-            for spec in properties.values():
-                if isinstance(spec, dict) and any(k in _NESTED_KEYS for k in spec):
-                    return ["nested tool schemas are approximated"]
-        return []
+        return schema_approximation(tools)
 
 
 def _utf8_bound(text: str) -> int:
@@ -469,12 +440,12 @@ class EstimateCounter(_BaseCounter):
 
     def count_text(self, text: str) -> int:
         """Estimated tokens of ``text`` (rounded up)."""
-        _check_text(text)
+        check_text(text)
         return math.ceil(len(text) / self.chars_per_token)
 
     def count_overhead(self, tools: Sequence[Tool] = ()) -> int:
         """Reply priming plus the serialised tool schemas."""
-        _check_tools(tools)
+        check_tools(tools)
         schemas = [t.model_dump(mode="json", exclude_none=True) for t in tools]
         return 3 + (self.count_text(json.dumps(schemas)) if tools else 0)
 
@@ -486,10 +457,10 @@ class EstimateCounter(_BaseCounter):
             text = item.text
             if not isinstance(content, str):
                 extra = sum(image_tokens(p) for p in content if isinstance(p, ImagePart))
-                extra += sum(_raw_tokens(p) for p in content if isinstance(p, RawPart))
+                extra += sum(raw_tokens(p) for p in content if isinstance(p, RawPart))
                 return self.tokens_per_message + self.count_text(text) + extra
         else:
-            return self.count_text(item.text) + _opaque_tokens(item)
+            return self.count_text(item.text) + opaque_tokens(item)
         return self.tokens_per_message + self.count_text(text)
 
     def _approximation(self, item: Item) -> str | None:
@@ -529,78 +500,3 @@ def _counter_for_profile(profile: ModelProfile) -> TokenCounter:
         tool_rules=profile.tool_rules,
         verified=profile.exact,
     )
-
-
-_NESTED_KEYS = ("properties", "items", "anyOf", "oneOf", "allOf", "$ref")
-_ITEM_TYPES = (Message, FunctionCall, FunctionCallOutput, Reasoning, ProviderCompaction)
-
-
-def _check_item(item: object) -> None:
-    """Raise ``ConfigError`` saying how to convert ``item`` unless it is a compactkit item."""
-    if isinstance(item, _ITEM_TYPES):
-        return
-    kind = type(item).__name__
-    raise ConfigError(
-        f"counters count compactkit items, got {kind}: {_shown(item)}; convert provider "
-        "messages first (chat_to_items, responses_to_items, anthropic_to_items, or "
-        "load_transcript for any of the three)"
-    )
-
-
-def _check_text(text: object) -> None:
-    if not isinstance(text, str):
-        raise ConfigError(
-            f"count_text takes a string, got {type(text).__name__}: {_shown(text)}; "
-            "count items with count(items)"
-        )
-
-
-def _check_tools(tools: Sequence[object]) -> None:
-    if isinstance(tools, (str, bytes, Mapping, Tool)):
-        raise ConfigError(f"tools must be a list of Tools, got one {type(tools).__name__}")
-    for tool in tools:
-        if not isinstance(tool, Tool):
-            raise ConfigError(
-                f"tools must be compactkit Tools, got {type(tool).__name__}: {_shown(tool)}; "
-                "convert provider schemas with tools_from_chat, tools_from_responses or "
-                "tools_from_anthropic"
-            )
-
-
-def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else f"{text[:77]}..."
-
-
-def image_tokens(part: ImagePart) -> int:
-    """OpenAI's documented image cost for GPT-4o-class models.
-
-    ``low`` detail costs 85 tokens. Otherwise the image is scaled to fit 2048x2048, then its
-    shortest side to 768, and costs 85 + 170 per 512-pixel tile. Without known dimensions a
-    1024x1024 image (765 tokens) is assumed.
-    """
-    if part.detail == "low":
-        return 85
-    width: float = part.width or 1024
-    height: float = part.height or 1024
-    scale = min(1.0, 2048 / max(width, height))
-    width, height = width * scale, height * scale
-    scale = min(1.0, 768 / min(width, height))
-    tiles = math.ceil(width * scale / 512) * math.ceil(height * scale / 512)
-    return 85 + 170 * tiles
-
-
-def _raw_tokens(part: RawPart) -> int:
-    # Unmodelled parts (audio, files): a rough size-based estimate, labelled approximate.
-    return math.ceil(len(json.dumps(part.data, separators=(",", ":"))) / 4)
-
-
-def _opaque_tokens(item: Reasoning | ProviderCompaction) -> int:
-    # Encrypted reasoning and provider compactions are re-sent but their billing is
-    # undocumented: estimate by size.
-    encrypted = item.payload.get("encrypted_content") or item.payload.get("data") or ""
-    return math.ceil(len(str(encrypted)) / 4)
-
-
-def _strip_period(text: str) -> str:
-    return text[:-1] if text.endswith(".") else text
