@@ -38,10 +38,7 @@ readable by their owner only.
 from __future__ import annotations
 
 import builtins
-import functools
 import os
-import re
-import socket
 import tempfile
 import threading
 import time
@@ -49,7 +46,6 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
 from compactkit.errors import (
     ConcurrencyError,
@@ -60,6 +56,13 @@ from compactkit.errors import (
     StorageError,
 )
 from compactkit.sessions._checks import require_session
+from compactkit.sessions._file_names import (
+    HOST,
+    SUFFIX,
+    decode_session_id,
+    encode_session_id,
+    remove_stale_temp_files,
+)
 from compactkit.sessions._journal_file import (
     OpenJournal,
     append,
@@ -90,58 +93,11 @@ from compactkit.sessions.session import AgentSession, SessionState
 
 __all__ = ["FileSessionStore"]
 
-_SAFE = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
-_SUFFIX = ".json"
-_JOURNAL = ".jnl"  # the patches saved after the base (no longer than _SUFFIX: names fit)
+_JOURNAL = ".jnl"  # the patches saved after the base (no longer than SUFFIX: names fit)
 _LEASES = ".leases"  # the lease files' directory (hidden: list() skips it)
 _LOCK = ".lock"  # the OS lock a run holds (never deleted: a holder may have it open)
 _LEASE = ".info"  # who holds it, since when, the last token; the revision, and of which files
 _SAVE_WAIT = 30.0  # seconds a save outside a run waits for other saves of the session
-_MAX_NAME = 255  # bytes in a file name on common file systems
-_STALE_SECONDS = 3600.0  # a temporary file this old is litter whoever wrote it
-_TEMP = re.compile(r"\.tmp-(?P<host>[A-Za-z0-9-]*)-(?P<pid>\d+)-.*\.tmp")
-_HOST = re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:40]
-_WINDOWS_DEVICES = frozenset(
-    ["con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))]
-)
-
-
-def encode_session_id(session_id: str) -> str:
-    """The file name stem of ``session_id`` (reversible with ``decode_session_id``).
-
-    Raises:
-        ConfigError: the id is empty, not encodable as UTF-8, or too long for a file name.
-    """
-    if not isinstance(session_id, str) or not session_id:
-        raise ConfigError(f"a session id must be a non-empty string, got {session_id!r}")
-    return _encoded(session_id)
-
-
-@functools.lru_cache(maxsize=1024)  # every save and lease names its files: encode an id once
-def _encoded(session_id: str) -> str:
-    try:
-        stem = "".join(
-            ch if ch in _SAFE else "".join(f"%{b:02X}" for b in ch.encode()) for ch in session_id
-        )
-    except UnicodeEncodeError as exc:
-        raise ConfigError(f"session id {session_id!r} is not valid Unicode text") from exc
-    if stem in _WINDOWS_DEVICES:  # reserved names on Windows: escape the first letter
-        stem = f"%{ord(stem[0]):02X}{stem[1:]}"
-    if len(stem) + len(_SUFFIX) > _MAX_NAME:
-        raise ConfigError(
-            f"session id {session_id[:40]!r}… is too long for a file name "
-            f"({len(stem)} bytes encoded; the limit is {_MAX_NAME - len(_SUFFIX)})"
-        )
-    return stem
-
-
-def decode_session_id(stem: str) -> str | None:
-    """The session id a file name stem encodes; ``None`` when it is not one of ours."""
-    try:
-        session_id = unquote(stem, errors="strict")
-        return session_id if encode_session_id(session_id) == stem else None
-    except (UnicodeDecodeError, ConfigError):
-        return None
 
 
 @dataclass(slots=True)
@@ -179,7 +135,7 @@ class FileSessionStore:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StorageError(f"cannot create session directory {self.directory}: {exc}") from exc
-        self.removed_temp_files = _remove_stale_temp_files(self.directory)
+        self.removed_temp_files = remove_stale_temp_files(self.directory)
         """How many stale temporary files opening the store removed."""
         self._scope = f"file:{self.directory.resolve()}"
         self._leases = self.directory / _LEASES
@@ -205,8 +161,8 @@ class FileSessionStore:
         of a run names them)."""
         found = self._paths.get(session_id) if isinstance(session_id, str) else None
         if found is None:  # (a bad id is refused by encode_session_id)
-            path = self.directory / (encode_session_id(session_id) + _SUFFIX)
-            found = path, path.with_name(path.name[: -len(_SUFFIX)] + _JOURNAL)
+            path = self.directory / (encode_session_id(session_id) + SUFFIX)
+            found = path, path.with_name(path.name[: -len(SUFFIX)] + _JOURNAL)
             if len(self._paths) >= 1024:  # a bound: a long-lived store sees many sessions
                 self._paths.clear()
             self._paths[session_id] = found
@@ -544,11 +500,11 @@ class FileSessionStore:
             with os.scandir(self.directory) as entries:
                 for entry in entries:
                     name = entry.name
-                    if name.startswith(".") or not name.endswith(_SUFFIX):
+                    if name.startswith(".") or not name.endswith(SUFFIX):
                         continue  # temporary files start with "."
                     if not entry.is_file():
                         continue
-                    session_id = decode_session_id(name[: -len(_SUFFIX)])
+                    session_id = decode_session_id(name[: -len(SUFFIX)])
                     if session_id is not None:
                         ids.append(session_id)
         except OSError as exc:
@@ -557,7 +513,7 @@ class FileSessionStore:
 
     def _write(self, path: Path, data: bytes) -> None:
         try:
-            prefix = f".tmp-{_HOST}-{os.getpid()}-"
+            prefix = f".tmp-{HOST}-{os.getpid()}-"
             fd, temp = tempfile.mkstemp(dir=self.directory, prefix=prefix, suffix=".tmp")
         except OSError as exc:
             raise StorageError(f"cannot write in {self.directory}: {exc}") from exc
@@ -573,45 +529,6 @@ class FileSessionStore:
                 raise StorageError(f"cannot write {path}: {exc}") from exc
             raise
         fsync_directory(self.directory)
-
-
-def _remove_stale_temp_files(directory: Path) -> int:
-    """Remove the temporary files of saves that can no longer finish; how many were removed."""
-    removed = 0
-    now = time.time()
-    try:
-        with os.scandir(directory) as entries:
-            candidates = [e for e in entries if e.name.startswith(".") and e.name.endswith(".tmp")]
-        for entry in candidates:
-            try:
-                age = now - entry.stat(follow_symlinks=False).st_mtime
-                if not entry.is_file(follow_symlinks=False) or not _stale(entry.name, age):
-                    continue
-                os.unlink(entry.path)
-                removed += 1
-            except FileNotFoundError:  # its saver finished (or another opener removed it)
-                continue
-    except OSError:  # cleaning is a courtesy: a store that can be read still opens
-        return removed
-    return removed
-
-
-def _stale(name: str, age: float) -> bool:
-    if age > _STALE_SECONDS:
-        return True
-    match = _TEMP.fullmatch(name)
-    if match is None or match["host"] != _HOST:
-        return False  # an older compactkit's, or another host's: only age tells
-    pid = int(match["pid"])
-    if pid == os.getpid() or os.name == "nt":  # Windows: os.kill(pid, 0) is not a probe
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except (PermissionError, OverflowError, OSError):
-        return False  # alive under another user, or not a pid we can ask about
-    return False
 
 
 def _parse_time(value: object) -> datetime | None:
