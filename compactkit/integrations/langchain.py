@@ -36,7 +36,6 @@ require("langchain", extra="langchain", integration="compactkit.integrations.lan
 from langchain.agents.middleware import AgentMiddleware, AgentState  # noqa: E402
 from langchain.agents.middleware.internal_call_transformer import (  # noqa: E402
     InternalCallTransformer,
-    internal_call_metadata,
 )
 from langchain.agents.middleware.types import ModelRequest, ModelResponse  # noqa: E402
 from langchain.tools import ToolRuntime  # noqa: E402
@@ -45,32 +44,25 @@ from langchain_core.messages import (  # noqa: E402
     AIMessage,
     AnyMessage,
     BaseMessage,
-    HumanMessage,
     RemoveMessage,
 )
-from langchain_core.messages.utils import convert_to_messages  # noqa: E402
-from langchain_core.runnables import RunnableConfig  # noqa: E402
 from langchain_core.tools import BaseTool, StructuredTool  # noqa: E402
-from langgraph.constants import TAG_NOSTREAM  # noqa: E402
 from langgraph.graph.message import REMOVE_ALL_MESSAGES  # noqa: E402
 
 from compactkit.budget import TokenCounter  # noqa: E402
 from compactkit.budget.profiles import ProfileRegistry, default_registry  # noqa: E402
 from compactkit.compressors.base import CompressorLike  # noqa: E402
 from compactkit.compressors.sections import without_provenance  # noqa: E402
-from compactkit.compressors.summary import SummaryCompressor  # noqa: E402
-from compactkit.compressors.summary.llm import ChatMessage  # noqa: E402
 from compactkit.errors import ConfigError  # noqa: E402
 from compactkit.governance.policy import CompactPolicy, TriggerLike  # noqa: E402
 from compactkit.governance.projector import ContextProjector, Projection  # noqa: E402
 from compactkit.integrations import _langchain_convert as convert  # noqa: E402
 from compactkit.integrations._governed import OPTIONS, Governors, Mode  # noqa: E402
+from compactkit.integrations._langchain_llm import LangChainLLM, summary_compressor  # noqa: E402
 from compactkit.integrations._langchain_options import (  # noqa: E402
     ClearToolOutputs,
     CountMessages,
-    KeepMessages,
     MessagesCounter,
-    check_keep,
 )
 from compactkit.integrations._langchain_recall import recall_tools_over  # noqa: E402
 from compactkit.integrations._mirror import Converted, Mirror, Mirrors, require_newest  # noqa: E402
@@ -179,9 +171,7 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 "token_counter= sizes the default projector; with projector= given, build it "
                 "with your counter instead"
             )
-        compressor = _summary_compressor(
-            mode, compressor, summarizer, summary_prompt, keep, counter
-        )
+        compressor = summary_compressor(mode, compressor, summarizer, summary_prompt, keep, counter)
         if clear_tool_outputs is not None and not isinstance(clear_tool_outputs, ClearToolOutputs):
             raise ConfigError(
                 f"clear_tool_outputs must be a ClearToolOutputs(trigger=, keep=, placeholder=, "
@@ -396,103 +386,6 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         usage = message.usage_metadata if isinstance(message, AIMessage) else None
         if usage:
             self.governors.observe_usage(usage.get("input_tokens"), projection)
-
-
-class LangChainLLM:
-    """A LangChain chat model as compactkit's summarizer (the ``LLM`` protocol), so that
-    ``SummaryCompressor(LangChainLLM(llm))`` writes compactkit's summary with your model.
-
-    Its calls are tagged as LangChain's ``SummarizationMiddleware`` tags its own: metadata
-    ``lc_source="summarization"`` and the internal-call mark, tag ``nostream``; so the summary's
-    tokens never reach an agent's ``stream_mode="messages"`` or ``astream_events`` output.
-
-    Args:
-        model: Any ``BaseChatModel`` (``ChatOpenAI``, ``ChatAnthropic``, …). Its own retries
-            add to the ``SummaryCompressor``'s (set ``max_retries=0`` on it to leave them to
-            compactkit's circuit breaker).
-        summary_prompt: Instructions in place of compactkit's (its system message); a
-            ``{messages}`` placeholder receives compactkit's request (the summary so far, the
-            conversation part, its exact facts) and the whole is sent as one human message.
-            A prose answer is kept as the summary's current state, the exact facts re-added.
-    """
-
-    def __init__(self, model: BaseChatModel, *, summary_prompt: str | None = None) -> None:
-        if not isinstance(model, BaseChatModel):
-            raise ConfigError(
-                f"LangChainLLM takes a LangChain chat model (BaseChatModel), got "
-                f"{type(model).__name__}"
-            )
-        if summary_prompt is not None and (
-            not isinstance(summary_prompt, str) or not summary_prompt.strip()
-        ):
-            raise ConfigError(f"summary_prompt must be non-empty text, got {summary_prompt!r}")
-        self.model = model
-        self.summary_prompt = summary_prompt
-
-    def complete(self, messages: Sequence[ChatMessage]) -> str:
-        """The model's answer to ``messages`` (role/content dicts), as text."""
-        return _answer(self.model.invoke(self._request(messages), config=_summary_config()))
-
-    async def acomplete(self, messages: Sequence[ChatMessage]) -> str:
-        """``complete`` for async code."""
-        reply = await self.model.ainvoke(self._request(messages), config=_summary_config())
-        return _answer(reply)
-
-    def _request(self, messages: Sequence[ChatMessage]) -> list[BaseMessage]:
-        prompt = self.summary_prompt
-        if prompt is None:
-            return convert_to_messages([dict(m) for m in messages])
-        data = "\n\n".join(str(m["content"]) for m in messages if m["role"] != "system")
-        if "{messages}" in prompt:
-            return [HumanMessage(content=prompt.replace("{messages}", data))]
-        return convert_to_messages(
-            [{"role": "system", "content": prompt}, {"role": "user", "content": data}]
-        )
-
-
-def _summary_config() -> RunnableConfig:
-    """The config of a summary call: LangChain's own for its summarization middleware."""
-    return {
-        "metadata": {"lc_source": "summarization", **internal_call_metadata()},
-        "tags": [TAG_NOSTREAM],
-    }
-
-
-def _summary_compressor(
-    mode: Mode,
-    compressor: CompressorLike | None,
-    summarizer: BaseChatModel | None,
-    summary_prompt: str | None,
-    keep: object,
-    counter: MessagesCounter | None,
-) -> CompressorLike | None:
-    """The compressor ``summarizer=``, ``summary_prompt=`` and ``keep=`` describe, if any."""
-    if summarizer is None:
-        if summary_prompt is not None or keep is not None:
-            raise ConfigError(
-                "summary_prompt= and keep= configure the summary summarizer= writes: pass "
-                "summarizer=<chat model> (or configure your compressor= itself)"
-            )
-        return compressor
-    if compressor is not None:
-        raise ConfigError(
-            "summarizer= builds the compressor: pass either summarizer= or compressor=, not both"
-        )
-    if mode != "compact":
-        raise ConfigError(
-            "summarizer= writes a summary into the state: pass mode='compact' with it"
-        )
-    options: dict[str, Any] = {} if counter is None else {"counter": counter}
-    kind, size = check_keep(keep) if keep is not None else (None, 0)
-    if kind == "tokens":
-        options["keep_tokens"] = size
-    built = SummaryCompressor(LangChainLLM(summarizer, summary_prompt=summary_prompt), **options)
-    return KeepMessages(built, size) if kind == "messages" else built
-
-
-def _answer(reply: object) -> str:
-    # Not text (a tool call, an empty reply) is a failed request for the compressor, not a crash.
-    return reply.text if isinstance(reply, AIMessage) and reply.text else cast(str, reply)
 
 
 def langchain_recall_tools(
