@@ -8,7 +8,7 @@ The projector asks it, on the plain path and the cache-aware path alike, for:
   counter's per-item cache hits;
 * the checked tools and their schema tokens, remembered for the tools of the last call;
 * the previous prompt of each session: the cache-aware planner (``_cache.StablePrefix``) and
-  the byte-identical prefix a prompt shares with it (``_cache.PrefixTracker``).
+  the byte-identical prefix a prompt shares with it (``_prefix.PrefixTracker``).
 
 Every cache answers exactly what the plain computation would; each keeps per-turn work
 proportional to what changed, not to the whole history.
@@ -21,8 +21,9 @@ from operator import is_
 
 from compactkit.budget.tokens import TokenCounter
 from compactkit.errors import ConfigError
-from compactkit.governance._cache import PrefixTracker, StablePrefix
+from compactkit.governance._cache import StablePrefix
 from compactkit.governance._incremental import MessageCache, OverheadCache
+from compactkit.governance._prefix import PrefixTracker
 from compactkit.governance._projection import Masker, View, ViewCache
 from compactkit.governance._prompt import Projection
 from compactkit.items import Item, Message, Tool

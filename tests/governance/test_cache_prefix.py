@@ -280,7 +280,7 @@ def item_variants() -> st.SearchStrategy[list[Item]]:
 def test_the_fast_item_comparison_agrees_with_pydantic(a: list[Item], b: list[Item]) -> None:
     """The prefix tracker's ``_differ`` (a ``__dict__`` comparison first) is ``!=`` exactly:
     for copies equal field by field, copies differing in one field and other item types."""
-    from compactkit.governance._cache import _differ
+    from compactkit.governance._prefix import _differ
 
     for x in [*a, *b]:
         for y in [*a, *b]:
@@ -293,7 +293,7 @@ def test_the_running_totals_of_forgotten_prompts_are_dropped() -> None:
     so the tracker sums the shared items from that history's running totals. Every cached
     prefix is the brute-force count, and the totals of histories no remembered prompt holds
     are dropped (kept, they would grow with every session ever seen)."""
-    from compactkit.governance._cache import PrefixTracker
+    from compactkit.governance._prefix import PrefixTracker
 
     tracker = PrefixTracker()
     largest = 0
