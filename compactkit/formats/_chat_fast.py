@@ -16,10 +16,10 @@ from typing import Any, TypeVar
 
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
 
-__all__ = ["plain_chat_message_items"]
+__all__ = ["CHAT_MESSAGE_KEYS", "plain_call_id", "plain_chat_message_items"]
 
 _TEXT_ROLES = frozenset({"system", "developer", "user"})
-_MESSAGE_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id"})
+CHAT_MESSAGE_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id"})
 """The keys ``chat_to_items`` models: any other one is kept in ``extra`` (the general path)."""
 _CALL_KEYS = frozenset({"id", "type", "function"})
 
@@ -56,7 +56,7 @@ def _built(cls: type[_T], defaults: dict[str, Any], values: dict[str, Any]) -> _
 def plain_chat_message_items(message: Any) -> list[Item] | None:
     """``chat_to_items([message])`` for a plain chat dict (``None`` for any other message:
     the caller takes the general path, which may also raise)."""
-    if type(message) is not dict or not message.keys() <= _MESSAGE_KEYS:
+    if type(message) is not dict or not message.keys() <= CHAT_MESSAGE_KEYS:
         return None
     role = message.get("role")
     name = message.get("name")
@@ -95,21 +95,31 @@ def _assistant_items(message: dict[str, Any], content: Any, name: str | None) ->
         values = {"role": "assistant", "content": text, "name": name, "extra": None}
         items.append(_built(Message, _MESSAGE, values))
     for call in calls:
-        if type(call) is not dict or not call.keys() <= _CALL_KEYS:
+        call_id = plain_call_id(call)
+        if call_id is None:
             return None
-        function = call.get("function")
-        call_id = call.get("id")
-        if (
-            call.get("type", "function") != "function"
-            or type(function) is not dict
-            or type(function.get("name")) is not str
-            or type(call_id) is not str
-            or not call_id
-        ):
-            return None
-        arguments = function.get("arguments", "{}")
-        if type(arguments) is not str:
-            return None
-        values = {"call_id": call_id, "name": function["name"], "arguments": arguments}
+        function = call["function"]
+        values = {
+            "call_id": call_id,
+            "name": function["name"],
+            "arguments": function.get("arguments", "{}"),
+        }
         items.append(_built(FunctionCall, _CALL, values))
     return items
+
+
+def plain_call_id(call: Any) -> str | None:
+    """The id of a plain chat tool call (a dict of the keys ``chat_to_items`` models, a
+    function with a string name and string arguments, a non-empty string id); ``None`` for any
+    other call."""
+    if type(call) is not dict or not call.keys() <= _CALL_KEYS:
+        return None
+    if call.get("type", "function") != "function":
+        return None
+    function = call.get("function")
+    if type(function) is not dict or type(function.get("name")) is not str:
+        return None
+    if type(function.get("arguments", "{}")) is not str:
+        return None
+    call_id = call.get("id")
+    return call_id if type(call_id) is str and call_id else None

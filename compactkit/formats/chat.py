@@ -26,6 +26,8 @@ from typing import Any, Literal
 from compactkit.errors import FormatError
 
 # ``chat_to_items`` of one plain message, unvalidated (a message compactor's reading path).
+from compactkit.formats._chat_fast import CHAT_MESSAGE_KEYS as CHAT_MESSAGE_KEYS
+from compactkit.formats._chat_fast import plain_call_id as plain_call_id
 from compactkit.formats._chat_fast import plain_chat_message_items as plain_chat_message_items
 from compactkit.formats._common import (
     Losses,

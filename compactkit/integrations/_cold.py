@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from compactkit.formats.chat import CHAT_MESSAGE_KEYS, plain_call_id
 from compactkit.governance.projector import ContextProjector, ProjectionReport
 from compactkit.integrations._wire import Passthrough, WireConverter
 from compactkit.items import FunctionCall, Item
@@ -43,8 +44,6 @@ COLD_FROM = 256
 """Lists shorter than this are read whole (the search would cost more than it saves)."""
 _FIRST_CHUNK = 512
 _TEXT_ROLES = ("system", "developer", "user")
-_CHAT_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id"})
-_CALL_KEYS = frozenset({"id", "type", "function"})
 
 
 @dataclass
@@ -150,7 +149,7 @@ def plain_chat_items(messages: Sequence[Any]) -> tuple[int, list[str]] | None:
     count = 0
     call_ids: list[str] = []
     for message in messages:
-        if type(message) is not dict or not message.keys() <= _CHAT_KEYS:
+        if type(message) is not dict or not message.keys() <= CHAT_MESSAGE_KEYS:
             return None
         name = message.get("name")
         if name is not None and type(name) is not str:
@@ -177,7 +176,7 @@ def plain_chat_items(messages: Sequence[Any]) -> tuple[int, list[str]] | None:
             if type(calls) is not list:
                 return None
             for call in calls:
-                call_id = _plain_call(call)
+                call_id = plain_call_id(call)
                 if call_id is None:
                     return None
                 call_ids.append(call_id)
@@ -185,20 +184,6 @@ def plain_chat_items(messages: Sequence[Any]) -> tuple[int, list[str]] | None:
         else:
             return None
     return count, call_ids
-
-
-def _plain_call(call: Any) -> str | None:
-    if type(call) is not dict or not call.keys() <= _CALL_KEYS:
-        return None
-    if call.get("type", "function") != "function":
-        return None
-    function = call.get("function")
-    if type(function) is not dict or type(function.get("name")) is not str:
-        return None
-    if type(function.get("arguments", "{}")) is not str:
-        return None
-    call_id = call.get("id")
-    return call_id if type(call_id) is str and call_id else None
 
 
 def _first_chunk(messages: Sequence[Any], lead: int, budget: int, threshold: int) -> int | None:
