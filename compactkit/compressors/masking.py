@@ -28,7 +28,7 @@ from compactkit.compressors._plan import (
     result,
 )
 from compactkit.errors import ConfigError
-from compactkit.items import FunctionCall, FunctionCallOutput, Item, Tool
+from compactkit.items import FunctionCall, FunctionCallOutput, Item, Tool, with_field
 from compactkit.items.snapshot import CompactResult, MemorySnapshot
 
 __all__ = ["MASK_PREFIX", "MaskingCompressor", "is_masked", "mask_output"]
@@ -63,19 +63,9 @@ def with_output(output: FunctionCallOutput, text: str) -> FunctionCallOutput:
     projection and the masking rung make thousands of placeholders in a long session; pydantic's
     copy costs several times more). Property-tested against ``model_copy``
     (tests/compressors/test_masking_copy.py)."""
-    if (
-        type(output) is not FunctionCallOutput
-        or output.__pydantic_extra__ is not None
-        or output.__pydantic_private__ is not None
-    ):
+    if type(output) is not FunctionCallOutput:  # a subclass's own copy
         return output.model_copy(update={"output": text})
-    copy = FunctionCallOutput.__new__(FunctionCallOutput)
-    store = object.__setattr__  # the generic store: BaseModel's own refuses (frozen)
-    store(copy, "__dict__", {**output.__dict__, "output": text})
-    store(copy, "__pydantic_fields_set__", {*output.__pydantic_fields_set__, "output"})
-    store(copy, "__pydantic_extra__", None)
-    store(copy, "__pydantic_private__", None)
-    return copy
+    return with_field(output, "output", text)
 
 
 CUT_PREFIX = "[cut by compactkit: "

@@ -23,6 +23,7 @@ from compactkit.items.model import (
     dump_items,
     item_text,
     load_items,
+    with_field,
 )
 from compactkit.items.snapshot import (
     DEFAULT_SUMMARY_ROLE,
@@ -77,4 +78,5 @@ __all__ = [
     "set_summary_key",
     "summary_message",
     "unseal_summary",
+    "with_field",
 ]

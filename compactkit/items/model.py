@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -39,6 +39,7 @@ __all__ = [
     "dump_items",
     "item_text",
     "load_items",
+    "with_field",
 ]
 
 Role: TypeAlias = Literal["system", "developer", "user", "assistant"]
@@ -313,3 +314,24 @@ def _parts_text(content: str | tuple[ContentPart, ...]) -> str:
     if isinstance(content, str):
         return content
     return "\n".join(part.text for part in content if isinstance(part, TextPart))
+
+
+_ItemT = TypeVar("_ItemT", bound=BaseModel)
+
+
+def with_field(item: _ItemT, name: str, value: Any) -> _ItemT:
+    """``item.model_copy(update={name: value})`` without pydantic's generic copy machinery,
+    which costs several times more (compactkit's hot paths make one per stored item or masked
+    output). Like ``model_copy`` it does not validate ``value``: pass a value of the field's
+    type. Items are frozen, forbid extras and hold no private state, so a copy is their field
+    dict and the set of fields given; a model with extras or private state takes
+    ``model_copy``."""
+    if item.__pydantic_extra__ is not None or item.__pydantic_private__ is not None:
+        return item.model_copy(update={name: value})
+    copied = object.__new__(type(item))
+    store = object.__setattr__  # the generic store: BaseModel's own refuses (frozen)
+    store(copied, "__dict__", {**item.__dict__, name: value})
+    store(copied, "__pydantic_fields_set__", item.__pydantic_fields_set__ | {name})
+    store(copied, "__pydantic_extra__", None)
+    store(copied, "__pydantic_private__", None)
+    return copied
