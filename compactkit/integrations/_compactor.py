@@ -16,8 +16,9 @@ from compactkit.compressors.base import CompressorLike
 from compactkit.compressors.sections import without_provenance
 from compactkit.errors import ConfigError
 from compactkit.governance.policy import CompactPolicy, TriggerLike
-from compactkit.governance.projector import ContextProjector, Projection, ProjectionReport
+from compactkit.governance.projector import ContextProjector, Projection
 from compactkit.integrations._cold import COLD_FROM, read_cold, shift_report
+from compactkit.integrations._compacted import COMPACTOR_OPTIONS, CompactedMessages
 from compactkit.integrations._seen import SeenList
 from compactkit.integrations._wire import (
     MessageFormat,
@@ -28,7 +29,6 @@ from compactkit.integrations._wire import (
 )
 from compactkit.items import Item, Message, Tool
 from compactkit.items.snapshot import (
-    CompactResult,
     MemorySnapshot,
     SummaryRole,
     is_summary_message,
@@ -43,36 +43,6 @@ if TYPE_CHECKING:  # the preview loads with its first use (it pulls in the summa
     from compactkit.compressors.preview import CompactionPreview
 
 __all__ = ["COMPACTOR_OPTIONS", "CompactedMessages", "MessageCompactor"]
-
-
-@dataclass(frozen=True)
-class CompactedMessages:
-    """What to send this turn and what to keep, in the format the messages came in."""
-
-    send: list[Any]
-    """The prompt: pass it as ``messages=`` (Chat, Anthropic) or ``input=`` (Responses)."""
-    history: list[Any]
-    """What to keep as the conversation: the very list given while it holds exactly what the
-    compactor holds (nothing compacted, or the list extends a ``history`` it returned);
-    otherwise the marked summary and the kept messages (as given where unchanged)."""
-    report: ProjectionReport
-    """What the prompt kept, masked and omitted of the history, and why."""
-    format: MessageFormat
-    """The format of ``send`` and ``history``."""
-    tokens: int
-    """Tokens of the whole request (messages, instructions, tool schemas), by the model's
-    counter."""
-    budget: int
-    """The budget the request had to fit."""
-    system: Any = None
-    """Anthropic only: the ``system=`` to send (the one given, plus the summary when its role
-    is ``system``); ``None`` for the other formats."""
-    compacted: bool = False
-    """Whether this call compacted the history (``history`` is then a new list)."""
-    compaction: CompactResult | None = None
-    """The compaction that ran on this call, if one did (applied, or failed and reported)."""
-    events: tuple[Event, ...] = ()
-    """What happened: passthrough warnings, compactions, the projection."""
 
 
 @dataclass
@@ -529,20 +499,3 @@ class MessageCompactor:
             compaction=step.compaction,
             events=(*prepared.events, *events),
         )
-
-
-COMPACTOR_OPTIONS = (
-    "budget",
-    "trigger",
-    "target",
-    "compressor",
-    "summary_role",
-    "registry",
-    "compaction",
-    "policy",
-    "projector",
-    "governor",
-    "on_event",
-    "background",
-)
-"""The options ``MessageCompactor`` takes beyond ``model``, ``format`` and ``tools``."""

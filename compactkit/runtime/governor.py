@@ -27,10 +27,9 @@ from typing import TYPE_CHECKING
 from compactkit.budget import ProfileRegistry, TokenCounter
 from compactkit.compressors import LadderCompressor, MemoryCompressor
 from compactkit.compressors.base import CompressorLike
-from compactkit.errors import ConcurrencyError, ConfigError
+from compactkit.errors import ConfigError
 from compactkit.governance.policy import (
     CompactPolicy,
-    PolicyState,
     TriggerLike,
 )
 from compactkit.governance.projector import ContextProjector, Projection, checked_tools
@@ -38,37 +37,29 @@ from compactkit.governance.status import BudgetStatus
 from compactkit.items import Tool
 from compactkit.items.snapshot import CompactResult, MemorySnapshot, SummaryRole
 from compactkit.memory.base import AgentMemory
-from compactkit.runtime._compaction import _compaction_event, _off_event
 from compactkit.runtime._governor_setup import (
     _check_parts,
     _check_prompt_tokens,
     _checked_init,
     _for_model_parts,
-    _require_memory,
 )
 from compactkit.runtime._governor_setup import (
     default_policy as default_policy,  # its home since the split; imported from here by others
 )
+from compactkit.runtime._governor_step import finish_step, prepare_step
 from compactkit.runtime._governor_track import (
     LadderCache,
     Track,
     Tracks,
-    compacted,
-    growth,
     ladder_target,
-    measure_step,
     observed_overflow,
     observed_usage,
-    project_step,
-    projection_event,
-    step_budget,
 )
 from compactkit.runtime._owners import ProjectionOwners
 from compactkit.runtime._request import answer_request
 from compactkit.runtime.background import BackgroundCompaction
 from compactkit.runtime.events import (
     CompactionRequest,
-    CompactionVetoed,
     Event,
     EventHandler,
     emit,
@@ -389,7 +380,7 @@ class Governor:
         force: bool,
     ) -> StepPlan:
         """Measure ``memory`` and decide whether to compact it now (a scheduler's first part)."""
-        return self._prepare(memory, instructions, tools, usage, force)
+        return prepare_step(self, memory, instructions, tools, usage, force)
 
     def compressor_for(
         self, plan: StepPlan, *, instructions: Instructions, tools: Sequence[Tool]
@@ -407,7 +398,7 @@ class Governor:
         tools: Sequence[Tool],
     ) -> GovernedStep:
         """Apply ``result`` (if any) atomically and project the prompt (a scheduler's last part)."""
-        return self._finish(memory, plan, result, instructions, tools)
+        return finish_step(self, memory, plan, result, instructions, tools)
 
     def record_compaction(self, memory: AgentMemory) -> None:
         """A compaction was applied to ``memory`` outside a step (in the background): the
@@ -430,116 +421,6 @@ class Governor:
         # The smoothed ratio covers memories not observed yet; a memory's own latest ratio is
         # the best guess for its next prompt (same content, same tokenizer gap).
         return max(1.0, self._calibration, track.ratio)
-
-    def _prepare(
-        self,
-        memory: AgentMemory,
-        instructions: Instructions,
-        tools: Sequence[Tool],
-        usage: int | None,
-        force: bool,
-    ) -> StepPlan:
-        _require_memory(memory)
-        # Arguments are checked here, before the policy counts them, so a wrong one is named.
-        tools = checked_tools(tools)
-        self.projector.check_instructions(instructions)
-        track = self._track(memory)
-        if usage is not None:
-            track.last_usage = usage
-        snapshot = memory.snapshot()
-        events: list[Event] = []
-        policy = self.policy
-        state: PolicyState | None = None
-        if policy is not None:
-            state, due = measure_step(
-                policy,
-                snapshot,
-                self.counter,
-                track,
-                instructions,
-                tools,
-                force,
-                self.clock,
-                self._factor,
-            )
-        else:
-            due = force or track.requested
-        track.requested = False  # a request is for one step: it never repeats itself
-        request = None
-        if due:
-            if state is None:
-                state = PolicyState(tokens=0, items=len(snapshot.items), forced=True)
-            request = CompactionRequest(
-                snapshot=snapshot, state=state, forced=force, model=policy.model if policy else None
-            )
-            if self.compressor is None:
-                events.append(self.emit(_off_event()))
-                request = None
-            elif self.before_compaction is not None and not self.before_compaction(request):
-                events.append(self.emit(CompactionVetoed(request)))
-                request = None
-        return StepPlan(snapshot, state, track, request, events)
-
-    def _finish(
-        self,
-        memory: AgentMemory,
-        plan: StepPlan,
-        result: CompactResult | None,
-        instructions: Instructions,
-        tools: Sequence[Tool],
-    ) -> GovernedStep:
-        snapshot, track, events = plan.snapshot, plan.track, plan.events
-        applied = False
-        if result is not None:
-            applied, error = False, result.error
-            if result.changed:
-                try:
-                    applied = memory.apply(result)
-                except ConcurrencyError as exc:
-                    error = f"not applied, the memory changed while compacting: {exc}"
-            if applied:
-                self.projector.forget(snapshot)  # the compacted history is not projected again
-                snapshot = memory.snapshot()
-            assert plan.request is not None
-            gained = growth(track, plan.request.state.tokens)
-            if applied:
-                compacted(
-                    track,
-                    self.policy,
-                    self.counter,
-                    snapshot,
-                    result,
-                    instructions,
-                    tools,
-                    self._factor,
-                )
-            event = _compaction_event(result, applied, plan.request, error, self.policy, gained)
-            events.append(self.emit(event))
-            if not applied:
-                snapshot = memory.snapshot()  # a concurrent write may have landed
-        factor = self._factor(track)
-        budget = step_budget(self.projector.budget, self.policy, factor)
-        # What a compaction request is judged by: this step's measure, unless it compacted.
-        measured = track.floor if applied else plan.state.tokens if plan.state else None
-        projection = project_step(
-            self.projector,
-            self.status,
-            self.counter,
-            snapshot,
-            instructions,
-            tools,
-            budget,
-            measured,
-            track,
-            factor,
-        )
-        track.turn += 1
-        track.since += 1
-        track.last_step = self.clock()
-        events.append(self.emit(projection_event(projection)))
-        with self._lock:
-            self._owners.remember(projection, track)
-        return GovernedStep(projection, result, tuple(events), plan.state)
 
     def _compressor_for(
         self,

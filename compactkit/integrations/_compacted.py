@@ -1,0 +1,61 @@
+"""What ``MessageCompactor`` returns, ``CompactedMessages``, and the options it takes (moved
+out of _compactor.py; both public from ``compactkit.integrations.messages``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from compactkit.governance.projector import ProjectionReport
+from compactkit.integrations._wire import MessageFormat
+from compactkit.items.snapshot import CompactResult
+from compactkit.runtime.events import Event
+
+__all__ = ["COMPACTOR_OPTIONS", "CompactedMessages"]
+
+
+@dataclass(frozen=True)
+class CompactedMessages:
+    """What to send this turn and what to keep, in the format the messages came in."""
+
+    send: list[Any]
+    """The prompt: pass it as ``messages=`` (Chat, Anthropic) or ``input=`` (Responses)."""
+    history: list[Any]
+    """What to keep as the conversation: the very list given while it holds exactly what the
+    compactor holds (nothing compacted, or the list extends a ``history`` it returned);
+    otherwise the marked summary and the kept messages (as given where unchanged)."""
+    report: ProjectionReport
+    """What the prompt kept, masked and omitted of the history, and why."""
+    format: MessageFormat
+    """The format of ``send`` and ``history``."""
+    tokens: int
+    """Tokens of the whole request (messages, instructions, tool schemas), by the model's
+    counter."""
+    budget: int
+    """The budget the request had to fit."""
+    system: Any = None
+    """Anthropic only: the ``system=`` to send (the one given, plus the summary when its role
+    is ``system``); ``None`` for the other formats."""
+    compacted: bool = False
+    """Whether this call compacted the history (``history`` is then a new list)."""
+    compaction: CompactResult | None = None
+    """The compaction that ran on this call, if one did (applied, or failed and reported)."""
+    events: tuple[Event, ...] = ()
+    """What happened: passthrough warnings, compactions, the projection."""
+
+
+COMPACTOR_OPTIONS = (
+    "budget",
+    "trigger",
+    "target",
+    "compressor",
+    "summary_role",
+    "registry",
+    "compaction",
+    "policy",
+    "projector",
+    "governor",
+    "on_event",
+    "background",
+)
+"""The options ``MessageCompactor`` takes beyond ``model``, ``format`` and ``tools``."""
