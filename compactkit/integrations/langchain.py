@@ -58,6 +58,7 @@ from compactkit.governance.policy import CompactPolicy, TriggerLike  # noqa: E40
 from compactkit.governance.projector import ContextProjector, Projection  # noqa: E402
 from compactkit.integrations import _langchain_convert as convert  # noqa: E402
 from compactkit.integrations._governed import OPTIONS, Governors, Mode  # noqa: E402
+from compactkit.integrations._langchain_cold import read_cold  # noqa: E402
 from compactkit.integrations._langchain_llm import LangChainLLM, summary_compressor  # noqa: E402
 from compactkit.integrations._langchain_options import (  # noqa: E402
     ClearToolOutputs,
@@ -178,6 +179,15 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 f"exclude_tools=), got {type(clear_tool_outputs).__name__}"
             )
         self.clear_tool_outputs = clear_tool_outputs
+        # A long thread's first call reads only the end a compaction keeps (_langchain_cold.py)
+        # where nothing else sees that fold: no callback, no compressor of the user's.
+        self._reads_cold = (
+            mode == "project"
+            and compressor is None
+            and on_event is None
+            and before_compaction is None
+            and not budget_visible
+        )
         self.governors = Governors.build(
             model,
             format="langchain",
@@ -292,13 +302,36 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self, request: ModelRequest
     ) -> tuple[Mirror[BaseMessage], MemorySnapshot, list[Message], list[Tool]]:
         mirror = self._mirrors.get(_thread(request.runtime))
-        with mirror.lock:
-            snapshot = mirror.sync(request.messages, self.governors.passthrough)
         instructions = self._instructions(request.system_message)
         tools = self._tool_schemas(request.tools)
+        with mirror.lock:
+            snapshot = self._read_cold(mirror, request.messages, instructions, tools)
+            if snapshot is None:
+                snapshot = mirror.sync(request.messages, self.governors.passthrough)
         # before_model cannot see these, and the compaction target must leave room for them.
         mirror.context = (instructions, tools)
         return mirror, snapshot, instructions, tools
+
+    def _read_cold(
+        self,
+        mirror: Mirror[BaseMessage],
+        messages: Sequence[BaseMessage],
+        instructions: list[Message],
+        tools: list[Tool],
+    ) -> MemorySnapshot | None:
+        """A long thread's first read in this process: the memory a compaction leaves, read
+        from the thread's end (``_langchain_cold.py``); ``None``: sync it whole."""
+        if not self._reads_cold or mirror.sources:
+            return None
+        empty = mirror.memory.snapshot()
+        if empty.items or empty.summary:
+            return None
+        cold = read_cold(messages, self.governors.projecting, instructions, tools)
+        if cold is None:
+            return None
+        mirror.memory.restore(cold)
+        mirror.adopt(messages)
+        return mirror.memory.snapshot()
 
     def _projected(
         self,

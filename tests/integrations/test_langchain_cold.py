@@ -1,0 +1,196 @@
+"""``CompactkitMiddleware``'s first call on a long thread (``_langchain_cold.py``): it reads only
+the end a compaction keeps and digests the user's words before it, and what the LangChain chat
+model receives still holds the request contract (rows a-g, tests/contract_support.py): under
+budget, the newest group verbatim and last, the task and every rule present, no call without
+its output, the summary once. Anything the shape check does not vouch for reads the thread
+whole, as before."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from contract_support import RequestChecker
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from pydantic import Field
+
+from compactkit.integrations import _langchain_convert
+from compactkit.integrations._langchain_cold import COLD_FROM
+from compactkit.integrations.langchain import CompactkitMiddleware
+from compactkit.items import Item, Message
+from compactkit.testing import block_network
+
+MODEL = "gpt-4o-mini"
+BUDGET = 6_000
+SYSTEM = "You fix the parser. Be brief."
+TASK = "TASK-7"
+RULES = ["RULE-A: always run pytest with -q.", "RULE-B: never edit setup.cfg."]
+
+
+@pytest.fixture(autouse=True)
+def _offline() -> Iterator[None]:
+    with block_network():
+        yield
+
+
+class Recording(GenericFakeChatModel):
+    """A chat model that answers "done." and keeps every message list it was called with."""
+
+    seen: list[list[BaseMessage]] = Field(default_factory=list)
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        self.seen.append(list(messages))
+        return super()._generate(messages, *args, **kwargs)
+
+
+def thread(
+    turns: int, sizes: list[int], rule_turns: tuple[int, int] = (3, 40)
+) -> list[BaseMessage]:
+    """A finished coding thread: ``turns`` user turns, each a tool round and an answer; the
+    first asks the task, two of them give a rule each."""
+    out: list[BaseMessage] = []
+    for n in range(turns):
+        text = f"{TASK}: fix the parser in src/app.py." if n == 0 else f"question {n} on the parser"
+        if n in rule_turns:
+            text += " " + RULES[rule_turns.index(n)]
+        out.append(HumanMessage(text))
+        call = {"name": "read", "args": {"n": n}, "id": f"call_{n}", "type": "tool_call"}
+        out.append(AIMessage("", tool_calls=[call]))  # type: ignore[list-item]
+        size = sizes[n % len(sizes)]
+        out.append(
+            ToolMessage(f"result {n}: " + "line of output\n" * size, tool_call_id=f"call_{n}")
+        )
+        out.append(AIMessage(f"answer {n}: the parser reads line {n}."))
+    out.append(HumanMessage("What is left to do?"))
+    return out
+
+
+def as_items(messages: list[BaseMessage]) -> list[Item]:
+    """What the model received, as compactkit items (the summary as its sealed message)."""
+    items: list[Item] = []
+    for message in messages:
+        converted = _langchain_convert.to_items(message, lambda reason: None)
+        if isinstance(converted, str):
+            items.append(Message(role="user", content=message.text))
+        else:
+            items += [item for item in converted if not isinstance(item, str)]
+    return items
+
+
+def first_call(
+    messages: list[BaseMessage], monkeypatch: pytest.MonkeyPatch, **options: Any
+) -> tuple[list[BaseMessage], int, Recording]:
+    """The messages the chat model got on the agent's first call over ``messages``, and how
+    many messages compactkit converted."""
+    converted = [0]
+    real = _langchain_convert.to_items
+
+    def counting(message: BaseMessage, warn: Any) -> Any:
+        converted[0] += 1
+        return real(message, warn)
+
+    monkeypatch.setattr(_langchain_convert, "to_items", counting)
+    model = Recording(messages=iter([AIMessage("done.")] * 3))
+    middleware = CompactkitMiddleware(MODEL, budget=BUDGET, **options)
+    agent = create_agent(model, tools=[], system_prompt=SYSTEM, middleware=[middleware])
+    agent.invoke({"messages": messages})
+    return model.seen[0], converted[0], model
+
+
+def checker() -> RequestChecker:
+    return RequestChecker(
+        model=MODEL,
+        budget=BUDGET,
+        instructions=SYSTEM,
+        task=TASK,
+        rules=list(RULES),
+        newest=["What is left to do?"],
+    )
+
+
+def test_a_long_threads_first_call_reads_its_end_and_holds_the_contract(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    messages = thread(120, [5, 80, 20])
+    assert len(messages) >= COLD_FROM
+    sent, converted, _ = first_call(messages, monkeypatch)
+    checker().check(as_items(sent), where="cold first call")
+    assert converted < len(messages) // 4, "the whole thread was converted"
+    assert sum(_langchain_convert.is_summary(m) for m in sent) == 1
+
+
+def test_the_next_call_continues_from_the_cold_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    messages = thread(120, [5, 80, 20])
+    model = Recording(messages=iter([AIMessage("done.")] * 4))
+    middleware = CompactkitMiddleware(MODEL, budget=BUDGET)
+    agent = create_agent(model, tools=[], system_prompt=SYSTEM, middleware=[middleware])
+    state = agent.invoke({"messages": messages})
+    grown = [*state["messages"], HumanMessage("And the tests? RULE-C: keep it short.")]
+    agent.invoke({"messages": grown})
+    check = checker()
+    check.check(as_items(model.seen[0]), where="first")
+    check.rules.append("RULE-C: keep it short.")
+    check.newest = ["And the tests? RULE-C: keep it short."]
+    check.check(as_items(model.seen[1]), where="second")
+
+
+@settings(deadline=None, max_examples=12)
+@given(
+    turns=st.integers(70, 160),
+    sizes=st.lists(st.integers(0, 400), min_size=1, max_size=5),
+    rule_turns=st.tuples(st.integers(0, 60), st.integers(1, 69)).filter(lambda t: t[0] != t[1]),
+)
+def test_the_contract_holds_on_any_long_threads_first_call(
+    turns: int, sizes: list[int], rule_turns: tuple[int, int]
+) -> None:
+    messages = thread(turns, sizes, rule_turns)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        sent, _, _ = first_call(messages, monkeypatch)
+    checker().check(as_items(sent), where=f"{turns} turns, sizes {sizes}")
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["unknown kind", "summary in the thread", "compact mode", "on_event", "short thread"],
+)
+def test_what_the_shape_check_cannot_vouch_for_reads_the_thread_whole(
+    change: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    messages = thread(120, [5, 80, 20])
+    options: dict[str, Any] = {}
+    if change == "unknown kind":
+        messages.insert(9, ChatMessage(content="a note", role="critic"))
+    elif change == "summary in the thread":
+        summary = _langchain_convert.summary_message(f"## Goal\n- {TASK}\n{RULES[0]}\n{RULES[1]}")
+        messages = [summary, *messages[4:]]
+    elif change == "compact mode":
+        options["mode"] = "compact"
+    elif change == "on_event":
+        options["on_event"] = lambda event: None
+    else:
+        messages = thread(20, [5, 80, 20], (3, 10))
+    sent, converted, _ = first_call(messages, monkeypatch, **options)
+    assert converted >= len(messages)
+    checker().check(as_items(sent), where=change)
+
+
+def test_leading_system_messages_stay_first_and_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
+    messages = [SystemMessage("Answer in English."), *thread(120, [5, 80, 20])]
+    sent, converted, _ = first_call(messages, monkeypatch)
+    assert converted < len(messages) // 4
+    assert [m.text for m in sent[:2]] == [SYSTEM, "Answer in English."]
+    check = checker()
+    check.instructions = "Answer in English."
+    check.check(as_items(sent[1:]), where="leading system message")
