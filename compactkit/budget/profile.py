@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any, Literal, TypeAlias, TypeVar
 
@@ -52,7 +52,10 @@ _nesting: ContextVar[int] = ContextVar("compactkit_profiles_nesting", default=0)
 class _Frozen(BaseModel):
     """Immutable; an invalid value raises ``ConfigError`` naming the field (not pydantic's error)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Pydantic builds a model's validator when it first validates, not when the module loads:
+    # a process that reads only the shipped profiles (constructed unvalidated: see
+    # ``_profiles_shipped``) and the default policy never builds them.
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     def __init__(self, **data: Any) -> None:
         # Pydantic runs this for nested models too; only the outermost call converts, so the
@@ -224,20 +227,9 @@ class ModelProfile(_Frozen):
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelProfile:
-        if self.max_output > self.context_window:
-            raise ValueError(
-                f"max_output ({self.max_output}) exceeds context_window ({self.context_window});"
-                " the reply has to fit in the window"
-            )
-        if self.input_cap is not None and self.input_cap >= self.context_window:
-            raise ValueError(
-                f"input_cap ({self.input_cap}) is not below context_window"
-                f" ({self.context_window}); leave input_cap out when the window is the only limit"
-            )
-        if self.encoding is None and self.chars_per_token is None:
-            raise ValueError("a profile without an encoding needs chars_per_token to estimate")
-        if self.exact and (self.encoding is None or self.message_rules is None):
-            raise ValueError("exact=true needs an encoding and message_rules that are verified")
+        problem = inconsistency(self)
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     @property
@@ -359,8 +351,14 @@ class BudgetPolicy(_Frozen):
 
     def resolve(self, profile: ModelProfile, *, model: str | None = None) -> Budget:
         """All of this policy's numbers for ``profile``, checked, as a ``Budget``."""
-        return Budget(
-            model=model or profile.name,
+        name = model or profile.name
+        # Validating would change nothing (the numbers are this policy's checked ints, models
+        # are taken as they are: pydantic never revalidates instances), so a right call skips
+        # it; a wrong argument gets the validating constructor's ConfigError.
+        right = isinstance(profile, ModelProfile) and isinstance(name, str)
+        build: Callable[..., Budget] = Budget.model_construct if right else Budget
+        return build(
+            model=name,
             profile=profile,
             policy=self,
             reserved_output=self.reserved_output_tokens(profile),
@@ -399,6 +397,25 @@ class Budget(_Frozen):
     """Compact when the prompt reaches this many tokens."""
     target_tokens: int
     """Compact down to this many tokens."""
+
+
+def inconsistency(profile: ModelProfile) -> str | None:
+    """What contradicts what in ``profile``'s numbers, or ``None`` (``ModelProfile``'s check)."""
+    if profile.max_output > profile.context_window:
+        return (
+            f"max_output ({profile.max_output}) exceeds context_window ({profile.context_window});"
+            " the reply has to fit in the window"
+        )
+    if profile.input_cap is not None and profile.input_cap >= profile.context_window:
+        return (
+            f"input_cap ({profile.input_cap}) is not below context_window"
+            f" ({profile.context_window}); leave input_cap out when the window is the only limit"
+        )
+    if profile.encoding is None and profile.chars_per_token is None:
+        return "a profile without an encoding needs chars_per_token to estimate"
+    if profile.exact and (profile.encoding is None or profile.message_rules is None):
+        return "exact=true needs an encoding and message_rules that are verified"
+    return None
 
 
 def _amount(value: object, *, zero_ok: bool) -> int | float:

@@ -29,9 +29,11 @@ from collections.abc import Iterable, Mapping
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from compactkit.budget._encodings import cache_folder, read_cached, write_cached
+from compactkit.budget._profiles_shipped import shipped, shipped_default_policy
 from compactkit.budget.profile import (
     DEFAULT_RESERVED_OUTPUT,
     Budget,
@@ -43,11 +45,6 @@ from compactkit.budget.profile import (
     _validate,
 )
 from compactkit.errors import ConfigError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
 
 __all__ = [
     "DEFAULT_RESERVED_OUTPUT",
@@ -114,7 +111,7 @@ class ProfileRegistry:
         self._profiles: dict[str, ModelProfile] = {}
         self._policies: dict[str, tuple[str, BudgetPolicy]] = {}
         self.default = default
-        self.default_policy = default_policy or BudgetPolicy()
+        self.default_policy = default_policy or shipped_default_policy()
         for profile in profiles:
             self.register(profile)
         for pattern, policy in (policies or {}).items():
@@ -206,6 +203,7 @@ class ProfileRegistry:
             ConfigError: The file is unreadable, not TOML, or holds an invalid value (named).
         """
         where = os.fspath(path)
+        tomllib = _toml()
         try:
             data = tomllib.loads(Path(where).read_text(encoding="utf-8"))
         except OSError as exc:
@@ -312,10 +310,14 @@ def _tables(value: object, where: str, what: str) -> list[dict[str, Any]]:
 @cache
 def _bundled_profiles() -> tuple[ModelProfile, ...]:
     text = (resources.files("compactkit.budget") / "profiles.toml").read_text("utf-8")
-    return tuple(
-        _validate(ModelProfile, table, "compactkit/budget/profiles.toml")
-        for table in _profile_tables(text)
-    )
+    where = "compactkit/budget/profiles.toml"
+    profiles = []
+    for table in _profile_tables(text):
+        try:
+            profiles.append(shipped(ModelProfile, table))
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from exc
+    return tuple(profiles)
 
 
 _TABLES_FORMAT = b"compactkit-profile-tables-1"
@@ -327,8 +329,8 @@ def _profile_tables(text: str) -> list[dict[str, Any]]:
     (``COMPACTKIT_CACHE_DIR``), where the first process that parsed this very text left them
     (``marshal``-ed, about 0.1 ms to read; the file is named by the text's sha256 and checked
     by its own, so a cache of other profiles or a damaged one is never used, and a cache
-    that cannot be read or written only means the text is parsed). Every table is validated
-    as before either way."""
+    that cannot be read or written only means the text is parsed). Every table becomes a
+    profile the same way either way (``_profiles_shipped.shipped``)."""
     folder = cache_folder()
     path = None
     if folder is not None:
@@ -342,7 +344,7 @@ def _profile_tables(text: str) -> list[dict[str, Any]]:
                 tables = None
             if type(tables) is list and all(type(table) is dict for table in tables):
                 return tables
-    tables = tomllib.loads(text)["profile"]
+    tables = _toml().loads(text)["profile"]
     if path is not None:
         try:
             payload = marshal.dumps(tables)
@@ -350,6 +352,17 @@ def _profile_tables(text: str) -> list[dict[str, Any]]:
             return tables  # type: ignore[no-any-return]
         write_cached(path, _TABLES_FORMAT, payload)
     return tables  # type: ignore[no-any-return]
+
+
+def _toml() -> ModuleType:
+    """The TOML parser, loaded with its first use: a process that reads the bundled profiles
+    back from the cache and loads no file of its own never needs it (its import compiles
+    regular expressions, a few ms)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+    return tomllib  # type: ignore[no-any-return, unused-ignore]
 
 
 @cache

@@ -76,7 +76,7 @@ _LAZY: dict[str, str] = {
     "SectionKey": "compactkit.compressors.sections",
     "SectionSpec": "compactkit.compressors.sections",
     "SummaryDocument": "compactkit.compressors.sections",
-    "without_provenance": "compactkit.compressors.sections",
+    "without_provenance": "compactkit.compressors._refs",  # (sections loads its parsers)
     "without_refs": "compactkit.compressors.sections",
     "WindowedCompressor": "compactkit.compressors.window",
     "digest_items": "compactkit.compressors.digest",

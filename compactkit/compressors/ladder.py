@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors._args import check_sizes, snapshot_arg
@@ -40,12 +40,13 @@ from compactkit.compressors._plan import (
     result,
 )
 from compactkit.compressors.base import MemoryCompressor
-from compactkit.compressors.digest import DigestCompressor
 from compactkit.compressors.masking import MaskingCompressor
-from compactkit.compressors.window import WindowedCompressor
 from compactkit.errors import ConfigError
 from compactkit.items import FunctionCallOutput, Tool
 from compactkit.items.snapshot import CompactResult, MemorySnapshot
+
+if TYPE_CHECKING:  # loaded when the ladder first climbs: a call under its target never needs them
+    pass
 
 __all__ = ["LadderCompressor"]
 
@@ -95,6 +96,9 @@ class LadderCompressor:
         """The compressors this ladder runs, in order."""
         if self.steps is not None:
             return list(self.steps)
+        from compactkit.compressors.digest import DigestCompressor
+        from compactkit.compressors.window import WindowedCompressor
+
         common: dict[str, Any] = {"counter": self.counter, "tools": self.tools}
         rungs: list[MemoryCompressor] = [
             MaskingCompressor(
@@ -216,6 +220,9 @@ class LadderCompressor:
     ) -> tuple[MemorySnapshot, int, list[str], list[tuple[str, str, BaseException | None]]]:
         """Run the rungs in order until the target is met: the snapshot reached, its tokens,
         the rungs that changed it and those that failed (each recorded in ``details``)."""
+        from compactkit.compressors.digest import DigestCompressor
+        from compactkit.compressors.window import WindowedCompressor
+
         counter, target = self.counter, self.target_tokens
         originals = {i.call_id: i for i in snapshot.items if isinstance(i, FunctionCallOutput)}
         current, tokens = snapshot, before
@@ -269,6 +276,8 @@ def _run_rung(
 ) -> tuple[CompactResult, Measured | None]:
     """One rung's result, and what it measured when it is a default step handed the ladder's
     measurement (``measured``); the original outputs go to a step that reads them."""
+    from compactkit.compressors.digest import DigestCompressor
+
     if measured is not None and isinstance(step, MaskingCompressor):
         return step._compress_measured(measured)
     if measured is not None and isinstance(step, DigestCompressor):

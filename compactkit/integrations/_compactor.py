@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from compactkit.budget.profiles import ProfileRegistry
+from compactkit.compressors import without_provenance
 from compactkit.compressors.base import CompressorLike
-from compactkit.compressors.sections import without_provenance
 from compactkit.errors import ConfigError
 from compactkit.governance.policy import CompactPolicy, TriggerLike
 from compactkit.governance.projector import ContextProjector, Projection
@@ -35,12 +35,12 @@ from compactkit.items.snapshot import (
 )
 from compactkit.memory.base import AgentMemory
 from compactkit.memory.in_memory import InMemoryMemory
-from compactkit.runtime.background import BackgroundCompaction
 from compactkit.runtime.events import Event, PassthroughEvent, ProjectionEvent, emit
 from compactkit.runtime.governor import GovernedStep, Governor
 
 if TYPE_CHECKING:  # the preview loads with its first use (it pulls in the summarizer)
     from compactkit.compressors.preview import CompactionPreview
+    from compactkit.runtime.background import BackgroundCompaction  # (asyncio: with its use)
 
 __all__ = ["COMPACTOR_OPTIONS", "CompactedMessages", "MessageCompactor"]
 

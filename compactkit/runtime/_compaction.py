@@ -8,8 +8,6 @@ on every step while the context keeps growing."""
 
 from __future__ import annotations
 
-import asyncio
-
 from compactkit.compressors import MemoryCompressor
 from compactkit.errors import ConfigError
 from compactkit.governance.cost import Horizon, compaction_cost
@@ -38,6 +36,8 @@ async def _safe_acompress(compressor: MemoryCompressor, snapshot: MemorySnapshot
         if callable(acompress):
             result: CompactResult = await acompress(snapshot)
             return result
+        import asyncio  # (loaded with async use: a sync caller never needs it)
+
         return await asyncio.to_thread(compressor.compress, snapshot)
     except ConfigError:
         raise  # the user's to fix: see the module docstring

@@ -4,7 +4,7 @@ the fix) and the defaults ``Governor.for_model`` builds (the projector, the poli
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compactkit.budget import ProfileRegistry, budget_for, counter_for
 from compactkit.compressors import as_memory_compressor
@@ -21,8 +21,10 @@ from compactkit.governance.policy import (
 from compactkit.governance.projector import ContextProjector
 from compactkit.governance.status import BudgetStatus
 from compactkit.items.snapshot import SummaryRole
-from compactkit.runtime.background import BackgroundCompaction
 from compactkit.runtime.events import CompactionRequest, EventHandler
+
+if TYPE_CHECKING:  # loaded with its use (it brings asyncio): see _check_parts
+    from compactkit.runtime.background import BackgroundCompaction
 
 _MEMORY_METHODS = ("snapshot", "apply", "add_user_input", "add_output_items", "add_tool_output")
 
@@ -65,6 +67,8 @@ def _check_parts(
     status: BudgetStatus | None,
 ) -> None:
     """A ``Governor``'s background scheduler and status line, or a ``ConfigError``."""
+    if background is not None:
+        from compactkit.runtime.background import BackgroundCompaction
     if background is not None and not isinstance(background, BackgroundCompaction):
         raise ConfigError(
             f"background must be a BackgroundCompaction, got {type(background).__name__}"

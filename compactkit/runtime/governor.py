@@ -57,7 +57,6 @@ from compactkit.runtime._governor_track import (
 )
 from compactkit.runtime._owners import ProjectionOwners
 from compactkit.runtime._request import answer_request
-from compactkit.runtime.background import BackgroundCompaction
 from compactkit.runtime.events import (
     CompactionRequest,
     Event,
@@ -74,6 +73,7 @@ from compactkit.runtime.scheduling import (
 
 if TYPE_CHECKING:  # the preview loads with its first use (it pulls in the summarizer)
     from compactkit.compressors.preview import CompactionPreview
+    from compactkit.runtime.background import BackgroundCompaction  # (asyncio: with its use)
 
 __all__ = ["GovernedStep", "Governor"]
 

@@ -15,7 +15,6 @@ and applies its result at a later step. Both use only ``StepSeam``.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -240,6 +239,8 @@ class ForegroundCompaction:
     ) -> GovernedStep:
         """``step`` for async code: the compressor's ``acompress`` when it has one; counting,
         storage and a sync compressor run in a worker thread, off the event loop."""
+
+        import asyncio  # (loaded with async use: a sync caller never needs it)
 
         def prepare() -> StepPlan:
             return governor.prepare(
