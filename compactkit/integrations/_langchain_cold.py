@@ -18,12 +18,12 @@ newest part within the policy's target, so ``read_cold`` builds that directly, r
    The assistant's words and the tool traffic of that part are not read: the files, commands,
    errors and decisions a full digest would list from it are not in this summary.
 
-Anything else (a passthrough, a summary in the thread, a reused call id in the kept part, a
-digest that is not smaller than the messages it replaces, no human or system message before
-the kept part) and the thread is read whole, as before. The memory then holds the summary and
-the kept part, under the target (so below the trigger: the first call projects, no compaction
-runs); later calls read only their new messages, and the next compaction folds the kept part
-into that summary. Only for ``mode="project"`` with the default compressor, no
+Anything else (a message the converter would pass through, a summary in the thread, no human
+or system message before the kept part) and the thread is read whole, as before. The mirror
+then reads the kept part as it reads any thread (a reused call id is renamed for the memory
+alike) and holds the summary with it, under the target (so below the trigger: the first call
+projects, no compaction runs); later calls read only their new messages, and the next
+compaction folds the kept part into that summary. Only for ``mode="project"`` with the default compressor, no
 ``before_compaction``, ``on_event`` or ``budget_visible`` (each would see a fold no event
 reported); tests/integrations/test_langchain_cold.py holds what reaches the model to the
 request contract.
@@ -32,6 +32,7 @@ request contract.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -41,13 +42,21 @@ from compactkit.compressors.digest import digest_items
 from compactkit.compressors.digest.compressor import DIGEST_SHARE, USER_WORDS
 from compactkit.integrations import _langchain_convert as convert
 from compactkit.integrations._cold import COLD_FROM
-from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, Tool
-from compactkit.items.snapshot import MemorySnapshot, looks_sealed, summary_message
+from compactkit.items import Item, Message, Tool
+from compactkit.items.snapshot import looks_sealed, summary_message
 from compactkit.runtime.governor import Governor
 
-__all__ = ["COLD_FROM", "read_cold"]
+__all__ = ["COLD_FROM", "ColdThread", "read_cold"]
 
-_READ = (HumanMessage, AIMessage, ToolMessage, SystemMessage)
+
+@dataclass(frozen=True)
+class ColdThread:
+    """What ``read_cold`` read of a thread: the messages to mirror and the summary of the rest."""
+
+    kept: list[BaseMessage]
+    """The leading system messages and the kept end, in order (the mirror converts them)."""
+    summary: str
+    """The digest of the human and system messages before the kept end."""
 
 
 def read_cold(
@@ -55,10 +64,9 @@ def read_cold(
     governor: Governor,
     instructions: Sequence[Message],
     tools: Sequence[Tool],
-) -> MemorySnapshot | None:
-    """The mirror's memory for a long thread read for the first time (the summary of the
-    unread start and the items of the leading system messages and the kept end), or ``None``:
-    read the whole thread."""
+) -> ColdThread | None:
+    """The part of a long thread read for the first time that the mirror holds, and the
+    summary of the rest; ``None``: read the whole thread."""
     policy = governor.policy
     if len(messages) < COLD_FROM or policy is None:
         return None
@@ -75,12 +83,12 @@ def read_cold(
     found = _kept_end(messages, lead, room // 2, governor)
     if found is None:
         return None
-    cut, kept, kept_tokens = found
+    cut, kept_tokens = found
     inputs = _digest_inputs(messages[lead:cut])
-    if not inputs or not _unique_ids(kept):
+    if not inputs:
         return None
     summary = _summary(inputs, room - kept_tokens, policy.target_tokens(), counter)
-    return MemorySnapshot.of([*lead_items, *kept], summary=summary)
+    return ColdThread(kept=[*messages[:lead], *messages[cut:]], summary=summary)
 
 
 def _summary(inputs: list[Item], room: int, target: int, counter: TokenCounter) -> str:
@@ -104,30 +112,27 @@ def _tokens(summary: str, counter: TokenCounter) -> int:
 
 def _kept_end(
     messages: Sequence[BaseMessage], lead: int, reach: int, governor: Governor
-) -> tuple[int, list[Item], int] | None:
-    """``(cut, items, tokens)``: the kept part starts at message ``cut`` (a human message),
-    converted into ``items`` of ``tokens``; ``None`` when the whole thread is within ``reach``
-    (or holds no human message to cut at)."""
+) -> tuple[int, int] | None:
+    """``(cut, tokens)``: the kept part starts at message ``cut`` (a human message) and takes
+    ``tokens``; ``None`` when the whole thread is within ``reach`` (or holds no human message
+    to cut at), or a message of its end would be passed through or is a summary."""
     count = governor.counter.count_item
-    converted: list[list[Item]] = []
     total = 0
-    cut: tuple[int, int, int] | None = None  # (index, messages converted, tokens)
+    cut: tuple[int, int] | None = None
     for index in range(len(messages) - 1, lead - 1, -1):
         items = _items([messages[index]])
         if items is None:
             return None
-        converted.append(items)
         total += sum(map(count, items))
         if cut is not None and total > reach:
             break
         if type(messages[index]) is HumanMessage:
-            cut = (index, len(converted), total)
+            cut = (index, total)
     else:
         return None  # it all fits: nothing to leave unread
     if cut is None or cut[0] <= lead:
         return None
-    index, size, tokens = cut
-    return index, [item for items in reversed(converted[:size]) for item in items], tokens
+    return cut
 
 
 def _items(messages: Sequence[BaseMessage]) -> list[Item] | None:
@@ -149,24 +154,17 @@ def _digest_inputs(messages: Sequence[BaseMessage]) -> list[Item] | None:
     inputs: list[Item] = []
     for message in messages:
         kind = type(message)
-        content = message.content
-        if kind not in _READ or type(content) is not str or looks_sealed(content):
-            return None
         if kind is HumanMessage or kind is SystemMessage:
-            if convert.is_summary(message):
+            # (their text may be a summary: only a plain one is read without converting)
+            content = message.content
+            if type(content) is not str or looks_sealed(content) or convert.is_summary(message):
                 return None
             role = "user" if kind is HumanMessage else "system"
             inputs.append(Message(role=role, content=content, name=message.name))
-        elif kind is AIMessage and not all(
-            call.get("id") for call in cast(AIMessage, message).tool_calls
-        ):
+        elif kind is AIMessage:
+            # (any content: the converter reads an AIMessage's blocks without question)
+            if not all(call.get("id") for call in cast(AIMessage, message).tool_calls):
+                return None
+        elif kind is not ToolMessage:
             return None
     return inputs
-
-
-def _unique_ids(items: Sequence[Item]) -> bool:
-    """Whether every call and every output in ``items`` has its own id (the mirror renames a
-    reused one; a cold read leaves that to a whole read)."""
-    calls = [item.call_id for item in items if isinstance(item, FunctionCall)]
-    outputs = [item.call_id for item in items if isinstance(item, FunctionCallOutput)]
-    return len(set(calls)) == len(calls) and len(set(outputs)) == len(outputs)

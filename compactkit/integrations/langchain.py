@@ -329,7 +329,10 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         cold = read_cold(messages, self.governors.projecting, instructions, tools)
         if cold is None:
             return None
-        mirror.memory.restore(cold)
+        # The mirror reads the kept part as it reads any thread (call ids made unique for the
+        # memory the same way), then holds the summary and stands for the whole thread.
+        kept = mirror.sync(cold.kept, self.governors.passthrough)
+        mirror.memory.restore(MemorySnapshot(summary=cold.summary, items=tuple(kept.items)))
         mirror.adopt(messages)
         return mirror.memory.snapshot()
 

@@ -21,8 +21,10 @@ the same run:
    (target: <= 2x): (a) both get the same dicts: LangChain's conversion to its messages is part
    of its call, as compactkit's reading of them is; (b) ``trim_messages`` on LangChain messages
    built before the call (as a LangGraph state holds them); (c) compactkit's LangChain entry
-   point, ``CompactkitMiddleware``'s model call, on those same prebuilt messages (it has no
-   compaction-off mode: over its trigger it compacts its mirror of the history on that call).
+   point, ``CompactkitMiddleware``'s model call, on those same prebuilt messages (its first
+   call on a long thread reads the newest turns a compaction keeps and digests the user's
+   words before them into the summary: ``integrations/_langchain_cold.py``; the peer sends no
+   summary).
    Times are the process's CPU time, every thread (compactkit starts loading its tokenizer in a
    background thread at the start of the cold read: the calling thread's CPU time would not
    see it), with the wall clock beside them (what a caller waits; lower than the CPU time only
@@ -30,8 +32,10 @@ the same run:
    JSON. Beside them, like for like: compactkit with the same approximate count
    (``EstimateCounter(4)``) against the approximate ``trim_messages``, and compactkit's exact
    count against ``trim_messages`` with a tiktoken counter (its encoding loaded in the call);
-   and the load of compactkit's encoding alone, the floor of any exact count in a fresh
-   process. compactkit reads only the end of the list a prompt can reach
+   the load of compactkit's encoding alone, the floor of any exact count in a fresh
+   process; and the floor of an exact cold call: that load plus one exact count of the text of
+   the end compactkit reads (sent whole, as a masked output's placeholder stating its exact
+   size, or measured to prove the cut), against ``trim_messages`` on ready messages. compactkit reads only the end of the list a prompt can reach
    (``integrations/_cold.py``); the rest gets a shape check.
 3. **Start-up**: ``import compactkit`` over the bare interpreter (target <= 120 ms) and
    ``compactkit count`` on a small file against a plain tiktoken script doing the same count
@@ -265,9 +269,24 @@ if kind == "encoding load":  # what an exact count pays once per process, before
     counter = counter_for({model!r})
     start = clocks()
     counter.count_text("x")
+elif kind == "exact floor":
+    # What any exact cold call reading this end pays, nothing else: the encoding's load and one
+    # exact count of the text of every message compactkit's cold read keeps (sent whole, sent
+    # as a masked output's placeholder stating its exact size, or measured to prove the cut).
+    from compactkit.budget import counter_for
+    counter = counter_for({model!r})
+    texts = []
+    for message in messages[{first}:]:
+        texts.append(message.get("content") or "")
+        for call in message.get("tool_calls") or ():
+            texts += [call["function"]["name"], call["function"]["arguments"]]
+    start = clocks()
+    for text in texts:
+        counter.count_text(text)
 elif kind == "compactkit langchain middleware, messages ready":
     # compactkit's LangChain entry point: CompactkitMiddleware's model call on the LangChain
-    # messages a LangGraph state holds, built before the call (as for "messages ready").
+    # messages a LangGraph state holds, built before the call (as for "messages ready"); a
+    # new middleware, so its mirror of the thread is empty: the cold first call.
     from langchain_core.messages import AIMessage, convert_to_messages
     from langchain.agents.middleware.types import ModelRequest, ModelResponse
     from compactkit.integrations.langchain import CompactkitMiddleware
@@ -356,6 +375,7 @@ COLD_KINDS = (
     "trim_messages, messages ready",
     "trim_messages, tiktoken counter",
     "encoding load",
+    "exact floor",
 )
 """What the cold call runs, each in fresh processes: compactkit's exact count (with the rank
 file loaded in the call, and loaded before it), compactkit with the same approximate count as
@@ -364,7 +384,25 @@ compactkit's LangChain entry point (``CompactkitMiddleware``'s model call) on La
 built before the call, and ``trim_messages`` with its approximate counter (from the dicts, and
 from LangChain messages built before the call, as a LangGraph state holds them) and with the
 tiktoken counter a careful user writes (its encoding loaded in the call: like for like with
-compactkit's exact count)."""
+compactkit's exact count); and the floor of an exact cold call, the encoding's load and one
+exact count of the text of the end compactkit reads (``cold_read_start``)."""
+
+
+def cold_read_start(size: int) -> int:
+    """Where compactkit's cold read of the ``size``-message session starts keeping messages
+    (``integrations/_cold.py``): the messages from there on are the ones it counts exactly."""
+    from compactkit.governance import ContextProjector
+    from compactkit.integrations._cold import read_cold
+
+    messages = [m for m, _ in chat_session(size)]
+    projector = ContextProjector.for_model(MODEL)
+    assert projector.budget is not None
+    read = read_cold(messages, projector, projector.budget)
+    if read is None:
+        return 0  # read whole: every message is counted
+    lead = read.lead_items  # (a leading system message is one item)
+    return len(messages) - (len(read.messages) - lead)
+
 
 CLOCKS = ("cpu", "wall", "thread")
 """Each fresh process reports the call's process CPU time (every thread: compactkit loads its
@@ -386,9 +424,10 @@ kind and the peer's (target: <= 2x)."""
 
 def cold_call(size: int, runs: int) -> dict[str, Any]:
     samples: dict[str, list[list[float]]] = {kind: [] for kind in COLD_KINDS}
+    first = cold_read_start(size)
     for _ in range(runs):
         for kind in samples:  # interleaved, so that a busy moment hits all of them
-            code = _COLD.format(here=str(HERE), size=size, kind=kind, model=MODEL)
+            code = _COLD.format(here=str(HERE), size=size, kind=kind, model=MODEL, first=first)
             env = tiktoken_cache_env() if kind == "trim_messages, tiktoken counter" else None
             samples[kind].append(fresh_process(code, env))
     by_clock = {
@@ -420,6 +459,10 @@ def cold_call(size: int, runs: int) -> dict[str, Any]:
         / ready,
         "encoding_load_s": median["encoding load"],
         "encoding_load_vs_messages_ready": median["encoding load"] / ready,
+        "ratio_estimate_vs_messages_ready": median["compactkit, estimate counter"] / ready,
+        "exact_floor_s": median["exact floor"],
+        "exact_floor_vs_messages_ready": median["exact floor"] / ready,
+        "exact_floor_messages": size - first,
         "comparisons": [
             {
                 "label": label,
@@ -665,6 +708,13 @@ def report(results: dict[str, Any]) -> None:
             f"{c['trim_messages_tiktoken_s'] * 1e3:.1f} ms ({c['ratio_exact_vs_exact']:.2f}x); "
             f"the encoding's load alone {c['encoding_load_s'] * 1e3:.1f} ms "
             f"({c['encoding_load_vs_messages_ready']:.2f}x trim_messages on ready messages)"
+        )
+        print(
+            f"   against trim_messages on ready messages: compactkit with the approximate count "
+            f"{c['ratio_estimate_vs_messages_ready']:.2f}x; the floor of an exact cold call (the "
+            f"encoding's load + one exact count of the {c['exact_floor_messages']:,} messages "
+            f"it reads) {c['exact_floor_s'] * 1e3:.1f} ms: "
+            f"{c['exact_floor_vs_messages_ready']:.2f}x"
         )
     if "startup" in results:
         s = results["startup"]

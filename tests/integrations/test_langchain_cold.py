@@ -26,6 +26,7 @@ from langchain_core.messages import (
 )
 from pydantic import Field
 
+from compactkit.budget import counter_for
 from compactkit.integrations import _langchain_convert
 from compactkit.integrations._langchain_cold import COLD_FROM
 from compactkit.integrations.langchain import CompactkitMiddleware
@@ -144,6 +145,79 @@ def test_the_next_call_continues_from_the_cold_read(monkeypatch: pytest.MonkeyPa
     check.rules.append("RULE-C: keep it short.")
     check.newest = ["And the tests? RULE-C: keep it short."]
     check.check(as_items(model.seen[1]), where="second")
+
+
+def test_later_compactions_fold_into_the_cold_summary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next compactions (the thread grows past the trigger) merge into the summary the cold
+    read wrote: the task and the rules stay on every call."""
+    messages = thread(120, [5, 80, 20])
+    model = Recording(messages=iter([AIMessage("done.")] * 40))
+    middleware = CompactkitMiddleware(MODEL, budget=BUDGET)
+    agent = create_agent(model, tools=[], system_prompt=SYSTEM, middleware=[middleware])
+    state = agent.invoke({"messages": messages})
+    check = checker()
+    for n in range(30):
+        ask = f"question {200 + n}: and now? " + "context line. " * 40
+        call = {"name": "read", "args": {"n": n}, "id": f"late_{n}", "type": "tool_call"}
+        grown = [
+            *state["messages"],
+            HumanMessage(ask),
+            AIMessage("", tool_calls=[call]),  # type: ignore[list-item]
+            ToolMessage("late output line\n" * 120, tool_call_id=f"late_{n}"),
+        ]
+        state = agent.invoke({"messages": grown})
+    assert len(model.seen) == 31
+    summaries = {m.text for sent in model.seen for m in sent if m.text.startswith("<compactkit_")}
+    assert len(summaries) > 2, "the thread never compacted again"
+    check.check(as_items(model.seen[0]), where="cold")
+    for index, sent in enumerate(model.seen[1:], 1):
+        check.newest = ["late output line\n" * 120]
+        check.check(as_items(sent), where=f"call {index}")
+
+
+def test_call_ids_reused_after_the_cold_read_are_renamed_as_in_a_whole_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Scripted and test models reuse call ids across runs: a later call reusing an id of the
+    kept part is renamed for the memory, as the mirror does it on a whole read (the model still
+    gets the thread's own ids: both calls named ``call_119``, as on a whole read)."""
+    messages = thread(120, [5, 80, 20])
+    model = Recording(messages=iter([AIMessage("done.")] * 5))
+    middleware = CompactkitMiddleware(MODEL, budget=BUDGET)
+    agent = create_agent(model, tools=[], system_prompt=SYSTEM, middleware=[middleware])
+    state = agent.invoke({"messages": messages})
+    check = checker()
+    check.check(as_items(model.seen[0]), where="cold")
+    for n in range(3):
+        call = {"name": "read", "args": {"n": n}, "id": "call_119", "type": "tool_call"}
+        grown = [
+            *state["messages"],
+            HumanMessage(f"again {n}"),
+            AIMessage("", tool_calls=[call]),  # type: ignore[list-item]
+            ToolMessage(f"output {n}", tool_call_id="call_119"),
+        ]
+        state = agent.invoke({"messages": grown})
+        sent = model.seen[-1]
+        assert isinstance(sent[-1], ToolMessage) and sent[-1].text == f"output {n}"
+        joined = "\n".join(m.text for m in sent)
+        assert TASK in joined and all(rule in joined for rule in RULES)
+        tokens = counter_for(MODEL).count(as_items(sent)).tokens
+        assert tokens <= BUDGET
+
+
+def test_assistant_content_blocks_do_not_stop_the_cold_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An AIMessage's content as blocks (as ChatAnthropic returns it) reads without question."""
+    messages = [
+        AIMessage([{"type": "text", "text": m.text}], tool_calls=m.tool_calls)
+        if isinstance(m, AIMessage)
+        else m
+        for m in thread(120, [5, 80, 20])
+    ]
+    sent, converted, _ = first_call(messages, monkeypatch)
+    assert converted < len(messages) // 4
+    checker().check(as_items(sent), where="content blocks")
 
 
 @settings(deadline=None, max_examples=12)
