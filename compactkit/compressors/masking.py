@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 
 from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors._args import check_sizes, snapshot_arg
-from compactkit.compressors._facts import last_error
 from compactkit.compressors._plan import (
     Layout,
     Measured,
@@ -52,6 +51,8 @@ def mask_output(
     lines = text.count("\n") + 1 if text else 0
     size.append(f"{lines:,} line{'s' if lines != 1 else ''}")
     note = f"{MASK_PREFIX}{tool} (call_id {output.call_id}): {', '.join(size)}"
+    from compactkit.compressors._facts import last_error  # (its patterns: with the first mask)
+
     error = last_error(text)
     if error:
         note += f"; last error: {error}"
