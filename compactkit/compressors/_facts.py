@@ -177,8 +177,11 @@ def _logged_error(line: str) -> str | None:
     """The error line inside a log line, or ``None``: after a CI log's "job  step" or
     timestamp, after a GitHub Actions ``##[error]`` mark (its message is the error), after
     service, tag and timestamp prefixes (``svc-billing  | TypeError: …``)."""
-    stripped = _PYTEST_E.sub("", _CI_PREFIX.sub("", line, count=1))
-    if _ERROR_LINE.match(stripped):
+    # A CI prefix starts with a digit or holds two tabs or two double spaces: without them the
+    # line is the one its caller just failed to match, unless a pytest "E   " mark goes.
+    ci = line[:1].isdigit() or "\t" in line or "  " in line
+    stripped = _PYTEST_E.sub("", _CI_PREFIX.sub("", line, count=1) if ci else line)
+    if (ci or stripped != line) and _ERROR_LINE.match(stripped):
         return stripped
     marked = _ANNOTATION.sub("", stripped, count=1)
     if marked != stripped and marked.strip():

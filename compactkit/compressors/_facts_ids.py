@@ -74,36 +74,103 @@ def identifiers_in(text: str, *, prose: bool, limit: int = 8) -> list[tuple[str,
     if dash and _UUID_HINT.search(text):
         for uuid in _UUID.findall(text):
             found.setdefault(uuid, "uuid")
-    _add_shas(text, found, inside_urls)
-    _add_ids(text, found, dash=dash, underscore=underscore)
+    # ASCII text is read for its digits once: where each run of hex digits that starts with a
+    # digit lies tells which of the patterns that need a digit can match, and where its shas are.
+    spans = _digit_spans(text) if text.isascii() else None
+    if spans is None:
+        _add_shas(text, found, inside_urls)
+    elif spans:
+        _add_found_shas(_ascii_shas(text, spans), found, inside_urls)
+    _add_ids(text, found, dash=dash, underscore=underscore, spans=spans)
     if prose:
-        _add_prose_ids(text, found, inside_urls)
+        _add_prose_ids(text, found, inside_urls, spans=spans)
     return list(found.items())[:limit]
+
+
+# A run of hex digits from a digit on (ASCII): every match of a pattern that needs a digit holds
+# one, where the digit is.
+_DIGIT_SPAN = re.compile(r"[0-9][0-9a-f]*")
+_HEX_LETTERS = frozenset("abcdef")
+_HEX = frozenset("0123456789abcdef")
+_WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_BEFORE_SHA = _WORD | frozenset("/.-")  # what ``_SHA`` may not follow (ASCII)
+_AFTER_SHA = _WORD | frozenset("-")  # what it may not precede
+_UPPER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def _digit_spans(text: str) -> list[tuple[int, int]]:
+    """Where ``_DIGIT_SPAN`` matches ASCII ``text``."""
+    return [m.span() for m in _DIGIT_SPAN.finditer(text)] if _DIGIT.search(text) else []
+
+
+_DIGIT = re.compile(r"[0-9]")
+
+
+def _ascii_shas(text: str, spans: list[tuple[int, int]]) -> list[str]:
+    """``_SHA.findall(text)`` of ASCII ``text`` that hold a digit (``spans``: its
+    ``_digit_spans``), without repeats.
+
+    A ``_SHA`` match is a whole run of 7 to 40 hex digits that follows no word character, "/",
+    "." or "-" and precedes no word character or "-" (its look-arounds rule out every shorter
+    part of a run); holding a digit, it starts with the hex letters before one of the spans and
+    ends where that span ends (tests/compressors/test_digest38_fast_paths.py: the same shas as
+    the pattern).
+    """
+    shas: dict[str, None] = {}
+    done = 0  # the end of the hex run read last: spans inside it are read already
+    size = len(text)
+    for start, end in spans:
+        if start < done:
+            continue
+        while start and text[start - 1] in _HEX_LETTERS:
+            start -= 1
+        done = end
+        if (
+            7 <= end - start <= 40
+            and (start == 0 or text[start - 1] not in _BEFORE_SHA)
+            and (end == size or text[end] not in _AFTER_SHA)
+        ):
+            sha = text[start:end]
+            if not sha.isdigit():
+                shas[sha] = None
+    return list(shas)
 
 
 def _add_shas(text: str, found: dict[str, str], inside_urls: str) -> None:
     """Add the hex shas of ``text`` not inside a URL or a uuid already ``found``."""
     hint = _SHA_HINT.search(text)  # no sha starts before the first 7 hex digits in a row
     shas = _SHA.findall(text, hint.start()) if hint else []
+    # A sha is [0-9a-f]: it holds a digit and a letter unless it is all digits or all letters.
+    _add_found_shas([s for s in shas if not s.isdigit() and not s.isalpha()], found, inside_urls)
+
+
+def _add_found_shas(shas: list[str], found: dict[str, str], inside_urls: str) -> None:
+    """Add ``shas`` (each holding a digit and a letter) not inside a URL or a uuid already
+    ``found``."""
     if not shas:
         return
-    # Only shas are added below, so the uuids found stay the same. A sha is [0-9a-f]: it
-    # holds a digit and a letter unless it is all digits or all letters.
+    # Only shas are added below, so the uuids found stay the same.
     uuids = [u for u, kind in found.items() if kind == "uuid"]
     for sha in shas:
-        if (
-            not sha.isdigit()
-            and not sha.isalpha()
-            and sha not in inside_urls
-            and not any(sha in u for u in uuids)
-        ):
+        if sha not in inside_urls and not any(sha in u for u in uuids):
             found.setdefault(sha, "sha")
 
 
-def _add_ids(text: str, found: dict[str, str], *, dash: bool, underscore: bool) -> None:
+def _add_ids(
+    text: str,
+    found: dict[str, str],
+    *,
+    dash: bool,
+    underscore: bool,
+    spans: list[tuple[int, int]] | None = None,
+) -> None:
     """Add the tickets, prefixed ids, random ids and code ids of ``text`` (an id inside one
-    already ``found`` is not added again)."""
-    if dash and _TICKET_HINT.search(text):
+    already ``found`` is not added again; ``spans``: its ``_digit_spans`` when ASCII)."""
+    if dash and (
+        any(start and text[start - 1] == "-" for start, _ in spans)
+        if spans is not None
+        else _TICKET_HINT.search(text)
+    ):
         for prefix, number in _TICKET.findall(text):
             if prefix not in _NOT_TICKETS:
                 found.setdefault(f"{prefix}-{number}", "ticket")
@@ -119,20 +186,38 @@ def _add_ids(text: str, found: dict[str, str], *, dash: bool, underscore: bool) 
                 found.setdefault(ident, "id")
     # Every code id holds an uppercase letter A-Z: a text whose cased characters are all
     # lowercase (most paths, most prose) holds none.
-    for ident in () if text.islower() or not _CODE_ID_HINT.search(text) else _CODE_ID.findall(text):
+    if spans is not None:  # ``_CODE_ID_HINT``: eight digits right after a capital
+        hinted = any(
+            start and text[start - 1] in _UPPER and text[start : start + 8].isdigit()
+            for start, _ in spans
+        )
+    else:
+        hinted = not text.islower() and _CODE_ID_HINT.search(text) is not None
+    for ident in _CODE_ID.findall(text) if hinted else ():
         if not any(ident in known for known in found):
             found.setdefault(ident, "id")
 
 
-def _add_prose_ids(text: str, found: dict[str, str], inside_urls: str) -> None:
-    """Add the issues and versions of ``text`` (prose only: elsewhere they are noise)."""
+def _add_prose_ids(
+    text: str, found: dict[str, str], inside_urls: str, spans: list[tuple[int, int]] | None = None
+) -> None:
+    """Add the issues and versions of ``text`` (prose only: elsewhere they are noise;
+    ``spans``: its ``_digit_spans`` when ASCII — both need a digit, a version a digit before
+    a "." before another)."""
+    if spans == []:
+        return
     if "#" in text or _may_name_issue(text):
         for hashed, named in _ISSUE.findall(text):
             found.setdefault(f"#{hashed or named}", "issue")
-    if text.count(".") > 1:
+    if text.count(".") > 1 and (spans is None or any(_dotted(text, end) for _, end in spans)):
         for version in _VERSION.findall(text):
             if version not in inside_urls:
                 found.setdefault(version, "version")
+
+
+def _dotted(text: str, end: int) -> bool:
+    """Whether a "." and a digit follow ``end`` in ``text``."""
+    return text[end : end + 1] == "." and text[end + 1 : end + 2].isdigit()
 
 
 def _may_name_issue(text: str) -> bool:
