@@ -1,0 +1,167 @@
+"""The digest reads each text in fewer passes (issue 35): an assignment tried only where one can
+start, a log line's CI prefix only stripped when it can hold one, an ASCII text's identifiers
+found from one scan of its digit runs. What each reader returns is exactly what the patterns
+return when run everywhere."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compactkit.compressors import _facts as facts
+from compactkit.compressors import _facts_ids as facts_ids
+from compactkit.compressors import _facts_values as facts_values
+
+PROPERTY = settings(deadline=None, max_examples=500)
+
+
+def _spans(matches: object) -> list[tuple[tuple[int, int], tuple[str | None, ...]]]:
+    return [(m.span(), m.groups()) for m in matches]  # type: ignore[attr-defined]
+
+
+ASSIGNMENT_PARTS = [
+    "timeout=30",
+    "x_y = 1",
+    "`pool_size: 4`",
+    "(max_n=3)",
+    "a,b=2",
+    "key:  5",
+    "k = =5",
+    "k==5",
+    "name :true",
+    "url: 'x'",
+    "x.y-z: null",
+    "ratio_a:\t0.5",
+    "x = 5 (current)",
+]
+
+
+@PROPERTY
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(ASSIGNMENT_PARTS),
+            st.text(st.sampled_from("ab_x1.-=: `(,\t\"'tN\u00a0é"), max_size=12),
+        ),
+        max_size=6,
+    ).map(" ".join)
+)
+def test_assignments_tried_where_they_can_start_are_the_matches_of_the_pattern(
+    line: str,
+) -> None:
+    assert _spans(facts_values._assignments_in(line)) == _spans(
+        facts_values._ASSIGNMENT.finditer(line)
+    )
+
+
+def _logged_error_reference(line: str) -> str | None:
+    """``_logged_error`` as first written: the CI prefix always stripped and matched."""
+    stripped = facts._PYTEST_E.sub("", facts._CI_PREFIX.sub("", line, count=1))
+    if facts._ERROR_LINE.match(stripped):
+        return stripped
+    marked = facts._ANNOTATION.sub("", stripped, count=1)
+    if marked != stripped and marked.strip():
+        return marked.strip()
+    stripped = line
+    for _ in range(4):
+        shorter = facts._LOG_PREFIX.sub("", stripped, count=1)
+        if shorter == stripped or not shorter:
+            return None
+        stripped = shorter
+        if facts._ERROR_LINE.match(stripped):
+            return stripped
+    return None
+
+
+LOG_PARTS = [
+    "2024-01-02T03:04:05Z ",
+    "build\tstep\t",
+    "job  step  ",
+    "E   ",
+    "##[error]",
+    "svc | ",
+    "[worker] ",
+    "KeyError: 'x'",
+    "error: boom",
+    "Error: x",
+    "12:00:01 ",
+    "plain words",
+]
+
+
+@PROPERTY
+@given(st.lists(st.sampled_from(LOG_PARTS), max_size=5).map("".join))
+def test_a_log_line_read_without_a_ci_prefix_pass_gives_the_same_error(line: str) -> None:
+    line = facts._PYTEST_E.sub("", line.strip())
+    if facts._ERROR_LINE.match(line):  # the caller only asks for lines that fail it
+        return
+    assert facts._logged_error(line) == _logged_error_reference(line)
+
+
+def _shas_reference(text: str) -> list[str]:
+    """The shas ``identifiers_in`` may add: ``_SHA`` matches holding a digit and a letter."""
+    shas = [s for s in facts_ids._SHA.findall(text) if not s.isdigit() and not s.isalpha()]
+    return list(dict.fromkeys(shas))
+
+
+HEX_TEXT = st.text(st.sampled_from("0123456789abcdefxX_-./ gZ"), max_size=60)
+
+
+@PROPERTY
+@given(HEX_TEXT)
+def test_shas_read_from_the_digit_runs_are_the_matches_of_the_pattern(text: str) -> None:
+    assert facts_ids._ascii_shas(text, facts_ids._digit_spans(text)) == _shas_reference(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "9f2c1ab",
+        "commit 9f2c1ab.",
+        "0x9f2c1ab",
+        "/9f2c1ab",
+        "a9f2c1ab-",
+        "deadbeef1 deadbeef1",
+        "1234567",
+        "abcdefa",
+        "f" * 39 + "1",
+        "f" * 40 + "1",
+        "x-9f2c1ab 9f2c1ab_",
+    ],
+)
+def test_each_sha_edge_is_read_as_the_pattern_reads_it(text: str) -> None:
+    assert facts_ids._ascii_shas(text, facts_ids._digit_spans(text)) == _shas_reference(text)
+
+
+@PROPERTY
+@given(
+    st.text(st.sampled_from("0123456789abcdefvV.-#_ AZPRissue"), max_size=50),
+    st.booleans(),
+)
+def test_ascii_identifiers_are_those_the_generic_reading_finds(text: str, prose: bool) -> None:
+    """The ASCII path (digit runs) and the generic one (every hinted pattern) agree; the
+    generic one is what ``identifiers_in`` reads a non-ASCII text with."""
+    generic = _generic_identifiers(text, prose=prose)
+    assert facts_ids.identifiers_in(text, prose=prose) == generic
+
+
+def _generic_identifiers(text: str, *, prose: bool) -> list[tuple[str, str]]:
+    """``identifiers_in`` with the digit-run path switched off (``_digit_spans`` never used)."""
+    found: dict[str, str] = {}
+    urls = [u.rstrip(".,;:!?") for u in facts_ids._URL.findall(text)] if "://" in text else []
+    for url in urls:
+        found.setdefault(url, "url")
+    inside_urls = " ".join(urls)
+    if "-" in text and facts_ids._UUID_HINT.search(text):
+        for uuid in facts_ids._UUID.findall(text):
+            found.setdefault(uuid, "uuid")
+    facts_ids._add_shas(text, found, inside_urls)
+    facts_ids._add_ids(text, found, dash="-" in text, underscore="_" in text)
+    if prose:
+        facts_ids._add_prose_ids(text, found, inside_urls)
+    if "] " in text:  # (no git commit line in these texts: checked, not read)
+        assert not re.search(facts_ids._GIT_COMMIT, text)
+    return list(found.items())[:8]
