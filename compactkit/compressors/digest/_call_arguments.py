@@ -35,17 +35,26 @@ _SCAN_JSON: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once
 
 
 def arguments_of(call: FunctionCall) -> dict[str, object]:
-    """``call.parsed_arguments()`` scanned directly when the arguments are one JSON object
-    with nothing around it (what models send): ``json.loads`` would find no byte-order mark
-    or whitespace to skip and nothing after the object, and its wrapper costs more than the
-    scan of a short object. Anything else is parsed by ``parsed_arguments``."""
-    text = call.arguments
+    """``call.parsed_arguments()``, read as ``arguments_text`` reads them."""
+    return arguments_text(call.arguments)
+
+
+def arguments_text(text: str) -> dict[str, object]:
+    """A call's JSON arguments as a dict, as ``FunctionCall.parsed_arguments`` reads them (an
+    empty dict when they are not a JSON object), scanned directly when they are one JSON object
+    with nothing around it (what models send): ``json.loads`` would find no byte-order mark or
+    whitespace to skip and nothing after the object, and its wrapper costs more than the scan
+    of a short object."""
     if text[:1] == "{":
         try:
             value, end = _SCAN_JSON(text, 0)
         except (StopIteration, ValueError, RecursionError):
-            return call.parsed_arguments()  # what it makes of text that is no JSON object
+            value, end = None, -1
         if end == len(text):
             parsed: dict[str, object] = value  # a dict: the text opened one
             return parsed
-    return call.parsed_arguments()
+    try:
+        loaded = json.loads(text)
+    except (ValueError, RecursionError):  # nested too deeply to read: not usable either
+        return {}
+    return loaded if isinstance(loaded, dict) else {}

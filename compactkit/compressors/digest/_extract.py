@@ -10,7 +10,6 @@ close its span or start a heading of its own.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
@@ -22,7 +21,7 @@ from compactkit.compressors import _facts_values as facts_values
 from compactkit.compressors._refs import Spans, spans_of, with_refs
 from compactkit.compressors.digest import _files as files
 from compactkit.compressors.digest import _shell_files as shell_files
-from compactkit.compressors.digest._call_arguments import arguments_of, names_record
+from compactkit.compressors.digest._call_plan import CallPlan, plan_of, planned
 from compactkit.compressors.digest._runs import command_line, covers, family, scope_of
 from compactkit.compressors.masking import is_masked
 from compactkit.compressors.sections import SectionKey, SummaryDocument
@@ -31,8 +30,6 @@ from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
 __all__ = ["digest_items", "values_in"]
 
 _Add = Callable[[SectionKey, str], None]
-_CONTENT_KEYS = {"content", "file_text", "text", "old_str", "new_str", "old_string", "new_string"}
-_ID_VALUE = re.compile(r"^[\w.:/@#+-]{3,64}$")
 _SIMPLE_VALUE = re.compile(
     r"^-?[\w.+-]+(?: ?(?:%|ms|s|sec|seconds|minutes|min|h|hours|KB|MB|GB))?$"
 )
@@ -119,8 +116,8 @@ class _Digest:
             self.message(item, following)
         elif isinstance(item, FunctionCall):
             output = self.outputs.get(item.call_id)
-            args = arguments_of(item)
-            if self.call(item.name, args, None if output is None else output.text):
+            plan = planned(item.name, item.arguments)
+            if self.call(plan, None if output is None else output.text):
                 self.file_calls.add(item.call_id)
         elif (
             isinstance(item, FunctionCallOutput)
@@ -278,20 +275,21 @@ class _Digest:
         user-role tool output that answered them) as their output."""
         actions, self.pending_actions = self.pending_actions, []
         for name, args in actions:
-            self.call(name, args, observation)
+            self.call(plan_of(name, args), observation)
 
-    def call(self, name: str, args: dict[str, object], out_text: str | None) -> bool:
-        """Digest one call and its output; whether it is a file tool's call (not a shell's)."""
-        command = files.command_of(name, args)
+    def call(self, plan: CallPlan, out_text: str | None) -> bool:
+        """Digest one call (``plan``: what its name and arguments say) and its output; whether
+        it is a file tool's call (not a shell's)."""
+        command, ops = plan.command, plan.ops
         text = out_text or ""
         found = facts.error_lines(text) if text else []  # read once: errors, outcome, failure
-        ops, ok = self.command_run(name, args, command, text, found)
-        self.file_entries(ops, args, command, text, found)
+        ok = self.command_run(plan, text, found)
+        self.file_entries(ops, plan.args, command, text, found)
         self.step += 1
         for op in ops:
             if op.modified:
                 self.changed[op.path] = self.step
-        source = command or (f"{name}({_arguments(args)})" if not ops else name)
+        source = plan.source
         if ok:
             self.succeeded.setdefault(family(source), []).append((self.step, source))
         if found:
@@ -300,40 +298,20 @@ class _Digest:
                 _Error(e, source, self.step, (*files.paths_named(e), *named))
                 for e in facts.limited(found)
             ]
-        plain = " ".join(
-            [str(v) for k, v in args.items() if k not in _CONTENT_KEYS and isinstance(v, str)]
-        )
-        if plain:  # (an empty text holds no identifier)
-            self.identifiers(plain, prose=True, limit=4)
-        self.argument_ids(args)
+        for entry in plan.ids:
+            self.add("identifiers", entry)
         return command is None and bool(ops)
 
-    def command_run(
-        self,
-        name: str,
-        args: dict[str, object],
-        command: str | None,
-        text: str,
-        found: list[str],
-    ) -> tuple[list[files.FileOp], bool | None]:
-        """The files a call touches and whether it succeeded; a shell command, or a call that
-        touches no file, listed with its outcome under commands (a file tool's call has its
-        files for an outcome)."""
-        if command is not None:
-            outcome, ok = _outcome(text, found)
-            self.add("commands", f"{facts.code(command_line(command), 200)} → {outcome}")
-            ops = shell_files.shell_file_ops(command)
-            if not ops or any(op.modified for op in ops):  # a file's text measures nothing
-                self.measurements(command_line(command), text, found)
-            return ops, ok
-        ops = files.file_ops(name, args)
-        if ops:
-            return ops, None
-        # a tool that runs something (``run_tests(path=…)``) succeeds as a command does
+    def command_run(self, plan: CallPlan, text: str, found: list[str]) -> bool | None:
+        """Whether a call succeeded; a shell command, or a call that touches no file, listed
+        with its outcome under commands (a file tool's call has its files for an outcome)."""
+        if plan.head is None:
+            return None
         outcome, ok = _outcome(text, found)
-        self.add("commands", f"{facts.code(f'{name}({_arguments(args)})', 160)} → {outcome}")
-        self.measurements(f"{name}({_arguments(args)})", text, found)
-        return ops, ok
+        self.add("commands", f"{plan.head} → {outcome}")
+        if plan.measures:
+            self.measurements(plan.subject, text, found)
+        return ok
 
     def measurements(self, subject: str, text: str, found: list[str]) -> None:
         """What a run's output reports it measured (``facts.measurements_in``), under the
@@ -346,7 +324,7 @@ class _Digest:
 
     def file_entries(
         self,
-        ops: list[files.FileOp],
+        ops: tuple[files.FileOp, ...],
         args: dict[str, object],
         command: str | None,
         text: str,
@@ -370,24 +348,6 @@ class _Digest:
                 else:  # the same settings, written through the shell
                     for old, new in shell_files.shell_edits(command):
                         self.config_change(op.path, old, new)
-
-    def argument_ids(self, args: Mapping[str, object], depth: int = 0) -> None:
-        """Identifiers named by their argument: ``reservation_id="8JX2WO"`` → `` `8JX2WO` ``."""
-        for key, value in args.items():
-            if isinstance(value, dict) and depth < 2:
-                self.argument_ids(value, depth + 1)
-            elif isinstance(value, list) and depth < 2:
-                for element in value[:20]:
-                    if isinstance(element, dict):
-                        self.argument_ids(element, depth + 1)
-            elif isinstance(value, str | int) and not isinstance(value, bool):
-                text = str(value)
-                if (
-                    names_record(key)
-                    and _ID_VALUE.match(text)
-                    and (any(c.isdigit() for c in text) or text.isupper())
-                ):
-                    self.add("identifiers", f"`{text}` — {facts.clip(key, 40)}")
 
     def config_values(self, path: str, args: dict[str, object]) -> None:
         old = next(
@@ -437,10 +397,6 @@ def _outcome(text: str, found: list[str]) -> tuple[str, bool | None]:
     """``facts.outcome_of`` of a call's output text (``found``: its error lines), "no output"
     for none."""
     return facts.outcome_of(text, found) if text else ("no output", None)
-
-
-def _arguments(args: Mapping[str, object]) -> str:
-    return json.dumps(args, ensure_ascii=False) if args else ""
 
 
 def _without_actions(text: str) -> str:
