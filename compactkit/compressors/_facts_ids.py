@@ -166,11 +166,8 @@ def _add_ids(
 ) -> None:
     """Add the tickets, prefixed ids, random ids and code ids of ``text`` (an id inside one
     already ``found`` is not added again; ``spans``: its ``_digit_spans`` when ASCII)."""
-    if dash and (
-        any(start and text[start - 1] == "-" for start, _ in spans)
-        if spans is not None
-        else _TICKET_HINT.search(text)
-    ):
+    tickets, code_ids = _digit_hints(text, spans, dash=dash)
+    if tickets:
         for prefix, number in _TICKET.findall(text):
             if prefix not in _NOT_TICKETS:
                 found.setdefault(f"{prefix}-{number}", "ticket")
@@ -184,18 +181,27 @@ def _add_ids(
             ident = match.group(0)
             if not any(ident in known for known in found):
                 found.setdefault(ident, "id")
-    # Every code id holds an uppercase letter A-Z: a text whose cased characters are all
-    # lowercase (most paths, most prose) holds none.
-    if spans is not None:  # ``_CODE_ID_HINT``: eight digits right after a capital
-        hinted = any(
-            start and text[start - 1] in _UPPER and text[start : start + 8].isdigit()
-            for start, _ in spans
-        )
-    else:
-        hinted = not text.islower() and _CODE_ID_HINT.search(text) is not None
-    for ident in _CODE_ID.findall(text) if hinted else ():
+    for ident in _CODE_ID.findall(text) if code_ids else ():
         if not any(ident in known for known in found):
             found.setdefault(ident, "id")
+
+
+def _digit_hints(
+    text: str, spans: list[tuple[int, int]] | None, *, dash: bool
+) -> tuple[bool, bool]:
+    """Whether ``text`` holds ``_TICKET_HINT`` (a "-" before a digit) and ``_CODE_ID_HINT``
+    (eight digits right after a capital), read from its ``_digit_spans`` when ASCII."""
+    if spans is None:
+        # Every code id holds an uppercase letter A-Z: a text whose cased characters are all
+        # lowercase (most paths, most prose) holds none.
+        code_ids = not text.islower() and _CODE_ID_HINT.search(text) is not None
+        return dash and _TICKET_HINT.search(text) is not None, code_ids
+    tickets = dash and any(start and text[start - 1] == "-" for start, _ in spans)
+    code_ids = any(
+        start and text[start - 1] in _UPPER and text[start : start + 8].isdigit()
+        for start, _ in spans
+    )
+    return tickets, code_ids
 
 
 def _add_prose_ids(

@@ -13,7 +13,11 @@ import re
 
 # -- sentences -------------------------------------------------------------------------------
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'`(])|\n+")
+# Where a sentence ends: ``(?<=[.!?])\s+(?=[A-Z"'`(])|\n+``, written with its first character
+# (a space, in both forms) ahead of the look-behinds, as ``_facts_ids._SHA``: the regex engine
+# then skips ahead to the next space, where a leading look-behind is tried at every position
+# (tests/compressors/test_digest38_fast_paths.py: the same splits).
+_SENTENCE_END = re.compile(r"\s(?:(?<=[.!?]\s)\s*(?=[A-Z\"'`(])|(?<=\n)\n*)")
 CONSTRAINT = re.compile(
     r"\b(?:must|mustn't|don't|do not|never|always|only|should|shouldn't|avoid|prefer|make sure"
     r"|ensure|keep|no longer|instead|please|need|needs|required?|requires|has to|have to|without|can't|cannot"
@@ -41,9 +45,34 @@ TRIVIAL = re.compile(
 
 
 def _lowered(pattern: re.Pattern[str]) -> re.Pattern[str]:
-    """``pattern`` (which ignores case) as a case-sensitive pattern of its lowered text."""
+    """``pattern`` (which ignores case) as a case-sensitive pattern of its lowered text, its
+    phrases grouped by their first letter, each group's word boundary looked for behind that
+    letter: ``\\b(?:must|make sure|never)\\b`` is ``(?:m(?<!\\w.)(?:ust|ake sure)|n(?<!\\w.)
+    (?:ever))\\b``. Whether it finds a match is the same (``says`` asks nothing else); the regex
+    engine skips ahead to the next first letter of a phrase instead of trying every position."""
     assert re.search(r"\\[A-Z]", pattern.pattern) is None  # lowering \S or \B changes them
-    return re.compile(pattern.pattern.lower())
+    body = pattern.pattern.lower()
+    assert body.startswith("\\b(?:") and body.endswith(")\\b")
+    groups: dict[str, list[str]] = {}
+    for phrase in _branches(body[len("\\b(?:") : -len(")\\b")]):
+        assert phrase[:1].isalpha() and phrase[:1].isascii(), phrase  # a letter, said as such
+        groups.setdefault(phrase[0], []).append(phrase[1:])
+    grouped = "|".join(f"{first}(?<!\\w.)(?:{'|'.join(rest)})" for first, rest in groups.items())
+    return re.compile(f"(?:{grouped})\\b")
+
+
+def _branches(alternation: str) -> list[str]:
+    """The top-level alternatives of a pattern's ``a|b(?:c|d)|e``."""
+    out, depth, start = [], 0, 0
+    for index, char in enumerate(alternation):
+        if char == "(" and alternation[index - 1 : index] != "\\":
+            depth += 1
+        elif char == ")" and alternation[index - 1 : index] != "\\":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            out.append(alternation[start:index])
+            start = index + 1
+    return [*out, alternation[start:]]
 
 
 # The phrase patterns ignore case, and their words are ASCII: in ASCII text (where ignoring

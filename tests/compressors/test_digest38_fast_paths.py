@@ -5,6 +5,7 @@ return when run everywhere."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -13,7 +14,10 @@ from hypothesis import strategies as st
 
 from compactkit.compressors import _facts as facts
 from compactkit.compressors import _facts_ids as facts_ids
+from compactkit.compressors import _facts_prose as facts_prose
 from compactkit.compressors import _facts_values as facts_values
+from compactkit.compressors.digest import _call_arguments as call_arguments
+from compactkit.items import FunctionCall
 
 PROPERTY = settings(deadline=None, max_examples=500)
 
@@ -165,3 +169,63 @@ def _generic_identifiers(text: str, *, prose: bool) -> list[tuple[str, str]]:
     if "] " in text:  # (no git commit line in these texts: checked, not read)
         assert not re.search(facts_ids._GIT_COMMIT, text)
     return list(found.items())[:8]
+
+
+_SENTENCE_END_AS_WRITTEN = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'`(])|\n+")
+
+
+@PROPERTY
+@given(st.text(st.sampled_from("ab.!? \n\t\u00a0A\"'`(x"), max_size=40))
+def test_sentences_split_where_the_pattern_as_written_splits(text: str) -> None:
+    assert facts_prose._SENTENCE_END.split(text) == _SENTENCE_END_AS_WRITTEN.split(text)
+
+
+@PROPERTY
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "must",
+                "xmust",
+                "mustx",
+                "don't",
+                "do not",
+                "because",
+                "_because",
+                "instead",
+                "tried it, but",
+                "next",
+                "then i'll",
+                "1must",
+                "no",
+                "not",
+                "none",
+                "a",
+                "-",
+                "\n",
+            ]
+        ),
+        max_size=6,
+    ).map("".join),
+    st.sampled_from([facts_prose.CONSTRAINT, facts_prose.DECISION, facts_prose.NEXT_STEP]),
+)
+def test_grouped_phrases_find_a_match_where_the_phrases_as_written_do(
+    text: str, pattern: re.Pattern[str]
+) -> None:
+    """Phrases glued to words and to each other: the boundary looked for behind a phrase's first
+    letter is the boundary before it."""
+    assert facts_prose.says(pattern, text) == (pattern.search(text) is not None)
+
+
+@PROPERTY
+@given(
+    st.one_of(
+        st.dictionaries(st.text(max_size=5), st.one_of(st.integers(), st.text(max_size=5))).map(
+            json.dumps
+        ),
+        st.text(st.sampled_from('{}[]":, 1a\n'), max_size=12),
+    )
+)
+def test_call_arguments_read_from_their_text_are_what_the_call_parses(text: str) -> None:
+    call = FunctionCall(call_id="c", name="t", arguments=text)
+    assert call_arguments.arguments_text(text) == call.parsed_arguments()
