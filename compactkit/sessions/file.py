@@ -20,7 +20,8 @@ also keeps the revision of the last save with the identities of its files. A run
 not rewrite it (its release does, once); when the files no longer match (a run killed before its
 release, an info file of an earlier version), ``acquire`` reads the revision from the files. The
 info is written in place, in one of two slots (``compactkit.sessions._lease_info``), on one
-descriptor the run opens at its start and closes at its release. While a run holds the lease no other writer can touch the session's files, so its saves keep the journal
+descriptor the run opens at its start and closes at its release (the lock, the info and the runs
+held: ``compactkit.sessions._file_leases``). While a run holds the lease no other writer can touch the session's files, so its saves keep the journal
 open and check it by ``fstat`` (``compactkit.sessions._journal_file``).
 
 Litter: a save killed mid-write (kill -9, power loss) leaves its temporary file behind (the
@@ -40,10 +41,6 @@ from __future__ import annotations
 import builtins
 import os
 import tempfile
-import threading
-import time
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -51,11 +48,11 @@ from compactkit.errors import (
     ConcurrencyError,
     ConfigError,
     LeaseLostError,
-    SessionBusyError,
     SessionNotFoundError,
     StorageError,
 )
 from compactkit.sessions._checks import require_session
+from compactkit.sessions._file_leases import FileLeases
 from compactkit.sessions._file_names import (
     HOST,
     SUFFIX,
@@ -72,14 +69,6 @@ from compactkit.sessions._journal_file import (
     proof,
     remove,
 )
-from compactkit.sessions._lease_info import (
-    LeaseInfo,
-    open_lease_info,
-    read_lease_info,
-    write_kept_lease_info,
-    write_lease_info,
-)
-from compactkit.sessions._locks import try_lock as _try_lock
 from compactkit.sessions._locks import unlock as _unlock
 from compactkit.sessions.journal import SaveMarks, read_journal, save_patch, save_whole
 from compactkit.sessions.lease import (
@@ -87,30 +76,13 @@ from compactkit.sessions.lease import (
     SessionLease,
     check_lease_times,
     default_holder,
-    wait_steps,
 )
 from compactkit.sessions.session import AgentSession, SessionState
 
 __all__ = ["FileSessionStore"]
 
 _JOURNAL = ".jnl"  # the patches saved after the base (no longer than SUFFIX: names fit)
-_LEASES = ".leases"  # the lease files' directory (hidden: list() skips it)
-_LOCK = ".lock"  # the OS lock a run holds (never deleted: a holder may have it open)
-_LEASE = ".info"  # who holds it, since when, the last token; the revision, and of which files
 _SAVE_WAIT = 30.0  # seconds a save outside a run waits for other saves of the session
-
-
-@dataclass(slots=True)
-class _Run:
-    """What this store holds for a run of a session: the locked lease file, the lease's token,
-    the lease info as written at its start and the info file kept open to write its end, and
-    the journal kept open for its saves."""
-
-    lock_fd: int
-    token: int
-    info: LeaseInfo
-    info_fd: int
-    journal: OpenJournal
 
 
 class FileSessionStore:
@@ -138,16 +110,9 @@ class FileSessionStore:
         self.removed_temp_files = remove_stale_temp_files(self.directory)
         """How many stale temporary files opening the store removed."""
         self._scope = f"file:{self.directory.resolve()}"
-        self._leases = self.directory / _LEASES
-        self._held: dict[str, _Run] = {}  # session id -> the run holding its lease here
-        self._leases_made = False  # whether this store made sure the lease directory exists
+        self._leases = FileLeases(self.directory)
         self._paths: dict[str, tuple[Path, Path]] = {}  # session id -> base and journal files
-        self._lease_paths: dict[str, tuple[str, str]] = {}  # session id -> lock and info files
-        self._held_lock = threading.Lock()
         self._marks = SaveMarks()
-        # session id -> (revision, file proof) of this store's last save of it: a run's saves
-        # leave the lease info alone, and its release writes them there once
-        self._saved: dict[str, tuple[int, tuple[int, ...]]] = {}
 
     def __repr__(self) -> str:
         return f"FileSessionStore({str(self.directory)!r})"
@@ -189,8 +154,8 @@ class FileSessionStore:
         path, journal = self._files_of(session.session_id)
         lease = session.lease
         if lease is not None and lease.scope == self._scope:
-            run = self._held.get(lease.session_id)
-            if run is not None and run.token == lease.token:
+            run = self._leases.run(lease.session_id, lease.token)
+            if run is not None:
                 with run.journal.lock:
                     if not run.journal.ended:
                         self._save_locked(session, path, journal, run.journal)
@@ -199,10 +164,10 @@ class FileSessionStore:
                 f"the lease of session {lease.session_id!r} (token {lease.token}) is not "
                 "held by this store any more; this save was not applied"
             )
-        fd = self._lock(session.session_id, timeout=_SAVE_WAIT, runs_only=True)
+        fd = self._leases.lock(session.session_id, timeout=_SAVE_WAIT, runs_only=True)
         try:
             self._save_locked(session, path, journal)
-            self._record_revision(session.session_id)
+            self._leases.record(session.session_id)
         finally:
             _unlock(fd)
 
@@ -257,37 +222,7 @@ class FileSessionStore:
             raise
         self._marks.set(session, new_mark)
         session.revision = revision + 1
-        with self._held_lock:
-            self._saved[session.session_id] = (revision + 1, new_mark.proof)
-
-    def _record_revision(
-        self, session_id: str, info: LeaseInfo | None = None, *, kept: int = -1, **also: Any
-    ) -> int:
-        """Write this store's last saved revision of ``session_id`` (and the identities of the
-        files it is the revision of) into the lease info, where the next ``acquire`` reads it,
-        with the fields ``also`` (one write).
-
-        Under the session's lock: a save outside a run, and a run's release. A run's own saves
-        skip it (the next ``acquire`` comes after its release); a run killed before its release
-        leaves info whose file identities no longer match, and ``acquire`` then reads the
-        revision from the files. ``info``: what the lease info says (read when not given);
-        ``kept``: the run's open info file (``open_lease_info``), written on. Returns the
-        descriptor to close in its place (``-1`` when none was kept)."""
-        with self._held_lock:
-            saved = self._saved.pop(session_id, None)
-        if saved is not None:
-            also.update(revision=saved[0], files=list(saved[1]))
-        if also:
-            if info is None:
-                info = self._lease_info(session_id)
-            fields = {**info.fields, **also}
-            if kept >= 0:
-                _, kept = write_kept_lease_info(
-                    kept, self._lease_file(session_id), fields, after=info
-                )
-            else:
-                self._write_lease_info(session_id, fields, after=info)
-        return kept
+        self._leases.saved(session.session_id, revision + 1, new_mark.proof)
 
     @staticmethod
     def _check_revision(session: AgentSession, revision: int) -> None:
@@ -316,139 +251,32 @@ class FileSessionStore:
         """
         check_lease_times(timeout, ttl)
         holder = holder or default_holder()
-        fd = self._lock(session_id, timeout=timeout)
-        info_fd = -1
-        try:
-            # The run reads and writes its info on one descriptor, kept to its release.
-            info_fd, info = open_lease_info(self._lease_file(session_id))
-            token = int(info.fields.get("token", 0)) + 1
-            since = datetime.now(timezone.utc)
-            files = self._files(session_id)
-            revision = self._saved_revision(session_id, info.fields, files)
-            info, info_fd = write_kept_lease_info(
-                info_fd,
-                self._lease_file(session_id),
-                {
-                    "token": token,
-                    "holder": holder,
-                    "since": since.isoformat(),
-                    "revision": revision,
-                    "files": list(files),
-                },
-                after=info,
-            )
-        except BaseException:
-            if info_fd >= 0:
-                os.close(info_fd)
-            _unlock(fd)
-            raise
-        lease = SessionLease(session_id, holder, token, since, revision, self._scope)
-        with self._held_lock:
-            self._held[session_id] = _Run(fd, token, info, info_fd, OpenJournal())
-        return lease
+        token, since, revision = self._leases.begin(
+            session_id, holder, timeout, lambda info: self._saved_revision(session_id, info)
+        )
+        return SessionLease(session_id, holder, token, since, revision, self._scope)
 
     def release(self, lease: SessionLease) -> None:
         """Give ``lease`` back (nothing when this store does not hold it)."""
-        with self._held_lock:
-            run = self._held.get(lease.session_id)
-            if run is None or run.token != lease.token:
-                return
-            del self._held[lease.session_id]
-        info_fd = run.info_fd
-        try:
-            with run.journal.lock:  # after a save in progress; later ones are refused
-                run.journal.end()
-            # Only this run wrote the info since it started (writers hold the lock).
-            info_fd = self._record_revision(
-                lease.session_id, run.info, holder=None, since=None, kept=info_fd
-            )
-        finally:
-            try:
-                os.close(info_fd)
-            finally:
-                _unlock(run.lock_fd)
+        self._leases.end(lease.session_id, lease.token)
 
     def _files(self, session_id: str) -> tuple[int, ...]:
         """The identities of the session's base and journal files (``_proof``)."""
         return proof(*self._files_of(session_id))
 
-    def _saved_revision(self, session_id: str, info: dict[str, Any], files: tuple[int, ...]) -> int:
-        """The revision of the saved state: the lease info's while the files are the ones it
-        was written for, else read from the files (a run killed before its release, a lease
-        info written by an older compactkit)."""
+    def _saved_revision(self, session_id: str, info: dict[str, Any]) -> tuple[int, tuple[int, ...]]:
+        """The revision of the saved state and the identities of its files: the lease info's
+        revision while the files are the ones it was written for, else read from the files (a
+        run killed before its release, a lease info written by an older compactkit)."""
+        files = self._files(session_id)
         if info.get("files") == list(files):
-            return int(info.get("revision", 0))
+            return int(info.get("revision", 0)), files
         try:
-            return self.load(session_id).revision
+            return self.load(session_id).revision, files
         except SessionNotFoundError:
-            return 0
+            return 0, files
         except StorageError:  # a corrupt file: saves refuse it; the lease does not read it
-            return int(info.get("revision", 0))
-
-    def _lock(self, session_id: str, *, timeout: float, runs_only: bool = False) -> int:
-        """The session's lock file, locked by this process (waiting up to ``timeout``; with
-        ``runs_only``, waiting only for other saves: a run's lease is busy at once)."""
-        path = self._lease_files(session_id)[0]
-        try:
-            if not self._leases_made:
-                self._leases.mkdir(mode=0o700, exist_ok=True)
-                self._leases_made = True
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        except FileNotFoundError:  # the directory was removed since: make it again
-            self._leases_made = False
-            return self._lock(session_id, timeout=timeout, runs_only=runs_only)
-        except OSError as exc:
-            raise StorageError(f"cannot open {path}: {exc}") from exc
-        pauses = iter(wait_steps(timeout))
-        while True:
-            if _try_lock(fd):
-                return fd
-            pause = next(pauses, None)
-            if runs_only and self._lease_info(session_id).fields.get("holder"):
-                pause = None  # a run holds it, not a save: refuse now
-            if pause is None:
-                os.close(fd)
-                info = self._lease_info(session_id).fields
-                holder = str(info.get("holder") or "another process")
-                since = _parse_time(info.get("since"))
-                when = "" if since is None else f" since {since:%Y-%m-%d %H:%M:%S} UTC"
-                raise SessionBusyError(
-                    f"session {session_id!r} is running elsewhere: {holder!r} has held its "
-                    f"lease{when} (waited {timeout:g} s); retry later, or pass a longer "
-                    "lease_timeout",
-                    session_id=session_id,
-                    holder=holder,
-                    since=since,
-                )
-            time.sleep(pause)
-
-    def _lease_files(self, session_id: str) -> tuple[str, str]:
-        """The lock and info files of ``session_id``'s lease (named once per session: every
-        run names them several times)."""
-        found = self._lease_paths.get(session_id) if isinstance(session_id, str) else None
-        if found is None:  # (a bad id is refused by encode_session_id)
-            stem = os.path.join(self._leases, encode_session_id(session_id))
-            found = stem + _LOCK, stem + _LEASE
-            if len(self._lease_paths) >= 1024:  # a bound, as for _paths
-                self._lease_paths.clear()
-            self._lease_paths[session_id] = found
-        return found
-
-    def _lease_file(self, session_id: str) -> str:
-        return self._lease_files(session_id)[1]
-
-    def _lease_info(self, session_id: str) -> LeaseInfo:
-        """What ``<id>.info`` says: the last token, its holder and since when, and the
-        revision of a save with the identities of its files (empty when there is none, or it
-        is unreadable)."""
-        return read_lease_info(Path(self._lease_file(session_id)))
-
-    def _write_lease_info(
-        self, session_id: str, fields: dict[str, Any], *, after: LeaseInfo
-    ) -> LeaseInfo:
-        # Advisory (names the holder, speeds up the staleness check): the state file's own
-        # revision is what a save is checked against, so this one skips the fsyncs.
-        return write_lease_info(Path(self._lease_file(session_id)), fields, after=after)
+            return int(info.get("revision", 0)), files
 
     def load(self, session_id: str) -> SessionState:
         """The saved state of ``session_id``.
@@ -529,10 +357,3 @@ class FileSessionStore:
                 raise StorageError(f"cannot write {path}: {exc}") from exc
             raise
         fsync_directory(self.directory)
-
-
-def _parse_time(value: object) -> datetime | None:
-    try:
-        return datetime.fromisoformat(str(value)) if value else None
-    except ValueError:
-        return None
