@@ -177,10 +177,10 @@ class FileLeases:
             return self.lock(session_id, timeout=timeout, runs_only=runs_only)
         except OSError as exc:
             raise StorageError(f"cannot open {path}: {exc}") from exc
-        pauses = iter(wait_steps(timeout))
+        if try_lock(fd):
+            return fd
+        pauses = iter(wait_steps(timeout))  # (built only when the lock is busy: ~20 µs)
         while True:
-            if try_lock(fd):
-                return fd
             pause = next(pauses, None)
             if runs_only and self.info(session_id).fields.get("holder"):
                 pause = None  # a run holds it, not a save: refuse now
@@ -199,6 +199,8 @@ class FileLeases:
                     since=since,
                 )
             time.sleep(pause)
+            if try_lock(fd):
+                return fd
 
     def files(self, session_id: str) -> tuple[str, str]:
         """The lock and info files of ``session_id``'s lease (named once per session: every
