@@ -178,17 +178,17 @@ class FileSessionStore:
 
         A patch is appended to the journal when this session object made the last save (its
         mark's file identities still match); otherwise the whole state is written. ``kept``:
-        the journal a run keeps open for its saves (``compactkit.sessions._journal_file``)."""
+        the journal a run keeps open for its saves (``compactkit.sessions._journal_file``).
+        A whole state written over files this object's last save left (the journal outgrew
+        the base) takes the revision from that save: the files are read back only when
+        someone else may have written them."""
         mark = self._marks.get(session)
         try:
-            if (
-                mark is not None
-                and not mark.outgrown()
-                and (
-                    (kept is not None and kept.extends(mark, path))
-                    or mark.proof == proof(path, journal)
-                )
-            ):
+            ours = mark is not None and (
+                (kept is not None and kept.extends(mark, path))
+                or mark.proof == proof(path, journal)
+            )
+            if ours and mark is not None and not mark.outgrown():
                 revision = mark.revision
                 self._check_revision(session, revision)
                 change = save_patch(session, mark, revision + 1)
@@ -201,15 +201,10 @@ class FileSessionStore:
             else:
                 if kept is not None:
                     kept.close()  # the new base replaces the journal
-                try:
-                    revision = self.load(session.session_id).revision
-                except SessionNotFoundError:
-                    revision = 0
-                except StorageError as exc:
-                    raise StorageError(
-                        f"{exc}; not overwriting it — inspect it, move it away or delete it "
-                        f"(store.delete({session.session_id!r})) before saving"
-                    ) from exc
+                if ours and mark is not None:
+                    revision = mark.revision  # the files are what this object saved last
+                else:
+                    revision = self._stored_revision(session.session_id)
                 self._check_revision(session, revision)
                 data, new_mark = save_whole(session, revision + 1)
                 self._write(path, data)
@@ -223,6 +218,22 @@ class FileSessionStore:
         self._marks.set(session, new_mark)
         session.revision = revision + 1
         self._leases.saved(session.session_id, revision + 1, new_mark.proof)
+
+    def _stored_revision(self, session_id: str) -> int:
+        """The revision of the files of ``session_id`` (0: none), read from them.
+
+        Raises:
+            StorageError: they are corrupt or from a newer compactkit (never overwritten).
+        """
+        try:
+            return self.load(session_id).revision
+        except SessionNotFoundError:
+            return 0
+        except StorageError as exc:
+            raise StorageError(
+                f"{exc}; not overwriting it — inspect it, move it away or delete it "
+                f"(store.delete({session_id!r})) before saving"
+            ) from exc
 
     @staticmethod
     def _check_revision(session: AgentSession, revision: int) -> None:

@@ -170,3 +170,43 @@ def test_a_lease_info_file_replaced_during_a_run_gets_the_run_s_end_written_into
     lease = FileSessionStore(tmp_path).acquire("s")
     assert lease.token == session.lease.token + 1
     assert lease.revision == session.revision
+
+
+def test_a_run_whose_journal_outgrows_the_base_folds_it_and_every_save_reads_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fold over the files the run's own last save left takes the revision from that save.
+    monkeypatch.setattr("compactkit.sessions.journal.JOURNAL_MIN_BYTES", 0)
+    store = FileSessionStore(tmp_path)
+    session = leased_session(store, 0)
+    folds = 0
+    for n in range(40):
+        session.memory.add_user_input(f"turn {n} " + "x" * 200)
+        store.save(session)
+        folds += not (tmp_path / "s.jnl").exists()
+        loaded = FileSessionStore(tmp_path).load("s")
+        assert loaded.revision == session.revision
+        assert comparable(loaded) == comparable(session.state())
+    assert folds > 1
+    assert session.lease is not None
+    store.release(session.lease)
+    assert FileSessionStore(tmp_path).acquire("s").revision == session.revision
+
+
+def test_a_fold_over_a_base_corrupted_during_the_run_leaves_it_untouched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("compactkit.sessions.journal.JOURNAL_MIN_BYTES", 0)
+    store = FileSessionStore(tmp_path)
+    session = leased_session(store, 0)
+    session.memory.add_user_input("x" * 4000)  # the next save's patch outgrows the base
+    store.save(session)
+    assert (tmp_path / "s.jnl").exists()
+    corrupt = b'{"schema_version": 3, "memory": '  # cut short by hand
+    (tmp_path / "s.json").write_bytes(corrupt)
+    session.memory.add_user_input("after the damage")
+    with pytest.raises(StorageError, match="not overwriting it"):
+        store.save(session)
+    assert (tmp_path / "s.json").read_bytes() == corrupt
+    assert session.lease is not None
+    store.release(session.lease)
