@@ -337,8 +337,8 @@ class MessageCompactor:
             events.append(emit(event, self.on_event))
         items = [item for message_items in per_message for item in message_items]
         summaries = any(is_summary_message(item) for item in items)  # (a summary pasted in)
-        self._append(items, restart=new_start == 0, summaries=summaries)
-        self._remember(fresh, per_message, summaries=summaries)
+        stored = self._append(items, restart=new_start == 0, summaries=summaries)
+        self._remember(fresh, per_message, summaries=summaries, stored=stored)
         known.messages.extend(fresh)
         self._seen = [known]
 
@@ -374,11 +374,14 @@ class MessageCompactor:
         self._unread = (read.skipped, read.lead_items)
         return True
 
-    def _append(self, items: list[Item], *, restart: bool, summaries: bool | None = None) -> None:
+    def _append(
+        self, items: list[Item], *, restart: bool, summaries: bool | None = None
+    ) -> list[Item] | None:
         """Store ``items`` (``summaries``: whether any of them is a summary message, when the
-        caller knows)."""
+        caller knows); returns them as stored when they were appended as they are (``None``
+        when the memory was restored instead)."""
         if not items:
-            return
+            return None
         memory = self._memory
         if summaries is None:
             summaries = any(is_summary_message(item) for item in items)
@@ -388,9 +391,9 @@ class MessageCompactor:
                 [*snapshot.render_items(), *items] if snapshot.items or snapshot.summary else items
             )
             memory.restore(MemorySnapshot.from_items(old))
-            return
+            return None
         try:
-            memory.add_output_items(items)
+            return memory.add_read_items(items)
         except ConfigError:
             # A write the memory refuses (a call answered twice): restore takes the list as it
             # is, and the projector repairs the prompt (the history keeps every message).
@@ -398,13 +401,20 @@ class MessageCompactor:
             memory.restore(
                 MemorySnapshot(summary=snapshot.summary, items=(*snapshot.items, *items))
             )
+            return None
 
     def _remember(
-        self, fresh: Sequence[Any], per_message: list[list[Item]], *, summaries: bool = True
+        self,
+        fresh: Sequence[Any],
+        per_message: list[list[Item]],
+        *,
+        summaries: bool = True,
+        stored: Sequence[Item] | None = None,
     ) -> None:
         """Map each new message to the stored items it became, so that it is sent as given
         while those items are sent unchanged (``summaries=False``: the caller knows that none
-        of the items is a summary message, which is not stored as an item)."""
+        of the items is a summary message, which is not stored as an item; ``stored``: the
+        items as the memory stored them, when the caller has them)."""
         counts = (
             [sum(not is_summary_message(i) for i in items) for items in per_message]
             if summaries
@@ -413,7 +423,8 @@ class MessageCompactor:
         total = sum(counts)
         if not total:
             return
-        stored = self._memory.snapshot().items[-total:]
+        if stored is None or len(stored) != total:
+            stored = self._memory.snapshot().items[-total:]
         at = 0
         for message, items, count in zip(fresh, per_message, counts, strict=True):
             mine = stored[at : at + count]

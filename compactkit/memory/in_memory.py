@@ -6,7 +6,7 @@ import threading
 from collections.abc import Sequence
 
 from compactkit.compressors.base import CompressorLike
-from compactkit.errors import ArchiveDroppedError
+from compactkit.errors import ArchiveDroppedError, ConfigError
 from compactkit.items import Item, item_text
 from compactkit.items.snapshot import (
     DEFAULT_SUMMARY_ROLE,
@@ -16,7 +16,7 @@ from compactkit.items.snapshot import (
 )
 from compactkit.items.view import ItemsView
 from compactkit.memory._bm25 import BM25Index
-from compactkit.memory._inputs import CallIndex, assign_seqs
+from compactkit.memory._inputs import CallIndex, assign_seqs, output_items
 from compactkit.memory._rules import (
     Lineage,
     not_active_error,
@@ -104,6 +104,10 @@ class InMemoryMemory(BaseMemory):
         self._dropped = DroppedArchive()
 
     def _append(self, items: Sequence[Item]) -> None:
+        self._append_stored(items)
+
+    def _append_stored(self, items: Sequence[Item]) -> list[Item]:
+        """``_append``, returning the items as stored (numbered)."""
         with self._lock:
             self._calls.check(items, accept_unknown=self.accept_unknown_call_ids)
             stored, self._next_seq = assign_seqs(items, self._next_seq)
@@ -113,6 +117,21 @@ class InMemoryMemory(BaseMemory):
                 self._unindexed.append(_seq(item))
             self._active.extend(stored)
             self._version += 1
+            return stored
+
+    def add_read_items(self, items: list[Item]) -> list[Item]:
+        """``add_output_items(items)`` for a memory with no write-path compaction, returning
+        the items as stored (numbered, in order): what ``MessageCompactor`` maps each message
+        it read to, without reading the stored items back from a snapshot.
+
+        Raises:
+            ConfigError: as ``add_output_items``; or the memory compacts on writes (then
+                ``add_output_items`` is the call to make).
+        """
+        if self._compressor is not None:
+            raise ConfigError("add_read_items is for a memory without write-path compaction")
+        converted = output_items(items)
+        return self._append_stored(converted) if converted else []
 
     @property
     def version(self) -> int:
