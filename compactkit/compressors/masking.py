@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 
 from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors._args import check_sizes, snapshot_arg
@@ -30,7 +31,7 @@ from compactkit.errors import ConfigError
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Tool, with_field
 from compactkit.items.snapshot import CompactResult, MemorySnapshot
 
-__all__ = ["MASK_PREFIX", "MaskingCompressor", "is_masked", "mask_output"]
+__all__ = ["MASK_PREFIX", "MaskingCompressor", "PlaceholderCache", "is_masked", "mask_output"]
 
 MASK_PREFIX = "[masked output of "
 """How every placeholder's text starts (``is_masked`` checks it)."""
@@ -57,6 +58,59 @@ def mask_output(
     if error:
         note += f"; last error: {error}"
     return with_output(output, note + ". Call the tool again to see it.]")
+
+
+class PlaceholderCache:
+    """``mask_output(output, tool=tool, tokens=tokens)``, made once per output object, tool and
+    size: the projection masks every bulky output of a closed group when it first measures it,
+    and the masking rung of a later compaction masks the outputs over the projection's
+    threshold again (the same tool and size: the governor's counter counts for both), so it
+    takes the placeholder already made (and its count, cached by object) instead of building
+    and counting an equal one (``made``: it adds none of its own).
+
+    A placeholder is a function of the output's fields, ``tool`` and ``tokens`` (all compared
+    before an entry is used), so a placeholder taken from here equals the one ``mask_output``
+    would make. Holds at most ``limit`` entries (the oldest eighth dropped at once); each keeps
+    its output alive, so an entry found by ``id`` is that output's.
+    """
+
+    def __init__(self, limit: int = 100_000) -> None:
+        self._limit = limit
+        self._entries: dict[
+            int, tuple[FunctionCallOutput, str | None, int | None, FunctionCallOutput]
+        ] = {}
+
+    def __call__(
+        self, output: FunctionCallOutput, tool: str | None, tokens: int | None
+    ) -> FunctionCallOutput:
+        """The placeholder for ``output`` (``tokens`` long), naming ``tool`` when known."""
+        entry = self._entries.get(id(output))
+        if entry is not None and entry[0] is output and entry[1] == tool and entry[2] == tokens:
+            return entry[3]
+        placeholder = mask_output(output, tool=tool, tokens=tokens)
+        if len(self._entries) >= self._limit:  # the oldest eighth at once (see TokenCounter)
+            self._entries = dict(islice(self._entries.items(), self._limit // 8, None))
+        self._entries[id(output)] = (output, tool, tokens, placeholder)
+        return placeholder
+
+    def made(
+        self, output: FunctionCallOutput, tool: str | None, tokens: int | None
+    ) -> FunctionCallOutput:
+        """``self(output, tool, tokens)`` without keeping a new placeholder (the masking rung:
+        the outputs it masks leave the history, and an entry would keep them alive)."""
+        entry = self._entries.get(id(output))
+        if entry is not None and entry[0] is output and entry[1] == tool and entry[2] == tokens:
+            return entry[3]
+        return mask_output(output, tool=tool, tokens=tokens)
+
+    def clear(self) -> None:
+        """Forget every placeholder."""
+        self._entries = {}
+
+
+placeholders = PlaceholderCache()
+"""The process's placeholders, shared by the projection (``governance._projection.Masker``) and
+the masking rung."""
 
 
 def with_output(output: FunctionCallOutput, text: str) -> FunctionCallOutput:
@@ -248,7 +302,7 @@ class MaskingCompressor:
                     tool_names = {
                         i.call_id: i.name for i in layout.items if isinstance(i, FunctionCall)
                     }
-                placeholder = mask_output(item, tool=tool_names.get(item.call_id), tokens=tokens)
+                placeholder = placeholders.made(item, tool_names.get(item.call_id), tokens)
                 saving = tokens - count(placeholder)
                 if saving <= 0:
                     continue

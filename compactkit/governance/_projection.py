@@ -13,11 +13,10 @@ import threading
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
 from typing import Literal
 
 from compactkit.budget.tokens import TokenCounter
-from compactkit.compressors.masking import mask_output
+from compactkit.compressors.masking import placeholders
 from compactkit.formats.validate import validate_items
 from compactkit.governance._incremental import extends
 from compactkit.governance._sums import Sums
@@ -236,25 +235,14 @@ class Piece:
 
 class Masker:
     """Placeholders for bulky tool outputs (``mask_output``, as the masking compressor makes
-    them), made once per output object."""
-
-    _limit = 100_000
-
-    def __init__(self) -> None:
-        self._cache: dict[int, tuple[FunctionCallOutput, FunctionCallOutput]] = {}
+    them), made once per output object (``compressors.masking.placeholders``, which the
+    masking rung shares)."""
 
     def __call__(
         self, output: FunctionCallOutput, tool: str | None, tokens: int
     ) -> FunctionCallOutput:
         """The placeholder for ``output`` (``tokens`` long), naming ``tool`` when known."""
-        entry = self._cache.get(id(output))
-        if entry is not None and entry[0] is output:
-            return entry[1]
-        placeholder = mask_output(output, tool=tool, tokens=tokens)
-        if len(self._cache) >= self._limit:  # the oldest eighth at once (see TokenCounter)
-            self._cache = dict(islice(self._cache.items(), self._limit // 8, None))
-        self._cache[id(output)] = (output, placeholder)
-        return placeholder
+        return placeholders(output, tool, tokens)
 
 
 class Pieces:
