@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import accumulate, compress
-from operator import not_
+from operator import attrgetter, not_
 from typing import Any
 
 from compactkit.budget import LINE_ADDITIVE, line_pieces
@@ -31,6 +31,8 @@ from compactkit.items.snapshot import (
     require_snapshot,
     summary_message,
 )
+
+_pinned = attrgetter("pinned")
 
 
 def default_counter() -> TokenCounter:
@@ -102,7 +104,7 @@ class Layout:
         )
         # The positions of pinned items (few, often none), looked up per group by bisection:
         # a generator over every group's items cost more than the grouping itself.
-        pins = [position for position, item in enumerate(items) if item.pinned]
+        pins = list(compress(range(len(items)), map(_pinned, items)))  # (in C)
         protected: list[str | None] = []
         for group in groups:
             reason = None

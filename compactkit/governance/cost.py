@@ -121,6 +121,12 @@ def request_cost(
     ``caching.cache_write_ratio``) where the provider charges for writing the cache."""
     if not 0 <= cached_tokens <= tokens:
         raise ConfigError(f"cached_tokens must be in [0, {tokens}], got {cached_tokens!r}")
+    write_price, cached_price = _token_prices(prices, caching)
+    return ((tokens - cached_tokens) * write_price + cached_tokens * cached_price) / 1_000_000
+
+
+def _token_prices(prices: Prices, caching: PromptCaching | None) -> tuple[float, float]:
+    """``request_cost``'s prices per million tokens: an uncached token's, a cached one's."""
     cached_price = prices.cached_input
     if cached_price is None:
         cached_price = prices.input * (caching.cached_input_ratio if caching else 1.0)
@@ -131,7 +137,7 @@ def request_cost(
             if prices.cache_write is not None
             else prices.input * caching.cache_write_ratio
         )
-    return ((tokens - cached_tokens) * write_price + cached_tokens * cached_price) / 1_000_000
+    return write_price, cached_price
 
 
 def next_request_change(
@@ -178,6 +184,9 @@ def until_next_change(
     def cached(previous: float) -> int:
         return caching.cached_tokens(int(previous)) if caching is not None else 0
 
+    # ``request_cost`` of each request, its prices read once (up to MAX_HORIZON requests a
+    # compaction): the same arithmetic, so the same floats.
+    write, read = _token_prices(prices, caching)
     change = 0.0
     for k in range(requests):
         size_with = int(after + k * growth)
@@ -185,8 +194,11 @@ def until_next_change(
         hit_with = 0 if k == 0 else min(size_with, cached(after + (k - 1) * growth))
         previous_without = min(ceiling, before + (k - 1) * growth) if k else before
         hit_without = min(size_without, cached(previous_without)) if (k or cache_warm) else 0
-        change += request_cost(prices, caching, tokens=size_with, cached_tokens=hit_with)
-        change -= request_cost(prices, caching, tokens=size_without, cached_tokens=hit_without)
+        for size, hit in ((size_with, hit_with), (size_without, hit_without)):
+            if not 0 <= hit <= size:  # (as request_cost refuses it)
+                raise ConfigError(f"cached_tokens must be in [0, {size}], got {hit!r}")
+        change += ((size_with - hit_with) * write + hit_with * read) / 1_000_000
+        change -= ((size_without - hit_without) * write + hit_without * read) / 1_000_000
     return change, requests
 
 

@@ -1,17 +1,22 @@
 """What ``MessageCompactor`` returns, ``CompactedMessages``, and the options it takes (moved
-out of _compactor.py; both public from ``compactkit.integrations.messages``)."""
+out of _compactor.py; both public from ``compactkit.integrations.messages``), with the small
+records the compactor keeps between and within calls (``Seen``, ``Prepared``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from compactkit.errors import ConfigError
 from compactkit.governance.projector import ProjectionReport
+from compactkit.integrations._seen import SeenList
 from compactkit.integrations._wire import MessageFormat
+from compactkit.items import Message, Tool
 from compactkit.items.snapshot import CompactResult
 from compactkit.runtime.events import Event
+from compactkit.runtime.governor import Governor
 
-__all__ = ["COMPACTOR_OPTIONS", "CompactedMessages"]
+__all__ = ["COMPACTOR_OPTIONS", "CompactedMessages", "Prepared", "Seen", "check_governor"]
 
 
 @dataclass(frozen=True)
@@ -59,3 +64,40 @@ COMPACTOR_OPTIONS = (
     "background",
 )
 """The options ``MessageCompactor`` takes beyond ``model``, ``format`` and ``tools``."""
+
+
+@dataclass
+class Seen:
+    """A message list the memory was brought up to."""
+
+    messages: SeenList = field(default_factory=SeenList)
+    exact: bool = True
+    """Whether the memory holds exactly these messages (no compaction folded or changed any
+    of them since): then the list itself is the history."""
+
+
+@dataclass
+class Prepared:
+    """What a call brings beside the messages, read: instructions, tools, events so far."""
+
+    instructions: list[Message]
+    tools: list[Tool]
+    events: list[Event] = field(default_factory=list)
+
+
+def check_governor(governor: object, options: tuple[object, ...], compaction: bool) -> None:
+    """Refuse a ``governor=`` given with options it already holds, or one that is not a
+    ``Governor`` (``MessageCompactor(governor=...)``).
+
+    Raises:
+        ConfigError: any of ``options`` is given, ``compaction`` is off, or ``governor`` is
+            not a ``Governor``.
+    """
+    if any(option is not None for option in options) or not compaction:
+        raise ConfigError(
+            "governor= is already configured: do not pass budget=, trigger=, target=, "
+            "policy=, compressor=, summary_role=, projector=, registry=, background= "
+            "or compaction= with it"
+        )
+    if not isinstance(governor, Governor):
+        raise ConfigError(f"governor must be a Governor, got {type(governor).__name__}")

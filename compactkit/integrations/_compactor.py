@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from compactkit.budget.profiles import ProfileRegistry
@@ -18,7 +18,13 @@ from compactkit.errors import ConfigError
 from compactkit.governance.policy import CompactPolicy, TriggerLike
 from compactkit.governance.projector import ContextProjector, Projection
 from compactkit.integrations._cold import COLD_FROM, read_cold, shift_report
-from compactkit.integrations._compacted import COMPACTOR_OPTIONS, CompactedMessages
+from compactkit.integrations._compacted import (
+    COMPACTOR_OPTIONS,
+    CompactedMessages,
+    Prepared,
+    Seen,
+    check_governor,
+)
 from compactkit.integrations._seen import SeenList
 from compactkit.integrations._wire import (
     MessageFormat,
@@ -44,22 +50,7 @@ if TYPE_CHECKING:  # the preview loads with its first use (it pulls in the summa
 
 __all__ = ["COMPACTOR_OPTIONS", "CompactedMessages", "MessageCompactor"]
 
-
-@dataclass
-class _Seen:
-    """A message list the memory was brought up to."""
-
-    messages: SeenList = field(default_factory=SeenList)
-    exact: bool = True
-    """Whether the memory holds exactly these messages (no compaction folded or changed any
-    of them since): then the list itself is the history."""
-
-
-@dataclass
-class _Prepared:
-    instructions: list[Message]
-    tools: list[Tool]
-    events: list[Event] = field(default_factory=list)
+_seq_of = attrgetter("seq")
 
 
 class MessageCompactor:
@@ -118,14 +109,7 @@ class MessageCompactor:
                 *(policy, compressor, summary_role, projector, registry, background),
                 *(budget, trigger, target),
             )
-            if any(option is not None for option in options) or not compaction:
-                raise ConfigError(
-                    "governor= is already configured: do not pass budget=, trigger=, target=, "
-                    "policy=, compressor=, summary_role=, projector=, registry=, background= "
-                    "or compaction= with it"
-                )
-            if not isinstance(governor, Governor):
-                raise ConfigError(f"governor must be a Governor, got {type(governor).__name__}")
+            check_governor(governor, options, compaction)
         else:
             governor = Governor.for_model(
                 model,
@@ -270,7 +254,7 @@ class MessageCompactor:
 
     def _reset(self) -> None:
         self._memory = InMemoryMemory(accept_unknown_call_ids=True)
-        self._seen: list[_Seen] = []
+        self._seen: list[Seen] = []
         self._originals: dict[int, Original] = {}
         self._converter = WireConverter(self._format or "chat")
         self._decided = self._format is not None
@@ -284,7 +268,7 @@ class MessageCompactor:
         tools: Sequence[Any] | None,
         instructions: str | None,
         system: Any,
-    ) -> _Prepared:
+    ) -> Prepared:
         if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
             raise ConfigError(
                 f"messages must be a list of messages, got {type(messages).__name__}"
@@ -292,7 +276,7 @@ class MessageCompactor:
             )
         if instructions is not None and system is not None:
             raise ConfigError("pass instructions= (Responses) or system= (Anthropic), not both")
-        prepared = _Prepared(instructions=[], tools=[])
+        prepared = Prepared(instructions=[], tools=[])
         self._ingest(messages, prepared.events)
         if system is not None and not self._decided:
             # Only Anthropic has a top-level system prompt; the plain text messages read so far
@@ -321,7 +305,7 @@ class MessageCompactor:
             self._reset()
             if self._read_cold(messages):
                 return
-            known = _Seen()
+            known = Seen()
         new_start = len(known.messages)
         fresh = messages[new_start:]
         converter = self._converter_for(fresh)
@@ -368,7 +352,7 @@ class MessageCompactor:
         self._append([item for items in read.items for item in items], restart=True)
         self._remember(read.messages, read.items)
         self._converter.note_calls(read.call_ids)
-        known = _Seen()
+        known = Seen()
         known.messages.extend(messages)
         self._seen = [known]
         self._unread = (read.skipped, read.lead_items)
@@ -466,7 +450,7 @@ class MessageCompactor:
         return converted
 
     def _finish(
-        self, messages: Sequence[Any], prepared: _Prepared, step: GovernedStep
+        self, messages: Sequence[Any], prepared: Prepared, step: GovernedStep
     ) -> CompactedMessages:
         converter = self._converter
         # Responses: the instructions go as the request's instructions, not as items.
@@ -476,15 +460,19 @@ class MessageCompactor:
         if step.compacted or not self._seen[0].exact:
             snapshot = self._memory.snapshot()
             if step.compacted:
-                active = {item.seq for item in snapshot.items}
-                self._originals = {s: o for s, o in self._originals.items() if s in active}
+                # The folded messages' entries go (found by a set difference, in C: a
+                # compaction keeps most of a long history); a new dict, in the same order.
+                originals = dict(self._originals)
+                for seq in originals.keys() - set(map(_seq_of, snapshot.items)):
+                    del originals[seq]
+                self._originals = originals
             # Anthropic's summary stays in the messages (a user block), so the list is whole.
             role: SummaryRole = (
                 "user" if converter.format == "anthropic" else self.governor.projector.summary_role
             )
             rendered = snapshot.render_items(summary_role=role)
             _, history = converter.from_items(rendered, self._originals, slot="history")
-            self._seen = [_Seen(SeenList(messages), exact=False), _Seen(SeenList(history))]
+            self._seen = [Seen(SeenList(messages), exact=False), Seen(SeenList(history))]
         else:
             history = messages if isinstance(messages, list) else list(messages)
         projection = step.projection
