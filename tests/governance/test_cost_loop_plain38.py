@@ -49,6 +49,7 @@ PRICES = st.builds(
     output=st.floats(0.01, 80),
     cached_input=st.none() | st.floats(0.001, 10),
     cache_write=st.none() | st.floats(0.01, 30),
+    source=st.just("test"),
 )
 CACHING = st.none() | st.builds(
     PromptCaching,
