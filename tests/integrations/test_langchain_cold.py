@@ -7,6 +7,7 @@ whole, as before."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -130,6 +131,25 @@ def test_a_long_threads_first_call_reads_its_end_and_holds_the_contract(
     checker().check(as_items(sent), where="cold first call")
     assert converted < len(messages) // 4, "the whole thread was converted"
     assert sum(_langchain_convert.is_summary(m) for m in sent) == 1
+
+
+def test_ainvoke_reads_cold_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``awrap_model_call`` prepares the call in a worker thread: the same cold read."""
+    messages = thread(120, [5, 80, 20])
+    converted = [0]
+    real = _langchain_convert.to_items
+
+    def counting(message: BaseMessage, warn: Any) -> Any:
+        converted[0] += 1
+        return real(message, warn)
+
+    monkeypatch.setattr(_langchain_convert, "to_items", counting)
+    model = Recording(messages=iter([AIMessage("done.")]))
+    middleware = CompactkitMiddleware(MODEL, budget=BUDGET)
+    agent = create_agent(model, tools=[], system_prompt=SYSTEM, middleware=[middleware])
+    asyncio.run(agent.ainvoke({"messages": messages}))
+    assert converted[0] < len(messages) // 4
+    checker().check(as_items(model.seen[0]), where="ainvoke")
 
 
 def test_the_next_call_continues_from_the_cold_read(monkeypatch: pytest.MonkeyPatch) -> None:
