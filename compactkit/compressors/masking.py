@@ -14,8 +14,9 @@ placeholders took their place) — a memory keeps them in its history.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from itertools import islice
 
 from compactkit.budget.tokens import TokenCounter
@@ -37,6 +38,16 @@ MASK_PREFIX = "[masked output of "
 """How every placeholder's text starts (``is_masked`` checks it)."""
 
 
+@cache
+def _last_error() -> Callable[[str], str | None]:
+    """``_facts.last_error``, imported with the first mask: its patterns compile when it loads
+    (a few ms a process that never masks does not pay); cached, so a mask pays a call, not an
+    import statement."""
+    from compactkit.compressors._facts import last_error
+
+    return last_error
+
+
 def mask_output(
     output: FunctionCallOutput, *, tool: str | None = None, tokens: int | None = None
 ) -> FunctionCallOutput:
@@ -52,9 +63,7 @@ def mask_output(
     lines = text.count("\n") + 1 if text else 0
     size.append(f"{lines:,} line{'s' if lines != 1 else ''}")
     note = f"{MASK_PREFIX}{tool} (call_id {output.call_id}): {', '.join(size)}"
-    from compactkit.compressors._facts import last_error  # (its patterns: with the first mask)
-
-    error = last_error(text)
+    error = _last_error()(text)
     if error:
         note += f"; last error: {error}"
     return with_output(output, note + ". Call the tool again to see it.]")
