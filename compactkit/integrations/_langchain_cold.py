@@ -10,23 +10,25 @@ newest part within the policy's target, so ``read_cold`` builds that directly, r
    of what the target leaves beside the system prompt and the tool schemas; the kept part
    starts at the oldest human message within that (a turn boundary: no tool call is parted
    from its result), and is never less than the newest turn;
-2. the messages before it get a shape check (plain ``HumanMessage``/``AIMessage``/
-   ``ToolMessage``/``SystemMessage`` with text content, no summary compactkit wrote, no tool
-   call without an id: what the converter reads without passing anything through), and their
-   human and system messages are digested (``DigestCompressor``): the summary holds the task as
-   its goal and every rule and request the user gave, verbatim, as a compaction's summary does.
-   The assistant's words and the tool traffic of that part are not read: the files, commands,
-   errors and decisions a full digest would list from it are not in this summary.
+2. the messages before it get a shape check (a plain ``HumanMessage`` or ``SystemMessage``
+   with text content that is no summary compactkit wrote, an ``AIMessage`` whose tool calls
+   all have ids, a ``ToolMessage``: what the converter reads without passing anything
+   through), and their human and system messages are digested (``digest_items``, trimmed as
+   ``DigestCompressor`` trims a summary): the summary holds the task as its goal and every
+   rule and request the user gave, verbatim, as a compaction's summary does. The assistant's
+   words and the tool traffic of that part are not read: the files, commands, errors and
+   decisions a full digest would list from it are not in this summary.
 
 Anything else (a message the converter would pass through, a summary in the thread, no human
 or system message before the kept part) and the thread is read whole, as before. The mirror
 then reads the kept part as it reads any thread (a reused call id is renamed for the memory
-alike) and holds the summary with it, under the target (so below the trigger: the first call
-projects, no compaction runs); later calls read only their new messages, and the next
-compaction folds the kept part into that summary. Only for ``mode="project"`` with the default compressor, no
-``before_compaction``, ``on_event`` or ``budget_visible`` (each would see a fold no event
-reported); tests/integrations/test_langchain_cold.py holds what reaches the model to the
-request contract.
+alike) and holds the summary with it, within the target unless the newest turn alone is
+larger (so the first call projects; no compaction runs); later calls read only their new
+messages, and the next compaction folds the kept part into that summary. Only for
+``mode="project"`` with the default compressor, no ``before_compaction``, ``on_event`` or
+``budget_visible`` (each would see a fold no event reported);
+tests/integrations/test_langchain_cold.py holds what reaches the model to the request
+contract.
 """
 
 from __future__ import annotations
