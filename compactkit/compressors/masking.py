@@ -32,7 +32,7 @@ from compactkit.errors import ConfigError
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Tool, with_field
 from compactkit.items.snapshot import CompactResult, MemorySnapshot
 
-__all__ = ["MASK_PREFIX", "MaskingCompressor", "PlaceholderCache", "is_masked", "mask_output"]
+__all__ = ["MASK_PREFIX", "MaskingCompressor", "is_masked", "mask_output"]
 
 MASK_PREFIX = "[masked output of "
 """How every placeholder's text starts (``is_masked`` checks it)."""
