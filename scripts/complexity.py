@@ -51,7 +51,6 @@ KNOWN_OFFENDERS: frozenset[str] = frozenset(
         "compactkit/evals/runner.py:run_suite",
         "compactkit/integrations/_governed.py:Governors.build",
         "compactkit/integrations/_wire.py:WireConverter.from_items",
-        "compactkit/integrations/_compactor.py:MessageCompactor.__init__",
         "compactkit/integrations/openai_agents.py:CompactkitSession.__init__",
         "compactkit/runtime/agent.py:Agent.__init__",
         "compactkit/sql/_compaction.py:Compactions.apply",
