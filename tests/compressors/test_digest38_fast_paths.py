@@ -12,10 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from compactkit.compressors import _entries
 from compactkit.compressors import _facts as facts
 from compactkit.compressors import _facts_ids as facts_ids
 from compactkit.compressors import _facts_prose as facts_prose
 from compactkit.compressors import _facts_values as facts_values
+from compactkit.compressors._refs import merge_spans, split_refs, with_refs
 from compactkit.compressors.digest import _call_arguments as call_arguments
 from compactkit.items import FunctionCall
 
@@ -229,3 +231,85 @@ def test_grouped_phrases_find_a_match_where_the_phrases_as_written_do(
 def test_call_arguments_read_from_their_text_are_what_the_call_parses(text: str) -> None:
     call = FunctionCall(call_id="c", name="t", arguments=text)
     assert call_arguments.arguments_text(text) == call.parsed_arguments()
+
+
+def _merge_keyed_reference(entries: dict[str, str], new: list[str]) -> None:
+    """``merge_keyed_into`` as first written: every entry read back and merged."""
+    for entry in new:
+        key = _entries.entry_key(entry)
+        old = entries.get(key)
+        if old is None:
+            entries[key] = entry
+            continue
+        old_text, old_refs = split_refs(old)
+        new_text, new_refs = split_refs(entry)
+        head, details = _entries.split_details(old_text)
+        _, more = _entries.split_details(new_text)
+        details, changed = _entries.add_details(details, more)
+        refs = merge_spans(old_refs, new_refs) if new_refs else old_refs
+        if changed:
+            del entries[key]
+            entries[key] = with_refs(_entries.join_details(head, details), refs)
+        elif refs != old_refs:
+            entries[key] = with_refs(old_text, refs)
+
+
+KEYED_DETAILS = [
+    "read",
+    "Read",
+    "edited",
+    "edited \u00d72",
+    "write_file",
+    "a \u00d75 \u00d71",
+    "a \u00d75",
+    "a",
+    "3 earlier omitted",
+    "x; y",
+    "sha",
+    "url [#4]",
+    "",
+]
+
+
+@PROPERTY
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["`a`", "`b`", "`a` — c", "plain"]),
+            st.lists(st.sampled_from(KEYED_DETAILS), max_size=3),
+            st.sampled_from(["", " [#3]", " [#5\u20136]"]),
+        ),
+        max_size=30,
+    )
+)
+def test_keyed_entries_counted_again_merge_as_merging_each_one(
+    parts: list[tuple[str, list[str], str]],
+) -> None:
+    new = [
+        (f"{head} — {'; '.join(details)}" if details else head) + refs
+        for head, details, refs in parts
+    ]
+    fast: dict[str, str] = {}
+    slow: dict[str, str] = {}
+    _entries.merge_keyed_into(fast, new)
+    _merge_keyed_reference(slow, new)
+    assert list(fast.items()) == list(slow.items())
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        # a detail that reads back as another's count ("a ×5" is "a", five times): the entry
+        # written is read back merged, not counted again where it stands
+        ["`a` — a", "`a` — a \u00d75 \u00d71", "`a` — a", "`a` — a"],
+        ["`a` — b", "`a` — 2 earlier omitted", "`a` — c", "`a` — c"],
+        ["`a` — " + "; ".join("bcdefgh"), "`a` — h", "`a` — h", "`a` — i", "`a` — i"],
+        ["`a` — b [#2]", "`a` — b", "`a` — b"],
+    ],
+)
+def test_each_written_entry_counted_again_is_what_merging_it_writes(new: list[str]) -> None:
+    fast: dict[str, str] = {}
+    slow: dict[str, str] = {}
+    _entries.merge_keyed_into(fast, new)
+    _merge_keyed_reference(slow, new)
+    assert list(fast.items()) == list(slow.items())
