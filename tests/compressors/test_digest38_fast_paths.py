@@ -299,7 +299,7 @@ def test_keyed_entries_counted_again_merge_as_merging_each_one(
 @pytest.mark.parametrize(
     "new",
     [
-        # a detail that reads back as another's count ("a ×5" is "a", five times): the entry
+        # a detail that reads back as another's count ("a, five times" read as "a"): the entry
         # written is read back merged, not counted again where it stands
         ["`a` — a", "`a` — a \u00d75 \u00d71", "`a` — a", "`a` — a"],
         ["`a` — b", "`a` — 2 earlier omitted", "`a` — c", "`a` — c"],
@@ -313,3 +313,39 @@ def test_each_written_entry_counted_again_is_what_merging_it_writes(new: list[st
     _entries.merge_keyed_into(fast, new)
     _merge_keyed_reference(slow, new)
     assert list(fast.items()) == list(slow.items())
+
+
+MEASURE_PARTS = [
+    "12 ms",
+    "3.5s",
+    "x1 ms",
+    ".5 ms",
+    "$ 4",
+    "€3",
+    "7 passed",
+    "a7 passed",
+    "src/a.py",
+    "a.b(",
+    'File "x"',
+    "  at x",
+    "1,234 tokens",
+    "5 %",
+    "٣ ms",
+]
+
+
+@PROPERTY
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(MEASURE_PARTS),
+            st.text(st.sampled_from("1.,/ab$€ sFile(-_"), max_size=6),
+        ),
+        max_size=5,
+    ).map("".join)
+)
+def test_lines_with_a_measurement_or_a_path_are_those_the_patterns_as_written_find(
+    line: str,
+) -> None:
+    assert bool(facts._MEASURED.search(line)) == bool(facts._MEASURE.search(line))
+    assert bool(facts._PATH_LIKE.search(line)) == bool(facts._PATHISH.search(line))
