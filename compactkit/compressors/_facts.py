@@ -19,6 +19,15 @@ _WS = re.compile(r"\s+")
 
 def clip(text: str, limit: int) -> str:
     """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
+    if len(text) > 2 * limit + 80:  # a long text: what its start shows, the rest unread
+        head = text[: 2 * limit + 80]
+        if not head.isprintable() or "  " in head:
+            head = _WS.sub(" ", head)
+        head = head.lstrip()
+        # Collapsed, the start is the start of the whole text collapsed; past ``limit`` + 1
+        # characters (a trailing space may go) it is cut where the whole text is.
+        if len(head) > limit + 1:
+            return head[: limit - 1].rstrip() + "…"
     # Printable text holds no whitespace but spaces: without a double one, nothing to collapse.
     if not text.isprintable() or "  " in text:
         text = _WS.sub(" ", text)

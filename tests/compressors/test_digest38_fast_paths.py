@@ -349,3 +349,35 @@ def test_lines_with_a_measurement_or_a_path_are_those_the_patterns_as_written_fi
 ) -> None:
     assert bool(facts._MEASURED.search(line)) == bool(facts._MEASURE.search(line))
     assert bool(facts._PATH_LIKE.search(line)) == bool(facts._PATHISH.search(line))
+
+
+def _clip_as_written(text: str, limit: int) -> str:
+    """``clip`` reading the whole text."""
+    text = re.sub(r"\s+", " ", text).strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+@PROPERTY
+@given(
+    st.lists(
+        st.sampled_from(["ab", " ", " " * 30, "\n", "\t", "\u00a0", "é", "x" * 20]), max_size=40
+    ).map("".join),
+    st.integers(1, 30),
+)
+def test_a_long_text_clipped_from_its_start_is_clipped_as_the_whole_text(
+    text: str, limit: int
+) -> None:
+    assert facts.clip(text, limit) == _clip_as_written(text, limit)
+
+
+@pytest.mark.parametrize(
+    ("text", "limit"),
+    [
+        ("x" * 20 + " " * 150, 20),  # its start collapsed is one longer than the limit
+        ("x" * 21 + " " * 150, 20),
+        (" " * 200 + "x" * 30, 10),
+        ("x" * 19 + "\n" * 150 + "y", 20),
+    ],
+)
+def test_a_long_text_ending_in_space_is_clipped_as_the_whole_text(text: str, limit: int) -> None:
+    assert facts.clip(text, limit) == _clip_as_written(text, limit)
