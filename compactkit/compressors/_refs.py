@@ -26,6 +26,7 @@ __all__ = [
     "add_refs",
     "joined",
     "merge_spans",
+    "provenance_on",
     "spans_of",
     "split_refs",
     "strip_refs",
@@ -106,6 +107,11 @@ def without_provenance() -> Iterator[None]:
         yield
     finally:
         _PROVENANCE.reset(token)
+
+
+def provenance_on() -> bool:
+    """Whether compactions write references here (not inside ``without_provenance``)."""
+    return _PROVENANCE.get()
 
 
 def spans_of(seqs: Iterable[int | None]) -> Spans:

@@ -18,7 +18,7 @@ from compactkit.compressors import _facts as facts
 from compactkit.compressors import _facts_ids as facts_ids
 from compactkit.compressors import _facts_prose as facts_prose
 from compactkit.compressors import _facts_values as facts_values
-from compactkit.compressors._refs import Spans, spans_of, with_refs
+from compactkit.compressors._refs import Spans, provenance_on, spans_of, with_refs
 from compactkit.compressors.digest import _files as files
 from compactkit.compressors.digest import _shell_files as shell_files
 from compactkit.compressors.digest._call_plan import CallPlan, plan_of, planned
@@ -90,18 +90,20 @@ class _Digest:
         self.refs: Spans = ()  # the references ``add`` gives an entry: the item being read
 
     def add(self, key: SectionKey, text: str) -> None:
-        self.entries.setdefault(key, []).append(with_refs(text, self.refs))
+        self.entries.setdefault(key, []).append(with_refs(text, self.refs) if self.refs else text)
 
     def run(self) -> None:
         items = self.items
         error_refs: list[Spans] = []  # the item each of self.errors was found in
         last_assistant, state_refs = self.last_assistant, self.refs
+        provenance = provenance_on()  # else every item's references are none
         for index, item in enumerate(items):
-            # The provenance of what this item adds (a call's: the call and its output).
-            output = self.outputs.get(item.call_id) if isinstance(item, FunctionCall) else None
-            self.refs = spans_of((item.seq, None if output is None else output.seq))
+            if provenance:  # what this item adds comes from it (a call's: with its output)
+                output = self.outputs.get(item.call_id) if isinstance(item, FunctionCall) else None
+                self.refs = spans_of((item.seq, None if output is None else output.seq))
             self.step_item(index, item)
-            error_refs += [self.refs] * (len(self.errors) - len(error_refs))
+            if len(self.errors) > len(error_refs):
+                error_refs += [self.refs] * (len(self.errors) - len(error_refs))
             if self.last_assistant is not last_assistant:
                 last_assistant, state_refs = self.last_assistant, self.refs
         self.flush_actions(None)
