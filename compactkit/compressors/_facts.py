@@ -310,7 +310,9 @@ def measurements_in(text: str, found: Sequence[str] = ()) -> list[str]:
         return []
     errors = set(found)
     out = [
-        _BANNER.sub("", line)  # its value alone: ``===== 3 passed in 0.2s =====``'s rules go
+        # its value alone: ``===== 3 passed in 0.2s =====``'s rules go (a rule starts or ends
+        # the line: else there is none to take off)
+        _BANNER.sub("", line) if line[0] in _RULE_CHARS or line[-1] in _RULE_CHARS else line
         for line in map(str.strip, tail.splitlines())
         if line
         and len(line) <= _MEASURE_LINE_CHARS
@@ -322,6 +324,7 @@ def measurements_in(text: str, found: Sequence[str] = ()) -> list[str]:
 
 
 _BANNER = re.compile(r"^([=*#~_-])\1{2,}\s*|\s*([=*#~_-])\2{2,}$")
+_RULE_CHARS = frozenset("=*#~_-")  # what ``_BANNER``'s rules are made of
 
 
 _DIGIT = re.compile(r"\d")

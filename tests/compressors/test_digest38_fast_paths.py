@@ -381,3 +381,22 @@ def test_a_long_text_clipped_from_its_start_is_clipped_as_the_whole_text(
 )
 def test_a_long_text_ending_in_space_is_clipped_as_the_whole_text(text: str, limit: int) -> None:
     assert facts.clip(text, limit) == _clip_as_written(text, limit)
+
+
+@PROPERTY
+@given(
+    st.lists(st.sampled_from(["===", "==", "-", "**", " ", "3 passed", "x", "\t", "~~~~"]))
+    .map("".join)
+    .map(str.strip)
+    .filter(bool),
+)
+def test_a_measurement_keeps_its_rules_only_when_it_holds_none(line: str) -> None:
+    """Its rules are taken off (``_BANNER``) only when the line starts or ends with a rule's
+    character: else there is none to take off."""
+    assert facts.measurements_in(line + " 5 ms") == (
+        [facts._BANNER.sub("", line + " 5 ms")]
+        if len(line) + 5 <= 100 and not facts._PATH_LIKE.search(line + " 5 ms")
+        else []
+    )
+    if line[0] not in "=*#~_-" and line[-1] not in "=*#~_-":
+        assert facts._BANNER.sub("", line) == line
