@@ -21,8 +21,9 @@ not rewrite it (its release does, once); when the files no longer match (a run k
 release, an info file of an earlier version), ``acquire`` reads the revision from the files. The
 info is written in place, in one of two slots (``compactkit.sessions._lease_info``), on one
 descriptor the run opens at its start and closes at its release (the lock, the info and the runs
-held: ``compactkit.sessions._file_leases``). While a run holds the lease no other writer can touch the session's files, so its saves keep the journal
-open and check it by ``fstat`` (``compactkit.sessions._journal_file``).
+held: ``compactkit.sessions._file_leases``). While a run holds the lease no other writer can
+touch the session's files, so its saves keep the journal open and check it by ``fstat``
+(``compactkit.sessions._journal_file``).
 
 Litter: a save killed mid-write (kill -9, power loss) leaves its temporary file behind (the
 session's file still holds the previous state). Opening a store removes such stale temporary
