@@ -1,4 +1,8 @@
-"""``CompactkitMiddleware``'s first call on a long thread: read only the end a compaction keeps.
+"""``CompactkitMiddleware(cold_start="quick")``'s first call on a long thread: read only the end
+a compaction keeps.
+
+An opt-in: by default (``cold_start="full"``) the first call reads the thread whole, so the
+summary lists what a compaction of all of it lists. This read trades that for speed.
 
 The middleware mirrors a LangGraph thread into a compactkit memory (``_mirror.py``); its first
 model call in a process has an empty mirror. Reading a thread of 10,000 messages whole would
@@ -42,13 +46,14 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors.digest import digest_items
 from compactkit.compressors.digest.compressor import DIGEST_SHARE, USER_WORDS
+from compactkit.errors import ConfigError
 from compactkit.integrations import _langchain_convert as convert
 from compactkit.integrations._cold import COLD_FROM
 from compactkit.items import Item, Message, Tool
 from compactkit.items.snapshot import looks_sealed, summary_message
 from compactkit.runtime.governor import Governor
 
-__all__ = ["COLD_FROM", "ColdThread", "read_cold"]
+__all__ = ["COLD_FROM", "ColdThread", "quick_start", "read_cold"]
 
 
 @dataclass(frozen=True)
@@ -170,3 +175,39 @@ def _digest_inputs(messages: Sequence[BaseMessage]) -> list[Item] | None:
         elif kind is not ToolMessage:
             return None
     return inputs
+
+
+def quick_start(
+    cold_start: object,
+    *,
+    mode: str,
+    compressor: object,
+    on_event: object,
+    before_compaction: object,
+    budget_visible: bool,
+) -> bool:
+    """Whether a long thread's first call reads only its end (``cold_start="quick"``,
+    ``read_cold``); a ``ConfigError`` when the other options would see or decide a
+    fold that read skips (it reports no compaction event and runs no compressor)."""
+    if cold_start not in ("full", "quick"):
+        raise ConfigError(f'cold_start must be "full" or "quick", got {cold_start!r}')
+    if cold_start == "full":
+        return False
+    clashes = [
+        name
+        for name, clash in (
+            ('mode="compact"', mode != "project"),
+            ("compressor= (or summarizer=)", compressor is not None),
+            ("on_event=", on_event is not None),
+            ("before_compaction=", before_compaction is not None),
+            ("budget_visible=True", budget_visible),
+        )
+        if clash
+    ]
+    if clashes:
+        raise ConfigError(
+            f'cold_start="quick" builds the first summary itself, with no compaction event and '
+            f"no compressor: it cannot be combined with {', '.join(clashes)}; drop those or use "
+            'cold_start="full" (the default)'
+        )
+    return True

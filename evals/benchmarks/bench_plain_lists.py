@@ -23,10 +23,11 @@ the same run:
    (target: <= 2x): (a) both get the same dicts: LangChain's conversion to its messages is part
    of its call, as compactkit's reading of them is; (b) ``trim_messages`` on LangChain messages
    built before the call (as a LangGraph state holds them); (c) compactkit's LangChain entry
-   point, ``CompactkitMiddleware``'s model call, on those same prebuilt messages (its first
-   call on a long thread reads the newest turns a compaction keeps and digests the user's
-   words before them into the summary: ``integrations/_langchain_cold.py``; the peer sends no
-   summary).
+   point, ``CompactkitMiddleware``'s model call, on those same prebuilt messages: by default its
+   first call on a long thread reads the thread whole and compacts it (the summary lists the
+   files, errors and decisions of all of it); (d) with ``cold_start="quick"`` it reads only the
+   newest turns a compaction keeps and digests the user's words before them
+   (``integrations/_langchain_cold.py``; a thinner first summary). The peer sends no summary.
    Times are the process's CPU time, every thread (compactkit starts loading its tokenizer in a
    background thread at the start of the cold read: the calling thread's CPU time would not
    see it), with the wall clock beside them (what a caller waits; lower than the CPU time only
@@ -329,7 +330,7 @@ elif kind == "exact floor":
     start = clocks()
     for text in texts:
         counter.count_text(text)
-elif kind == "compactkit langchain middleware, messages ready":
+elif kind.startswith("compactkit langchain middleware"):
     # compactkit's LangChain entry point: CompactkitMiddleware's model call on the LangChain
     # messages a LangGraph state holds, built before the call (as for "messages ready"); a
     # new middleware, so its mirror of the thread is empty: the cold first call.
@@ -339,7 +340,8 @@ elif kind == "compactkit langchain middleware, messages ready":
     ready = convert_to_messages(messages)
     system = ready[0] if ready and ready[0].type == "system" else None
     ready = ready[1:] if system is not None else ready
-    middleware = CompactkitMiddleware({model!r})
+    quick = kind.startswith("compactkit langchain middleware, quick start")
+    middleware = CompactkitMiddleware({model!r}, cold_start="quick" if quick else "full")
     request = ModelRequest(model=None, messages=ready, system_message=system, tool_choice=None,
                            tools=[], response_format=None, state={{"messages": ready}},
                            runtime=None)
@@ -417,6 +419,7 @@ COLD_KINDS = (
     "compactkit, encoding loaded",
     "compactkit, estimate counter",
     "compactkit langchain middleware, messages ready",
+    "compactkit langchain middleware, quick start, messages ready",
     "trim_messages",
     "trim_messages, messages ready",
     "trim_messages, tiktoken counter",
@@ -426,8 +429,8 @@ COLD_KINDS = (
 """What the cold call runs, each in fresh processes: compactkit's exact count (with the rank
 file loaded in the call, and loaded before it), compactkit with the same approximate count as
 LangChain's (``EstimateCounter(4)``: like for like with the approximate ``trim_messages``),
-compactkit's LangChain entry point (``CompactkitMiddleware``'s model call) on LangChain messages
-built before the call, and ``trim_messages`` with its approximate counter (from the dicts, and
+compactkit's LangChain entry point (``CompactkitMiddleware``'s model call, by default and with
+``cold_start="quick"``) on LangChain messages built before the call, and ``trim_messages`` with its approximate counter (from the dicts, and
 from LangChain messages built before the call, as a LangGraph state holds them) and with the
 tiktoken counter a careful user writes (its encoding loaded in the call: like for like with
 compactkit's exact count); and the floor of an exact cold call, the encoding's load and one
@@ -463,6 +466,11 @@ COMPARISONS = (
         "compactkit langchain middleware, messages ready",
         "trim_messages, messages ready",
     ),
+    (
+        'the same, cold_start="quick" (a thinner first summary)',
+        "compactkit langchain middleware, quick start, messages ready",
+        "trim_messages, messages ready",
+    ),
 )
 """The cold call's comparisons with ``trim_messages`` (approximate counter): the label, compactkit's
 kind and the peer's (target: <= 2x)."""
@@ -491,6 +499,9 @@ def cold_call(size: int, runs: int) -> dict[str, Any]:
         "compactkit_encoding_loaded_s": median["compactkit, encoding loaded"],
         "compactkit_estimate_s": median["compactkit, estimate counter"],
         "compactkit_middleware_ready_s": median["compactkit langchain middleware, messages ready"],
+        "compactkit_middleware_quick_ready_s": median[
+            "compactkit langchain middleware, quick start, messages ready"
+        ],
         "trim_messages_s": approximate,
         "trim_messages_tiktoken_s": exact,
         "trim_messages_ready_s": ready,

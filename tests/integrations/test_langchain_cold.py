@@ -1,9 +1,10 @@
-"""``CompactkitMiddleware``'s first call on a long thread (``_langchain_cold.py``): it reads only
-the end a compaction keeps and digests the user's words before it, and what the LangChain chat
+"""``CompactkitMiddleware(cold_start="quick")``'s first call on a long thread
+(``_langchain_cold.py``): it reads only the end a compaction keeps and digests the user's words before it, and what the LangChain chat
 model receives still holds the request contract (rows a-g, tests/contract_support.py): under
 budget, the newest group verbatim and last, the task and every rule present, no call without
 its output, the summary once. Anything the shape check does not vouch for reads the thread
-whole, as before."""
+whole, as the default (``cold_start="full"``) always does: its first summary lists what the whole
+thread's compaction lists."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from langchain_core.messages import (
 from pydantic import Field
 
 from compactkit.budget import counter_for
+from compactkit.errors import ConfigError
 from compactkit.integrations import _langchain_convert
 from compactkit.integrations._langchain_cold import COLD_FROM
 from compactkit.integrations.langchain import CompactkitMiddleware
@@ -105,6 +107,7 @@ def first_call(
 
     monkeypatch.setattr(_langchain_convert, "to_items", counting)
     model = Recording(messages=iter([AIMessage("done.")] * 3))
+    options.setdefault("cold_start", "quick")
     middleware = CompactkitMiddleware(MODEL, budget=BUDGET, **options)
     agent = create_agent(model, tools=[], system_prompt=SYSTEM, middleware=[middleware])
     agent.invoke({"messages": messages})
@@ -145,7 +148,7 @@ def test_ainvoke_reads_cold_too(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(_langchain_convert, "to_items", counting)
     model = Recording(messages=iter([AIMessage("done.")]))
-    middleware = CompactkitMiddleware(MODEL, budget=BUDGET)
+    middleware = CompactkitMiddleware(MODEL, budget=BUDGET, cold_start="quick")
     agent = create_agent(model, tools=[], system_prompt=SYSTEM, middleware=[middleware])
     asyncio.run(agent.ainvoke({"messages": messages}))
     assert converted[0] < len(messages) // 4
@@ -155,7 +158,7 @@ def test_ainvoke_reads_cold_too(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_next_call_continues_from_the_cold_read(monkeypatch: pytest.MonkeyPatch) -> None:
     messages = thread(120, [5, 80, 20])
     model = Recording(messages=iter([AIMessage("done.")] * 4))
-    middleware = CompactkitMiddleware(MODEL, budget=BUDGET)
+    middleware = CompactkitMiddleware(MODEL, budget=BUDGET, cold_start="quick")
     agent = create_agent(model, tools=[], system_prompt=SYSTEM, middleware=[middleware])
     state = agent.invoke({"messages": messages})
     grown = [*state["messages"], HumanMessage("And the tests? RULE-C: keep it short.")]
@@ -172,7 +175,7 @@ def test_later_compactions_fold_into_the_cold_summary(monkeypatch: pytest.Monkey
     read wrote: the task and the rules stay on every call."""
     messages = thread(120, [5, 80, 20])
     model = Recording(messages=iter([AIMessage("done.")] * 40))
-    middleware = CompactkitMiddleware(MODEL, budget=BUDGET)
+    middleware = CompactkitMiddleware(MODEL, budget=BUDGET, cold_start="quick")
     agent = create_agent(model, tools=[], system_prompt=SYSTEM, middleware=[middleware])
     state = agent.invoke({"messages": messages})
     check = checker()
@@ -203,7 +206,7 @@ def test_call_ids_reused_after_the_cold_read_are_renamed_as_in_a_whole_read(
     gets the thread's own ids: both calls named ``call_119``, as on a whole read)."""
     messages = thread(120, [5, 80, 20])
     model = Recording(messages=iter([AIMessage("done.")] * 5))
-    middleware = CompactkitMiddleware(MODEL, budget=BUDGET)
+    middleware = CompactkitMiddleware(MODEL, budget=BUDGET, cold_start="quick")
     agent = create_agent(model, tools=[], system_prompt=SYSTEM, middleware=[middleware])
     state = agent.invoke({"messages": messages})
     check = checker()
@@ -257,7 +260,7 @@ def test_the_contract_holds_on_any_long_threads_first_call(
 
 @pytest.mark.parametrize(
     "change",
-    ["unknown kind", "summary in the thread", "compact mode", "on_event", "short thread"],
+    ["unknown kind", "summary in the thread", "short thread", "the default"],
 )
 def test_what_the_shape_check_cannot_vouch_for_reads_the_thread_whole(
     change: str, monkeypatch: pytest.MonkeyPatch
@@ -269,10 +272,8 @@ def test_what_the_shape_check_cannot_vouch_for_reads_the_thread_whole(
     elif change == "summary in the thread":
         summary = _langchain_convert.summary_message(f"## Goal\n- {TASK}\n{RULES[0]}\n{RULES[1]}")
         messages = [summary, *messages[4:]]
-    elif change == "compact mode":
-        options["mode"] = "compact"
-    elif change == "on_event":
-        options["on_event"] = lambda event: None
+    elif change == "the default":
+        options["cold_start"] = "full"
     else:
         messages = thread(20, [5, 80, 20], (3, 10))
     sent, converted, _ = first_call(messages, monkeypatch, **options)
@@ -288,3 +289,51 @@ def test_leading_system_messages_stay_first_and_unchanged(monkeypatch: pytest.Mo
     check = checker()
     check.instructions = "Answer in English."
     check.check(as_items(sent[1:]), where="leading system message")
+
+
+def test_the_default_first_call_lists_the_unread_parts_files_a_quick_one_does_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What the quick read trades away, at the chat model: a file the agent edited early in the
+    thread is in the default first call's summary (as in a warm process's), not in the quick
+    one's (docs/integrations.md says so)."""
+    messages = thread(120, [5, 80, 20])
+    edit = {
+        "name": "edit_file",
+        "args": {"path": "src/legacy_lexer.py", "text": "x = 1"},
+        "id": "call_edit",
+        "type": "tool_call",
+    }
+    messages[5:5] = [
+        AIMessage("", tool_calls=[edit]),  # type: ignore[list-item]
+        ToolMessage("edited src/legacy_lexer.py", tool_call_id="call_edit"),
+    ]
+    summaries = {}
+    for cold_start in ("full", "quick"):
+        sent, converted, _ = first_call(messages, monkeypatch, cold_start=cold_start)
+        checker().check(as_items(sent), where=cold_start)
+        summaries[cold_start] = "".join(m.text for m in sent if _langchain_convert.is_summary(m))
+        assert (converted >= len(messages)) is (cold_start == "full")
+    assert "src/legacy_lexer.py" in summaries["full"]
+    assert "src/legacy_lexer.py" not in summaries["quick"]
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"mode": "compact"}, 'mode="compact"'),
+        ({"on_event": print}, "on_event="),
+        ({"before_compaction": lambda request: True}, "before_compaction="),
+        ({"budget_visible": True}, "budget_visible=True"),
+    ],
+)
+def test_a_quick_start_that_would_hide_a_fold_is_refused(
+    options: dict[str, Any], named: str
+) -> None:
+    with pytest.raises(ConfigError, match=named):
+        CompactkitMiddleware(MODEL, budget=BUDGET, cold_start="quick", **options)
+
+
+def test_cold_start_takes_full_or_quick() -> None:
+    with pytest.raises(ConfigError, match='"full" or "quick"'):
+        CompactkitMiddleware(MODEL, budget=BUDGET, cold_start="fast")  # type: ignore[arg-type]
