@@ -100,6 +100,12 @@ class _Span:
     everything: str
     known: frozenset[str] = field(default_factory=frozenset)
 
+    @functools.cached_property
+    def flat(self) -> str:
+        """``authored`` with its line breaks as spaces (made once: every ``Later:`` entry of a
+        summary is looked for in it)."""
+        return _flat(self.authored)
+
 
 def folded_text(
     items: Sequence[Item], previous: SummaryDocument | None = None, *, everything: bool = True
@@ -239,7 +245,7 @@ def _unsupported(key: SectionKey, entry: str, span: _Span) -> str | None:
     if key == "constraints":
         quote = _plain(entry)
         if entry.startswith(_LATER):  # the user's later words, joined: held word by word
-            ok = _supported(quote, _flat(span.authored))
+            ok = _supported(quote, span.flat)
             return None if ok else "the folded text does not hold it"
         if len(quote.split()) < 2:
             return "a single word is no rule"
@@ -248,9 +254,7 @@ def _unsupported(key: SectionKey, entry: str, span: _Span) -> str | None:
         return None
     if key == "goal":
         goal = _plain(entry)
-        if _norm(goal) in _flat(span.authored) or _supported(
-            goal, _flat(span.authored) + span.everything
-        ):
+        if _norm(goal) in span.flat or _supported(goal, span.flat + span.everything):
             return None
         return "the folded text does not hold it"
     if key in ("files_read", "files_modified", "errors", "identifiers") and span.everything:
