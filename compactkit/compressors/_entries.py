@@ -158,7 +158,7 @@ def _counted_again(known: tuple[str, list[str]], entry: str) -> bool:
     ``known``'s details read back as they are written (``add_details`` leaves them as they
     are) and its head holds no " — ": reading it back and adding the detail, as
     ``merge_keyed_into`` does, moves that detail to the end where it is, adds to its count and
-    leaves every other detail as it is (tests/compressors/test_digest38_fast_paths.py: the
+    leaves every other detail as it is (tests/compressors/test_digest_reading_fast_paths.py: the
     same entries as merging each one)."""
     _new_head, sep, tail = entry.partition(" — ")
     more = [d.strip() for d in tail.split("; ") if d.strip()] if sep else []

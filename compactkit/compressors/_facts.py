@@ -287,7 +287,7 @@ _MEASURE = re.compile(
 # Whether a line holds a ``_MEASURE`` match (``measurements_in`` asks nothing else): each
 # alternative with its first character (a digit or a currency sign) ahead of its look-behinds,
 # as ``_facts_ids._SHA``, so that the regex engine skips ahead to the next digit or sign instead
-# of trying every position (tests/compressors/test_digest38_fast_paths.py: found in the same
+# of trying every position (tests/compressors/test_digest_reading_fast_paths.py: found in the same
 # lines).
 _MEASURED = re.compile(
     r"[\d$€£](?:(?<![\w.]\d)(?<=\d)[\d,]*(?:\.\d+)?\s?"

@@ -113,7 +113,7 @@ def _ascii_shas(text: str, spans: list[tuple[int, int]]) -> list[str]:
     A ``_SHA`` match is a whole run of 7 to 40 hex digits that follows no word character, "/",
     "." or "-" and precedes no word character or "-" (its look-arounds rule out every shorter
     part of a run); holding a digit, it starts with the hex letters before one of the spans and
-    ends where that span ends (tests/compressors/test_digest38_fast_paths.py: the same shas as
+    ends where that span ends (tests/compressors/test_digest_reading_fast_paths.py: the same shas as
     the pattern).
     """
     shas: dict[str, None] = {}

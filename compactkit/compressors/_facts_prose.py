@@ -16,7 +16,7 @@ import re
 # Where a sentence ends: ``(?<=[.!?])\s+(?=[A-Z"'`(])|\n+``, written with its first character
 # (a space, in both forms) ahead of the look-behinds, as ``_facts_ids._SHA``: the regex engine
 # then skips ahead to the next space, where a leading look-behind is tried at every position
-# (tests/compressors/test_digest38_fast_paths.py: the same splits).
+# (tests/compressors/test_digest_reading_fast_paths.py: the same splits).
 _SENTENCE_END = re.compile(r"\s(?:(?<=[.!?]\s)\s*(?=[A-Z\"'`(])|(?<=\n)\n*)")
 CONSTRAINT = re.compile(
     r"\b(?:must|mustn't|don't|do not|never|always|only|should|shouldn't|avoid|prefer|make sure"

@@ -134,7 +134,7 @@ def _assignments_in(line: str) -> list[re.Match[str]]:
     after the last of them before that sign (or before the space ahead of it). The pattern is
     tried at those few places, in order, each past the end of the match before (as
     ``finditer`` does), instead of at every place of the line (tests/compressors/
-    test_digest38_fast_paths.py: the same matches as ``finditer``).
+    test_digest_reading_fast_paths.py: the same matches as ``finditer``).
     """
     starts: set[int] = set()
     for sign in _ASSIGNMENT_AT.finditer(line):
