@@ -41,7 +41,9 @@ the same run:
    size, or measured to prove the cut), against ``trim_messages`` on ready messages. compactkit reads only the end of the list a prompt can reach
    (``integrations/_cold.py``); the rest gets a shape check.
 3. **Start-up**: ``import compactkit`` and ``from compactkit.integrations import
-   compact_messages`` over the bare interpreter (target <= 120 ms each), the latter plus a first
+   compact_messages`` over the bare interpreter (target <= 120 ms for the first; the same aim
+   for the second, beyond the issue's targets: pydantic and the item models alone take ~130 ms
+   here), the latter plus a first
    ``compact_messages`` on a short list (what a CLI hook, a serverless function or a script pays
    in a new process), and ``compactkit count`` on a small file against a plain tiktoken script
    doing the same count (target <= 1.5x); CPU time of fresh processes (user + system), median
@@ -843,7 +845,8 @@ def report(results: dict[str, Any]) -> None:
         print(
             "   from compactkit.integrations import compact_messages "
             f"{s['compact_messages_import_over_bare_ms']:.0f} ms over the bare interpreter "
-            f"({over['import compact_messages']}) (target <= 120)"
+            f"({over['import compact_messages']}) (aim <= 120, not an issue target: pydantic and "
+            "the item models alone take ~130)"
         )
         print(
             f"   that and a first compact_messages on 6 messages {s['first_call_over_bare_ms']:.0f}"
