@@ -9,9 +9,13 @@ and another with the second run's input at the middle step; each run ends with a
 
 from __future__ import annotations
 
+import json
+import lzma
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from contract_support import RequestChecker
@@ -46,6 +50,9 @@ class Scenario:
     guaranteed-progress contract (docs/control.md) must hold through it."""
     resumed: bool = False
     """The second run continues the session from its store, in a new object."""
+    real: bool = False
+    """The tool returns real outputs, in order: what a real agent's bash calls printed
+    (``REAL_OUTPUTS``), untrimmed; one larger than a request can hold may be cut."""
 
     @property
     def middle(self) -> int:
@@ -58,6 +65,7 @@ SCENARIOS = [
     Scenario("output-over-budget", steps=8, huge_at=3),
     Scenario("failing-summarizer", steps=12, failing_summarizer=True),
     Scenario("resumed-from-store", steps=10, resumed=True),
+    Scenario("real-outputs", steps=32, real=True),
 ]
 
 FAULTS = {
@@ -77,8 +85,42 @@ point."""
 FAULT_SCENARIOS = [Scenario(f"fault-{name}", steps=12, fault=name) for name in FAULTS]
 
 
+REAL_OUTPUTS = (
+    Path(__file__).resolve().parent.parent
+    / "evals"
+    / "benchmarks"
+    / "data"
+    / "mini-swe-agent-deepseek.jsonl.xz"
+)
+"""Real agent trajectories (mini-SWE-agent on SWE-bench; source and licence in the README
+beside it): the ``real`` scenario's tool outputs are theirs."""
+
+
+@cache
+def real_outputs(count: int = 64) -> tuple[str, ...]:
+    """The first ``count`` non-empty tool outputs of the real trajectories, in order."""
+    found: list[str] = []
+    with lzma.open(REAL_OUTPUTS, "rt", encoding="utf-8") as lines:
+        for line in lines:
+            message = json.loads(line)
+            if message["role"] == "tool" and message["content"].strip():
+                found.append(message["content"])
+                if len(found) == count:
+                    break
+    return tuple(found)
+
+
+def too_big(text: str) -> bool:
+    """Whether an output cannot be sent whole beside the instructions, task, rules and a
+    summary: it may then be cut (with the marker), as ``huge_at``'s is."""
+    return COUNTER.count_text(text) > BUDGET - 1_500
+
+
 def output(n: int, scenario: Scenario) -> str:
-    """What ``read(n)`` returns: varied facts of a drawn size, ending in a unique marker."""
+    """What ``read(n)`` returns: varied facts of a drawn size (or a real output), ending in a
+    unique marker."""
+    if scenario.real:
+        return real_outputs()[n % len(real_outputs())] + f"\nPART-{n:04d}"
     rng = random.Random(n)
     tokens = 9_000 if n == scenario.huge_at else rng.randint(*scenario.sizes)
     lines: list[str] = []
@@ -146,7 +188,9 @@ class Brain:
         numbers = range(first, first + self.scenario.parallel)
         self.rounds += 1
         self.checker.newest = [output(n, self.scenario) for n in numbers]
-        self.checker.cut_allowed = self.scenario.huge_at in numbers
+        self.checker.cut_allowed = self.scenario.huge_at in numbers or any(
+            too_big(text) for text in self.checker.newest
+        )
         return Reply(calls=[("read", {"n": n}, f"call_{n}") for n in numbers])
 
     def tool(self, n: int) -> str:
@@ -157,6 +201,8 @@ class Brain:
         """Assert the whole conversation was played."""
         assert self.answered == 2, f"{self.scenario.name}: {self.answered} answers"
         assert self.rounds == self.scenario.steps
+        if self.scenario.real:  # the real outputs outgrew the budget, or it proved nothing
+            assert self.checker.folded, f"{self.where}: nothing was folded"
         if self.scenario.failing_summarizer:  # it did fail mid-run, or the scenario proved nothing
             assert self.summarizer_calls > 2, f"{self.where}: the summarizer never failed"
 
