@@ -26,7 +26,6 @@ import threading
 import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
 from pydantic import ValidationError
@@ -34,6 +33,7 @@ from pydantic import ValidationError
 from compactkit.errors import ConcurrencyError, ConfigError, StorageError
 from compactkit.items import ITEMS_ADAPTER, Item
 from compactkit.items.view import ItemsView
+from compactkit.sessions._patch_json import ENCODER, append_patch, utc_now_iso
 from compactkit.sessions.session import AgentSession, SessionState, _check_json, _dropped
 from compactkit.sessions.state import SESSION_SCHEMA_VERSION
 
@@ -129,27 +129,34 @@ def save_patch(session: AgentSession, mark: SaveMark, revision: int) -> SavePatc
         ConfigError: ``metadata`` holds a value that is not JSON.
         ConcurrencyError: the memory kept changing while it was read (10 attempts).
     """
-    _check_json(session.metadata, "metadata")
+    metadata = session.metadata
+    if metadata:
+        _check_json(metadata, "metadata")
     memory = session.memory
     snapshot = memory.snapshot()
     items = snapshot.items
-    record: dict[str, Any] = {
-        "revision": revision,
-        "turn": session.turn,
-        "step": session.step,
-        "metadata": session.metadata,
-        "updated_at": datetime.now(timezone.utc).isoformat(),
-        "version": snapshot.version,
-    }
+    updated_at = utc_now_iso()
     dropped = _dropped(memory)
-    if dropped.count:  # what the memory's archive bound dropped (sessions.state)
-        record["dropped_archive"] = dropped.model_dump()
+    # what the memory's archive bound dropped (sessions.state)
+    dropped_json = dropped.model_dump() if dropped.count else None
     appended = items.appended_since(mark.active) if isinstance(items, ItemsView) else None
     extra = mark.extra
     if appended is not None and snapshot.summary == mark.summary:
         # The memory only appended to the list this view reads (any other write replaces the
         # list), so the history outside the active items is what it was.
-        record["append"] = ITEMS_ADAPTER.dump_python(appended, mode="json")
+        try:
+            data = append_patch(
+                revision,
+                session.turn,
+                session.step,
+                metadata,
+                updated_at,
+                snapshot.version,
+                dropped_json,
+                appended,
+            )
+        except (TypeError, ValueError) as exc:  # metadata was checked: this is not expected
+            raise ConfigError(f"session {session.session_id!r} cannot be saved: {exc}") from exc
     else:
         for _ in range(10):
             snapshot = memory.snapshot()
@@ -159,10 +166,19 @@ def save_patch(session: AgentSession, mark: SaveMark, revision: int) -> SavePatc
         else:
             raise ConcurrencyError(f"session {session.session_id!r} kept changing while saved")
         items = snapshot.items
-        record["version"] = snapshot.version
         extra = _extra(items, history)
+        record: dict[str, Any] = {
+            "revision": revision,
+            "turn": session.turn,
+            "step": session.step,
+            "metadata": metadata,
+            "updated_at": updated_at,
+            "version": snapshot.version,
+        }
+        if dropped_json is not None:
+            record["dropped_archive"] = dropped_json
         record.update(_window_ops(mark, items, snapshot.summary, extra))
-    data = _dumps(record, session.session_id)
+        data = _dumps(record, session.session_id)
     new_mark = SaveMark(
         proof=None,
         revision=revision,
@@ -230,7 +246,7 @@ def _window_ops(
 
 def _dumps(record: dict[str, Any], session_id: str) -> bytes:
     try:
-        return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
+        return ENCODER.encode(record).encode()
     except (TypeError, ValueError) as exc:  # metadata was checked: this is not expected
         raise ConfigError(f"session {session_id!r} cannot be saved: {exc}") from exc
 
