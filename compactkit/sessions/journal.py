@@ -32,6 +32,7 @@ from pydantic import ValidationError
 
 from compactkit.errors import ConcurrencyError, ConfigError, StorageError
 from compactkit.items import ITEMS_ADAPTER, Item
+from compactkit.items.snapshot import MemorySnapshot
 from compactkit.items.view import ItemsView
 from compactkit.sessions._patch_json import ENCODER, append_patch, utc_now_iso
 from compactkit.sessions.session import AgentSession, SessionState, _check_json, _dropped
@@ -158,27 +159,8 @@ def save_patch(session: AgentSession, mark: SaveMark, revision: int) -> SavePatc
         except (TypeError, ValueError) as exc:  # metadata was checked: this is not expected
             raise ConfigError(f"session {session.session_id!r} cannot be saved: {exc}") from exc
     else:
-        for _ in range(10):
-            snapshot = memory.snapshot()
-            history = memory.history()
-            if memory.snapshot().version == snapshot.version:
-                break
-        else:
-            raise ConcurrencyError(f"session {session.session_id!r} kept changing while saved")
+        snapshot, extra, data = _window_patch(session, mark, revision, updated_at, dropped_json)
         items = snapshot.items
-        extra = _extra(items, history)
-        record: dict[str, Any] = {
-            "revision": revision,
-            "turn": session.turn,
-            "step": session.step,
-            "metadata": metadata,
-            "updated_at": updated_at,
-            "version": snapshot.version,
-        }
-        if dropped_json is not None:
-            record["dropped_archive"] = dropped_json
-        record.update(_window_ops(mark, items, snapshot.summary, extra))
-        data = _dumps(record, session.session_id)
     new_mark = SaveMark(
         proof=None,
         revision=revision,
@@ -189,6 +171,38 @@ def save_patch(session: AgentSession, mark: SaveMark, revision: int) -> SavePatc
         journal_bytes=mark.journal_bytes + len(data),
     )
     return SavePatch(data, new_mark)
+
+
+def _window_patch(
+    session: AgentSession,
+    mark: SaveMark,
+    revision: int,
+    updated_at: str,
+    dropped: dict[str, Any] | None,
+) -> tuple[MemorySnapshot, dict[int, Item], bytes]:
+    """The patch after a change other than appends: a consistent read of the memory, the
+    history outside its active items, and the patch's JSON (``_window_ops``)."""
+    memory = session.memory
+    for _ in range(10):
+        snapshot = memory.snapshot()
+        history = memory.history()
+        if memory.snapshot().version == snapshot.version:
+            break
+    else:
+        raise ConcurrencyError(f"session {session.session_id!r} kept changing while saved")
+    extra = _extra(snapshot.items, history)
+    record: dict[str, Any] = {
+        "revision": revision,
+        "turn": session.turn,
+        "step": session.step,
+        "metadata": session.metadata,
+        "updated_at": updated_at,
+        "version": snapshot.version,
+    }
+    if dropped is not None:
+        record["dropped_archive"] = dropped
+    record.update(_window_ops(mark, snapshot.items, snapshot.summary, extra))
+    return snapshot, extra, _dumps(record, session.session_id)
 
 
 def _extra(active: Sequence[Item], history: Iterable[Item]) -> dict[int, Item]:
