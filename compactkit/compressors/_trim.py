@@ -2,7 +2,9 @@
 
 Each entry is counted once; every change subtracts its own difference from a running total, and
 the real text is counted again only to confirm the result (a few times at most), so trimming a
-20,000-entry summarizer answer costs about as much as rendering it.
+20,000-entry summarizer answer costs about as much as rendering it. Costs and rewritten forms are
+remembered per entry across trims (``_trim_costs``): the next compaction trims mostly the same
+entries again.
 
 The order (see ``TIERS``; the forms are ``_forms``'): every entry's context is shortened first
 (the fact itself stays verbatim: a path, an error line, a command, an identifier); then every
@@ -46,11 +48,11 @@ from compactkit.compressors._forms import (
     SUPERSEDED,
     bare,
     barer,
-    bullet,
     shorten,
 )
 from compactkit.compressors._plan import text_tokens
 from compactkit.compressors._refs import strip_refs
+from compactkit.compressors._trim_costs import EntryCosts, remembered
 
 
 class _Document(Protocol):
@@ -128,6 +130,7 @@ class _State:
         total: int,
     ) -> None:
         self.counter = counter
+        self.cost = EntryCosts(counter)  # an entry's bullet and line break, remembered
         self.doc = doc
         self.headings = headings
         self.label, self.quoting = label
@@ -147,16 +150,13 @@ class _State:
 
     def _add(self, section: str, values: tuple[str, ...], pool_of: Callable[[str], str]) -> None:
         self.entries[section] = list(values)
-        self.costs[section] = [self.cost(e) for e in values]
+        self.costs[section] = self.cost.many(values)
         for index, entry in enumerate(values):
             self.pools.setdefault(pool_of(entry), []).append((section, index))
 
     def measured_runs(self, at: tuple[str, int]) -> int:
         """How many runs the measurements entry at ``at`` was taken over, as first given."""
         return runs(strip_refs(self.doc.sections[at[0]][at[1]]))[1]
-
-    def cost(self, entry: str) -> int:
-        return self.counter.count_text(bullet(entry)) + 1
 
     def replace(self, section: str, index: int, entry: str) -> None:
         new = self.cost(entry)
@@ -221,9 +221,10 @@ def _steps(state: _State, budget: int, keep: frozenset[str]) -> Iterator[None]:
     The pools in ``keep`` are shortened like the others but never dropped."""
     pools = state.pools
     tier_pools = [[p for p in tier if p in pools] for tier in TIERS]
-    yield from _rewrite(state, tier_pools, shorten)  # 1. context shortened, everywhere
-    yield from _rewrite(state, tier_pools, bare)  # 2. every fact alone, before any fact goes
-    yield from _rewrite(state, tier_pools, _no_refs)  # 3. the references (recall still finds)
+    # (each form remembered per entry: the next compaction trims most of the same entries)
+    yield from _rewrite(state, tier_pools, remembered(shorten))  # 1. context shortened
+    yield from _rewrite(state, tier_pools, remembered(bare))  # 2. every fact alone
+    yield from _rewrite(state, tier_pools, remembered(_no_refs))  # 3. the references go
     if state.total > budget * BAREST:  # 3b. under heavy pressure, barer still
         yield from _rewrite(state, tier_pools, _barer(state))
     # 4. the entries beyond each pool's quota dropped, tier by tier (least important first,
