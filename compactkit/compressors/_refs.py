@@ -82,6 +82,8 @@ def with_refs(text: str, spans: Spans) -> str:
 def merge_spans(*groups: Iterable[tuple[int, int]]) -> Spans:
     """The union of ``groups`` as sorted, disjoint ranges (adjacent ones joined), at most
     ``MAX_RANGES`` of them (the closest neighbours joined first; ties: the oldest)."""
+    if all(group == () for group in groups):  # entries without references (a mirror's): none
+        return ()
     spans = sorted({(min(a, b), max(a, b)) for group in groups for a, b in group if min(a, b) >= 1})
     merged: list[tuple[int, int]] = []
     for first, last in spans:

@@ -286,6 +286,14 @@ def summary_message(summary: str, role: SummaryRole = DEFAULT_SUMMARY_ROLE) -> M
     return Message(role=role, content=_seal(summary))
 
 
+def sealed_around(summary: str) -> tuple[str, str]:
+    """``(head, tail)``: the text ``summary_message(summary)`` writes before and after
+    ``summary`` (its content is ``head + summary + tail``; the seal is remembered, as for
+    ``summary_message``)."""
+    sealed = _seal(summary)
+    return sealed[: len(sealed) - len(summary) - len(_CLOSE)], _CLOSE
+
+
 def looks_sealed(text: str) -> bool:
     """Whether ``text`` opens like a summary ``summary_message`` sealed (not verified: for
     decisions that cost nothing when wrong, such as how to count it)."""

@@ -63,7 +63,6 @@ from compactkit.compressors._plan import (
     result,
     split_by_need,
     summary_cap,
-    summary_tokens,
 )
 from compactkit.compressors._verify import Verification, rules_said_once, unkept, verify
 from compactkit.compressors.digest._extract import digest_items, values_in
@@ -326,10 +325,11 @@ class DigestCompressor:
         merged: SummaryDocument,
         kept: list[Item],
         split: Split,
-        size: Callable[[SummaryDocument], int],
+        size: SummarySizer,
     ) -> _Fitted:
         """``merged`` trimmed to the cap, then by what the whole request is still over the
-        target (``size(doc)``: the tokens of ``doc.render()``, counted incrementally)."""
+        target (``size(doc)``: the tokens of ``doc.render()``, counted incrementally; its
+        ``message_tokens``, the summary message's)."""
         merged_tokens = size(merged)
         counter, target, cap = self.counter, self.target_tokens, split.cap
         if target is not None and (self._explicit_keep or not self.mask_tail):
@@ -344,7 +344,7 @@ class DigestCompressor:
             else merged.trim_to(cap, counter, keep=keep, measure=size)
         )
         summary = trimmed.render()
-        if keep and trimmed is not merged and summary_tokens(summary, counter) > self.cap:
+        if keep and trimmed is not merged and size.message_tokens(trimmed) > self.cap:
             # ...but within the summary's own ceiling: a long session's goals and rules alone
             # can outgrow it, and kept whole they would outgrow any budget (the projection
             # never cuts a summary). Then they are trimmed like the rest, newest kept.
@@ -357,7 +357,9 @@ class DigestCompressor:
         if counted is None:
             counted = sum(counter.count_item(i) for i in kept)
         kept_tokens = counted + counter.count_overhead(self.tools)
-        after_tokens = kept_tokens + summary_tokens(summary, counter)
+        after_tokens = kept_tokens + size.message_tokens(
+            trimmed, merged_tokens if trimmed is merged else None
+        )
         for _attempt in range(4):  # exact: re-trim by what the whole request is still over
             if target is None or after_tokens <= target or trimmed.is_empty:
                 break
@@ -366,7 +368,7 @@ class DigestCompressor:
             if retrimmed == trimmed:  # only what it keeps is left: over the target
                 break
             trimmed, summary = retrimmed, retrimmed.render()
-            after_tokens = kept_tokens + summary_tokens(summary, counter)
+            after_tokens = kept_tokens + size.message_tokens(trimmed)
         return _Fitted(trimmed, summary, cap, merged_tokens, after_tokens)
 
     def _keeper(self, layout: Layout) -> Keep:
