@@ -33,7 +33,9 @@ __all__ = ["Group", "group_items"]
 GroupKind = Literal["system", "developer", "user", "assistant", "orphan"]
 
 
-@dataclass(frozen=True, slots=True)  # no dict per group: a projection indexes every group
+@dataclass(
+    frozen=True, slots=True, init=False
+)  # no dict per group: a projection indexes every group
 class Group:
     """A half-open range ``items[start:stop]`` that is never split."""
 
@@ -48,6 +50,22 @@ class Group:
     pending: tuple[str, ...] = field(default=())
     """Call ids in the group that have no output yet."""
 
+    def __init__(
+        self,
+        start: int,
+        stop: int,
+        kind: GroupKind,
+        call_ids: tuple[str, ...] = (),
+        pending: tuple[str, ...] = (),
+    ) -> None:
+        # The slots set directly: a frozen dataclass's own __init__ goes through
+        # object.__setattr__ per field, about twice the cost (every group of every history).
+        _set_start(self, start)
+        _set_stop(self, stop)
+        _set_kind(self, kind)
+        _set_call_ids(self, call_ids)
+        _set_pending(self, pending)
+
     def __len__(self) -> int:
         return self.stop - self.start
 
@@ -56,23 +74,63 @@ class Group:
         return items[self.start : self.stop]
 
 
+_set_start, _set_stop, _set_kind, _set_call_ids, _set_pending = (
+    Group.__dict__[name].__set__ for name in ("start", "stop", "kind", "call_ids", "pending")
+)
+
+# What ``group_items`` reads of an item, by its class: a message other than the assistant's
+# closes the group before it (_OWN), an output answers a call (_OUTPUT), a call opens one
+# (_CALL), and assistant text, reasoning and a provider compaction are part of a response
+# (_RESPONSE); anything else is not an item (_NOT_AN_ITEM).
+_OWN, _OUTPUT, _CALL, _RESPONSE, _NOT_AN_ITEM = range(5)
+_BY_TYPE = {
+    FunctionCallOutput: _OUTPUT,
+    FunctionCall: _CALL,
+    Reasoning: _RESPONSE,
+    ProviderCompaction: _RESPONSE,
+}
+
+
+def _class_of(item: object) -> int:
+    """``item``'s class as ``group_items`` reads it, by ``isinstance`` (subclasses; the loop
+    looks the exact item classes up by ``type`` first: an ``isinstance`` that fails against a
+    pydantic model class goes through ``ABCMeta`` and costs several times a dict look-up)."""
+    if isinstance(item, Message):
+        return _RESPONSE if item.role == "assistant" else _OWN
+    if isinstance(item, FunctionCallOutput):
+        return _OUTPUT
+    if isinstance(item, FunctionCall):
+        return _CALL
+    if isinstance(item, (Reasoning, ProviderCompaction)):
+        return _RESPONSE
+    return _NOT_AN_ITEM
+
+
 def group_items(items: Sequence[Item], start: int = 0) -> list[Group]:
     """Split ``items[start:]`` into atomic groups, in order (indices are into ``items``).
 
-    Linear in the number of items.
+    Linear in the number of items. Each item's class is read once, by ``type`` (``_class_of``
+    for subclasses), and each call id once.
     """
     groups: list[Group] = []
     # One slice, then plain indexing: ``items`` may be an ``ItemsView`` (a memory's snapshot),
     # whose items cost a Python call each to index.
     rest, offset = items[start:], start
-    i, n = 0, len(rest)
+    n = len(rest)
+    classes = [
+        (_RESPONSE if item.role == "assistant" else _OWN)
+        if type(item) is Message
+        else _BY_TYPE.get(type(item)) or _class_of(item)
+        for item in rest
+    ]
+    i = 0
     while i < n:
-        item = rest[i]
-        if isinstance(item, Message) and item.role != "assistant":
-            groups.append(Group(offset + i, offset + i + 1, item.role))
+        kind = classes[i]
+        if kind == _OWN:
+            groups.append(Group(offset + i, offset + i + 1, rest[i].role))  # type: ignore[union-attr]
             i += 1
             continue
-        if isinstance(item, FunctionCallOutput):
+        if kind == _OUTPUT:
             groups.append(Group(offset + i, offset + i + 1, "orphan"))
             i += 1
             continue
@@ -81,23 +139,25 @@ def group_items(items: Sequence[Item], start: int = 0) -> list[Group]:
         pending: dict[str, None] = {}
         seen_output = False
         while i < n:
-            item = rest[i]
-            if isinstance(item, Message) and item.role != "assistant":
+            kind = classes[i]
+            if kind == _OWN:
                 break
-            if isinstance(item, FunctionCallOutput):
-                if item.call_id not in pending:
+            if kind == _OUTPUT:
+                call_id = rest[i].call_id  # type: ignore[union-attr]
+                if call_id not in pending:
                     break  # belongs to no call of this group: an orphan
-                del pending[item.call_id]
+                del pending[call_id]
                 seen_output = True
             else:  # reasoning, assistant text or a function call: part of a response
                 if seen_output and not pending:
                     break  # the previous response is complete; this starts the next one
-                if isinstance(item, FunctionCall):
-                    calls.append(item.call_id)
-                    pending[item.call_id] = None
-                elif not isinstance(item, (Message, Reasoning, ProviderCompaction)):
+                if kind == _CALL:
+                    call_id = rest[i].call_id  # type: ignore[union-attr]
+                    calls.append(call_id)
+                    pending[call_id] = None
+                elif kind == _NOT_AN_ITEM:
                     raise ConfigError(
-                        f"group_items takes items, got {type(item).__name__} at index "
+                        f"group_items takes items, got {type(rest[i]).__name__} at index "
                         f"{offset + i}; "
                         "convert provider messages first (chat_to_items, responses_to_items, "
                         "anthropic_to_items)"
