@@ -217,16 +217,29 @@ def _last_exit(text: str) -> re.Match[str] | None:
     """The last exit-code phrase of ``text`` (``_EXIT``), or ``None``.
 
     Every phrase ``_EXIT`` matches starts with one of ``_EXIT_PHRASES`` in some case. For ASCII
-    text (where ignoring case folds only ASCII letters) substring tests of the lowered text rule
-    most outputs out at once (a source file holds "return" and "exit", rarely these phrases):
-    the case-insensitive pattern is slow to scan (tens of µs per output).
+    text (where ignoring case folds only ASCII letters) the pattern is tried only where one
+    stands in the lowered text: the case-insensitive pattern is slow to scan (tens of µs per
+    output).
     """
-    if text.isascii():
-        lowered = text.lower()
-        if not any(phrase in lowered for phrase in _EXIT_PHRASES):
-            return None
-    exits = list(_EXIT.finditer(text))
-    return exits[-1] if exits else None
+    if not text.isascii():
+        exits = list(_EXIT.finditer(text))
+        return exits[-1] if exits else None
+    # Tried only where a phrase stands, from the last on: no phrase starts inside a match (nor
+    # inside another phrase), so matches never overlap and the last one found there is the
+    # last ``finditer`` finds (tests/compressors/test_anchored_patterns.py). An agent's every
+    # output may hold one ("<returncode>0</returncode>"), where the pattern, run everywhere,
+    # read the whole output.
+    lowered = text.lower()
+    starts: list[int] = []
+    for phrase in _EXIT_PHRASES:
+        at = lowered.find(phrase)
+        while at >= 0:
+            starts.append(at)
+            at = lowered.find(phrase, at + 1)
+    for at in sorted(starts, reverse=True):
+        if match := _EXIT.match(text, at):
+            return match
+    return None
 
 
 _SHORT_OUTPUT = 200  # characters: an output this short is quoted whole as a command's outcome

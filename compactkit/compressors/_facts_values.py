@@ -78,6 +78,32 @@ def _may_state_value(lowered: str) -> bool:
     return "be" in lowered and any(m in lowered for m in _MODALS)
 
 
+def _set_phrases(text: str, lowered: str | None) -> list[re.Match[str]]:
+    """``_SET_PHRASE.finditer(text)``, tried only where a match can start.
+
+    Every match starts with one of ``_SET_VERBS``; in ASCII text (``lowered``: the text
+    lowered, where ignoring case folds only ASCII letters) the pattern is tried only where one
+    stands, in order and each past the end of the match before, as ``finditer`` tries them,
+    instead of at every position (tests/compressors/test_anchored_patterns.py: the same
+    matches as ``finditer``).
+    """
+    if lowered is None:
+        return list(_SET_PHRASE.finditer(text))
+    starts: list[int] = []
+    for verb in _SET_VERBS:
+        at = lowered.find(verb)
+        while at >= 0:
+            starts.append(at)
+            at = lowered.find(verb, at + 1)
+    matches: list[re.Match[str]] = []
+    end = 0
+    for at in sorted(starts):
+        if at >= end and (match := _SET_PHRASE.match(text, at)):
+            matches.append(match)
+            end = match.end()
+    return matches
+
+
 def values_in_prose(text: str) -> list[tuple[str, str, str | None]]:
     """``(name, new value, old value or None)`` stated in prose: "set `retries` to 5", "change
     timeout from 10 to 30", "MAX_WORKERS = 8", "`pool_size: 4`". Fenced code is skipped."""
@@ -89,7 +115,7 @@ def values_in_prose(text: str) -> list[tuple[str, str, str | None]]:
     if lowered is None or (
         ("to" in lowered or "at" in lowered) and any(v in lowered for v in _SET_VERBS)
     ):
-        for match in _SET_PHRASE.finditer(text):
+        for match in _set_phrases(text, lowered):
             name = match.group(1)
             if name.lower() not in _STOP_NAMES:
                 value = (name, match.group("new").strip("`"), _strip(match.group("old")))

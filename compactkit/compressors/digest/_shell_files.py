@@ -10,12 +10,13 @@ concern of its own, with its own table of programs; both make the same ``FileOp`
 
 from __future__ import annotations
 
+import functools
 import re
-import shlex
 from collections.abc import Callable
 from typing import Literal, NamedTuple
 
 from compactkit.compressors.digest._files import EDITOR_COMMANDS, FileOp, looks_like_path, patch_ops
+from compactkit.compressors.digest._shell_words import shell_words
 
 _SCRIPTS = re.compile(r"^(?:python[\d.]*|node|ruby|perl|bash|sh)$")
 _PATCHERS = re.compile(r"^(?:patch|apply_patch|applypatch)$")
@@ -191,10 +192,18 @@ _PREFIX_PROGRAMS = ("sudo", "time", "command", "exec", "env", "nice", "nohup", "
 _REDIRECTIONS = ("<", ">", ">>", "1>", "2>", "&>", "1>>", "2>>")
 
 
-def _part_ops(part: str) -> list[FileOp]:
-    """The files one simple command (no ``&&``, ``|``, ``;``) reads and modifies: its
-    redirections, a ``python -c`` script's writes, an editor command's file, and its path
-    arguments as its ``SHELL_COMMANDS`` row says."""
+@functools.lru_cache(maxsize=4096)
+def _part_ops(part: str) -> tuple[FileOp, ...]:
+    """The files one simple command (no ``&&``, ``|``, ``;``) reads and modifies (see
+    ``_simple_ops``), remembered per command: a session runs the same few again and again
+    (``cd /testbed``, ``head -20``, ``cat > test_fix.py``). Bounded: 4,096."""
+    return tuple(_simple_ops(part))
+
+
+def _simple_ops(part: str) -> list[FileOp]:
+    """The files one simple command reads and modifies: its redirections, a ``python -c``
+    script's writes, an editor command's file, and its path arguments as its
+    ``SHELL_COMMANDS`` row says."""
     tokens = _command_tokens(part)
     if not tokens:
         return []
@@ -216,9 +225,8 @@ def _part_ops(part: str) -> list[FileOp]:
 def _command_tokens(part: str) -> list[str]:
     """A simple command's words, without its environment assignments and prefix programs
     (``FOO=1 sudo sed …`` → ``sed …``)."""
-    try:
-        tokens = shlex.split(part)
-    except ValueError:
+    tokens = shell_words(part)  # shlex.split's words
+    if tokens is None:  # (where shlex.split raises: an unclosed quote)
         tokens = part.split()
     while tokens and "=" in tokens[0] and not tokens[0].startswith("-"):
         tokens = tokens[1:]  # environment assignments

@@ -1,0 +1,126 @@
+"""Case-insensitive patterns that open with a word are tried only where their word stands
+(issues, exit codes, "set x to 5"): what each reader returns is exactly what the pattern finds
+when run at every position."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compactkit.compressors import _facts as facts
+from compactkit.compressors import _facts_ids as facts_ids
+from compactkit.compressors import _facts_values as facts_values
+
+PROPERTY = settings(deadline=None, max_examples=800)
+
+_filler = st.text(st.sampled_from("ab #_-:=.`\n\t0123456789\u017f\u212a"), max_size=8)
+
+
+def _texts(parts: list[str]) -> st.SearchStrategy[str]:
+    return st.lists(st.sampled_from(parts) | _filler, max_size=10).map(" ".join)
+
+
+ISSUE_PARTS = [
+    "#12",
+    "#1234567",
+    "a#12",
+    "issue 5",
+    "Issue #77",
+    "ISSUE  8",
+    "PR #7",
+    "pr 3",
+    "pull request 9",
+    "Pull Request #10",
+    "expr 4",
+    "\n#42",
+    "(#42)",
+    "##12",
+    "issue #pr 5",
+]
+
+
+@PROPERTY
+@given(_texts(ISSUE_PARTS))
+def test_issue_numbers_are_the_patterns(text: str) -> None:
+    plain = [hashed or named for hashed, named in facts_ids._ISSUE.findall(text)]
+    assert facts_ids.issue_numbers(text) == plain
+
+
+EXIT_PARTS = [
+    "exit code: 1",
+    "Exit Status=2",
+    "exited with code 3",
+    "EXITED WITH STATUS -4",
+    "exited with 5",
+    "<returncode>0</returncode>",
+    "returncode=0",
+    "return code 7",
+    "exit_code: 8",
+    "exit code",
+    "exit codes 9",
+    "exit status:\n 10",
+]
+
+
+def _plain_last_exit(text: str) -> tuple[tuple[int, int], str] | None:
+    exits = list(facts._EXIT.finditer(text))
+    return (exits[-1].span(), exits[-1].group(1)) if exits else None
+
+
+@PROPERTY
+@given(_texts(EXIT_PARTS))
+def test_the_last_exit_code_is_the_patterns(text: str) -> None:
+    found = facts._last_exit(text)
+    assert (None if found is None else (found.span(), found.group(1))) == _plain_last_exit(text)
+
+
+SET_PARTS = [
+    "set `retries` to 5",
+    "Set timeout to 30s",
+    "change timeout from 10 to 30",
+    "CHANGE the pool_size to 8",
+    "bump MAX_WORKERS to 16",
+    "reset x to 1",
+    "update the limit at 5",
+    "limit it to 3",
+    "cap rate to 1.5",
+    "setup y to 2",
+    "raise `a.b` from 'x' to \"y\"",
+    "lower z to none",
+    "decrease q to 4.",
+]
+
+
+def _spans(matches: list[re.Match[str]]) -> list[tuple[tuple[int, int], tuple[str | None, ...]]]:
+    return [(m.span(), m.groups()) for m in matches]
+
+
+@PROPERTY
+@given(_texts(SET_PARTS))
+def test_set_phrases_are_the_patterns(text: str) -> None:
+    lowered = text.lower() if text.isascii() else None
+    plain = list(facts_values._SET_PHRASE.finditer(text))
+    assert _spans(facts_values._set_phrases(text, lowered)) == _spans(plain)
+
+
+REAL_OUTPUTS = [
+    "<returncode>0</returncode>\n<output>\n</output>",
+    "<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\n  File "
+    '"t.py", line 3\nValueError: x\n</output>',
+    "Process exited with code 2\nexit code: 0",
+    "Fixes issue #123 and PR 45; see pull request #9 (set the retries to 5, then change "
+    "timeout from 10 to 30).",
+]
+
+
+@pytest.mark.parametrize("text", REAL_OUTPUTS)
+def test_real_texts_read_as_the_patterns_read_them(text: str) -> None:
+    plain_issues = [hashed or named for hashed, named in facts_ids._ISSUE.findall(text)]
+    assert facts_ids.issue_numbers(text) == plain_issues
+    found = facts._last_exit(text)
+    assert (None if found is None else (found.span(), found.group(1))) == _plain_last_exit(text)
+    plain_sets = list(facts_values._SET_PHRASE.finditer(text))
+    assert _spans(facts_values._set_phrases(text, text.lower())) == _spans(plain_sets)
