@@ -6,9 +6,10 @@ again costs the whole summary's size per compaction, the most of it once the sum
 cap. So the compaction that renders a summary remembers the document ``parse`` returns for that
 text (``remember``), and the next one reads it from there (``parsed``).
 
-Correctness first: a document is remembered only when its rendered text is sure to parse back
-to it entry for entry, in the same order (every entry is whole clean lines that parse keeps as
-they are, no merge rule would change a section, the notes read back as written) — what
+Correctness first: a document is remembered only when what its rendered text parses back to
+is sure, entry for entry, in the same order (every entry is whole clean lines that parse keeps
+as they are, the notes read back as written, and each section either one no merge rule would
+change or one whose rule reads its entries alone, applied here as parse applies it) — what
 ``parse`` would return, exactly; otherwise nothing is remembered and the text is parsed. The
 look-up is by the exact text, so a summary changed in between, or written by someone else, is
 parsed as before. The checks are by entry and remembered by entry text: a summary keeps most of
@@ -76,12 +77,15 @@ def as_parsed(doc: SummaryDocument) -> SummaryDocument | None:
         return None
     sections: dict[SectionKey, tuple[str, ...]] = {}
     for key, entries in doc.sections.items():
-        if key not in _KEYS or not entries or not _kept_as_is(key, entries):
+        if key not in _KEYS or not entries:
             return None
     for spec in SECTIONS:  # parse returns the sections in this order
         entries = doc.sections.get(spec.key, ())
         if entries:
-            sections[spec.key] = entries
+            read = _read_back(spec.key, entries)
+            if read is None:
+                return None
+            sections[spec.key] = read
     if not _reads_kept_apart(sections):
         return None
     extra: dict[str, tuple[str, ...]] = {}
@@ -101,6 +105,23 @@ def as_parsed(doc: SummaryDocument) -> SummaryDocument | None:
     return SummaryDocument(
         sections=sections, extra=extra, trimmed=head.trimmed, omitted=dict(head.omitted)
     )
+
+
+def _read_back(key: SectionKey, entries: tuple[str, ...]) -> tuple[str, ...] | None:
+    """What ``parse`` returns for a section's entries, when it is sure: the entries themselves
+    when it keeps them as they are; else, when each reads back whole, what the section's merge
+    rule makes of them merged into nothing (parse merges what it read into an empty
+    document) for the rules that read nothing but the entries (commands, appended, replaced:
+    a trimmed summary can shorten two commands to one, or two decisions to the same text);
+    ``None`` otherwise (then parse)."""
+    if _kept_as_is(key, entries):
+        return entries
+    rule = merge_rule(key)
+    if rule not in ("commands", "appended", "replaced") or not all(map(_line_safe, entries)):
+        return None
+    if rule == "commands":
+        return tuple(_entries.merge_commands([], list(entries), earlier=_entries.earlier_kept(key)))
+    return tuple(_entries.append_unique([], list(entries)))
 
 
 def _kept_as_is(key: SectionKey, entries: tuple[str, ...]) -> bool:
