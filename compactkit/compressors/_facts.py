@@ -14,6 +14,8 @@ import functools
 import re
 from collections.abc import Sequence
 
+from compactkit.compressors._anchored import occurrences
+
 _WS = re.compile(r"\s+")
 
 
@@ -229,14 +231,7 @@ def _last_exit(text: str) -> re.Match[str] | None:
     # last ``finditer`` finds (tests/compressors/test_anchored_patterns.py). An agent's every
     # output may hold one ("<returncode>0</returncode>"), where the pattern, run everywhere,
     # read the whole output.
-    lowered = text.lower()
-    starts: list[int] = []
-    for phrase in _EXIT_PHRASES:
-        at = lowered.find(phrase)
-        while at >= 0:
-            starts.append(at)
-            at = lowered.find(phrase, at + 1)
-    for at in sorted(starts, reverse=True):
+    for at in sorted(occurrences(text.lower(), _EXIT_PHRASES), reverse=True):
         if match := _EXIT.match(text, at):
             return match
     return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from compactkit.compressors._anchored import matches_at, occurrences, run_start
 from compactkit.compressors._facts import code
 
 # -- identifiers -----------------------------------------------------------------------------
@@ -168,22 +169,67 @@ def _add_ids(
     already ``found`` is not added again; ``spans``: its ``_digit_spans`` when ASCII)."""
     tickets, code_ids = _digit_hints(text, spans, dash=dash)
     if tickets:
-        for prefix, number in _TICKET.findall(text):
+        for match in _tickets(text):
+            prefix, number = match.groups()
             if prefix not in _NOT_TICKETS:
                 found.setdefault(f"{prefix}-{number}", "ticket")
     if (underscore and _PREFIXED_HINTS[0].search(text)) or (
         dash and _PREFIXED_HINTS[1].search(text)
     ):
-        for match in _PREFIXED.finditer(text):
+        for match in _prefixed_ids(text):
             found.setdefault(match.group(0), "id")
     if underscore and _RANDOM_ID_HINT.search(text):
-        for match in _RANDOM_ID.finditer(text):
+        for match in _random_ids(text):
             ident = match.group(0)
             if not any(ident in known for known in found):
                 found.setdefault(ident, "id")
     for ident in _CODE_ID.findall(text) if code_ids else ():
         if not any(ident in known for known in found):
             found.setdefault(ident, "id")
+
+
+# Where the patterns below are tried (``_anchored``): each match starts with a run of these
+# characters (its \b before the run: no match starts inside one) right before its "-" or "_".
+_LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
+_UPPER_OR_DIGIT = _UPPER | frozenset("0123456789")
+_DASH_DIGIT = re.compile(r"-\d")
+_SEPARATED_DIGIT = re.compile(r"[_-][A-Za-z0-9]*\d")
+
+
+def _tickets(text: str) -> list[re.Match[str]]:
+    """``_TICKET.finditer(text)``: tried at the capitals and digits (2-10) before each "-" that
+    a digit follows."""
+    starts = []
+    for dash in _DASH_DIGIT.finditer(text):
+        at = dash.start()
+        start = run_start(text, at, _UPPER_OR_DIGIT, 10)
+        if 2 <= at - start <= 10:
+            starts.append(start)
+    return matches_at(_TICKET, text, starts)
+
+
+def _prefixed_ids(text: str) -> list[re.Match[str]]:
+    """``_PREFIXED.finditer(text)``: tried at the lowercase prefix (3-6 letters) before each
+    "_" or "-" that letters and digits holding a digit follow."""
+    starts = []
+    for separator in _SEPARATED_DIGIT.finditer(text):
+        at = separator.start()
+        start = run_start(text, at, _LOWER, 6)
+        if 3 <= at - start <= 6:
+            starts.append(start)
+    return matches_at(_PREFIXED, text, starts)
+
+
+def _random_ids(text: str) -> list[re.Match[str]]:
+    """``_RANDOM_ID.finditer(text)``: tried at the lowercase prefix (2-10 letters) before each
+    "_" that eight letters or digits follow."""
+    starts = []
+    for underscore in _RANDOM_ID_HINT.finditer(text):
+        at = underscore.start()
+        start = run_start(text, at, _LOWER, 10)
+        if 2 <= at - start <= 10:
+            starts.append(start)
+    return matches_at(_RANDOM_ID, text, starts)
 
 
 def _digit_hints(
@@ -230,26 +276,14 @@ def issue_numbers(text: str) -> list[str]:
 
     ``_ISSUE`` ignores case and opens with a look-behind and ``\b``: the regex engine tries it
     at every position of the text (50-60 ns per character). For ASCII text it is tried only
-    where one of ``_ISSUE_STARTS`` stands in the lowered text (what every match starts with),
-    in order and each past the end of the match before, as ``findall`` tries them
-    (tests/compressors/test_anchored_patterns.py: the same numbers as ``findall``).
+    where one of ``_ISSUE_STARTS`` stands in the lowered text (what every match starts with;
+    ``_anchored``; tests/compressors/test_anchored_patterns.py: the same numbers as
+    ``findall``).
     """
     if not text.isascii():  # (ignoring case, a non-ASCII letter may match an ASCII one)
         return [hashed or named for hashed, named in _ISSUE.findall(text)]
-    lowered = text.lower()
-    starts: list[int] = []
-    for start in _ISSUE_STARTS:
-        at = lowered.find(start)
-        while at >= 0:
-            starts.append(at)
-            at = lowered.find(start, at + 1)
-    numbers: list[str] = []
-    end = 0
-    for at in sorted(starts):
-        if at >= end and (match := _ISSUE.match(text, at)):
-            numbers.append(match.group(1) or match.group(2))
-            end = match.end()
-    return numbers
+    starts = occurrences(text.lower(), _ISSUE_STARTS)
+    return [m.group(1) or m.group(2) for m in matches_at(_ISSUE, text, starts)]
 
 
 def _dotted(text: str, end: int) -> bool:

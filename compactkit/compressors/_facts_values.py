@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from compactkit.compressors._anchored import matches_at, occurrences
 from compactkit.compressors._facts_prose import without_fences
 
 # -- values ----------------------------------------------------------------------------------
@@ -83,25 +84,12 @@ def _set_phrases(text: str, lowered: str | None) -> list[re.Match[str]]:
 
     Every match starts with one of ``_SET_VERBS``; in ASCII text (``lowered``: the text
     lowered, where ignoring case folds only ASCII letters) the pattern is tried only where one
-    stands, in order and each past the end of the match before, as ``finditer`` tries them,
-    instead of at every position (tests/compressors/test_anchored_patterns.py: the same
-    matches as ``finditer``).
+    stands (``_anchored``), instead of at every position
+    (tests/compressors/test_anchored_patterns.py: the same matches as ``finditer``).
     """
     if lowered is None:
         return list(_SET_PHRASE.finditer(text))
-    starts: list[int] = []
-    for verb in _SET_VERBS:
-        at = lowered.find(verb)
-        while at >= 0:
-            starts.append(at)
-            at = lowered.find(verb, at + 1)
-    matches: list[re.Match[str]] = []
-    end = 0
-    for at in sorted(starts):
-        if at >= end and (match := _SET_PHRASE.match(text, at)):
-            matches.append(match)
-            end = match.end()
-    return matches
+    return matches_at(_SET_PHRASE, text, occurrences(lowered, _SET_VERBS))
 
 
 def values_in_prose(text: str) -> list[tuple[str, str, str | None]]:

@@ -124,3 +124,63 @@ def test_real_texts_read_as_the_patterns_read_them(text: str) -> None:
     assert (None if found is None else (found.span(), found.group(1))) == _plain_last_exit(text)
     plain_sets = list(facts_values._SET_PHRASE.finditer(text))
     assert _spans(facts_values._set_phrases(text, text.lower())) == _spans(plain_sets)
+
+
+ID_PARTS = [
+    "ABC-123",
+    "JIRA-1234567",
+    "aABC-12",
+    "X-1",
+    "ABCDEFGHIJK-5",
+    "PROJ2-77",
+    "_AB-3",
+    "é-AB-4",
+    "req_a1b2c3",
+    "run-2024x",
+    "xreq_123456",
+    "deploy-abc",
+    "usr_9999",
+    "snap_XFahxzMuJksC",
+    "test_separability",
+    "abcdefghijk_ABCDEFGH1",
+    "ab_cdefghij",
+    "my_run_ABCDEFGH12",
+    "JJD503141950010498",
+]
+
+
+@PROPERTY
+@given(_texts(ID_PARTS))
+def test_tickets_and_ids_are_the_patterns(text: str) -> None:
+    assert _spans(facts_ids._tickets(text)) == _spans(list(facts_ids._TICKET.finditer(text)))
+    plain_prefixed = list(facts_ids._PREFIXED.finditer(text))
+    assert _spans(facts_ids._prefixed_ids(text)) == _spans(plain_prefixed)
+    plain_random = list(facts_ids._RANDOM_ID.finditer(text))
+    assert _spans(facts_ids._random_ids(text)) == _spans(plain_random)
+
+
+@PROPERTY
+@given(_texts(ID_PARTS + ISSUE_PARTS), st.booleans())
+def test_identifiers_are_found_as_before(text: str, prose: bool) -> None:
+    """The whole reader: the identifiers found by the patterns run everywhere."""
+    with_plain = _plain_identifiers(text, prose)
+    assert facts_ids.identifiers_in(text, prose=prose, limit=50) == with_plain
+
+
+def _plain_identifiers(text: str, prose: bool) -> list[tuple[str, str]]:
+    from unittest import mock
+
+    def plain(pattern: re.Pattern[str]) -> object:
+        return lambda text: list(pattern.finditer(text))
+
+    def plain_issues(text: str) -> list[str]:
+        return [hashed or named for hashed, named in facts_ids._ISSUE.findall(text)]
+
+    with mock.patch.multiple(
+        facts_ids,
+        _tickets=plain(facts_ids._TICKET),
+        _prefixed_ids=plain(facts_ids._PREFIXED),
+        _random_ids=plain(facts_ids._RANDOM_ID),
+        issue_numbers=plain_issues,
+    ):
+        return facts_ids.identifiers_in(text, prose=prose, limit=50)
