@@ -114,17 +114,20 @@ class FileLeases:
             self._runs[session_id] = Run(fd, token, info, info_fd, OpenJournal())
         return token, since, revision
 
-    def end(self, session_id: str, token: int) -> None:
-        """Give back the run's lease (nothing when this store does not hold it)."""
+    def end(self, session_id: str, token: int) -> OpenJournal | None:
+        """Give back the run's lease (nothing when this store does not hold it); the run's
+        journal, ended (what its last save left: ``OpenJournal.session``, ``mark``)."""
         with self._lock:
             run = self._runs.get(session_id)
             if run is None or run.token != token:
-                return
+                return None
             del self._runs[session_id]
         info_fd = run.info_fd
         try:
             with run.journal.lock:  # after a save in progress; later ones are refused
                 run.journal.end()
+                if run.journal.saved is not None:  # the run's saves left the info to its end
+                    self.saved(session_id, *run.journal.saved)
             # Only this run wrote the info since it started (writers hold the lock).
             info_fd = self.record(session_id, run.info, holder=None, since=None, kept=info_fd)
         finally:
@@ -132,6 +135,7 @@ class FileLeases:
                 os.close(info_fd)
             finally:
                 unlock(run.lock_fd)
+        return run.journal
 
     def record(
         self, session_id: str, info: LeaseInfo | None = None, *, kept: int = -1, **also: Any

@@ -77,9 +77,14 @@ class OpenJournal:
     """A session's journal kept open for the saves of one run (see the module docstring).
 
     The store holds ``lock`` around each save of the run and around ``end``, so a save never
-    writes to a closed (and perhaps reused) file descriptor."""
+    writes to a closed (and perhaps reused) file descriptor.
 
-    __slots__ = ("_fd", "_proof", "ended", "lock")
+    It also holds what the run's saves leave for the next one — the session object that saved
+    last and its mark, the revision and file identities saved — as plain attributes, which the
+    store hands to its ``SaveMarks`` and lease info once, when the run ends, instead of at every
+    save."""
+
+    __slots__ = ("_fd", "_proof", "ended", "lock", "mark", "saved", "session")
 
     def __init__(self) -> None:
         self._fd = -1
@@ -87,6 +92,12 @@ class OpenJournal:
         self.lock = threading.Lock()
         self.ended = False
         """Whether the run's lease was given back (its saves are refused)."""
+        self.session: object = None
+        """The session object whose save was the run's last (``None``: none, or it failed)."""
+        self.mark: SaveMark | None = None
+        """That save's mark."""
+        self.saved: tuple[int, tuple[int, ...]] | None = None
+        """The revision and file identities of the run's last save that succeeded."""
 
     def extends(self, mark: SaveMark, path: Path) -> bool:
         """Whether the files are still what the save that left ``mark`` wrote, told by the open

@@ -40,6 +40,8 @@ __all__ = [
 SLOT = 512
 """Bytes of one slot (a record is at most ``SLOT - 10`` bytes of JSON)."""
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"))  # json.dumps(separators=...) builds one a call
+
 
 @dataclass(slots=True)
 class LeaseInfo:
@@ -149,7 +151,7 @@ def write_kept_lease_info(
 
 def _record(fields: dict[str, Any], sequence: int) -> bytes | None:
     """One slot's bytes for ``fields`` (``None``: too long for a slot)."""
-    text = json.dumps({**fields, "sequence": sequence}, separators=(",", ":")).encode()
+    text = _ENCODER.encode({**fields, "sequence": sequence}).encode()
     if len(text) > SLOT - 10:
         return None
     record = f"{zlib.crc32(text):08x} ".encode() + text
@@ -208,7 +210,10 @@ def _whole(data: bytes) -> LeaseInfo:
 
 
 def _read_all(fd: int) -> bytes:
-    chunks = []
+    chunk = os.read(fd, 65536)
+    if len(chunk) < 65536:  # a short read of a regular file is its end: one call, not two
+        return chunk
+    chunks = [chunk]
     while chunk := os.read(fd, 65536):
         chunks.append(chunk)
     return b"".join(chunks)

@@ -43,7 +43,7 @@ import builtins
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from compactkit.errors import (
     ConcurrencyError,
@@ -183,7 +183,10 @@ class FileSessionStore:
         A whole state written over files this object's last save left (the journal outgrew
         the base) takes the revision from that save: the files are read back only when
         someone else may have written them."""
-        mark = self._marks.get(session)
+        if kept is not None and kept.session is session:
+            mark = kept.mark  # the run's last save was this object's (kept by the run)
+        else:
+            mark = self._marks.get(session)
         try:
             ours = mark is not None and (
                 (kept is not None and kept.extends(mark, path))
@@ -215,10 +218,18 @@ class FileSessionStore:
             self._marks.forget(session)
             if kept is not None:
                 kept.close()
+                if kept.session is session:
+                    kept.session = kept.mark = None
             raise
-        self._marks.set(session, new_mark)
         session.revision = revision + 1
-        self._leases.saved(session.session_id, revision + 1, new_mark.proof)
+        if kept is None:
+            self._marks.set(session, new_mark)
+            self._leases.saved(session.session_id, revision + 1, new_mark.proof)
+            return
+        if kept.session is not session and kept.session is not None and kept.mark is not None:
+            self._marks.set(cast("AgentSession", kept.session), kept.mark)  # another object's
+        # The run keeps them; its release hands them to the marks and the lease info.
+        kept.session, kept.mark, kept.saved = session, new_mark, (revision + 1, new_mark.proof)
 
     def _stored_revision(self, session_id: str) -> int:
         """The revision of the files of ``session_id`` (0: none), read from them.
@@ -270,7 +281,10 @@ class FileSessionStore:
 
     def release(self, lease: SessionLease) -> None:
         """Give ``lease`` back (nothing when this store does not hold it)."""
-        self._leases.end(lease.session_id, lease.token)
+        ended = self._leases.end(lease.session_id, lease.token)
+        if ended is not None and ended.session is not None and ended.mark is not None:
+            # (no save of the run can follow its end: the next one writes from this mark)
+            self._marks.set(cast("AgentSession", ended.session), ended.mark)
 
     def _files(self, session_id: str) -> tuple[int, ...]:
         """The identities of the session's base and journal files (``_proof``)."""
