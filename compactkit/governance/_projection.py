@@ -13,16 +13,18 @@ import threading
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, cast
 
 from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors.masking import placeholders
 from compactkit.formats.validate import validate_items
+from compactkit.governance._carry import Carried
 from compactkit.governance._incremental import extends
 from compactkit.governance._sums import Sums
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
 from compactkit.items.groups import Group, group_items
 from compactkit.items.snapshot import is_summary_message, leading_instructions
+from compactkit.items.view import sliceable
 
 __all__ = ["Mask", "Masker", "Piece", "Pieces", "View", "ViewCache", "unreachable_from"]
 
@@ -57,6 +59,9 @@ class View:
     open: dict[int, Piece]
     """The last measurement of the open last group, by index, shared like ``measured``: the
     next turns reuse it while that group is unchanged, and when it closes as it was."""
+    carried: Carried | None
+    """The measurements of the history a compaction replaced, for the groups this history
+    kept of it (``_carry.py``); only while the history is read for the first time."""
 
     @property
     def n_groups(self) -> int:
@@ -88,7 +93,8 @@ class View:
 class _Index:
     """The structure of one growing history, extended in place (callers hold the cache lock)."""
 
-    def __init__(self) -> None:
+    def __init__(self, carried: Carried | None = None) -> None:
+        self.carried = carried
         self.items: Sequence[Item] = ()
         self.lead = 0
         self.closed: list[Group] = []
@@ -107,6 +113,8 @@ class _Index:
             self.items = items
             self.view = self._view()
             return self.view
+        if self.items:
+            self.carried = None  # read whole once: what is appended now is new
         if self.lead == len(self.items):  # nothing but instructions so far: they may go on
             self.lead = start = leading_instructions(items)
         elif self.tail is not None and self.tail.kind == "assistant":
@@ -156,6 +164,7 @@ class _Index:
             self.measured,
             self.sums,
             self.open,
+            self.carried,
         )
 
 
@@ -176,6 +185,9 @@ class ViewCache:
         self._size = size
         self._indexes: list[_Index] = []
         self._lock = threading.Lock()
+        self._retired: Carried | None = None
+        """The measurements of the history ``forget`` dropped last, for the next history
+        read anew (the compacted one, which keeps most of its groups)."""
 
     def view(self, items: Sequence[Item]) -> View:
         """The structure of ``items``, reusing what is known about a history it extends."""
@@ -190,7 +202,8 @@ class ViewCache:
                 if position:
                     self._indexes.insert(0, self._indexes.pop(position))
                 return view
-            index = _Index()
+            index = _Index(self._retired)
+            self._retired = None
             view = index.update(items)
             self._indexes.insert(0, index)
             del self._indexes[self._size :]
@@ -200,7 +213,11 @@ class ViewCache:
         """Drop the index of the history ``items`` extends (a compaction replaced it), with its
         measured groups: they are freed now, not once other histories have pushed it out."""
         with self._lock:
-            self._indexes = [index for index in self._indexes if not extends(items, index.items)]
+            kept = [index for index in self._indexes if not extends(items, index.items)]
+            dropped = next((index for index in self._indexes if index not in kept), None)
+            self._indexes = kept
+            if dropped is not None:
+                self._retired = Carried(dropped.items, dropped.closed, dropped.sums)
 
 
 @dataclass(frozen=True)
@@ -267,6 +284,7 @@ class Pieces:
         self._threshold = threshold
         self._validate = validate
         self._tail: Piece | None = None
+        self._carried = view.carried
 
     def catch_up(self, reach: int | None = None) -> Sums:
         """The view's running totals, after summing the closed groups not summed yet (each
@@ -355,36 +373,57 @@ class Pieces:
             return None
         return piece
 
+    def _carry(self, index: int, group: Group) -> Piece | None:
+        """The closed group at ``index`` as the history a compaction replaced measured it,
+        when this history kept it (``_carry.py``); else ``None``."""
+        assert self._carried is not None
+        source = sliceable(self._view.items)
+        known = self._carried.measured(group, source)
+        if known is None:
+            return None
+        # (the masks are this module's: ``Sums`` holds them as it was given them)
+        span = list(source[group.start : group.stop])
+        return Piece(index, group, span, known[0], cast(list[Mask], known[1]))
+
+    def _problem(self, index: int, group: Group) -> tuple[str | None, tuple[str, ...]]:
+        """The tool-call rule the group at ``index`` breaks (``None``: none), and the calls a
+        repair leaves out of it (those that never got an output, when repairing)."""
+        if group.kind == "orphan":
+            output = self._view.items[group.start]
+            assert isinstance(output, FunctionCallOutput)
+            return (
+                f"tool output for call id {output.call_id!r} (item {group.start}) answers no call"
+            ), ()
+        if group.pending and index < self._view.n_groups - 1:
+            ids = ", ".join(repr(call_id) for call_id in group.pending)
+            problem = f"call(s) {ids} (item {group.start}) never got an output"
+            return problem, group.pending if self._validate is not None else ()
+        return None, ()
+
     def _measure(self, index: int, *, bounded: bool = False) -> Piece:
         """The group at ``index`` as sent, every bulky output masked; ``bounded``: priced by
         the counter's upper bound instead, nothing masked (a group no window reaches)."""
         view = self._view
         group = view.group(index)
         items = view.items
-        if group.kind == "orphan":
-            output = items[group.start]
-            assert isinstance(output, FunctionCallOutput)
-            problem = (
-                f"tool output for call id {output.call_id!r} (item {group.start}) answers no call"
-            )
-            if self._validate is not None:
-                return Piece(index, group, [], 0, problem=problem, dropped=True)
-        else:
-            problem = None
-        unanswered: tuple[str, ...] = ()
-        if group.pending and index < view.n_groups - 1:
-            unanswered = group.pending
-            ids = ", ".join(repr(call_id) for call_id in unanswered)
-            problem = f"call(s) {ids} (item {group.start}) never got an output"
-            if self._validate is None:
-                unanswered = ()
+        if self._carried is not None and not bounded and index < view.n_closed:
+            carried = self._carry(index, group)
+            if carried is not None:
+                return carried
+        problem, unanswered = self._problem(index, group)
+        if group.kind == "orphan" and self._validate is not None:
+            return Piece(index, group, [], 0, problem=problem, dropped=True)
+        count = self._bound if bounded and self._bound is not None else self._count
+        source = sliceable(items)
+        if group.kind != "assistant" and problem is None:  # one message of its own
+            item = source[group.start]
+            return Piece(index, group, [item], count(item))
         names: dict[str, str] = {}
         kept: list[Item] = []
         masks: list[Mask] = []
         total = 0
-        count = self._bound if bounded and self._bound is not None else self._count
         threshold = self._threshold if not bounded else None
-        for item in items[group.start : group.stop]:  # a slice: one call on an ItemsView
+        for item in source[group.start : group.stop]:
             if isinstance(item, FunctionCall):
                 if item.call_id in unanswered:
                     continue

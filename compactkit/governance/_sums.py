@@ -24,6 +24,7 @@ from typing import Protocol
 
 from compactkit.items import FunctionCall, FunctionCallOutput, Item
 from compactkit.items.groups import Group
+from compactkit.items.view import sliceable
 
 
 class Mask(Protocol):
@@ -186,7 +187,7 @@ class Sums:
         if index == 0:
             self.base = group.start
         self.tokens.append(self.tokens[-1] + piece.min_tokens)
-        span = items[group.start : group.stop]
+        span = sliceable(items)[group.start : group.stop]  # (a view's slice copies in Python)
         if piece.masks:
             swap = {id(mask.original): mask.placeholder for mask in piece.masks}
             self.rendered.extend(swap.get(id(item), item) for item in span)
@@ -204,6 +205,8 @@ class Sums:
             self.problems.append(index)
         if not self.fresh_ids(piece) or not piece.clean:
             self.unclean.append(index)
+        if group.kind != "assistant" and not piece.problem:
+            return  # one message of its own: no call ids
         for item in piece.items:
             if isinstance(item, FunctionCall):
                 self.call_ids.add(item.call_id)
@@ -212,6 +215,8 @@ class Sums:
 
     def fresh_ids(self, piece: Piece) -> bool:
         """Whether no call or output of ``piece`` reuses an id of a summed group."""
+        if piece.group.kind != "assistant" and not piece.problem:
+            return True  # one message of its own
         for item in piece.items:
             if isinstance(item, FunctionCall) and item.call_id in self.call_ids:
                 return False
