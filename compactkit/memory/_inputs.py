@@ -212,15 +212,18 @@ def _check_storable(item: Item) -> None:
             else:
                 _check_data(part.data)
     for text in texts:
-        if text is not None:
-            text.encode("utf-8")  # UnicodeEncodeError (a ValueError) on a lone surrogate
+        # UnicodeEncodeError (a ValueError) on a lone surrogate; an ASCII string holds none
+        # (``isascii`` reads a flag of the string: O(1), where encoding copies it)
+        if text is not None and not text.isascii():
+            text.encode("utf-8")
 
 
 def _check_data(value: object, depth: int = 0) -> None:
     if depth > 200:
         raise ValueError("provider data nested more than 200 levels deep")
     if isinstance(value, str):
-        value.encode("utf-8")
+        if not value.isascii():  # (an ASCII string holds no lone surrogate)
+            value.encode("utf-8")
     elif isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{value!r} in provider data is not a JSON number (it loads back as null)")
     elif isinstance(value, Mapping):
