@@ -16,7 +16,8 @@ from compactkit.items.snapshot import (
 )
 from compactkit.items.view import ItemsView
 from compactkit.memory._bm25 import BM25Index
-from compactkit.memory._inputs import CallIndex, assign_seqs, output_items
+from compactkit.memory._call_ids import PendingCallIndex
+from compactkit.memory._inputs import assign_seqs, output_items
 from compactkit.memory._rules import (
     Lineage,
     not_active_error,
@@ -93,7 +94,7 @@ class InMemoryMemory(BaseMemory):
         # snapshots handed out (views of this list, see ``ItemsView``) never change.
         self._active: list[Item] = []
         self._history: dict[int, Item] = {}  # seq -> the item as first stored
-        self._calls = CallIndex()
+        self._calls = PendingCallIndex()  # (one set of call ids: _call_ids.py)
         self._next_seq = 1
         self._version = 0
         self._window_version = 0  # bumped by every write that is not an append
@@ -221,7 +222,7 @@ class InMemoryMemory(BaseMemory):
             self._active = plan.items
             self._history = plan.history
             self._index, self._unindexed = BM25Index(), list(plan.history)
-            self._calls = CallIndex.of(plan.history.values())
+            self._calls = PendingCallIndex.of(plan.history.values())
             self._next_seq = plan.next_seq
             self._version = max(self._version, snapshot.version or 0) + 1
             self._window_version += 1
@@ -237,7 +238,7 @@ class InMemoryMemory(BaseMemory):
             self._active = []
             self._history = {}
             self._index, self._unindexed = BM25Index(), []
-            self._calls = CallIndex()
+            self._calls = PendingCallIndex()
             self._version += 1
             self._window_version += 1
             self._dropped = DroppedArchive(count=self._dropped.count)

@@ -1,0 +1,97 @@
+"""``PendingCallIndex``: ``CallIndex``'s rules over one set of call ids instead of two.
+
+``CallIndex`` keeps every call id a memory stored and every call id an output answered: two
+sets of about the same ids, since nearly every call gets its output. ``InMemoryMemory`` holds
+its index for the whole session, so that is two entries per call (about 0.5 MiB per set at
+15,000 calls). This index keeps every call id once, the calls still waiting for their output
+(a handful) and the outputs that answered no stored call (none in a valid history):
+
+* answered(id) = the id is a stray output's, or a stored call's that is no longer pending.
+
+Cost model: ``check`` and ``add`` do the same set look-ups as ``CallIndex``'s, plus one on the
+small pending set. The plain version is ``_inputs.CallIndex`` (the SQL and Redis memories fill
+its two sets from their rows); ``tests/memory/test_pending_call_index.py`` holds this one to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from compactkit.errors import ConfigError
+from compactkit.items import FunctionCall, FunctionCallOutput, Item
+
+__all__ = ["PendingCallIndex"]
+
+
+class PendingCallIndex:
+    """The call ids a memory has seen, to refuse outputs for unknown or answered calls
+    (``CallIndex``'s ``check``, ``add`` and ``of``)."""
+
+    __slots__ = ("calls", "pending", "stray")
+
+    def __init__(self) -> None:
+        self.calls: set[str] = set()
+        """Call ids of every stored function call (archived ones included)."""
+        self.pending: set[str] = set()
+        """The stored calls no output has answered yet."""
+        self.stray: set[str] = set()
+        """Call ids of stored outputs that answered no stored call (when accepted)."""
+
+    @classmethod
+    def of(cls, items: Iterable[Item]) -> PendingCallIndex:
+        """The index of ``items``."""
+        index = cls()
+        for item in items:
+            index.add(item)
+        return index
+
+    def answered(self, call_id: str) -> bool:
+        """Whether an output for ``call_id`` is stored."""
+        return call_id in self.stray or (call_id in self.calls and call_id not in self.pending)
+
+    def add(self, item: Item) -> None:
+        """Record ``item``'s call id, if it has one."""
+        if isinstance(item, FunctionCall):
+            call_id = item.call_id
+            if call_id not in self.calls:
+                self.calls.add(call_id)
+                if call_id not in self.stray:  # (its output was stored first: answered)
+                    self.pending.add(call_id)
+        elif isinstance(item, FunctionCallOutput):
+            call_id = item.call_id
+            if call_id in self.pending:
+                self.pending.discard(call_id)
+            elif call_id not in self.calls:
+                self.stray.add(call_id)
+
+    def check(self, items: Sequence[Item], *, accept_unknown: bool) -> None:
+        """Raise ``ConfigError`` unless ``items`` can be appended to a memory with this index.
+
+        Refused: a second call with a call id already used, an output for a call never seen
+        (unless ``accept_unknown``) and a second output for one call.
+        """
+        stored_calls = self.calls
+        calls: set[str] = set()
+        answered: set[str] = set()
+        for item in items:
+            if isinstance(item, FunctionCall):
+                if item.call_id in calls or item.call_id in stored_calls:
+                    raise ConfigError(
+                        f"call id {item.call_id!r} is already used by a call in this memory; "
+                        "call ids must be unique within a session"
+                    )
+                calls.add(item.call_id)
+            elif isinstance(item, FunctionCallOutput):
+                if item.call_id in answered or self.answered(item.call_id):
+                    raise ConfigError(
+                        f"call {item.call_id!r} already has an output; each call is answered "
+                        "exactly once"
+                    )
+                known = item.call_id in calls or item.call_id in stored_calls
+                if not known and not accept_unknown:
+                    raise ConfigError(
+                        f"tool output for unknown call id {item.call_id!r}: no function call "
+                        "with this id was stored; store the call first (add_output_items) or "
+                        "build the memory with accept_unknown_call_ids=True"
+                    )
+                answered.add(item.call_id)
