@@ -26,13 +26,13 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event, make_url
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
-from sqlalchemy.pool import Pool, PoolProxiedConnection, QueuePool, StaticPool
+from sqlalchemy.pool import StaticPool
 
 from compactkit.errors import ConfigError, StorageError
 from compactkit.sql._schema import Tables, migrate, verify
@@ -43,7 +43,6 @@ __all__ = [
     "RawWriter",
     "connect",
     "driver_cursor",
-    "raw_writer",
     "read_transaction",
     "single_statement",
     "storage_errors",
@@ -132,8 +131,6 @@ def _engine(url: str | URL) -> Engine:
 def _dispose_after_fork() -> None:
     for engine in list(_engines.values()):
         engine.dispose(close=False)  # the parent's connections stay the parent's
-    for held in list(_held.values()):
-        held.forget()
 
 
 if hasattr(os, "register_at_fork"):  # POSIX; Windows has no fork
@@ -268,6 +265,18 @@ class RawWriter:
             return self(failure, work, *args, **kwargs)
         return self._write(failure, lambda cursor: work(cursor, *args, **kwargs), autocommit=True)
 
+    def unsynced(
+        self,
+        failure: str,
+        work: Callable[Concatenate[Cursor, _P], _T],
+        *args: _P.args,
+        **kwargs: _P.kwargs,
+    ) -> _T:
+        """As calling the writer, for a write whose loss in a power failure harms nothing (a
+        lease taken: its holder goes down with the machine). On an SQLite file in WAL mode
+        (``_HeldWriter``) its commit is not fsynced; here it is a plain write."""
+        return self(failure, work, *args, **kwargs)
+
     def _write(self, failure: str, work: Callable[[Cursor], _T], autocommit: bool = False) -> _T:
         try:
             raw = self._engine.raw_connection()
@@ -309,125 +318,6 @@ def _end_autocommit(raw: Any, dbapi: Any) -> None:
         dbapi.autocommit = False
     except Exception:
         raw.invalidate()
-
-
-class _HeldWriter(RawWriter):
-    """The writer of an SQLite file: one connection per engine and process, held out of the
-    pool and shared by the process's threads in turn.
-
-    A pool checkout and return cost a sixth of a whole append, and SQLite takes one writer at
-    a time anyway, so the threads of a process queue on a lock here rather than in SQLite's
-    busy handler (which sleeps in steps of milliseconds); the connection's page cache also
-    stays warm, since no other connection of this process writes between two appends.
-    Writes of other processes, and this process's other transactions (compactions, reads),
-    still meet it at SQLite's locks as before. ``engine.dispose()`` makes the next append
-    close it and take a new one; a forked child never uses (or closes) its parent's.
-    """
-
-    def __init__(self, engine: Engine) -> None:
-        super().__init__(engine)
-        self._held = _held_connection(engine)
-
-    def __call__(
-        self,
-        failure: str,
-        work: Callable[Concatenate[Cursor, _P], _T],
-        *args: _P.args,
-        **kwargs: _P.kwargs,
-    ) -> _T:
-        # One flat function: each call level here costs about 1% of an append.
-        held, engine = self._held, self._engine
-        with held.lock:
-            cursor = held.cursor if held.pool is engine.pool else held.connect(engine, failure)
-            try:
-                cursor.execute("BEGIN IMMEDIATE")
-                done = work(cursor, *args, **kwargs)
-                cursor.execute("COMMIT")
-                return done
-            except BaseException as exc:
-                held.recover()
-                if isinstance(exc, self._errors):
-                    raise StorageError(f"{failure}: {_reason(exc)}") from exc
-                raise
-
-
-class _Held:
-    """An SQLite connection held out of its engine's pool, with the cursor its appends run on
-    (one for all: a cursor per append cost 2% of it) and the lock its users queue on.
-
-    ``pool`` is the engine's pool the connection came from (``None`` when there is none): a
-    different pool on the engine means ``engine.dispose()`` ran since.
-    """
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.pool: Pool | None = None
-        self.cursor: Any = None
-        self._raw: PoolProxiedConnection | None = None
-        self._dbapi: Any = None  # the driver's connection (a detached one no longer says)
-
-    def connect(self, engine: Engine, failure: str) -> Any:
-        """Close the connection held, if any, and take a new one; its cursor (call under
-        ``lock``)."""
-        self.close()
-        try:
-            raw = engine.raw_connection()
-            dbapi = raw.driver_connection
-            raw.detach()  # the pool forgets it: it is ours to keep, and to close
-        except SQLAlchemyError as exc:
-            raise StorageError(f"{failure}: {_reason(exc)}") from exc
-        _prepare_sqlite(dbapi, raw.info)
-        self.pool, self._raw, self._dbapi = engine.pool, raw, dbapi
-        self.cursor = driver_cursor(dbapi, True)
-        return self.cursor
-
-    def recover(self) -> None:
-        """After a failed write: roll back and start the next one on a fresh cursor. A
-        connection that cannot roll back is closed, which rolls back too (call under
-        ``lock``; the write's own error is the one to report)."""
-        try:
-            self.cursor.close()  # it may hold an unfinished statement
-            self._dbapi.rollback()
-            self.cursor = driver_cursor(self._dbapi, True)
-        except BaseException:  # the caller raises the write's own error
-            self.close()
-
-    def close(self) -> None:
-        """Close the connection (call under ``lock``); the next write opens another."""
-        raw, self._raw, self._dbapi, self.cursor, self.pool = self._raw, None, None, None, None
-        if raw is not None:
-            with suppress(Exception):  # closing a connection that already failed
-                raw.close()
-
-    def forget(self) -> None:
-        """In a forked child: drop the parent's connection without closing it (SQLite
-        connections must never cross a fork) and start with a lock nobody holds."""
-        if self._raw is not None:
-            _inherited.append((self._raw, self._dbapi, self.cursor))
-        self._raw, self._dbapi, self.cursor, self.pool = None, None, None, None
-        self.lock = threading.Lock()
-
-
-_held: weakref.WeakKeyDictionary[Engine, _Held] = weakref.WeakKeyDictionary()
-_inherited: list[tuple[Any, ...]] = []  # a forked child's copies, never used
-
-
-def _held_connection(engine: Engine) -> _Held:
-    with _lock:
-        found = _held.get(engine)
-        if found is None:
-            found = _held[engine] = _Held()
-        return found
-
-
-def raw_writer(engine: Engine) -> RawWriter:
-    """The append path's writer for ``engine``: on an SQLite file with a connection pool, one
-    connection held for the process's appends; otherwise a pool checkout per write."""
-    url = engine.url
-    memory = (url.database or ":memory:") == ":memory:" or url.query.get("mode") == "memory"
-    if engine.dialect.name == "sqlite" and isinstance(engine.pool, QueuePool) and not memory:
-        return _HeldWriter(engine)
-    return RawWriter(engine)
 
 
 @contextmanager

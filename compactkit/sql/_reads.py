@@ -26,11 +26,11 @@ from compactkit.sessions.lease import SessionLease
 from compactkit.sql._append import AppendSQL
 from compactkit.sql._engine import (
     RawWriter,
-    raw_writer,
     read_transaction,
     single_statement,
     write_transaction,
 )
+from compactkit.sql._held import raw_writer
 from compactkit.sql._lease import WriteLease, acquire, lease_scope, lost
 from compactkit.sql._rows import (
     _ACTIVE,

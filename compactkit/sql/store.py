@@ -36,7 +36,8 @@ from compactkit.sessions.lease import (
     default_holder,
 )
 from compactkit.sessions.session import AgentSession, SessionState
-from compactkit.sql._engine import connect, raw_writer, read_transaction, write_transaction
+from compactkit.sql._engine import connect, read_transaction, write_transaction
+from compactkit.sql._held import raw_writer
 from compactkit.sql._lease import acquire, check_fence, lease_scope, seconds_now
 from compactkit.sql._rows import _utc
 from compactkit.sql._schema import tables, validate_session_id
@@ -263,7 +264,9 @@ class SQLSessionStore:
         check_lease_times(timeout, ttl)
         holder = holder or default_holder()
         failure = f"cannot lease session {session_id!r}"
-        taken = self._raw_write(failure, self._lease_sql.take, session_id, holder, ttl)
+        # Not fsynced on an SQLite file: lost in a power failure, it was the lease of a run
+        # that went down with the machine; the run's first save's fsync makes it durable.
+        taken = self._raw_write.unsynced(failure, self._lease_sql.take, session_id, holder, ttl)
         if taken is not None:  # the usual case: one statement (compactkit.sql._store_patch)
             return taken
         # No row yet, or a live holder: the full path creates the row, or waits and reports.
