@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from compactkit.errors import ConfigError
 from compactkit.items import FunctionCall, FunctionCallOutput, Item
+from compactkit.memory._inputs import check_batch
 
 __all__ = ["PendingCallIndex"]
 
@@ -65,33 +65,6 @@ class PendingCallIndex:
                 self.stray.add(call_id)
 
     def check(self, items: Sequence[Item], *, accept_unknown: bool) -> None:
-        """Raise ``ConfigError`` unless ``items`` can be appended to a memory with this index.
-
-        Refused: a second call with a call id already used, an output for a call never seen
-        (unless ``accept_unknown``) and a second output for one call.
-        """
-        stored_calls = self.calls
-        calls: set[str] = set()
-        answered: set[str] = set()
-        for item in items:
-            if isinstance(item, FunctionCall):
-                if item.call_id in calls or item.call_id in stored_calls:
-                    raise ConfigError(
-                        f"call id {item.call_id!r} is already used by a call in this memory; "
-                        "call ids must be unique within a session"
-                    )
-                calls.add(item.call_id)
-            elif isinstance(item, FunctionCallOutput):
-                if item.call_id in answered or self.answered(item.call_id):
-                    raise ConfigError(
-                        f"call {item.call_id!r} already has an output; each call is answered "
-                        "exactly once"
-                    )
-                known = item.call_id in calls or item.call_id in stored_calls
-                if not known and not accept_unknown:
-                    raise ConfigError(
-                        f"tool output for unknown call id {item.call_id!r}: no function call "
-                        "with this id was stored; store the call first (add_output_items) or "
-                        "build the memory with accept_unknown_call_ids=True"
-                    )
-                answered.add(item.call_id)
+        """Raise ``ConfigError`` unless ``items`` can be appended to a memory with this index
+        (``_inputs.check_batch``'s rules, the same refusals as ``CallIndex``'s)."""
+        check_batch(items, self.calls, self.answered, accept_unknown=accept_unknown)

@@ -8,7 +8,7 @@ The rules of apply, restore and lineage are in ``_rules``; both are shared by ev
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar, cast
 
@@ -260,38 +260,50 @@ class CallIndex:
             self.answered.add(item.call_id)
 
     def check(self, items: Sequence[Item], *, accept_unknown: bool) -> None:
-        """Raise ``ConfigError`` unless ``items`` can be appended to a memory with this index.
+        """Raise ``ConfigError`` unless ``items`` can be appended to a memory with this index
+        (``check_batch``'s rules)."""
+        check_batch(items, self.calls, self.answered.__contains__, accept_unknown=accept_unknown)
 
-        Refused: a second call with a call id already used, an output for a call never seen
-        (unless ``accept_unknown``) and a second output for one call.
-        """
-        # Only the batch's own ids are copied: the stored sets are read, never copied, so an
-        # append costs O(batch), not O(every call id stored).
-        stored_calls, stored_answered = self.calls, self.answered
-        calls: set[str] = set()
-        answered: set[str] = set()
-        for item in items:
-            if isinstance(item, FunctionCall):
-                if item.call_id in calls or item.call_id in stored_calls:
-                    raise ConfigError(
-                        f"call id {item.call_id!r} is already used by a call in this memory; "
-                        "call ids must be unique within a session"
-                    )
-                calls.add(item.call_id)
-            elif isinstance(item, FunctionCallOutput):
-                if item.call_id in answered or item.call_id in stored_answered:
-                    raise ConfigError(
-                        f"call {item.call_id!r} already has an output; each call is answered "
-                        "exactly once"
-                    )
-                known = item.call_id in calls or item.call_id in stored_calls
-                if not known and not accept_unknown:
-                    raise ConfigError(
-                        f"tool output for unknown call id {item.call_id!r}: no function call "
-                        "with this id was stored; store the call first (add_output_items) or "
-                        "build the memory with accept_unknown_call_ids=True"
-                    )
-                answered.add(item.call_id)
+
+def check_batch(
+    items: Sequence[Item],
+    stored_calls: Container[str],
+    is_answered: Callable[[str], bool],
+    *,
+    accept_unknown: bool,
+) -> None:
+    """Raise ``ConfigError`` unless ``items`` can be appended to a memory whose stored calls
+    are ``stored_calls`` and whose answered calls ``is_answered`` tells.
+
+    Refused: a second call with a call id already used, an output for a call never seen
+    (unless ``accept_unknown``) and a second output for one call. Only the batch's own ids
+    are collected: the stored ones are looked up, never copied, so a check costs O(batch),
+    not O(every call id stored).
+    """
+    calls: set[str] = set()
+    answered: set[str] = set()
+    for item in items:
+        if isinstance(item, FunctionCall):
+            if item.call_id in calls or item.call_id in stored_calls:
+                raise ConfigError(
+                    f"call id {item.call_id!r} is already used by a call in this memory; "
+                    "call ids must be unique within a session"
+                )
+            calls.add(item.call_id)
+        elif isinstance(item, FunctionCallOutput):
+            if item.call_id in answered or is_answered(item.call_id):
+                raise ConfigError(
+                    f"call {item.call_id!r} already has an output; each call is answered "
+                    "exactly once"
+                )
+            known = item.call_id in calls or item.call_id in stored_calls
+            if not known and not accept_unknown:
+                raise ConfigError(
+                    f"tool output for unknown call id {item.call_id!r}: no function call "
+                    "with this id was stored; store the call first (add_output_items) or "
+                    "build the memory with accept_unknown_call_ids=True"
+                )
+            answered.add(item.call_id)
 
 
 def assign_seqs(items: Iterable[Item], next_seq: int) -> tuple[list[Item], int]:
