@@ -199,37 +199,39 @@ _SEPARATED_DIGIT = re.compile(r"[_-][A-Za-z0-9]*\d")
 def _tickets(text: str) -> list[re.Match[str]]:
     """``_TICKET.finditer(text)``: tried at the capitals and digits (2-10) before each "-" that
     a digit follows."""
-    starts = []
-    for dash in _DASH_DIGIT.finditer(text):
-        at = dash.start()
-        start = run_start(text, at, _UPPER_OR_DIGIT, 10)
-        if 2 <= at - start <= 10:
-            starts.append(start)
-    return matches_at(_TICKET, text, starts)
+    return _after_run(text, _TICKET, _DASH_DIGIT, _UPPER_OR_DIGIT, 2, 10)
 
 
 def _prefixed_ids(text: str) -> list[re.Match[str]]:
     """``_PREFIXED.finditer(text)``: tried at the lowercase prefix (3-6 letters) before each
     "_" or "-" that letters and digits holding a digit follow."""
-    starts = []
-    for separator in _SEPARATED_DIGIT.finditer(text):
-        at = separator.start()
-        start = run_start(text, at, _LOWER, 6)
-        if 3 <= at - start <= 6:
-            starts.append(start)
-    return matches_at(_PREFIXED, text, starts)
+    return _after_run(text, _PREFIXED, _SEPARATED_DIGIT, _LOWER, 3, 6)
 
 
 def _random_ids(text: str) -> list[re.Match[str]]:
     """``_RANDOM_ID.finditer(text)``: tried at the lowercase prefix (2-10 letters) before each
     "_" that eight letters or digits follow."""
+    return _after_run(text, _RANDOM_ID, _RANDOM_ID_HINT, _LOWER, 2, 10)
+
+
+def _after_run(
+    text: str,
+    pattern: re.Pattern[str],
+    hint: re.Pattern[str],
+    run: frozenset[str],
+    shortest: int,
+    longest: int,
+) -> list[re.Match[str]]:
+    """``pattern.finditer(text)`` for a pattern that opens with a run of ``shortest`` to
+    ``longest`` characters of ``run`` right before what ``hint`` finds: tried only at the
+    start of each such run (``matches_at``)."""
     starts = []
-    for underscore in _RANDOM_ID_HINT.finditer(text):
-        at = underscore.start()
-        start = run_start(text, at, _LOWER, 10)
-        if 2 <= at - start <= 10:
+    for found in hint.finditer(text):
+        at = found.start()
+        start = run_start(text, at, run, longest)
+        if shortest <= at - start <= longest:
             starts.append(start)
-    return matches_at(_RANDOM_ID, text, starts)
+    return matches_at(pattern, text, starts)
 
 
 def _digit_hints(
