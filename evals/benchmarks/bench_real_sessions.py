@@ -17,6 +17,14 @@ Beside the totals: how many calls compacted, the share of the time they took, an
 the calls that did not (where the time goes on real sessions: their outputs are large and their
 commands many, so each fold reads and summarises more than on the synthetic session).
 
+Also on the real session, as ``bench_plain_lists.py`` measures them on the synthetic one:
+**the cold call** (one ``compact_messages`` with compaction off on the whole list in a fresh
+process, against LangChain ``trim_messages`` with its approximate counter from the same dicts
+and on LangChain messages built before the call; process CPU time of the call alone, median of
+fresh processes; target <= 2x) and **memory** (the session governed to the end by
+``MessageCompactor``, the list kept whole, against the raw dicts; tracemalloc in a fresh process
+each; target <= 1.5x). Tool-heavy sessions hold more items per message than the synthetic one.
+
 Run: ``python evals/benchmarks/bench_real_sessions.py`` (``--tiny`` for CI's smoke run).
 """
 
@@ -29,7 +37,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from bench_plain_lists import MODEL, Loop, cold, raw_pass, run_loop, warm_up
+from bench_plain_lists import HERE, MODEL, Loop, cold, fresh_process, raw_pass, run_loop, warm_up
 
 from compactkit.integrations import MessageCompactor, compact_messages
 
@@ -81,6 +89,101 @@ def _loop(loop: Loop, raw: float) -> dict[str, Any]:
     }
 
 
+_COLD = """
+import json, sys, time
+sys.path.insert(0, {here!r})
+from bench_real_sessions import real_session
+messages = [m for m, _ in real_session({size})]
+kind = {kind!r}
+if kind == "compactkit":
+    from compactkit.integrations import compact_messages
+    start = time.process_time()
+    compact_messages(messages, model={model!r}, compaction=False)
+else:
+    from langchain_core.messages import convert_to_messages
+    from langchain_core.messages.utils import count_tokens_approximately, trim_messages
+    from compactkit.budget import budget_for
+    budget = budget_for({model!r}).usable_input
+    options = dict(max_tokens=budget, token_counter=count_tokens_approximately, strategy="last",
+                   include_system=True, start_on="human")
+    trim_messages(convert_to_messages(messages[:2]), **options)  # its imports: not timed
+    ready = convert_to_messages(messages) if kind == "trim_messages, messages ready" else None
+    start = time.process_time()
+    trim_messages(ready if ready is not None else convert_to_messages(messages), **options)
+print(json.dumps(time.process_time() - start))
+"""
+
+COLD_KINDS = ("compactkit", "trim_messages", "trim_messages, messages ready")
+
+
+def cold_call(size: int, runs: int) -> dict[str, Any]:
+    """Each kind's call in ``runs`` fresh processes, the kinds interleaved: CPU seconds."""
+    seconds: dict[str, list[float]] = {kind: [] for kind in COLD_KINDS}
+    for _ in range(runs):
+        for kind in COLD_KINDS:
+            code = _COLD.format(here=str(HERE), size=size, kind=kind, model=MODEL)
+            seconds[kind].append(fresh_process(code))
+    return {"messages": size, "seconds": seconds}
+
+
+_MEMORY = """
+import gc, json, sys, tracemalloc
+sys.path.insert(0, {here!r})
+from bench_real_sessions import real_session
+pairs = real_session({size})
+import compactkit.integrations  # loaded before tracing: modules are not the session's memory
+from compactkit.integrations import MessageCompactor
+from compactkit.budget.tokens import get_encoding
+get_encoding("o200k_base")
+gc.collect()
+tracemalloc.start()
+raw = [json.loads(json.dumps(m)) for m, _ in pairs]  # the dicts as a loop holds them
+gc.collect()
+raw_bytes = tracemalloc.get_traced_memory()[0]
+compactor = MessageCompactor({model!r}, compaction=False)
+messages = []
+for message, (_, call) in zip(raw, pairs):
+    messages.append(message)
+    if call:
+        compactor(messages)
+del messages
+gc.collect()
+print(json.dumps([raw_bytes, tracemalloc.get_traced_memory()[0]]))
+"""
+
+
+def memory(size: int) -> dict[str, Any]:
+    raw_bytes, total_bytes = fresh_process(_MEMORY.format(here=str(HERE), size=size, model=MODEL))
+    return {"messages": size, "raw_bytes": raw_bytes, "governed_bytes": total_bytes}
+
+
+def report_cold(result: dict[str, Any]) -> None:
+    seconds = {kind: statistics.median(values) for kind, values in result["seconds"].items()}
+    runs = len(result["seconds"]["compactkit"])
+    print(
+        f"cold call, fresh process, {result['messages']:,} real messages (process CPU time of "
+        f"the call, medians of {runs}):"
+    )
+    for peer, label in (
+        ("trim_messages", "same dicts"),
+        ("trim_messages, messages ready", "LangChain messages built before the call"),
+    ):
+        print(
+            f"   {label}: compactkit {seconds['compactkit'] * 1e3:.1f} ms vs {peer} "
+            f"{seconds[peer] * 1e3:.1f} ms: {seconds['compactkit'] / seconds[peer]:.2f}x "
+            "(target <= 2)"
+        )
+
+
+def report_memory(result: dict[str, Any]) -> None:
+    raw, governed = result["raw_bytes"], result["governed_bytes"]
+    print(
+        f"memory, {result['messages']:,} real messages governed to the end: "
+        f"{governed / 2**20:.1f} MiB vs {raw / 2**20:.1f} MiB of raw dicts: "
+        f"{governed / raw:.2f}x (target <= 1.5)"
+    )
+
+
 def report(result: dict[str, Any]) -> None:
     runs = result["runs"]
     print(
@@ -122,13 +225,23 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=None, help="repetitions (default 3)")
     parser.add_argument("--size", type=int, default=None, help="messages (default 10,000)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--only", choices=["per-call", "cold", "memory"], default=None)
     args = parser.parse_args()
     size = args.size or (2_000 if args.tiny else 10_000)
-    result = measure(size, args.runs or (1 if args.tiny else 3))
+    runs = args.runs or (1 if args.tiny else 3)
+    results: dict[str, Any] = {}
+    if args.only in (None, "per-call"):
+        results["per_call"] = measure(size, runs)
+    if args.only in (None, "cold"):
+        results["cold"] = cold_call(size, runs)
+    if args.only in (None, "memory"):
+        results["memory"] = memory(size)
     if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        report(result)
+        print(json.dumps(results, indent=2))
+        return
+    for name, show in (("per_call", report), ("cold", report_cold), ("memory", report_memory)):
+        if name in results:
+            show(results[name])
 
 
 if __name__ == "__main__":
