@@ -678,8 +678,8 @@ def start_up(runs: int) -> dict[str, Any]:
 _MEMORY = """
 import gc, json, sys, tracemalloc
 sys.path.insert(0, {here!r})
-from bench_plain_lists import chat_session
-pairs = chat_session({size})
+from {module} import {session}
+pairs = {session}({size})
 import compactkit.integrations  # loaded before tracing: modules are not the session's memory
 from compactkit.integrations import MessageCompactor
 from compactkit.budget._encodings import text_counts
@@ -704,10 +704,13 @@ print(json.dumps([raw_bytes, tracemalloc.get_traced_memory()[0], len(gc.get_obje
 """
 
 
-def memory(size: int) -> dict[str, Any]:
-    code = _MEMORY.format(here=str(HERE), size=size, kind="compactkit", model=MODEL)
-    raw_bytes, total_bytes, objects = fresh_process(code)
-    raw_only = fresh_process(_MEMORY.format(here=str(HERE), size=size, kind="raw", model=MODEL))
+def memory(size: int, session: str = "bench_plain_lists.chat_session") -> dict[str, Any]:
+    """``session(size)``'s messages governed to the end, against the raw dicts (``session``:
+    ``module.function`` of a benchmark here, returning ``(message, model call)`` pairs)."""
+    module, function = session.rsplit(".", 1)
+    where = {"here": str(HERE), "size": size, "model": MODEL, "module": module, "session": function}
+    raw_bytes, total_bytes, objects = fresh_process(_MEMORY.format(kind="compactkit", **where))
+    raw_only = fresh_process(_MEMORY.format(kind="raw", **where))
     return {
         "messages": size,
         "raw_mib": raw_bytes / 2**20,

@@ -37,6 +37,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+import bench_plain_lists
 from bench_plain_lists import HERE, MODEL, Loop, cold, fresh_process, raw_pass, run_loop, warm_up
 
 from compactkit.integrations import MessageCompactor, compact_messages
@@ -126,35 +127,8 @@ def cold_call(size: int, runs: int) -> dict[str, Any]:
     return {"messages": size, "seconds": seconds}
 
 
-_MEMORY = """
-import gc, json, sys, tracemalloc
-sys.path.insert(0, {here!r})
-from bench_real_sessions import real_session
-pairs = real_session({size})
-import compactkit.integrations  # loaded before tracing: modules are not the session's memory
-from compactkit.integrations import MessageCompactor
-from compactkit.budget.tokens import get_encoding
-get_encoding("o200k_base")
-gc.collect()
-tracemalloc.start()
-raw = [json.loads(json.dumps(m)) for m, _ in pairs]  # the dicts as a loop holds them
-gc.collect()
-raw_bytes = tracemalloc.get_traced_memory()[0]
-compactor = MessageCompactor({model!r}, compaction=False)
-messages = []
-for message, (_, call) in zip(raw, pairs):
-    messages.append(message)
-    if call:
-        compactor(messages)
-del messages
-gc.collect()
-print(json.dumps([raw_bytes, tracemalloc.get_traced_memory()[0]]))
-"""
-
-
 def memory(size: int) -> dict[str, Any]:
-    raw_bytes, total_bytes = fresh_process(_MEMORY.format(here=str(HERE), size=size, model=MODEL))
-    return {"messages": size, "raw_bytes": raw_bytes, "governed_bytes": total_bytes}
+    return bench_plain_lists.memory(size, session="bench_real_sessions.real_session")
 
 
 def report_cold(result: dict[str, Any]) -> None:
@@ -176,11 +150,11 @@ def report_cold(result: dict[str, Any]) -> None:
 
 
 def report_memory(result: dict[str, Any]) -> None:
-    raw, governed = result["raw_bytes"], result["governed_bytes"]
     print(
         f"memory, {result['messages']:,} real messages governed to the end: "
-        f"{governed / 2**20:.1f} MiB vs {raw / 2**20:.1f} MiB of raw dicts: "
-        f"{governed / raw:.2f}x (target <= 1.5)"
+        f"{result['governed_mib']:.1f} MiB vs {result['raw_mib']:.1f} MiB of raw dicts: "
+        f"{result['ratio']:.2f}x (target <= 1.5); gc objects {result['gc_objects']:,} vs "
+        f"{result['raw_gc_objects']:,}"
     )
 
 
