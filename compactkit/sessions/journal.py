@@ -30,12 +30,18 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from compactkit.errors import ConcurrencyError, ConfigError, StorageError
+from compactkit.errors import ConfigError, StorageError
 from compactkit.items import ITEMS_ADAPTER, Item
 from compactkit.items.snapshot import MemorySnapshot
 from compactkit.items.view import ItemsView
 from compactkit.sessions._patch_json import ENCODER, append_patch, utc_now_iso
-from compactkit.sessions.session import AgentSession, SessionState, _check_json, _dropped
+from compactkit.sessions.session import (
+    AgentSession,
+    SessionState,
+    _check_json,
+    _dropped,
+    consistent_read,
+)
 from compactkit.sessions.state import SESSION_SCHEMA_VERSION
 
 __all__ = [
@@ -182,14 +188,7 @@ def _window_patch(
 ) -> tuple[MemorySnapshot, dict[int, Item], bytes]:
     """The patch after a change other than appends: a consistent read of the memory, the
     history outside its active items, and the patch's JSON (``_window_ops``)."""
-    memory = session.memory
-    for _ in range(10):
-        snapshot = memory.snapshot()
-        history = memory.history()
-        if memory.snapshot().version == snapshot.version:
-            break
-    else:
-        raise ConcurrencyError(f"session {session.session_id!r} kept changing while saved")
+    snapshot, history = consistent_read(session.memory, session.session_id)
     extra = _extra(snapshot.items, history)
     record: dict[str, Any] = {
         "revision": revision,

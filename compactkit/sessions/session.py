@@ -23,6 +23,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from compactkit.errors import ConcurrencyError, ConfigError
+from compactkit.items import Item
+from compactkit.items.snapshot import MemorySnapshot
 from compactkit.memory import AgentMemory, InMemoryMemory
 from compactkit.memory.archive import DroppedArchive
 from compactkit.sessions.lease import SessionLease
@@ -112,13 +114,7 @@ class AgentSession:
             ConcurrencyError: the memory kept changing while it was read (10 attempts).
         """
         memory = self._memory
-        for _ in range(10):
-            snapshot = memory.snapshot()
-            history = memory.history()
-            if memory.snapshot().version == snapshot.version:
-                break
-        else:
-            raise ConcurrencyError(f"session {self._session_id!r} kept changing while saved")
+        snapshot, history = consistent_read(memory, self._session_id)
         active = {item.seq: item for item in snapshot.items}
         extra = tuple(item for item in history if active.get(item.seq) != item)
         _check_json(self.metadata, "metadata")
@@ -375,3 +371,18 @@ def _check_json(value: Any, where: str, depth: int = 0) -> None:
     elif isinstance(value, (list, tuple)):
         for index, item in enumerate(value):
             _check_json(item, f"{where}[{index}]", depth + 1)
+
+
+def consistent_read(memory: AgentMemory, session_id: str) -> tuple[MemorySnapshot, list[Item]]:
+    """The memory's snapshot and history as of one version (read again while a write moved
+    it between the two reads).
+
+    Raises:
+        ConcurrencyError: the memory kept changing while it was read (10 attempts).
+    """
+    for _ in range(10):
+        snapshot = memory.snapshot()
+        history = memory.history()
+        if memory.snapshot().version == snapshot.version:
+            return snapshot, history
+    raise ConcurrencyError(f"session {session_id!r} kept changing while saved")
