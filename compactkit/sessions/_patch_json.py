@@ -33,19 +33,19 @@ ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 """``json.dumps(..., ensure_ascii=False, separators=(",", ":"))`` without building an encoder
 per call: how every patch is written."""
 
-_second: list[Any] = [None, ""]  # the last whole second formatted, and its text
+_second: list[tuple[int, str]] = [(-1, "")]
+"""The last whole second formatted and its text, as one pair: threads saving at once each read
+and replace the pair whole, so none reads one second's number with another's text."""
 
 
 def iso_of_ns(ns: int) -> str:
     """``ns`` (nanoseconds since the epoch, UTC) as ``datetime.isoformat()`` writes it:
     ``YYYY-MM-DDTHH:MM:SS[.ffffff]+00:00`` (microseconds left out when they are 0)."""
     seconds, rest = divmod(ns, 1_000_000_000)
-    cached = _second
-    if cached[0] != seconds:
+    cached, text = _second[0]
+    if cached != seconds:
         text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
-        cached[0], cached[1] = seconds, text
-    else:
-        text = cached[1]
+        _second[0] = (seconds, text)
     micro = rest // 1000
     return f"{text}.{micro:06d}+00:00" if micro else f"{text}+00:00"
 
