@@ -50,7 +50,7 @@ class EntryCosts:
     """``entry_cost(counter, entry)``, remembered (see the module docstring)."""
 
     def __init__(self, counter: TokenCounter) -> None:
-        self._count = counter.count_text
+        self._counter = counter
         if type(counter) is TiktokenCounter:
             self._table = _COSTS[counter.encoding_name] = _bounded(
                 _COSTS.get(counter.encoding_name)
@@ -62,7 +62,7 @@ class EntryCosts:
         """The cost of ``entry``."""
         cost = self._table.get(entry)
         if cost is None:
-            cost = self._table[entry] = self._count(bullet(entry)) + 1
+            cost = self._table[entry] = entry_cost(self._counter, entry)
         return cost
 
     def many(self, entries: Iterable[str]) -> list[int]:
