@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from compactkit.compressors._anchored import matches_at, occurrences
+from compactkit.compressors._anchored import matches_at, occurrences, run_start
 from compactkit.compressors._facts_prose import without_fences
 
 # -- values ----------------------------------------------------------------------------------
@@ -92,6 +92,57 @@ def _set_phrases(text: str, lowered: str | None) -> list[re.Match[str]]:
     return matches_at(_SET_PHRASE, text, occurrences(lowered, _SET_VERBS))
 
 
+# Where ``_BE_PHRASE``'s first two forms are tried from (in the lowered ASCII text): a modal verb,
+# or "is", followed by what every match of its form holds after it, up to the first character of
+# a ``_VALUE`` (a sign or digit, true/false/none/null, an opening quote or backtick).
+_MODAL_BE = re.compile(
+    r"(?:should|must|needs? to|has to|will)(?=\s+be\s+(?:set\s+to\s+)?[-\d`\"'tfn])"
+)
+_IS_NOW = re.compile(r"is(?=\s+now\s+[-\d`\"'tfn])")
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_LONGEST_NAME = 61  # ``_NAME``'s first character and at most 60 more
+
+
+def _be_phrases(text: str, lowered: str | None) -> list[re.Match[str]]:
+    """``_BE_PHRASE.finditer(text)``, tried only where a match can start.
+
+    The pattern opens with ``\b`` and a name, and ignores case: the regex engine tries it at
+    every position (a third of the digest's reading of prose). In ASCII text (``lowered``: the
+    text lowered, where ignoring case folds only ASCII letters) a match of its "make" form
+    starts at a "make"; one of its other two forms ends its name right before the whitespace
+    (and a closing backtick) before a modal verb or "is" that what the form needs follows
+    (``_MODAL_BE``, ``_IS_NOW``), so it starts in the run of name characters there, at most
+    ``_LONGEST_NAME`` back (or at the backtick before it). The pattern is tried at those places
+    only (``_anchored``; tests/compressors/test_anchored_patterns.py: the same matches as
+    ``finditer``).
+    """
+    if lowered is None:
+        return list(_BE_PHRASE.finditer(text))
+    starts = occurrences(lowered, ("make",))
+    for hint in (_MODAL_BE, _IS_NOW):
+        for found in hint.finditer(lowered):
+            starts += _name_starts(text, found.start())
+    return matches_at(_BE_PHRASE, text, starts)
+
+
+def _name_starts(text: str, verb: int) -> range | list[int]:
+    """Where a ``_NAME`` that whitespace separates from ``verb`` (a position in ``text``) may
+    start: in the run of name characters before that whitespace (and a backtick), or at the
+    backtick before the run."""
+    end = verb
+    while end and text[end - 1].isspace():
+        end -= 1
+    if end == verb:
+        return []
+    if end and text[end - 1] == "`":
+        end -= 1
+    start = run_start(text, end, _NAME_CHARS, _LONGEST_NAME)
+    first = max(start, end - _LONGEST_NAME)
+    if start == first and start and text[start - 1] == "`":
+        return [start - 1, *range(first, end - 1)]
+    return range(first, end - 1)
+
+
 def values_in_prose(text: str) -> list[tuple[str, str, str | None]]:
     """``(name, new value, old value or None)`` stated in prose: "set `retries` to 5", "change
     timeout from 10 to 30", "MAX_WORKERS = 8", "`pool_size: 4`". Fenced code is skipped."""
@@ -109,7 +160,7 @@ def values_in_prose(text: str) -> list[tuple[str, str, str | None]]:
                 value = (name, match.group("new").strip("`"), _strip(match.group("old")))
                 found.append((match.start(), value))
     if lowered is None or _may_state_value(lowered):
-        for match in _BE_PHRASE.finditer(text):
+        for match in _be_phrases(text, lowered):
             name = match.group(1) or match.group(3) or match.group(5)
             new = match.group("new") or match.group("now") or match.group("make")
             if name and new and name.strip("`").lower() not in _STOP_NAMES:

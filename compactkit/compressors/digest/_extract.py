@@ -10,19 +10,22 @@ close its span or start a heading of its own.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from compactkit.compressors import _facts as facts
 from compactkit.compressors import _facts_ids as facts_ids
 from compactkit.compressors import _facts_prose as facts_prose
-from compactkit.compressors import _facts_values as facts_values
 from compactkit.compressors._refs import Spans, provenance_on, spans_of, with_refs
 from compactkit.compressors.digest import _files as files
-from compactkit.compressors.digest import _shell_files as shell_files
 from compactkit.compressors.digest._call_plan import CallPlan, plan_of, planned
 from compactkit.compressors.digest._runs import command_line, covers, family, scope_of
+from compactkit.compressors.digest._values import (
+    assistant_prose,
+    call_values,
+    prose_values,
+    values_in,
+)
 from compactkit.compressors.masking import is_masked
 from compactkit.compressors.sections import SectionKey, SummaryDocument
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
@@ -30,10 +33,6 @@ from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
 __all__ = ["digest_items", "values_in"]
 
 _Add = Callable[[SectionKey, str], None]
-_SIMPLE_VALUE = re.compile(
-    r"^-?[\w.+-]+(?: ?(?:%|ms|s|sec|seconds|minutes|min|h|hours|KB|MB|GB))?$"
-)
-_VALUE_NAME = re.compile(r"^`([^`]+)` = ")
 _GOAL_CHARS = 600
 _REQUEST_CHARS = 300
 
@@ -54,18 +53,6 @@ def digest_items(
     digest = _Digest(items, originals or {}, with_goal)
     digest.run()
     return SummaryDocument.of(**digest.entries)
-
-
-def values_in(items: Sequence[Item], known: SummaryDocument) -> SummaryDocument:
-    """The values ``items`` set anew (``name = value``, in prose and config edits) for names
-    ``known`` already holds, so that a summary can mark a value superseded when the verbatim
-    tail sets a newer one."""
-    names = {m.group(1) for e in known.entries("values") if (m := _VALUE_NAME.match(e))}
-    if not names:
-        return SummaryDocument()
-    found = digest_items(items, with_goal=False).entries("values")
-    mine = [e for e in found if (m := _VALUE_NAME.match(e)) and m.group(1) in names]
-    return SummaryDocument.of(values=mine)
 
 
 class _Digest:
@@ -205,19 +192,16 @@ class _Digest:
         elif item.role in ("system", "developer"):
             self.add("constraints", f"({item.role}) {facts.clip(text, 500)}")
         else:
-            actions = files.text_actions(text)
+            actions, prose = assistant_prose(text)
             self.pending_actions = actions
             if not actions and (not isinstance(following, FunctionCall) or not self.last_assistant):
                 self.last_assistant = text
-            prose = _without_actions(text) if actions else text
             for sentence in facts_prose.sentences(prose):
                 if facts_prose.says(facts_prose.DECISION, sentence):
                     self.add("decisions", facts.clip(sentence, 280))
             text = prose
-        for name, new, old in facts_values.values_in_prose(text):
-            if old is not None:
-                self.add("values", f"`{name}` = {_value(old)} (superseded)")
-            self.add("values", f"`{name}` = {_value(new)} (current)")
+        for entry in prose_values(text):
+            self.add("values", entry)
         self.identifiers(text, prose=True)
 
     def user(self, text: str) -> None:
@@ -286,7 +270,9 @@ class _Digest:
         text = out_text or ""
         found = facts.error_lines(text) if text else []  # read once: errors, outcome, failure
         ok = self.command_run(plan, text, found)
-        self.file_entries(ops, plan.args, command, text, found)
+        self.file_entries(ops, text, found)
+        for entry in call_values(plan):
+            self.add("values", entry)
         self.step += 1
         for op in ops:
             if op.modified:
@@ -327,13 +313,10 @@ class _Digest:
     def file_entries(
         self,
         ops: tuple[files.FileOp, ...],
-        args: dict[str, object],
-        command: str | None,
         text: str,
         found: list[str],
     ) -> None:
-        """An entry per file a call touched (a failed write marked with its error line), and
-        the settings it wrote into a config file."""
+        """An entry per file a call touched (a failed write marked with its error line)."""
         # what a failed write is marked with (a read is not); no error line, no failure to mark
         failed = facts.last_error(text, found) if found and any(o.modified for o in ops) else None
         for op in ops:
@@ -344,35 +327,6 @@ class _Digest:
                 "files_modified" if op.modified else "files_read",
                 f"{facts.code(op.path, 160)} — {what}",
             )
-            if op.modified and facts_values.CONFIG_FILE.search(op.path):
-                if command is None:
-                    self.config_values(op.path, args)
-                else:  # the same settings, written through the shell
-                    for old, new in shell_files.shell_edits(command):
-                        self.config_change(op.path, old, new)
-
-    def config_values(self, path: str, args: dict[str, object]) -> None:
-        old = next(
-            (args[k] for k in ("old_str", "old_string", "old") if isinstance(args.get(k), str)),
-            "",
-        )
-        new = next(
-            (
-                args[k]
-                for k in ("new_str", "new_string", "new", "content", "file_text")
-                if isinstance(args.get(k), str)
-            ),
-            "",
-        )
-        self.config_change(path, str(old), str(new))
-
-    def config_change(self, path: str, old: str, new: str) -> None:
-        """Settings ``new`` gives in a config file (``old``: the text it replaced)."""
-        before = dict(facts_values.config_values(old, path))
-        for key, value in facts_values.config_values(new, path):
-            if key in before and before[key] != value:
-                self.add("values", f"`{key}` = {_value(before[key])} (superseded)")
-            self.add("values", f"`{key}` = {_value(value)} (current)")
 
     def identifiers(self, text: str, *, prose: bool, limit: int = 8) -> None:
         for ident, kind in facts_ids.identifiers_in(text, prose=prose, limit=limit):
@@ -389,21 +343,7 @@ class _Error(NamedTuple):
     files: tuple[str, ...]
 
 
-def _value(value: str) -> str:
-    """A value as the summary shows it: plain when it is a simple token, else quoted."""
-    value = value.strip()
-    return value if _SIMPLE_VALUE.match(value) else facts.code(value, 60)
-
-
 def _outcome(text: str, found: list[str]) -> tuple[str, bool | None]:
     """``facts.outcome_of`` of a call's output text (``found``: its error lines), "no output"
     for none."""
     return facts.outcome_of(text, found) if text else ("no output", None)
-
-
-def _without_actions(text: str) -> str:
-    """The assistant's prose without its text actions: a fenced shell block, or an ``Action:``
-    with its whole (multi-line) ``Action Input:`` — a heredoc or patch in it is file content,
-    not a setting the assistant states."""
-    text = re.sub(r"```(?:bash|sh|shell|console|zsh)[ \t]*\n.*?```", " ", text, flags=re.S)
-    return files.without_text_actions(text)
