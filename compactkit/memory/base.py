@@ -29,6 +29,7 @@ checks them):
 
 from __future__ import annotations
 
+import contextlib
 import enum
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
@@ -51,6 +52,9 @@ from compactkit.memory._inputs import (
     user_input_item,
 )
 from compactkit.memory.lease import hold_compaction
+
+_WRITE_PATH_ROUNDS = 4
+"""Write-path compaction rounds per write at most (``BaseMemory._compact_while_due``)."""
 
 __all__ = ["AgentMemory", "BaseMemory", "SnapshotTrigger"]
 
@@ -329,26 +333,44 @@ class BaseMemory(ABC):
 
     def _write(self, items: Sequence[Item]) -> None:
         self._append(items)
-        compressor, policy = self._compressor, self._policy
-        if compressor is None:
-            return
-        snapshot = self.snapshot()
-        if policy is not None and not policy(snapshot):
-            return
-        hold = hold_compaction(self)
-        if not hold.taken:
-            return  # another compactor of this session is at it; its result will land
-        try:
-            if hold.holder is not None:
-                snapshot = self.snapshot()  # read again under the lease: it may have moved on
-            result = compressor.compress(snapshot)
+        if self._compressor is not None:
+            self._compact_while_due()
+
+    def _compact_while_due(self) -> None:
+        """Write-path compaction: compact while the policy fires, in at most
+        ``_WRITE_PATH_ROUNDS`` rounds.
+
+        A writer that finds the compaction lease taken returns, trusting the holder; so the
+        holder checks the policy again after it releases: writes that landed while it
+        compressed (kept by the rebase, or the reason its result was refused) are folded by
+        another round. A round whose own result left the policy firing, with nothing written
+        since, ends it: that compressor cannot do better on the same snapshot."""
+        own: int | None = None  # the version right after this write's last result, if it did
+        for _ in range(_WRITE_PATH_ROUNDS):
+            compressor, policy = self._compressor, self._policy
+            if compressor is None:
+                return
+            snapshot = self.snapshot()
+            if snapshot.version == own or (policy is not None and not policy(snapshot)):
+                return  # nothing written since its own result, or the policy is content
+            hold = hold_compaction(self)
+            if not hold.taken:
+                return  # another compactor of this session is at it; it checks again after
+            done: tuple[CompactResult, bool] | None = None
             try:
-                self.apply(result)
-            except ConcurrencyError:
-                return  # another write landed while compressing; its own check compacts again
-        finally:
-            hold.release()
-        self._record(result)
+                if hold.holder is not None:
+                    snapshot = self.snapshot()  # read again under the lease: it may have moved on
+                result = compressor.compress(snapshot)
+                with contextlib.suppress(ConcurrencyError):  # written meanwhile: another round
+                    done = (result, self.apply(result))
+            finally:
+                hold.release()
+            if done is not None:
+                result, changed = done
+                self._record(result)
+                if policy is None or not changed:
+                    return  # compacting on every write, or a failed or unchanged result
+                own = (snapshot.version or 0) + 1
 
     def _record(self, result: CompactResult) -> None:
         self._last_compaction = result

@@ -3,6 +3,8 @@ write-path compaction (failures reported, never swallowed)."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from compactkit.errors import ConcurrencyError, ConfigError
@@ -378,3 +380,48 @@ def _manual_compaction(kit: MemoryKit) -> None:
     expect(seen == [outcome], "compact() did not report its result to on_compact")
     expect(memory.last_compaction is outcome, "last_compaction is not compact()'s result")
     same(texts(memory.items), ["a | b", "c"], "items after compact()")
+
+
+class _WritesWhileCompressing(KeepLast):
+    """``KeepLast``, whose first ``compress`` waits for ``writes`` to land from another thread
+    (as other workers' writes land while a summarizer runs)."""
+
+    def __init__(self, n: int, writes: Callable[[], None]) -> None:
+        super().__init__(n)
+        self._writes: Callable[[], None] | None = writes
+
+    def compress(self, snapshot: MemorySnapshot) -> CompactResult:
+        writes, self._writes = self._writes, None
+        if writes is not None:
+            worker = threading.Thread(target=writes)
+            worker.start()
+            worker.join()
+        return super().compress(snapshot)
+
+
+@rule(
+    "write-path-compaction-folds-writes-that-landed-meanwhile",
+    "Writes that land while a write-path compaction runs are checked again once its result is "
+    "in: the window ends within the policy, and nothing is lost.",
+    "threads",
+    "options",
+)
+def _write_path_compaction_folds_writes_that_landed_meanwhile(kit: MemoryKit) -> None:
+    def writes() -> None:
+        for n in range(8):
+            memory.add_user_input(f"late-{n}")
+
+    memory: Any = kit.new(
+        policy=lambda s: len(s.items) > 10, compressor=_WritesWhileCompressing(5, writes)
+    )
+    for n in range(11):
+        memory.add_user_input(f"early-{n}")
+    written = [f"early-{n}" for n in range(11)] + [f"late-{n}" for n in range(8)]
+    same(sorted(texts(memory.history())), sorted(written), "history() after the compaction")
+    expect(
+        len(memory.snapshot().items) <= 10,
+        f"the window holds {len(memory.snapshot().items)} items, past the policy's 10, with no "
+        "write left to compact it",
+    )
+    folded = memory.summary.split(" | ") if memory.summary else []
+    same(sorted(folded + texts(memory.snapshot().items)), sorted(written), "summary + items")
