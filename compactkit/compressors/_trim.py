@@ -35,9 +35,11 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
+from itertools import repeat
 from typing import Any, Protocol, TypeVar
 
 from compactkit.budget.tokens import TokenCounter
@@ -46,13 +48,11 @@ from compactkit.compressors._forms import (
     EXTRA,
     LATER,
     SUPERSEDED,
-    bare,
     barer,
-    shorten,
 )
 from compactkit.compressors._plan import text_tokens
 from compactkit.compressors._refs import strip_refs
-from compactkit.compressors._trim_costs import EntryCosts, remembered
+from compactkit.compressors._trim_costs import EntryCosts, form_chains, form_changes, remembered
 
 
 class _Document(Protocol):
@@ -138,34 +138,50 @@ class _State:
         self.entries: dict[str, list[str | None]] = {}
         self.costs: dict[str, list[int]] = {}
         self.pools: dict[str, list[tuple[str, int]]] = {}  # pool -> (section, index), oldest first
+        self.mixed: dict[tuple[str, int], str] = {}  # the pool of each entry of a _MIXED section
+        self.sizes: dict[str, int] = {}  # pool -> the costs of its entries not dropped
         self.omitted: dict[str, int] = dict(doc.omitted)
         self.dropped = 0
         for key, values in doc.sections.items():
-            self._add(key, values, lambda entry, key=key: pool_of(key, entry))  # type: ignore[misc]
+            self._add(key, values, key)
         for heading, values in doc.extra.items():
-            self._add(f"extra:{heading}", values, lambda _entry: EXTRA)
+            self._add(f"extra:{heading}", values, EXTRA)
         self.live = {name: len(values) for name, values in self.entries.items()}
         self.quoted = sum(n for name, n in self.live.items() if self._quotes(name))
         self.total = total  # the tokens of ``doc.render()``
+        self.budget = total  # what ``fit`` aims at now: steps pause only once within it
 
-    def _add(self, section: str, values: tuple[str, ...], pool_of: Callable[[str], str]) -> None:
+    def _add(self, section: str, values: tuple[str, ...], pool: str) -> None:
         self.entries[section] = list(values)
-        self.costs[section] = self.cost.many(values)
-        for index, entry in enumerate(values):
-            self.pools.setdefault(pool_of(entry), []).append((section, index))
+        costs = self.costs[section] = self.cost.many(values)
+        if not values:
+            return
+        if pool in _MIXED:  # entry by entry: a pool of its own for some
+            for index, entry in enumerate(values):
+                name = self.mixed[section, index] = pool_of(pool, entry)
+                self.pools.setdefault(name, []).append((section, index))
+                self.sizes[name] = self.sizes.get(name, 0) + costs[index]
+        else:  # the whole section one pool
+            self.pools.setdefault(pool, []).extend(zip(repeat(section), range(len(values))))
+            self.sizes[pool] = self.sizes.get(pool, 0) + sum(costs)
 
-    def measured_runs(self, at: tuple[str, int]) -> int:
-        """How many runs the measurements entry at ``at`` was taken over, as first given."""
-        return runs(strip_refs(self.doc.sections[at[0]][at[1]]))[1]
+    def pool(self, section: str, index: int) -> str:
+        """The pool of the entry at ``section``, ``index``."""
+        if section.startswith("extra:"):
+            return EXTRA
+        return self.mixed.get((section, index), section)
 
     def replace(self, section: str, index: int, entry: str) -> None:
         new = self.cost(entry)
-        self.total += new - self.costs[section][index]
+        change = new - self.costs[section][index]
+        self.total += change
+        self.sizes[self.pool(section, index)] += change
         self.entries[section][index] = entry
         self.costs[section][index] = new
 
     def drop(self, section: str, index: int) -> None:
         self.total -= self.costs[section][index]
+        self.sizes[self.pool(section, index)] -= self.costs[section][index]
         self.entries[section][index] = None
         self.costs[section][index] = 0
         name = section.removeprefix("extra:")
@@ -191,7 +207,8 @@ class _State:
         sections: dict[str, tuple[str, ...]] = {}
         extra: dict[str, tuple[str, ...]] = {}
         for name, values in self.entries.items():
-            kept = tuple(e for e in values if e is not None)
+            whole = self.live[name] == len(values)  # (a section nothing was dropped of)
+            kept: tuple[str, ...] = tuple(values if whole else filter(_kept, values))  # type: ignore[arg-type]
             if not kept:
                 continue
             if name.startswith("extra:"):
@@ -205,6 +222,10 @@ class _State:
             trimmed=self.doc.trimmed + self.dropped,
             omitted=self.omitted,
         )
+
+
+_MIXED = frozenset({"values", "goal", "constraints"})  # the sections ``pool_of`` splits
+_kept = functools.partial(operator.is_not, None)  # an entry not dropped
 
 
 def pool_of(key: str, entry: str) -> str:
@@ -221,10 +242,8 @@ def _steps(state: _State, budget: int, keep: frozenset[str]) -> Iterator[None]:
     The pools in ``keep`` are shortened like the others but never dropped."""
     pools = state.pools
     tier_pools = [[p for p in tier if p in pools] for tier in TIERS]
-    # (each form remembered per entry: the next compaction trims most of the same entries)
-    yield from _rewrite(state, tier_pools, remembered(shorten))  # 1. context shortened
-    yield from _rewrite(state, tier_pools, remembered(bare))  # 2. every fact alone
-    yield from _rewrite(state, tier_pools, remembered(_no_refs))  # 3. the references go
+    # 1. context shortened, 2. every fact alone, 3. the references go
+    yield from _reworded(state, tier_pools)
     if state.total > budget * BAREST:  # 3b. under heavy pressure, barer still
         yield from _rewrite(state, tier_pools, _barer(state))
     # 4. the entries beyond each pool's quota dropped, tier by tier (least important first,
@@ -253,11 +272,7 @@ def _drop_weighted(
 ) -> Iterator[None]:
     """Drop entries — superseded values first, then the least important entry of the pool
     whose tokens are largest for its weight — until the caller stops."""
-    pools = state.pools
-    sizes = {
-        pool: sum(state.costs[s][i] for s, i in pools[pool] if state.entries[s][i] is not None)
-        for pool in weights
-    }
+    sizes = {pool: state.sizes[pool] for pool in weights}
     while True:
         live = [p for p in weights if len(queues[p]) > quotas[p]]
         if not live:
@@ -284,14 +299,34 @@ def _rewrite(
                     yield
 
 
+def _reworded(state: _State, tier_pools: list[list[str]]) -> Iterator[None]:
+    """``_rewrite`` with ``shorten``, then ``bare``, then ``no_refs``, from entries none of
+    which was changed or dropped yet: each entry's three forms are remembered together
+    (``_trim_costs.form_chains``), so one look-up per entry finds what the three passes change,
+    and the changes are applied in the passes' order, pausing only where the text fits."""
+    table = form_chains()
+    entries = state.entries
+    passes: tuple[list[tuple[str, int, str]], ...] = ([], [], [])
+    for tier in tier_pools:
+        for pool in tier:
+            for section, index in state.pools[pool]:
+                key = (pool, entries[section][index])
+                forms = table.get(key)  # type: ignore[arg-type]
+                if forms is None:
+                    forms = table[key] = form_changes(*key)  # type: ignore[arg-type,index]
+                for step, form in forms:
+                    passes[step].append((section, index, form))
+    for changes in passes:
+        for section, index, form in changes:
+            state.replace(section, index, form)
+            if state.total <= state.budget:
+                yield
+
+
 def _barer(state: _State) -> Callable[[str, str], str]:
     """``barer`` for the entries of ``state`` (the next steps it keeps, its untrimmed state)."""
     steps = [e for e in state.entries.get("next_steps", ()) if e is not None]
     return functools.partial(barer, next_steps=steps, state=state.doc.sections.get("state", ()))
-
-
-def _no_refs(pool: str, entry: str) -> str:
-    return strip_refs(entry)
 
 
 _TEST_COUNTS = re.compile(r"\b\d+ (?:passed|failed|errors?|skipped|tests?)\b")
@@ -307,16 +342,19 @@ def _by_importance(state: _State, pool: str) -> list[tuple[str, int]]:
     entries = list(reversed(state.pools[pool]))
     if pool == "errors":
         entries.sort(key=lambda at: "resolved" in (state.entries[at[0]][at[1]] or ""))
-    elif pool == "measurements":
-        entries.sort(
-            key=lambda at: (
-                bool(_TEST_COUNTS.search(state.doc.sections[at[0]][at[1]].partition(" — ")[0])),
-                -state.measured_runs(at),
-            )
-        )
-    elif pool == "decisions":  # "Decisions and why": one that gives its reason first
-        entries.sort(key=lambda at: not _WHY.search(state.doc.sections[at[0]][at[1]]))
+    elif pool in ("measurements", "decisions"):  # by each entry as first given
+        rank, given = remembered(_rank), state.doc.sections
+        entries.sort(key=lambda at: rank(pool, given[at[0]][at[1]]))
     return entries
+
+
+def _rank(pool: str, entry: str) -> tuple[bool, int]:
+    """The sort key of a measurements or decisions entry (lowest first): a measurement's
+    whether it holds a test run's counts, then its runs, most first; a decision's whether it
+    gives no reason ("Decisions and why": one that gives its reason first)."""
+    if pool == "measurements":
+        return bool(_TEST_COUNTS.search(entry.partition(" — ")[0])), -runs(strip_refs(entry))[1]
+    return not _WHY.search(entry), 0
 
 
 def _quotas(
@@ -331,7 +369,7 @@ def _quotas(
     the first entry that does not fit; so every class keeps some of its facts, and a class with
     a few entries all of them, before any class keeps its extras."""
     pools = [p for tier in reversed(tier_pools) for p in tier]
-    spent = sum(state.costs[s][i] for p in pools for s, i in queues[p])
+    spent = sum(state.sizes[p] for p in pools)  # (``queues``: every entry of the pools)
     room = int((budget - (state.total - spent)) * QUOTA_SHARE)
     quotas = dict.fromkeys(pools, 0)
     for depth in range(max((len(queues[p]) for p in pools), default=0)):
@@ -371,6 +409,7 @@ def fit(
     steps = _steps(state, cap_tokens, keep)
     budget = cap_tokens
     for _attempt in range(6):
+        state.budget = budget
         for _ in steps:
             if state.total <= budget:
                 break
@@ -383,6 +422,7 @@ def fit(
             continue
     # Out of steps (everything dropped) or the estimates never converged: drop what is left,
     # and when even the per-section counts do not fit, keep only the total in the note.
+    state.budget = budget
     for _ in steps:
         pass
     result = state.build()

@@ -7,7 +7,10 @@ and four passes per trim in a long agent session, 10-20 ms each time. Every comp
 summary the one before wrote merged with what it adds (most of its entries are the same
 strings again) and often trims it twice (``DigestCompressor._fit``), so nearly all of that work
 repeats. Here each cost and each form is remembered by entry string: a repeat is one dict
-look-up.
+look-up. The three passes every trim makes are remembered together (``form_chains``: what
+``shorten``, then ``bare``, then ``no_refs`` make of an entry, as ``(pass, form)`` changes), so
+a trim finds every change of the three passes with one look-up per entry; an entry's rank
+among its pool's (``_trim._rank``) is remembered like a form.
 
 The plain versions they replace: ``counter.count_text(bullet(entry)) + 1`` and
 ``form(pool, entry)``, recomputed each time (tests/compressors/test_trim_costing.py holds them
@@ -22,12 +25,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from itertools import islice
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from compactkit.budget.tokens import TiktokenCounter, TokenCounter
-from compactkit.compressors._forms import bullet
+from compactkit.compressors._forms import bare, bullet, shorten
+from compactkit.compressors._refs import strip_refs
 
-__all__ = ["EntryCosts", "LIMIT", "entry_cost", "remembered"]
+__all__ = [
+    "EntryCosts",
+    "LIMIT",
+    "entry_cost",
+    "form_changes",
+    "form_chains",
+    "no_refs",
+    "remembered",
+]
 
 LIMIT = 1 << 16
 """Keys per table (costs per encoding, each form's): a long session's summary holds a few
@@ -38,7 +50,9 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 _COSTS: dict[str, dict[str, int]] = {}  # encoding -> entry -> cost
-_FORMS: dict[Form, dict[tuple[str, str], str]] = {}  # form -> (pool, entry) -> rewritten
+_FORMS: dict[
+    Callable[[str, str], Any], dict[tuple[str, str], Any]
+] = {}  # form -> (pool, entry) -> its value
 
 
 def entry_cost(counter: TokenCounter, entry: str) -> int:
@@ -74,12 +88,12 @@ class EntryCosts:
             return list(map(self, entries))
 
 
-def remembered(form: Form) -> Form:
+def remembered(form: Callable[[str, str], V]) -> Callable[[str, str], V]:
     """``form(pool, entry)`` remembered by pool and entry (``form`` must be a pure function of
-    them: ``shorten``, ``bare``, references stripped)."""
+    them: ``shorten``, ``bare``, references stripped, an entry's rank)."""
     table = _FORMS[form] = _bounded(_FORMS.get(form))
 
-    def rewrite(pool: str, entry: str) -> str:
+    def rewrite(pool: str, entry: str) -> V:
         key = (pool, entry)
         rewritten = table.get(key)
         if rewritten is None:
@@ -87,6 +101,36 @@ def remembered(form: Form) -> Form:
         return rewritten
 
     return rewrite
+
+
+def no_refs(pool: str, entry: str) -> str:
+    """An entry without its references (the third form)."""
+    return strip_refs(entry)
+
+
+FORMS: tuple[Form, ...] = (shorten, bare, no_refs)
+"""The forms trimming rewrites every entry with, pass after pass (``_trim._steps`` 1-3)."""
+Changes = tuple[tuple[int, str], ...]
+_CHAINS: list[dict[tuple[str, str], Changes]] = [{}]
+
+
+def form_changes(pool: str, entry: str) -> Changes:
+    """What the passes of ``FORMS`` make of ``entry`` (of ``pool``), each pass rewriting what
+    the one before left: ``(pass, form)`` for each pass that changes it."""
+    changes = []
+    for step, form in enumerate(FORMS):
+        rewritten = form(pool, entry)
+        if rewritten != entry:
+            changes.append((step, rewritten))
+            entry = rewritten
+    return tuple(changes)
+
+
+def form_chains() -> dict[tuple[str, str], Changes]:
+    """``form_changes(pool, entry)`` remembered by ``(pool, entry)``, for every trim of the
+    process (the table is bounded like the others: checked when a trim takes it)."""
+    table = _CHAINS[0] = _bounded(_CHAINS[0])
+    return table
 
 
 def _bounded(table: dict[K, V] | None) -> dict[K, V]:
