@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from compactkit.compressors._anchored import occurrences
 
@@ -150,15 +150,87 @@ def error_lines(text: str) -> list[str]:
 def _error_lines(text: str) -> tuple[str, ...]:
     """``error_lines``, remembered: a compaction's masking step reads the same outputs for
     their last error as its digest then does for their errors."""
-    if not _ERROR_HINT.search(text) and not _LINT_HINT.search(text):
+    first = _LINE_HINT.search(text)
+    if first is None:
         return ()
-    return tuple(_scan_errors(text))
+    return tuple(_read_errors(_hinted_lines(text, first.start())))
 
 
 def _scan_errors(text: str) -> list[str]:
-    """``error_lines``, line by line."""
+    """``error_lines``, every line read."""
+    return _read_errors(text.splitlines())
+
+
+# A line holding none of the hints is no error line (see ``_ERROR_HINTS``); nor does it change
+# what the lines after it are, unless it is in a traceback (whose last line is its error). A
+# text without one holds no error line: it is not read at all.
+_LINE_HINT = re.compile(f"{_ERROR_HINT.pattern}|{_LINT_HINT.pattern}")
+# What ``str.splitlines`` breaks lines at besides a line feed and a CRLF (a carriage return
+# alone), each looked for on its own (a search for one character is a C ``memchr``)
+_OTHER_BREAKS = "\x0b\x0c\x1c\x1d\x1e"
+_OTHER_BREAKS_NON_ASCII = "\x85\u2028\u2029"
+
+
+def _other_breaks(text: str) -> bool:
+    """Whether ``str.splitlines`` breaks ``text`` at anything but a line feed or a CRLF."""
+    if "\r" in text and text.count("\r") != text.count("\r\n"):
+        return True
+    if any(char in text for char in _OTHER_BREAKS):
+        return True
+    return not text.isascii() and any(char in text for char in _OTHER_BREAKS_NON_ASCII)
+
+
+def _hinted_lines(text: str, first: int = 0) -> list[str]:
+    """The lines of ``text`` that ``_read_errors`` may take an error from: those that hold a
+    hint, and every line of a traceback (from its header to the line that ends it); ``first``:
+    where its first hint is, if known.
+
+    Where a tool prints many lines (a file's contents, a listing) and a few errors, only those
+    few lines are read, each found by one scan of the text for the hints (C speed), instead of
+    stripping and matching every line (tests/compressors/test_error_hints.py: the same errors
+    as reading every line). A line ends at a line feed (a carriage return before it is
+    whitespace the reading strips); a text with another line break ``splitlines`` knows is
+    split as it splits it.
+    """
+    if _other_breaks(text):
+        return text.splitlines()
+    lines: list[str] = []
+    done = 0  # where the first line not read yet starts
+    for hint in _LINE_HINT.finditer(text, first):
+        at = hint.start()
+        if at < done:
+            continue  # a line already read
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        lines.append(text[start:end])
+        done = end + 1
+        if lines[-1].strip().startswith(_TRACEBACK):
+            done = _traceback_lines(text, done, lines)
+    return lines
+
+
+def _traceback_lines(text: str, start: int, lines: list[str]) -> int:
+    """Add the lines of the traceback whose header ends before ``start`` to ``lines``, up to
+    and with the line that ends it (as ``_read_errors`` reads them); where the next line
+    starts."""
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        line = text[start:end]
+        lines.append(line)
+        start = end + 1
+        stripped = line.strip()
+        if stripped.startswith(_TRACEBACK):
+            continue  # another traceback: read on
+        if not line[:1].isspace() and stripped and not stripped.startswith("During handling"):
+            break
+    return start
+
+
+def _read_errors(lines: Iterable[str]) -> list[str]:
+    """``error_lines`` of a text's ``lines``."""
     found: list[str] = []
-    lines = text.splitlines()
     in_traceback = False
     for line in lines:
         stripped = line.strip()

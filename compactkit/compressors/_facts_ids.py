@@ -263,10 +263,29 @@ def _add_prose_ids(
     if "#" in text or _may_name_issue(text):
         for number in issue_numbers(text):
             found.setdefault(f"#{number}", "issue")
-    if text.count(".") > 1 and (spans is None or any(_dotted(text, end) for _, end in spans)):
-        for version in _VERSION.findall(text):
+    if text.count(".") > 1:
+        for version in _versions(text, spans):
             if version not in inside_urls:
                 found.setdefault(version, "version")
+
+
+def _versions(text: str, spans: list[tuple[int, int]] | None) -> list[str]:
+    """``_VERSION.findall(text)`` (``spans``: the text's ``_digit_spans`` when ASCII).
+
+    A version starts at a digit (or a "v" before it) that follows no word character or ".":
+    there a digit run starts, and it ends at the version's first "." before a digit. Tried only
+    there (``_anchored``; tests/compressors/test_digest_reading_fast_paths.py: the same
+    versions as the generic reading), instead of at every digit of a text full of numbers.
+    """
+    if spans is None:
+        return _VERSION.findall(text)
+    starts = []
+    for start, end in spans:
+        if _dotted(text, end):
+            starts.append(start)
+            if start and text[start - 1] == "v":
+                starts.append(start - 1)
+    return [m.group(0) for m in matches_at(_VERSION, text, starts)] if starts else []
 
 
 # Where an ``_ISSUE`` match can start (in the lowered text): a "#", or a name followed by its space.

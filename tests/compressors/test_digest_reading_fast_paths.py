@@ -400,3 +400,29 @@ def test_a_measurement_keeps_its_rules_only_when_it_holds_none(line: str) -> Non
     )
     if line[0] not in "=*#~_-" and line[-1] not in "=*#~_-":
         assert facts._BANNER.sub("", line) == line
+
+
+VERSION_PARTS = [
+    "v1.2.3",
+    "1.2.3-rc.1",
+    "10.0.1+b",
+    "a1.2.3",
+    ".1.2.3",
+    "v.1.2",
+    "xv1.2.3",
+    "1.2",
+    "1e.2.3",
+]
+
+
+@PROPERTY
+@given(
+    st.lists(
+        st.sampled_from(VERSION_PARTS) | st.text(st.sampled_from("v1.2-+ _x"), max_size=6),
+        max_size=8,
+    ).map("".join)
+)
+def test_versions_tried_at_their_digit_runs_are_the_matches_of_the_pattern(text: str) -> None:
+    assert facts_ids._versions(text, facts_ids._digit_spans(text)) == facts_ids._VERSION.findall(
+        text
+    )

@@ -179,3 +179,38 @@ def test_the_outcome_of_an_output_is_the_same_read_faster(lines: list[str], sep:
     text = sep.join(lines)
     assert facts.outcome_of(text) == _outcome_reference(text)
     assert facts.outcome_of(text, facts.error_lines(text)) == _outcome_reference(text)
+
+
+# Lines that steer the traceback reading (a header, frames, a chained exception, an exception
+# line without an error word) and line breaks ``splitlines`` knows besides a line feed.
+TRACEBACK_LINES = [
+    "Traceback (most recent call last):",
+    "  Traceback (most recent call last): indented",
+    '  File "app.py", line 1, in <module>',
+    "    raise ValueError('x')",
+    "During handling of the above exception, another exception occurred:",
+    "",
+    "   ",
+    "mypkg.Conflict: the custom exception ends it",
+    "KeyError: 'user_id'",
+    "\tTypeError: indented",
+    "plain words",
+    "x\ry",
+    "a\x0cb",
+    "c\x85d",
+    "e\u2028f",
+    "g\r",
+]
+
+
+@settings(deadline=None, max_examples=600)
+@given(
+    st.lists(st.one_of(st.sampled_from(TRACEBACK_LINES), line), max_size=14),
+    st.sampled_from(["\n", "\r\n", "\r", "\n\r\n", "\x1e"]),
+    st.booleans(),
+)
+def test_reading_only_hinted_lines_and_tracebacks_finds_the_same_errors(
+    lines: list[str], newline: str, trailing: bool
+) -> None:
+    text = newline.join(lines) + (newline if trailing else "")
+    assert facts.error_lines(text) == facts._scan_errors(text)
