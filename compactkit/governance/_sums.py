@@ -17,6 +17,7 @@ turn costs O(log history + what changed), not O(window):
 from __future__ import annotations
 
 import threading
+from array import array
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -137,9 +138,11 @@ class MinTree:
 class Sums:
     """Running totals over the closed groups of one history (append-only; shared by its views)."""
 
-    tokens: list[int] = field(default_factory=lambda: [0])
+    # The two per-group running totals are machine integers (``array``): a list would hold an
+    # int object of 32 bytes for each total past 256, one per group of the session.
+    tokens: array[int] = field(default_factory=lambda: array("q", [0]))
     """``tokens[i]``: tokens of closed groups ``< i``, bulky outputs masked."""
-    first_mask: list[int] = field(default_factory=lambda: [0])
+    first_mask: array[int] = field(default_factory=lambda: array("q", [0]))
     """``first_mask[i]``: how many masks the closed groups ``< i`` hold."""
     masks: list[Mask] = field(default_factory=list)
     """Every mask of the closed groups, oldest first."""
@@ -160,8 +163,10 @@ class Sums:
     unclean: list[int] = field(default_factory=list)
     """Closed groups that may make a prompt invalid (invalid alone, or a call id an earlier
     group used), ascending: only a prompt holding one needs the whole-prompt check."""
-    call_ids: set[str] = field(default_factory=set)
-    output_ids: set[str] = field(default_factory=set)
+    # The call and output ids of the summed groups: dicts used as sets (a set's table takes
+    # about five times a dict's memory at 5,000 ids; an index holds them for the session).
+    call_ids: dict[str, None] = field(default_factory=dict)
+    output_ids: dict[str, None] = field(default_factory=dict)
     bounded: int = 0
     """Closed groups ``< bounded`` are priced by an upper bound (no encoding, no masks): no
     window of up to ``reach`` tokens can reach them (``Pieces.catch_up``)."""
@@ -209,9 +214,9 @@ class Sums:
             return  # one message of its own: no call ids
         for item in piece.items:
             if isinstance(item, FunctionCall):
-                self.call_ids.add(item.call_id)
+                self.call_ids[item.call_id] = None
             elif isinstance(item, FunctionCallOutput):
-                self.output_ids.add(item.call_id)
+                self.output_ids[item.call_id] = None
 
     def fresh_ids(self, piece: Piece) -> bool:
         """Whether no call or output of ``piece`` reuses an id of a summed group."""

@@ -40,7 +40,7 @@ from compactkit.items.snapshot import (
     is_summary_message,
 )
 from compactkit.memory.base import AgentMemory
-from compactkit.memory.in_memory import InMemoryMemory
+from compactkit.memory.in_memory import InMemoryMemory, SeqMap
 from compactkit.runtime.events import Event, PassthroughEvent, ProjectionEvent, emit
 from compactkit.runtime.governor import GovernedStep, Governor
 
@@ -255,7 +255,9 @@ class MessageCompactor:
     def _reset(self) -> None:
         self._memory = InMemoryMemory(accept_unknown_call_ids=True)
         self._seen: list[Seen] = []
-        self._originals: dict[int, Original] = {}
+        # seq of a message's first item -> (the message, *its items); a list by seq (a dict
+        # by seq took three times the memory: the compactor holds one entry per message)
+        self._originals: SeqMap[Original] = SeqMap()
         self._converter = WireConverter(self._format or "chat")
         self._decided = self._format is not None
         self._unread: tuple[int, int] | None = None
@@ -460,11 +462,14 @@ class MessageCompactor:
         if step.compacted or not self._seen[0].exact:
             snapshot = self._memory.snapshot()
             if step.compacted:
-                # The folded messages' entries go (found by a set difference, in C: a
-                # compaction keeps most of a long history); a new dict, in the same order.
-                originals = dict(self._originals)
-                for seq in originals.keys() - set(map(_seq_of, snapshot.items)):
-                    del originals[seq]
+                # The folded messages' entries go: the kept ones are those of the items still
+                # active, in a new map (a new object: the converter resumes from nothing).
+                old: SeqMap[Original] = self._originals
+                originals: SeqMap[Original] = SeqMap()
+                for seq in sorted(map(_seq_of, snapshot.items)):
+                    original = old.get(seq)
+                    if original is not None:
+                        originals[seq] = original
                 self._originals = originals
             # Anthropic's summary stays in the messages (a user block), so the list is whole.
             role: SummaryRole = (

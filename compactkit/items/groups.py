@@ -124,17 +124,18 @@ def group_items(items: Sequence[Item], start: int = 0) -> list[Group]:
         for item in rest
     ]
     i = 0
+    # Each group's stop is the next one's start: one int object for both (an index holds every
+    # group of a session, and an int past 256 is a 32-byte object of its own).
+    at = offset
     while i < n:
         kind = classes[i]
-        if kind == _OWN:
-            groups.append(Group(offset + i, offset + i + 1, rest[i].role))  # type: ignore[union-attr]
+        if kind <= _OUTPUT:  # (_OWN or _OUTPUT) a message of its own, or a stray output
+            stop = offset + i + 1
+            own = kind == _OWN
+            groups.append(Group(at, stop, rest[i].role if own else "orphan"))  # type: ignore[union-attr]
+            at = stop
             i += 1
             continue
-        if kind == _OUTPUT:
-            groups.append(Group(offset + i, offset + i + 1, "orphan"))
-            i += 1
-            continue
-        group_start = i
         calls: list[str] = []
         pending: dict[str, None] = {}
         seen_output = False
@@ -163,7 +164,7 @@ def group_items(items: Sequence[Item], start: int = 0) -> list[Group]:
                         "anthropic_to_items)"
                     )
             i += 1
-        groups.append(
-            Group(offset + group_start, offset + i, "assistant", tuple(calls), tuple(pending))
-        )
+        stop = offset + i
+        groups.append(Group(at, stop, "assistant", tuple(calls), tuple(pending)))
+        at = stop
     return groups

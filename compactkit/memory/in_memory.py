@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 
 from compactkit.compressors.base import CompressorLike
 from compactkit.errors import ArchiveDroppedError, ConfigError
@@ -17,6 +17,8 @@ from compactkit.items.snapshot import (
 from compactkit.items.view import ItemsView
 from compactkit.memory._bm25 import BM25Index
 from compactkit.memory._call_ids import PendingCallIndex
+from compactkit.memory._history import SeqMap as SeqMap  # (MessageCompactor keeps one too)
+from compactkit.memory._history import history_of, items_from
 from compactkit.memory._inputs import assign_seqs, output_items
 from compactkit.memory._rules import (
     Lineage,
@@ -93,7 +95,8 @@ class InMemoryMemory(BaseMemory):
         # Only ever appended to: every other write puts a new list in its place, so the
         # snapshots handed out (views of this list, see ``ItemsView``) never change.
         self._active: list[Item] = []
-        self._history: dict[int, Item] = {}  # seq -> the item as first stored
+        # seq -> the item as first stored (a list by seq: _history.py)
+        self._history: MutableMapping[int, Item] = SeqMap()
         self._calls = PendingCallIndex()  # (one set of call ids: _call_ids.py)
         self._next_seq = 1
         self._version = 0
@@ -101,7 +104,7 @@ class InMemoryMemory(BaseMemory):
         self._last_snapshot: MemorySnapshot | None = None  # handed out at ``_version``
         self._lineage = Lineage()
         self._index = BM25Index()  # recall: every history item, added lazily by seq
-        self._unindexed: list[int] = []
+        self._unindexed = 0  # the history from this seq on is not indexed yet
         self._dropped = DroppedArchive()
 
     def _append(self, items: Sequence[Item]) -> None:
@@ -115,7 +118,6 @@ class InMemoryMemory(BaseMemory):
             for item in stored:
                 self._calls.add(item)
                 self._history[_seq(item)] = item
-                self._unindexed.append(_seq(item))
             self._active.extend(stored)
             self._version += 1
             return stored
@@ -189,7 +191,6 @@ class InMemoryMemory(BaseMemory):
                 if original is None:
                     self._calls.add(item)
                     self._history[seq] = item
-                    self._unindexed.append(seq)
                 elif original.pinned != item.pinned:
                     self._history[seq] = original.model_copy(update={"pinned": item.pinned})
             self._summary = result.snapshot.summary
@@ -220,8 +221,8 @@ class InMemoryMemory(BaseMemory):
             )
             self._summary = snapshot.summary
             self._active = plan.items
-            self._history = plan.history
-            self._index, self._unindexed = BM25Index(), list(plan.history)
+            self._history = history_of(plan.history)
+            self._index, self._unindexed = BM25Index(), 0
             self._calls = PendingCallIndex.of(plan.history.values())
             self._next_seq = plan.next_seq
             self._version = max(self._version, snapshot.version or 0) + 1
@@ -236,8 +237,8 @@ class InMemoryMemory(BaseMemory):
         with self._lock:
             self._summary = ""
             self._active = []
-            self._history = {}
-            self._index, self._unindexed = BM25Index(), []
+            self._history = SeqMap()
+            self._index, self._unindexed = BM25Index(), 0
             self._calls = PendingCallIndex()
             self._version += 1
             self._window_version += 1
@@ -258,7 +259,7 @@ class InMemoryMemory(BaseMemory):
             del self._history[seq]
         self._dropped = self._dropped.dropped(drop)
         # the index only grows: it is rebuilt, lazily, from what is left
-        self._index, self._unindexed = BM25Index(), list(self._history)
+        self._index, self._unindexed = BM25Index(), 0
 
     def recall(self, query: str, *, limit: int = DEFAULT_RECALL_LIMIT) -> list[RecallHit]:
         """The archived items (and summary lines) that best match ``query``, best first (see
@@ -271,11 +272,9 @@ class InMemoryMemory(BaseMemory):
         check_limit(limit)
         with self._lock:
             index, history = self._index, self._history
-            for seq in self._unindexed:
-                item = history.get(seq)
-                if item is not None:
-                    index.add(seq, search_words(item_text(item)))
-            self._unindexed = []
+            for seq, item in items_from(history, self._unindexed):
+                index.add(seq, search_words(item_text(item)))
+            self._unindexed = self._next_seq
             active = {item.seq: item for item in self._active}
 
             def archived(seq: int) -> bool:  # folded away, or replaced in the window

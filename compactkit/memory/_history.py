@@ -1,0 +1,120 @@
+"""``SeqMap``: values by seq held in a list; ``InMemoryMemory``'s history (every item stored,
+by seq) is one.
+
+A memory numbers the items it stores 1, 2, 3, ... and keeps every one of them for the whole
+session (recall, ``expand``, ``history()``). As a ``dict`` by seq that is about 40 bytes an item
+(0.56 MiB at 15,000 items); here it is a list indexed by ``seq - base``, 8 bytes an item, with
+``None`` where no item is held (an item the archive bound dropped, or a seq restored histories
+skipped).
+
+``MessageCompactor`` keeps its map of each message to the items it became (by the seq of its
+first item) in one too. A ``SeqMap`` is a ``MutableMapping[int, V]`` whose iteration is by ascending seq (``history()``'s
+documented order; a dict by seq iterated the same, since seqs only ever grow). A history whose
+seqs are far apart (a restored one with large gaps) takes a plain ``dict``: ``history_of``
+chooses.
+
+The plain version is a ``dict``; ``tests/memory/test_seq_history.py`` holds this one to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, MutableMapping
+from typing import TypeVar
+
+from compactkit.items import Item
+
+__all__ = ["SeqMap", "history_of", "items_from"]
+
+V = TypeVar("V")
+
+_SLACK = 64
+"""Holes a dense history may hold beyond one per item before ``history_of`` takes a dict."""
+
+
+class SeqMap(MutableMapping[int, V]):
+    """Values by seq, held in a list from seq ``base`` on (see the module docstring)."""
+
+    __slots__ = ("_base", "_items", "_size")
+
+    def __init__(self) -> None:
+        self._base = 0
+        self._items: list[V | None] = []
+        self._size = 0
+
+    def __getitem__(self, seq: int) -> V:
+        item = self.get(seq)
+        if item is None:
+            raise KeyError(seq)
+        return item
+
+    def get(self, seq: int | None, default: V | None = None) -> V | None:  # type: ignore[override]
+        """The value of ``seq``, or ``default`` (a look-up the mapping mixin would do by catching
+        ``KeyError``)."""
+        try:
+            index = seq - self._base  # type: ignore[operator]
+        except TypeError:  # not a seq (an item never stored has ``seq=None``): held by none
+            return default
+        if 0 <= index < len(self._items):
+            item = self._items[index]
+            if item is not None:
+                return item
+        return default
+
+    def __contains__(self, seq: object) -> bool:
+        return isinstance(seq, int) and self.get(seq) is not None  # (values are never None)
+
+    def __setitem__(self, seq: int, item: V) -> None:
+        items = self._items
+        if not items:
+            self._base = seq
+        index = seq - self._base
+        if index < 0:  # before the first seq held: the list starts earlier (not on appends)
+            items[:0] = [None] * -index
+            self._base, index = seq, 0
+        if index >= len(items):
+            items.extend([None] * (index - len(items)))
+            items.append(item)
+            self._size += 1
+            return
+        self._size += items[index] is None
+        items[index] = item
+
+    def __delitem__(self, seq: int) -> None:
+        if seq not in self:
+            raise KeyError(seq)
+        self._items[seq - self._base] = None
+        self._size -= 1
+
+    def __iter__(self) -> Iterator[int]:
+        base = self._base
+        return (base + index for index, item in enumerate(self._items) if item is not None)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def items_from(self, seq: int) -> Iterator[tuple[int, V]]:
+        """``(seq, item)`` of seq ``seq`` and after, by seq (O(items from there))."""
+        start = max(0, seq - self._base)
+        base = self._base
+        for index in range(start, len(self._items)):
+            item = self._items[index]
+            if item is not None:
+                yield base + index, item
+
+
+def items_from(history: Mapping[int, Item], seq: int) -> Iterator[tuple[int, Item]]:
+    """``(seq, item)`` of ``history`` from seq ``seq`` on, in the history's order."""
+    if isinstance(history, SeqMap):
+        return history.items_from(seq)
+    return ((key, item) for key, item in history.items() if key >= seq)
+
+
+def history_of(items: Mapping[int, Item]) -> MutableMapping[int, Item]:
+    """``items`` (by seq, ascending) as a history: a ``SeqMap`` when its seqs are close
+    together, else a ``dict`` (a list would hold every missing seq as a hole)."""
+    if items and max(items) - min(items) + 1 > 2 * len(items) + _SLACK:
+        return dict(items)
+    history: SeqMap[Item] = SeqMap()
+    for seq, item in items.items():
+        history[seq] = item
+    return history
