@@ -426,3 +426,48 @@ def test_versions_tried_at_their_digit_runs_are_the_matches_of_the_pattern(text:
     assert facts_ids._versions(text, facts_ids._digit_spans(text)) == facts_ids._VERSION.findall(
         text
     )
+
+
+SENTENCE_PARTS = [
+    "no",
+    "going",
+    "with",
+    "then",
+    "I'll",
+    "because",
+    "xbecause",
+    "we decided",
+    "going with",
+    "tried it, but",
+    "next",
+    "then I'll",
+    "must",
+    "do not",
+    "Instead",
+    "approach",
+    "\n",
+    " ",
+    ".",
+    "é",
+    "\u212a",
+    "a",
+]
+
+
+@settings(deadline=None, max_examples=1500)
+@given(
+    st.lists(
+        st.lists(st.sampled_from(SENTENCE_PARTS), max_size=5).map(" ".join)
+        | st.lists(st.sampled_from(SENTENCE_PARTS), max_size=5).map("".join),
+        max_size=8,
+    ),
+    st.sampled_from([facts_prose.CONSTRAINT, facts_prose.DECISION, facts_prose.NEXT_STEP]),
+)
+def test_sentences_read_together_say_what_each_says(
+    sentences: list[str], pattern: re.Pattern[str]
+) -> None:
+    """Sentences joined by line breaks and searched once: the same sentences as one search
+    each, phrases at their edges, split by line breaks inside them, or non-ASCII."""
+    assert facts_prose.saying(pattern, sentences) == [
+        s for s in sentences if facts_prose.says(pattern, s)
+    ]

@@ -142,11 +142,8 @@ class _Digest:
                 "As of the last folded turn, the assistant said: "
                 + facts.clip(self.last_assistant, 400),
             )
-            steps = [
-                s
-                for s in facts_prose.sentences(self.last_assistant)
-                if facts_prose.says(facts_prose.NEXT_STEP, s)
-            ]
+            sentences = facts_prose.sentences(self.last_assistant)
+            steps = facts_prose.saying(facts_prose.NEXT_STEP, sentences)
             for step in steps[:3]:
                 self.add("next_steps", facts.clip(step, 200))
 
@@ -196,9 +193,9 @@ class _Digest:
             self.pending_actions = actions
             if not actions and (not isinstance(following, FunctionCall) or not self.last_assistant):
                 self.last_assistant = text
-            for sentence in facts_prose.sentences(prose):
-                if facts_prose.says(facts_prose.DECISION, sentence):
-                    self.add("decisions", facts.clip(sentence, 280))
+            sentences = facts_prose.sentences(prose)
+            for sentence in facts_prose.saying(facts_prose.DECISION, sentences):
+                self.add("decisions", facts.clip(sentence, 280))
             text = prose
         for entry in prose_values(text):
             self.add("values", entry)

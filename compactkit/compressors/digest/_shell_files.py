@@ -23,6 +23,11 @@ _PATCHERS = re.compile(r"^(?:patch|apply_patch|applypatch)$")
 _HEREDOC = re.compile(
     r"<<-?[ \t]*(['\"]?)([A-Za-z_][\w-]*)\1([^\n]*)\n(.*?)(?:\n[ \t]*\2[ \t]*(?=\n|$)|\Z)", re.S
 )
+# What ``_HEREDOC`` matches, read in two steps: its opening ``<<EOF`` line, then the first line
+# that holds only its delimiter (or the end of the command). The lazy body of the one pattern is
+# tried at every character of the body (a script of thousands); the closing line's pattern is
+# tried only at each line break.
+_HEREDOC_OPENING = re.compile(r"<<-?[ \t]*(['\"]?)([A-Za-z_][\w-]*)\1([^\n]*)\n")
 _REDIRECT = re.compile(r"^(?:\d?>>?|&>>?)(?P<path>.+)$")
 # Files a script writes: open('x', 'w'), Path('x').write_text(...), shutil.copy(_, 'x'), os.remove
 _SCRIPT_WRITES = re.compile(
@@ -37,6 +42,48 @@ _SCRIPT_PATH_VAR = re.compile(
 )
 
 
+class Heredoc(NamedTuple):
+    """One heredoc of a command line (``_HEREDOC``'s match)."""
+
+    start: int
+    """Where its ``<<`` is."""
+    end: int
+    """Where what follows its closing line (or the command's end) starts."""
+    delimiter: str
+    rest: str
+    """What follows the delimiter on its opening line."""
+    body: str
+
+
+def heredocs(command: str) -> list[Heredoc]:
+    """The heredocs of a command line, in order: ``_HEREDOC.finditer(command)``.
+
+    Its opening line is found by ``_HEREDOC_OPENING`` (the pattern's own start, which then
+    always matches: a body ends at a closing line, else at ``\\Z``), and its body ends at the
+    first closing line after it, found by a pattern of the delimiter
+    (tests/compressors/test_shell_heredocs.py: the same spans and groups as the pattern).
+    """
+    found: list[Heredoc] = []
+    if "<<" not in command:
+        return found
+    position = 0
+    while (opening := _HEREDOC_OPENING.search(command, position)) is not None:
+        delimiter = opening.group(2)
+        closing = _closing_line(delimiter).search(command, opening.end())
+        body_end = len(command) if closing is None else closing.start()
+        position = len(command) if closing is None else closing.end()
+        body = command[opening.end() : body_end]
+        found.append(Heredoc(opening.start(), position, delimiter, opening.group(3), body))
+    return found
+
+
+@functools.lru_cache(maxsize=256)
+def _closing_line(delimiter: str) -> re.Pattern[str]:
+    """``_HEREDOC``'s closing line for ``delimiter``: a line break, then the delimiter alone
+    on its line (spaces and tabs around it), before a line break or the end."""
+    return re.compile(rf"\n[ \t]*{re.escape(delimiter)}[ \t]*(?=\n|$)")
+
+
 def shell_file_ops(command: str) -> list[FileOp]:
     """Files a shell command reads or modifies: common coreutils, ``sed -i``/``perl -pi``,
     redirections (``> f``, ``>> f``, ``>f``), heredocs (``cat > f <<EOF``), patches applied
@@ -44,13 +91,14 @@ def shell_file_ops(command: str) -> list[FileOp]:
     through ``python - <<EOF`` / ``python -c`` that write files."""
     ops: list[FileOp] = []
     bodies: list[tuple[str, str]] = []  # (the line that opened the heredoc, its body)
-
-    def lift(match: re.Match[str]) -> str:
-        line_start = command.rfind("\n", 0, match.start()) + 1
-        bodies.append((command[line_start : match.start()], match.group(4)))
-        return f"<<{match.group(2)}{match.group(3)}\n"
-
-    text = _HEREDOC.sub(lift, command)
+    pieces: list[str] = []  # the command with each heredoc's body lifted out
+    done = 0
+    for heredoc in heredocs(command):
+        line_start = command.rfind("\n", 0, heredoc.start) + 1
+        bodies.append((command[line_start : heredoc.start], heredoc.body))
+        pieces += [command[done : heredoc.start], f"<<{heredoc.delimiter}{heredoc.rest}\n"]
+        done = heredoc.end
+    text = "".join([*pieces, command[done:]]) if bodies else command
     for intro, body in bodies:
         program = _program(intro)
         if _PATCHERS.match(program) or re.search(r"\bgit\s+apply\b", intro):
@@ -100,9 +148,20 @@ def _program(line: str) -> str:
     return ""
 
 
+# What every ``_SCRIPT_WRITES`` match holds (one per alternative): a script holding none writes
+# no file this way, and is not scanned (its names make the patterns try most positions).
+_SCRIPT_WRITE_WORDS = ("open(", "Path(", "shutil.", "os.", "writeFileSync(")
+
+
 def _script_ops(script: str) -> list[FileOp]:
-    ops = []
-    variables = {m.group("var"): m.group("path") for m in _SCRIPT_PATH_VAR.finditer(script)}
+    ops: list[FileOp] = []
+    if not any(word in script for word in _SCRIPT_WRITE_WORDS):
+        return ops
+    variables = (  # every ``_SCRIPT_PATH_VAR`` match holds "Path("
+        {m.group("var"): m.group("path") for m in _SCRIPT_PATH_VAR.finditer(script)}
+        if "Path(" in script
+        else {}
+    )
     for match in _SCRIPT_WRITES.finditer(script):
         path = match.group("open") or match.group("path") or match.group("dst")
         path = path or match.group("node")
@@ -311,8 +370,8 @@ def shell_edits(command: str) -> list[tuple[str, str]]:
     ``sed``/``perl`` ``s/old/new/``, a script's ``.replace('old', 'new')``, a diff's ``-``/``+``
     lines. Used to read settings changed in config files through the shell."""
     edits: list[tuple[str, str]] = []
-    for match in _HEREDOC.finditer(command):
-        body = match.group(4)
+    for heredoc in heredocs(command):
+        body = heredoc.body
         minus = [
             ln[1:] for ln in body.splitlines() if ln.startswith("-") and not ln.startswith("---")
         ]
