@@ -41,6 +41,7 @@ from compactkit.sessions.session import (
     _check_json,
     _dropped,
     consistent_read,
+    outside_active,
 )
 from compactkit.sessions.state import SESSION_SCHEMA_VERSION
 
@@ -207,14 +208,7 @@ def _window_patch(
 def _extra(active: Sequence[Item], history: Iterable[Item]) -> dict[int, Item]:
     """The history the active items do not hold (archived items, originals of replaced ones),
     by seq — what ``AgentSession.state`` writes as ``history``."""
-    by_seq = {item.seq: item for item in active}
-    out: dict[int, Item] = {}
-    for item in history:
-        current = by_seq.get(item.seq)
-        if current is item or current == item:
-            continue
-        out[item.seq or 0] = item
-    return out
+    return {item.seq or 0: item for item in outside_active(active, history)}
 
 
 def _window_ops(

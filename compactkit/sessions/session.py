@@ -16,7 +16,7 @@ import math
 import threading
 import uuid
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
 from typing import Any
 
@@ -115,8 +115,7 @@ class AgentSession:
         """
         memory = self._memory
         snapshot, history = consistent_read(memory, self._session_id)
-        active = {item.seq: item for item in snapshot.items}
-        extra = tuple(item for item in history if active.get(item.seq) != item)
+        extra = tuple(outside_active(snapshot.items, history))
         _check_json(self.metadata, "metadata")
         try:
             return SessionState(
@@ -253,6 +252,19 @@ def _restore(memory: AgentMemory, state: SessionState) -> None:
 def _dropped(memory: AgentMemory) -> DroppedArchive:
     """What ``memory``'s archive bound dropped (none for memories without one)."""
     return memory.archive_dropped if isinstance(memory, InMemoryMemory) else DroppedArchive()
+
+
+def outside_active(active: Iterable[Item], history: Iterable[Item]) -> Iterator[Item]:
+    """The items of ``history`` that ``active`` does not hold (archived items, the originals of
+    replaced ones): those whose seq no active item has, or whose active item differs — as
+    ``active_by_seq.get(item.seq) != item``, without asking an item's ``__eq__`` when there is
+    no active item of that seq or it is the very same object (most of a long history)."""
+    by_seq = {item.seq: item for item in active}
+    get = by_seq.get
+    for item in history:
+        current = get(item.seq)
+        if current is None or (current is not item and current != item):
+            yield item
 
 
 def _holds_checkpoint(memory: AgentMemory, state: SessionState) -> bool:
