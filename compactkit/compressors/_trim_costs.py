@@ -23,18 +23,25 @@ the older half is dropped in one pass, checked once per trim).
 
 from __future__ import annotations
 
+import string
 from collections.abc import Callable, Iterable
 from itertools import islice
 from typing import Any, TypeVar
 
+from compactkit.budget import LINE_ADDITIVE
 from compactkit.budget.tokens import TiktokenCounter, TokenCounter
 from compactkit.compressors._forms import bare, bullet, shorten
 from compactkit.compressors._refs import strip_refs
 
 __all__ = [
+    "LINE_COUNTS",
     "EntryCosts",
     "LIMIT",
     "entry_cost",
+    "from_line",
+    "known_cost",
+    "line_break_joins",
+    "to_line",
     "form_changes",
     "form_chains",
     "no_refs",
@@ -61,14 +68,18 @@ def entry_cost(counter: TokenCounter, entry: str) -> int:
 
 
 class EntryCosts:
-    """``entry_cost(counter, entry)``, remembered (see the module docstring)."""
+    """``entry_cost(counter, entry)``, remembered (see the module docstring); an entry whose
+    rendered line the digest's sizer counted already (``LINE_COUNTS``) is costed from that
+    count (``from_line``), without encoding it again."""
 
     def __init__(self, counter: TokenCounter) -> None:
         self._counter = counter
+        self._lines: dict[str, int] = {}
         if type(counter) is TiktokenCounter:
-            self._table = _COSTS[counter.encoding_name] = _bounded(
-                _COSTS.get(counter.encoding_name)
-            )
+            name = counter.encoding_name
+            self._table = _COSTS[name] = _bounded(_COSTS.get(name))
+            if name in LINE_ADDITIVE:
+                self._lines = LINE_COUNTS.setdefault(name, {})
         else:
             self._table = {}
 
@@ -76,16 +87,80 @@ class EntryCosts:
         """The cost of ``entry``."""
         cost = self._table.get(entry)
         if cost is None:
-            cost = self._table[entry] = entry_cost(self._counter, entry)
+            line = self._lines.get(entry)
+            if line is not None:
+                cost = from_line(self._counter, entry, line)
+            if cost is None:
+                cost = entry_cost(self._counter, entry)
+            self._table[entry] = cost
         return cost
 
     def many(self, entries: Iterable[str]) -> list[int]:
         """The costs of ``entries``, in order."""
-        table = self._table
-        try:
-            return list(map(table.__getitem__, entries))
-        except KeyError:
-            return list(map(self, entries))
+        entries = entries if isinstance(entries, (tuple, list)) else list(entries)
+        costs: list[int | None] = list(map(self._table.get, entries))
+        if None in costs:  # counted here, only the entries not known yet
+            for index in [i for i, cost in enumerate(costs) if cost is None]:
+                costs[index] = self(entries[index])
+        return costs  # type: ignore[return-value]
+
+
+LINE_COUNTS: dict[str, dict[str, int]] = {}
+"""Per ``LINE_ADDITIVE`` encoding, entry -> the tokens of its rendered line with its line break
+(``bullet(entry) + "\\n"``): the digest's sizer's counts (``_sizer.bullet_counts``), read here."""
+_MARKS = frozenset(string.punctuation)  # ASCII punctuation: never a letter, digit or space
+
+
+def line_break_joins(text: str) -> str | None:
+    """The end of ``text`` that a line break appended to it is encoded with, as one piece of a
+    ``LINE_ADDITIVE`` encoding's split pattern (``""``: the line break is a piece of its own),
+    when that is sure; else ``None``. Sure for a text ending with an ASCII letter or digit (no
+    piece but whitespace takes a line break: ``""``), or with a run of ASCII punctuation that
+    follows an ASCII letter or digit (the run: the punctuation piece takes the line breaks after
+    it), or a space (the space and the run: the punctuation piece opens with one space), or
+    opens the text. So ``count(text + "\\n") - count(text)`` is
+    ``count(tail + "\\n") - count(tail)`` (tests/compressors/test_line_counts.py)."""
+    last = text[-1:]
+    if last.isascii() and last.isalnum():
+        return ""
+    if not last or last not in _MARKS:
+        return None
+    start = len(text) - 1
+    while start and text[start - 1] in _MARKS:
+        start -= 1
+    before = text[start - 1 : start]
+    if not before or (before.isascii() and before.isalnum()):
+        return text[start:]
+    return text[start - 1 :] if before == " " else None
+
+
+def from_line(counter: TokenCounter, entry: str, line: int) -> int | None:
+    """``entry_cost(counter, entry)`` from ``line``, the tokens of ``bullet(entry) + "\\n"``
+    under ``counter`` (a ``LINE_ADDITIVE`` encoding's); ``None`` when not sure."""
+    tail = None if "\r" in entry else line_break_joins(bullet(entry))
+    if tail is None:
+        return None
+    count = counter.count_text
+    return line - count(tail + "\n") + count(tail) + 1
+
+
+def to_line(counter: TokenCounter, entry: str, cost: int) -> int | None:
+    """The tokens of ``bullet(entry) + "\\n"`` from ``cost``, ``entry_cost(counter, entry)``
+    (the inverse of ``from_line``); ``None`` when not sure."""
+    tail = None if "\r" in entry else line_break_joins(bullet(entry))
+    if tail is None:
+        return None
+    count = counter.count_text
+    return cost - 1 - count(tail) + count(tail + "\n")
+
+
+def known_cost(counter: TokenCounter, entry: str) -> int | None:
+    """``entry_cost(counter, entry)`` when a trim remembered it (a plain ``TiktokenCounter``
+    of a ``LINE_ADDITIVE`` encoding)."""
+    if type(counter) is not TiktokenCounter or counter.encoding_name not in LINE_ADDITIVE:
+        return None
+    table = _COSTS.get(counter.encoding_name)
+    return None if table is None else table.get(entry)
 
 
 def remembered(form: Callable[[str, str], V]) -> Callable[[str, str], V]:

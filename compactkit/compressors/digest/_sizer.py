@@ -19,6 +19,7 @@ from itertools import islice
 
 from compactkit.budget.tokens import TiktokenCounter, TokenCounter
 from compactkit.compressors._plan import counts_by_lines, summary_tokens
+from compactkit.compressors._trim_costs import LINE_COUNTS, known_cost, to_line
 from compactkit.compressors.sections import SummaryDocument
 from compactkit.items import Message
 from compactkit.items.snapshot import DEFAULT_SUMMARY_ROLE, sealed_around
@@ -130,9 +131,16 @@ class SummarySizer:
                 if tokens is None:
                     if "\r" in entry:
                         return None
-                    tokens = known[entry] = self.counter.count_text(bullet(entry))
+                    tokens = known[entry] = self._count(entry)
                 total += tokens
             return total
+
+    def _count(self, entry: str) -> int:
+        """Tokens of ``entry``'s bullet: from its trim cost when a trim costed it already
+        (``_trim_costs.to_line``), else encoded."""
+        cost = known_cost(self.counter, entry)
+        tokens = None if cost is None else to_line(self.counter, entry, cost)
+        return self.counter.count_text(bullet(entry)) if tokens is None else tokens
 
 
 # A character that starts a piece of ``line_pieces`` when a line starts with it.
@@ -153,7 +161,7 @@ def _last_piece(text: str) -> str:
 # compaction reads back the summary the one before wrote, and its sizer counts those entries
 # again (a count depends on the text and the encoding alone: ``counts_by_lines`` holds only for
 # a plain ``TiktokenCounter``, whose counts are the process-wide ones of its encoding).
-_BULLET_COUNTS: dict[str, dict[str, int]] = {}
+_BULLET_COUNTS = LINE_COUNTS  # (trimming reads them: ``_trim_costs.EntryCosts``)
 _BULLET_LIMIT = 1 << 16  # entries per encoding; beyond it the older half is dropped
 
 
