@@ -23,22 +23,35 @@ is durable, the peer's in memory); each peer's ratio is against the compactkit l
 persists as it does, and the table says which. compactkit's ``FileSessionStore`` (and, with
 ``COMPACTKIT_TEST_REDIS_URL`` set, its ``RedisSessionStore``; the server's CPU is not counted)
 run too. Each store is checked against issue 35's target: own cost per step at most twice the
-no-store loop's, plus, for a durable store, the plain write-and-commit each of its saves pays
-(measured in the same run: a ``sqlite3`` INSERT + COMMIT on a WAL file, an append + ``fsync``, a
-Redis ``RPUSH``, times the saves per step the store counted; SQLite both WAL and the driver's
-default synchronous=FULL, so every commit fsyncs in the floor as in the store); and each store's
-2,000-step session flat (last/first half <= 1.3, or within the no-store loop's own drift).
+no-store loop's, plus, for a durable store, the one plain write-and-commit per save a plain
+insert pays — the floor — measured where the store pays it: in the agent loop. The floor is the
+no-store loop saving by a plain write per save (a ``sqlite3`` INSERT + COMMIT on a WAL file, an
+append + ``fsync``, a Redis ``RPUSH``; SQLite both WAL and the driver's default
+synchronous=FULL, so every commit fsyncs in the floor as in the store) minus the no-store loop,
+both measured in the same round: the limit is 2 x the no-store step + that floor. And each
+store's 2,000-step session flat (last/first half <= 1.3, or within the no-store loop's own
+drift).
+
+Why the floor is measured in the loop (the rule since session 14; until then it was the
+write timed alone, in a tight loop, times the saves per step — still printed beside, labelled):
+a write that blocks (``fsync``, a socket) makes the code that runs after it dearer. The process
+is switched out while it waits and comes back with cold caches (on this 2-core virtual machine
+the virtual CPU halts). Measured on session 14's machine (a fixed 460 µs of Python work per
+iteration, alone): after a write + ``fsync`` whose own CPU is ~100 µs, that work cost 1,100-1,250 µs;
+after a 0.3 ms sleep, 500-1,000 µs. In the agent loop at 10,000 items (load 2-5): no store 187
+µs/step, the no-store loop saving by a plain append + ``fsync`` 569 µs (the tight-loop floor
+said ~100-130), ``FileSessionStore`` 647 µs; with ``fsync`` made a no-op, no store 207 and
+``FileSessionStore`` 284: the store's own code is ~80 µs a step, the rest is what any durable
+write costs the loop, which the tight-loop floor leaves out and which moves with the machine's
+load (+130 µs a step at load 2, +380 at load 5): against it the verdict followed the load.
 
 The store target is checked over ``--rounds`` rounds (default 3) at the largest size: each round
 builds the no-store loop, every store and, for each durable store, the no-store loop saving by its
-plain write (a "floor in the loop"), and measures them interleaved turn by turn, in an order
+plain write (the floor in the loop), and measures them interleaved turn by turn, in an order
 rotated by round (each loop runs a turn to have its caches back, then the measured one), so that
 all of a round's loops see the same stretch of the machine's load; each store's tight-loop floor
 is measured at the round's start and end (a disk busy with other work moves fsync's CPU
-cost). Both floors are reported: a tight loop of writes shows the write alone; the same writes
-in the agent loop also show what blocking in ``fsync`` or on a socket costs the code around it
-(the process is switched out and resumes with cold caches), which every durable store pays too.
-A step saves once when its tools are ``rerun_on_resume`` (the bench's read tool is; see
+cost). A step saves once when its tools are ``rerun_on_resume`` (the bench's read tool is; see
 ``docs/agent.md``), plus the user input once per turn: 1.1 saves per step here.
 
 Measured: cost per step with 100, 1,000 and 10,000 items already in the session (a model with
@@ -49,8 +62,8 @@ interleaved run by run, each with compactkit's process-wide caches cold, as in a
 the median run is shown): each store's <= 1.3, or within the no-store loop's own drift — at
 most the highest last/first of the no-store runs made beside it (a miss is printed) — with
 what the store adds to a step, first half and last half, against the no-store run beside it;
-the no-store loop's own over 1.3 is printed as a note, and fails nothing by itself. Times are process CPU time (all threads;
-other processes on a busy machine do not count). Ratios are peer / compactkit (higher: compactkit
+the no-store loop's own over 1.3 is printed as a note, and fails nothing by itself. Times
+are process CPU time (all threads; other processes on a busy machine do not count). Ratios are peer / compactkit (higher: compactkit
 is cheaper).
 
 Run: ``python evals/benchmarks/bench_runtime.py`` (``--tiny`` for CI's smoke run, ``--json``;
@@ -848,12 +861,15 @@ def store_rounds(size: int, rounds: int, turns: int) -> list[dict[str, Any]]:
 
 
 def print_rounds(size: int, rounds: list[dict[str, Any]]) -> list[str]:
-    """The store target's table; the stores whose median round misses it."""
+    """The store target's table; the stores whose median round misses it (the rule: 2 x the
+    no-store step + the floor in the loop; the tight-loop floor's verdict is printed beside)."""
     print(
-        f"store target at {size:,} items, {len(rounds)} rounds (own µs/step; x no store; floor "
-        "= saves/step x one plain write-and-commit measured beside the loop; limit = 2 x no "
-        "store + floor; SQLite floor and store both WAL + synchronous=FULL, the driver's "
-        "default: every commit fsyncs)"
+        f"store target at {size:,} items, {len(rounds)} rounds (own µs/step; x no store; the "
+        "rule: limit = 2 x no store + the floor in the loop, i.e. what the no-store loop saving "
+        "by one plain write-and-commit per save costs over the no-store loop, measured in the "
+        "same round; beside it the tight-loop floor = saves/step x one plain write-and-commit "
+        "timed alone, which leaves out what blocking in the commit costs the loop; SQLite floor "
+        "and store both WAL + synchronous=FULL, the driver's default: every commit fsyncs)"
     )
     bases = ", ".join(f"{r[Compactkit.name]['us']:,.0f}" for r in rounds)
     print(f"  {'compactkit (no store)':<34} {bases} µs")
@@ -863,31 +879,32 @@ def print_rounds(size: int, rounds: list[dict[str, Any]]) -> list[str]:
             print(f"  {floor_kind.name:<34} {cells} µs (the no-store loop, saving by it)")
     missed = []
     for kind in STORES:
-        cells, shares, in_loop = [], [], []
+        cells, shares, tight = [], [], []
         for r in rounds:
             e = r[kind.name]
             floor = e["saves_per_step"] * e["floor_us"]
-            shares.append(e["us"] / e["limit_us"])
-            cell = (
-                f"{e['us']:,.0f} ({e['ratio']:.2f}x; {e['saves_per_step']:.2f} saves, floor "
-                f"{floor:,.0f}, limit {e['limit_us']:,.0f}"
-            )
+            tight.append(e["us"] / e["limit_us"])
+            limit = e.get("in_loop_limit_us", e["limit_us"])
+            shares.append(e["us"] / limit)
+            cell = f"{e['us']:,.0f} ({e['ratio']:.2f}x"
             if "in_loop_limit_us" in e:
-                in_loop.append(e["us"] / e["in_loop_limit_us"])
-                cell += (
-                    f"; in the loop: floor {e['in_loop_floor_us']:,.0f}, limit "
-                    f"{e['in_loop_limit_us']:,.0f}"
-                )
-            cells.append(cell + ")")
+                cell += f"; floor in the loop {e['in_loop_floor_us']:,.0f}, limit {limit:,.0f}"
+                cell += f"; tight floor {floor:,.0f}, limit {e['limit_us']:,.0f}"
+            else:
+                cell += f"; limit {limit:,.0f}"
+            cells.append(cell + f"; {e['saves_per_step']:.2f} saves)")
         verdict = "met" if statistics.median(shares) <= 1 else "MISSED"
         met = sum(share <= 1 for share in shares)
         if verdict == "MISSED":
             missed.append(kind.name)
         line = f"  {kind.name:<34} " + " | ".join(cells) + f": {verdict} ({met}/{len(shares)})"
-        if in_loop:
-            met_in_loop = sum(share <= 1 for share in in_loop)
-            in_verdict = "met" if statistics.median(in_loop) <= 1 else "MISSED"
-            line += f"; against the floor in the loop: {in_verdict} ({met_in_loop}/{len(in_loop)})"
+        if kind.name in IN_LOOP_FLOORS:
+            met_tight = sum(share <= 1 for share in tight)
+            tight_verdict = "met" if statistics.median(tight) <= 1 else "missed"
+            line += (
+                f"; against the tight-loop floor (the rule before session 14): {tight_verdict} "
+                f"({met_tight}/{len(tight)})"
+            )
         print(line)
     return missed
 
