@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ["matches_at", "occurrences", "run_start"]
+__all__ = ["case_folded", "matches_at", "occurrences", "run_start"]
 
 
 def matches_at(pattern: re.Pattern[str], text: str, starts: Iterable[int]) -> list[re.Match[str]]:
@@ -32,6 +32,27 @@ def matches_at(pattern: re.Pattern[str], text: str, starts: Iterable[int]) -> li
             matches.append(match)
             end = match.end()
     return matches
+
+
+# The only characters beyond ASCII that a case-insensitive pattern matches to an ASCII letter
+# (capital I with a dot, dotless i, long s and the Kelvin sign;
+# tests/compressors/test_anchored_patterns.py reads every code point), and the only ones whose
+# ``lower()`` is ASCII (the Kelvin sign) or longer than one character (capital I with a dot).
+_FOLDS_TO_ASCII = "\u0130\u0131\u017f\u212a"
+
+
+def case_folded(text: str) -> str | None:
+    """``text.lower()`` where that is what ignoring case does to its ASCII words, character for
+    character; ``None`` where it is not (a character of ``_FOLDS_TO_ASCII``).
+
+    In the lowered text an ASCII word stands where a case-insensitive pattern finds it in
+    ``text``, at the same position: any other character lowers to one character that matches
+    no ASCII letter. So the places a pattern opening with such a word is tried at can be read
+    from it, in text beyond ASCII too (a "✓" in an agent's script).
+    """
+    if text.isascii() or not any(char in text for char in _FOLDS_TO_ASCII):
+        return text.lower()
+    return None
 
 
 def occurrences(text: str, words: Iterable[str]) -> list[int]:

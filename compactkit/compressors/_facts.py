@@ -14,7 +14,7 @@ import functools
 import re
 from collections.abc import Iterable, Sequence
 
-from compactkit.compressors._anchored import occurrences
+from compactkit.compressors._anchored import case_folded, occurrences
 
 _WS = re.compile(r"\s+")
 
@@ -290,12 +290,13 @@ def last_error(text: str, found: list[str] | None = None) -> str | None:
 def _last_exit(text: str) -> re.Match[str] | None:
     """The last exit-code phrase of ``text`` (``_EXIT``), or ``None``.
 
-    Every phrase ``_EXIT`` matches starts with one of ``_EXIT_PHRASES`` in some case. For ASCII
-    text (where ignoring case folds only ASCII letters) the pattern is tried only where one
-    stands in the lowered text: the case-insensitive pattern is slow to scan (tens of µs per
-    output).
+    Every phrase ``_EXIT`` matches starts with one of ``_EXIT_PHRASES`` in some case. Where
+    ignoring case folds only ASCII letters (``case_folded``: ASCII text, and most other text)
+    the pattern is tried only where one stands in the lowered text: the case-insensitive
+    pattern is slow to scan (tens of µs per output).
     """
-    if not text.isascii():
+    lowered = case_folded(text)  # (``None``: a letter beyond ASCII may match an ASCII one)
+    if lowered is None:
         exits = list(_EXIT.finditer(text))
         return exits[-1] if exits else None
     # Tried only where a phrase stands, from the last on: no phrase starts inside a match (nor
@@ -303,7 +304,7 @@ def _last_exit(text: str) -> re.Match[str] | None:
     # last ``finditer`` finds (tests/compressors/test_anchored_patterns.py). An agent's every
     # output may hold one ("<returncode>0</returncode>"), where the pattern, run everywhere,
     # read the whole output.
-    for at in sorted(occurrences(text.lower(), _EXIT_PHRASES), reverse=True):
+    for at in sorted(occurrences(lowered, _EXIT_PHRASES), reverse=True):
         if match := _EXIT.match(text, at):
             return match
     return None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from compactkit.compressors._anchored import matches_at, occurrences, run_start
+from compactkit.compressors._anchored import case_folded, matches_at, occurrences, run_start
 from compactkit.compressors._facts import code
 
 # -- identifiers -----------------------------------------------------------------------------
@@ -299,11 +299,13 @@ def issue_numbers(text: str) -> list[str]:
     at every position of the text (50-60 ns per character). For ASCII text it is tried only
     where one of ``_ISSUE_STARTS`` stands in the lowered text (what every match starts with;
     ``_anchored``; tests/compressors/test_anchored_patterns.py: the same numbers as
-    ``findall``).
+    ``findall``); so is text beyond ASCII whose lowered text holds them where the text does
+    (``case_folded``).
     """
-    if not text.isascii():  # (ignoring case, a non-ASCII letter may match an ASCII one)
+    lowered = case_folded(text)
+    if lowered is None:  # (ignoring case, a letter beyond ASCII may match an ASCII one)
         return [hashed or named for hashed, named in _ISSUE.findall(text)]
-    starts = occurrences(text.lower(), _ISSUE_STARTS)
+    starts = occurrences(lowered, _ISSUE_STARTS)
     return [m.group(1) or m.group(2) for m in matches_at(_ISSUE, text, starts)]
 
 
@@ -315,7 +317,7 @@ def _dotted(text: str, end: int) -> bool:
 def _may_name_issue(text: str) -> bool:
     """Whether ``text`` may hold "issue N", "PR N" or "pull request N" (``_ISSUE`` ignores case:
     for ASCII text, where that folds only ASCII letters, its lowered text tells at once)."""
-    if not text.isascii():
+    lowered = case_folded(text)
+    if lowered is None:
         return True
-    lowered = text.lower()
     return "issue" in lowered or "pr" in lowered or "pull request" in lowered

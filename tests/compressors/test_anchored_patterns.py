@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from compactkit.compressors import _anchored
 from compactkit.compressors import _facts as facts
 from compactkit.compressors import _facts_ids as facts_ids
 from compactkit.compressors import _facts_values as facts_values
@@ -184,3 +185,45 @@ def _plain_identifiers(text: str, prose: bool) -> list[tuple[str, str]]:
         issue_numbers=plain_issues,
     ):
         return facts_ids.identifiers_in(text, prose=prose, limit=50)
+
+
+# Text beyond ASCII: marks agents print (✓), letters, a no-break space, digits beyond ASCII,
+# and the characters ignoring case folds to ASCII letters (where the plain pattern is read).
+_wide_filler = st.text(
+    st.sampled_from("ab #_-:=.\n0123\u2713\u00e9\u00a0\u0663\u0130\u0131\u017f\u212aIiSsKk"),
+    max_size=8,
+)
+
+
+def _wide_texts(parts: list[str]) -> st.SearchStrategy[str]:
+    return st.lists(st.sampled_from(parts) | _wide_filler, max_size=10).map(" ".join)
+
+
+@PROPERTY
+@given(
+    _wide_texts([*ISSUE_PARTS, "\u2713 issue 12", "pr\u00a0#3", "#\u0663\u0664", "\u0131ssue 5"])
+)
+def test_issue_numbers_beyond_ascii_are_the_patterns(text: str) -> None:
+    plain = [hashed or named for hashed, named in facts_ids._ISSUE.findall(text)]
+    assert facts_ids.issue_numbers(text) == plain
+
+
+@PROPERTY
+@given(_wide_texts([*EXIT_PARTS, "\u2713 exit code 0", "EXIT CODE:\u00a07", "ex\u0131t code 3"]))
+def test_the_last_exit_code_beyond_ascii_is_the_patterns(text: str) -> None:
+    found = facts._last_exit(text)
+    assert (None if found is None else (found.span(), found.group(1))) == _plain_last_exit(text)
+
+
+def test_only_the_listed_characters_fold_to_ascii_letters() -> None:
+    """Every code point beyond ASCII that a case-insensitive pattern matches to an ASCII
+    letter, or whose lowered form is ASCII or longer, is one ``case_folded`` refuses."""
+    letter = re.compile("[a-z]", re.IGNORECASE)
+    odd = {
+        chr(c)
+        for c in range(128, 0x110000)
+        if letter.match(chr(c)) or chr(c).lower().isascii() or len(chr(c).lower()) != 1
+    }
+    assert odd == set(_anchored._FOLDS_TO_ASCII)
+    assert _anchored.case_folded("\u2713 Exit Code") == "\u2713 exit code"
+    assert all(_anchored.case_folded(f"x{char}") is None for char in odd)

@@ -169,3 +169,19 @@ def test_a_tail_that_sets_known_values_supersedes_them() -> None:
     )
     assert found == _plain_values_in(items, KNOWN).entries("values")
     assert values_in(items, SummaryDocument()).is_empty
+
+
+@PROPERTY
+@given(st.lists(st.sampled_from(PROSE + BE_PARTS) | _filler, max_size=6).map(" ".join))
+def test_remembered_prose_values_are_read_anew_each_time_the_same(text: str) -> None:
+    from compactkit.compressors.digest import _values
+
+    plain = []
+    for name, new, old in facts_values.values_in_prose(text):
+        if old is not None:
+            plain.append(f"`{name}` = {_values._value(old)} (superseded)")
+        plain.append(f"`{name}` = {_values._value(new)} (current)")
+    assert _values.prose_values(text) == plain
+    first = _values.prose_values(text)
+    first.append("changed by a caller")
+    assert _values.prose_values(text) == plain  # a caller's list is its own

@@ -13,6 +13,7 @@ values of a whole ``digest_items``).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 
@@ -107,12 +108,20 @@ def assistant_prose(text: str) -> tuple[list[tuple[str, dict[str, object]]], str
 def prose_values(text: str) -> list[str]:
     """The value entries of the values ``text`` states (``values_in_prose``): a changed value's
     old one superseded, then its new one current."""
+    return list(_prose_values(text))
+
+
+@functools.lru_cache(maxsize=512)
+def _prose_values(text: str) -> tuple[str, ...]:
+    """``prose_values``, remembered: a compaction reads its verbatim tail's messages for their
+    values (``values_in``), and the next compaction folds them and reads them again. Bounded:
+    512 texts (a tail's messages)."""
     entries = []
     for name, new, old in facts_values.values_in_prose(text):
         if old is not None:
             entries.append(f"`{name}` = {_value(old)} (superseded)")
         entries.append(f"`{name}` = {_value(new)} (current)")
-    return entries
+    return tuple(entries)
 
 
 def call_values(plan: CallPlan) -> list[str]:
