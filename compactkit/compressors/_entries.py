@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable
+from itertools import islice
 
 from compactkit.compressors._refs import Spans, add_refs, merge_spans, split_refs, with_refs
 
@@ -205,24 +206,60 @@ def merge_commands(
 ) -> list[str]:
     """Commands merged per command: the newest outcome, how often it ran (``(x3)``), and the
     last ``earlier`` different outcomes of earlier runs (``— earlier: 2 failed | 5 failed``)."""
-    entries: dict[str, tuple[str, int, Spans]] = {}
-    for entry in [*existing, *new]:
-        plain, refs = split_refs(entry)
-        text, n = runs(plain)
-        key = key_of(text) or fold(text)
-        if key in entries:
-            old_text, old_n, old_refs = entries.pop(key)  # re-inserted last, newest outcome
-            entries[key] = (
-                _with_earlier(text, old_text, earlier),
-                old_n + n,
-                merge_spans(old_refs, refs),
+    commands = Commands(earlier)
+    commands.add([*existing, *new])
+    return commands.render()
+
+
+class Commands:
+    """``merge_commands`` kept open: entries added in turns (``add``), the merged entries
+    rendered after each (``render``), each turn costing what it adds and the entries it
+    touches, not the whole section. ``render()`` after ``add(a)`` then ``add(b)`` is
+    ``merge_commands(a, b)``; and when every entry rendered reads back as its own command
+    (``exact``), ``render()`` after a further ``add(c)`` is ``merge_commands(render(), c)``."""
+
+    def __init__(self, earlier: int = MAX_EARLIER) -> None:
+        self.earlier = earlier
+        self.entries: dict[str, tuple[str, int, Spans]] = {}  # command -> (text, runs, refs)
+        self.lines: dict[str, str] = {}  # command -> its entry rendered, for those unchanged
+        self.exact = True  # every entry rendered reads back as its own command
+
+    def add(self, new: Iterable[str]) -> None:
+        """Merge ``new`` (newer entries) in."""
+        entries, lines = self.entries, self.lines
+        for entry in new:
+            key, text, n, refs = command_parts(entry)
+            if key in entries:
+                old_text, old_n, old_refs = entries.pop(key)  # re-inserted last, newest outcome
+                entries[key] = (
+                    _with_earlier(text, old_text, self.earlier),
+                    old_n + n,
+                    merge_spans(old_refs, refs),
+                )
+                lines.pop(key, None)
+            else:
+                entries[key] = (text, n, refs)
+
+    def render(self) -> list[str]:
+        """The merged entries, in order."""
+        entries, lines = self.entries, self.lines
+        changed = len(entries) - len(lines)  # (the entries touched since are the last ones)
+        for key in list(islice(reversed(entries), changed))[::-1]:
+            text, n, refs = parts = entries[key]
+            line = lines[key] = with_refs(
+                f"{text} (\N{MULTIPLICATION SIGN}{n})" if n > 1 else text, refs
             )
-        else:
-            entries[key] = (text, n, refs)
-    return [
-        with_refs(f"{text} (\N{MULTIPLICATION SIGN}{n})" if n > 1 else text, refs)
-        for text, n, refs in entries.values()
-    ]
+            if self.exact and command_parts(line) != (key, *parts):
+                self.exact = False
+        return list(lines.values())
+
+
+def command_parts(entry: str) -> tuple[str, str, int, Spans]:
+    """A command entry read: its command (``merge_commands``' key), its text without the run
+    count and references, its runs and references."""
+    plain, refs = split_refs(entry)
+    text, n = runs(plain)
+    return key_of(text) or fold(text), text, n, refs
 
 
 def _with_earlier(text: str, old_text: str, kept: int = MAX_EARLIER) -> str:

@@ -20,6 +20,13 @@ ENTRIES = [
     "`ls -la` → exit 0",
     "`ls -la` → exit 1 (\N{MULTIPLICATION SIGN}2)",
     "`pytest` → `2 failed`",
+    "`pytest` → `1 failed` — earlier: `2 failed` | exit 2 [#4]",
+    "`pytest` → exit 0 (\N{MULTIPLICATION SIGN}3) [#5\u20136]",
+    "`ls -la` (\N{MULTIPLICATION SIGN}2) → exit 0 (\N{MULTIPLICATION SIGN}2)",
+    "make → exit 2 [#7]",
+    "make [#7] (\N{MULTIPLICATION SIGN}1)",  # reads back otherwise once rendered
+    "`ls -la` → exit 0 (\N{MULTIPLICATION SIGN}0)",
+    "Make  → exit 2",
     "`retries` = 3 (current)",
     "`retries` = 5",
     "`retries` = 2 (superseded)",

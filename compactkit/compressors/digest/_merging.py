@@ -39,6 +39,7 @@ class Merging:
         self.sections = {k: list(v) for k, v in doc.sections.items()}
         self.keyed: dict[SectionKey, dict[str, str]] = {}  # a keyed section's entries by key
         self.seen: dict[SectionKey, set[str]] = {}  # an appended section's folded entries
+        self.commands: dict[SectionKey, _entries.Commands] = {}  # a commands section, open
         self.extra = {k: list(v) for k, v in doc.extra.items()}
         self.extra_seen: dict[str, set[str]] = {}
         self.trimmed, self.omitted = doc.trimmed, dict(doc.omitted)
@@ -73,6 +74,7 @@ class Merging:
             del self.sections[key]
             self.keyed.pop(key, None)
             self.seen.pop(key, None)
+            self.commands.pop(key, None)
         for heading in [h for h, v in self.extra.items() if not v]:
             del self.extra[heading]
             self.extra_seen.pop(heading, None)
@@ -100,8 +102,13 @@ class Merging:
             values, dropped = _entries.merge_values(held, new)
             held[:] = values
             self.trimmed += dropped
-        elif rule == "commands":
-            held[:] = _entries.merge_commands(held, new, earlier=_entries.earlier_kept(key))
+        elif rule == "commands":  # merged on from what the merges before left, when exact
+            commands = self.commands.get(key)
+            if commands is None or not commands.exact:
+                commands = self.commands[key] = _entries.Commands(_entries.earlier_kept(key))
+                commands.add(held)
+            commands.add(new)
+            held[:] = commands.render()
         elif rule == "keyed":
             entries = self._by_key(key)
             _entries.merge_keyed_into(entries, new)
