@@ -326,11 +326,7 @@ def outcome_of(text: str, found: list[str] | None = None) -> tuple[str, bool | N
         code_value = int(exit_match.group(1))
         ok = code_value == 0
         parts.append(f"exit {code_value}")
-    summary = None
-    if "=" in text and " in " in text:  # in every pytest summary line: skip the rest unread
-        summary = next(
-            (m.group(1) for m in map(_PYTEST_SUMMARY.match, text.splitlines()) if m), None
-        )
+    summary = _pytest_summary(text)
     if summary:
         parts.append(code(summary, 80))
         if ok is None:
@@ -352,6 +348,32 @@ def outcome_of(text: str, found: list[str] | None = None) -> tuple[str, bool | N
             first = rest.partition("\n")[0].splitlines()[0].strip() if rest else ""
             parts.append(f"output: {code(first, 100)}" if first else "no output")
     return "; ".join(parts), ok
+
+
+# ``_PYTEST_SUMMARY`` at the start of any line of a text (tried where a line starts with "=").
+_PYTEST_SUMMARY_LINE = re.compile(_PYTEST_SUMMARY.pattern, re.M)
+
+
+def _pytest_summary(text: str) -> str | None:
+    """What the first pytest summary line of ``text`` (``_PYTEST_SUMMARY``) says, or ``None``.
+
+    Tried only at the lines that start with "=" (found by a search for a line break before
+    one), not line by line: a line break the pattern cannot cross ends each line unless the
+    text has others that ``splitlines`` breaks at (tests/compressors/test_error_hints.py: the
+    same outcome as reading every line).
+    """
+    if "=" not in text or " in " not in text:  # in every summary line: skip the rest unread
+        return None
+    if _other_breaks(text):
+        return next((m.group(1) for m in map(_PYTEST_SUMMARY.match, text.splitlines()) if m), None)
+    at = 0 if text.startswith("=") else -1
+    while True:
+        if at >= 0 and (match := _PYTEST_SUMMARY_LINE.match(text, at)):
+            return match.group(1)
+        at = text.find("\n=", at + 1)
+        if at < 0:
+            return None
+        at += 1
 
 
 # -- measurements ----------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from compactkit.compressors import _facts_prose as facts_prose
 from compactkit.compressors import _facts_values as facts_values
 from compactkit.compressors._refs import merge_spans, split_refs, with_refs
 from compactkit.compressors.digest import _call_arguments as call_arguments
+from compactkit.compressors.digest import _files as files
 from compactkit.items import FunctionCall
 
 PROPERTY = settings(deadline=None, max_examples=500)
@@ -471,3 +472,18 @@ def test_sentences_read_together_say_what_each_says(
     assert facts_prose.saying(pattern, sentences) == [
         s for s in sentences if facts_prose.says(pattern, s)
     ]
+
+
+@PROPERTY
+@given(
+    st.lists(
+        st.sampled_from(["a.py", "'src/x.py'", "self.assert", "-v", "http://x.io/a.py", "t/"])
+        | st.text(st.sampled_from("ab./-'\"= \n"), max_size=8),
+        max_size=24,
+    ).map(" ".join)
+)
+def test_paths_in_a_command_are_its_first_eight_path_arguments(command: str) -> None:
+    plain = [
+        m.group(1) for m in files._PATH_ARG.finditer(command) if files.looks_like_path(m.group(1))
+    ]
+    assert files.paths_in_command(command) == plain[:8]

@@ -58,7 +58,10 @@ def looks_like_path(token: str) -> bool:
         return False
     if len(token) > 200 or "=" in token or token.endswith("/") or token in (".", ".."):
         return False
-    return "/" in token or bool(re.search(r"\.[A-Za-z0-9]{1,6}$", token))
+    return "/" in token or _EXTENSION.search(token) is not None
+
+
+_EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,6}$")
 
 
 def _first_str(args: dict[str, object], keys: tuple[str, ...]) -> str | None:
@@ -304,9 +307,13 @@ def paths_named(text: str) -> list[str]:
 def paths_in_command(command: str) -> list[str]:
     """Path-like arguments of a command line or a call's rendering (``run_tests({"path":
     "tests"})`` → ``tests``)."""
-    if not command:
-        return []
-    return [m.group(1) for m in _PATH_ARG.finditer(command) if looks_like_path(m.group(1))][:8]
+    found: list[str] = []
+    for match in _PATH_ARG.finditer(command):  # the first 8: a long script is not read to its end
+        if looks_like_path(match.group(1)):
+            found.append(match.group(1))
+            if len(found) == 8:
+                break
+    return found
 
 
 # -- text actions (ReAct, mini-swe-agent): the command is in the assistant's text ----------------
