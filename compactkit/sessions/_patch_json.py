@@ -13,7 +13,10 @@ the items' dicts and the encoder's set-up. Here:
 - ``updated_at`` comes from ``utc_now_iso``: ``datetime.now(timezone.utc).isoformat()`` with the
   date and time formatted once per second;
 - the items are ``ITEMS_ADAPTER.dump_json``'s bytes: the same JSON the base holds (``SessionState``
-  serialises its items with the same schema), without building dicts first.
+  serialises its items with the same schema), without building dicts first; an item of one of
+  the five item classes is written by its own class's serializer, which is what the union's
+  serializer picks for it by its ``type`` (2 items: 6.8 -> 4.5 µs in a tight loop; the union
+  first finds which member an item is), anything else (a subclass) by the union's, as before.
 
 ``append_patch`` is held to the plain version by ``tests/sessions/test_patch_json.py`` (the same
 JSON value for any counters, metadata and items; byte for byte for the header).
@@ -25,13 +28,27 @@ import json
 import time
 from typing import Any
 
-from compactkit.items import ITEMS_ADAPTER, Item
+from compactkit.items import (
+    ITEMS_ADAPTER,
+    FunctionCall,
+    FunctionCallOutput,
+    Item,
+    Message,
+    ProviderCompaction,
+    Reasoning,
+)
 
-__all__ = ["ENCODER", "append_patch", "iso_of_ns", "utc_now_iso"]
+__all__ = ["ENCODER", "append_patch", "items_json", "iso_of_ns", "utc_now_iso"]
 
 ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 """``json.dumps(..., ensure_ascii=False, separators=(",", ":"))`` without building an encoder
 per call: how every patch is written."""
+
+_SERIALIZERS = {
+    kind: kind.__pydantic_serializer__
+    for kind in (Message, FunctionCall, FunctionCallOutput, Reasoning, ProviderCompaction)
+}
+"""Each item class's own serializer: the one ``ITEMS_ADAPTER``'s union serializer uses for it."""
 
 _second: list[tuple[int, str]] = [(-1, "")]
 """The last whole second formatted and its text, as one pair: threads saving at once each read
@@ -79,7 +96,20 @@ def append_patch(
     )
     if dropped is not None:
         head += f',"dropped_archive":{ENCODER.encode(dropped)}'
-    return b"".join((head.encode(), b',"append":', ITEMS_ADAPTER.dump_json(items), b"}"))
+    return b"".join((head.encode(), b',"append":', items_json(items), b"}"))
+
+
+def items_json(items: list[Item]) -> bytes:
+    """``ITEMS_ADAPTER.dump_json(items)``, byte for byte: each item by its own class's
+    serializer when it is one of the five item classes (anything else: the whole list by the
+    union's)."""
+    parts = []
+    for item in items:
+        serializer = _SERIALIZERS.get(type(item))
+        if serializer is None:
+            return ITEMS_ADAPTER.dump_json(items)
+        parts.append(serializer.to_json(item))
+    return b"[" + b",".join(parts) + b"]"
 
 
 def _number(value: object) -> str:

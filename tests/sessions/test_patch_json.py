@@ -17,10 +17,11 @@ from compactkit.items import (
     FunctionCallOutput,
     Item,
     Message,
+    ProviderCompaction,
     Reasoning,
     TextPart,
 )
-from compactkit.sessions._patch_json import append_patch, iso_of_ns, utc_now_iso
+from compactkit.sessions._patch_json import append_patch, iso_of_ns, items_json, utc_now_iso
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
@@ -120,3 +121,31 @@ def test_now_is_now_in_utc() -> None:
     after = datetime.now(timezone.utc)
     assert before <= now <= after
     assert now.utcoffset() == timedelta(0)
+
+
+class Note(Message):
+    """An item of a subclass: written by the union's serializer, as before."""
+
+    note: str = "kept"
+
+
+@settings(deadline=None, max_examples=300)
+@given(
+    items=ITEMS,
+    compactions=st.lists(
+        st.builds(
+            ProviderCompaction,
+            format=st.sampled_from(["responses", "anthropic"]),
+            payload=st.dictionaries(st.text(max_size=5), JSON_VALUES, max_size=3),
+        ),
+        max_size=2,
+    ),
+    notes=st.lists(st.builds(Note, role=st.just("user"), content=TEXT), max_size=1),
+    order=st.randoms(),
+)
+def test_items_are_written_as_the_union_serializer_writes_them(
+    items: list[Item], compactions: list[Item], notes: list[Item], order: Any
+) -> None:
+    every = [*items, *compactions, *notes]
+    order.shuffle(every)
+    assert items_json(every) == ITEMS_ADAPTER.dump_json(every)
