@@ -133,13 +133,8 @@ def _kept_as_is(key: SectionKey, entries: tuple[str, ...]) -> bool:
     if rule == "keyed":
         return len(set(map(_entries.entry_key, entries))) == len(entries)
     if rule == "commands":
-        keys = set()
-        for entry in entries:
-            command = _command_key(entry)
-            if command is None:
-                return False
-            keys.add(command)
-        return len(keys) == len(entries)
+        keys = list(map(_command_key, entries))
+        return None not in keys and len(set(keys)) == len(entries)
     if rule == "values":
         return _entries.merge_values([], list(entries)) == (list(entries), 0)
     return _unique(entries)  # appended, replaced: one entry per folded text

@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable
-from itertools import islice
 
 from compactkit.compressors._refs import Spans, add_refs, merge_spans, split_refs, with_refs
 
@@ -213,15 +212,16 @@ def merge_commands(
 
 class Commands:
     """``merge_commands`` kept open: entries added in turns (``add``), the merged entries
-    rendered after each (``render``), each turn costing what it adds and the entries it
-    touches, not the whole section. ``render()`` after ``add(a)`` then ``add(b)`` is
-    ``merge_commands(a, b)``; and when every entry rendered reads back as its own command
-    (``exact``), ``render()`` after a further ``add(c)`` is ``merge_commands(render(), c)``."""
+    rendered after each (``render``), each turn reading only what it adds (an entry rendered
+    before is not rendered again unless a turn touched its command). ``render()`` after
+    ``add(a)`` then ``add(b)`` is ``merge_commands(a, b)``; and when every entry rendered reads
+    back as its own command (``exact``), ``render()`` after a further ``add(c)`` is
+    ``merge_commands(render(), c)``."""
 
     def __init__(self, earlier: int = MAX_EARLIER) -> None:
         self.earlier = earlier
         self.entries: dict[str, tuple[str, int, Spans]] = {}  # command -> (text, runs, refs)
-        self.lines: dict[str, str] = {}  # command -> its entry rendered, for those unchanged
+        self.lines: dict[str, str] = {}  # command -> its entry rendered, while unchanged
         self.exact = True  # every entry rendered reads back as its own command
 
     def add(self, new: Iterable[str]) -> None:
@@ -239,24 +239,31 @@ class Commands:
                 lines.pop(key, None)
             else:
                 entries[key] = (text, n, refs)
+                if _command_line(text, n, refs) == entry:  # reads back as read: no check
+                    lines[key] = entry
 
     def render(self) -> list[str]:
         """The merged entries, in order."""
-        entries, lines = self.entries, self.lines
-        changed = len(entries) - len(lines)  # (the entries touched since are the last ones)
-        for key in list(islice(reversed(entries), changed))[::-1]:
-            text, n, refs = parts = entries[key]
-            line = lines[key] = with_refs(
-                f"{text} (\N{MULTIPLICATION SIGN}{n})" if n > 1 else text, refs
-            )
-            if self.exact and command_parts(line) != (key, *parts):
-                self.exact = False
-        return list(lines.values())
+        lines, rendered = self.lines, []
+        for key, parts in self.entries.items():
+            line = lines.get(key)
+            if line is None:
+                line = lines[key] = _command_line(*parts)
+                if self.exact and command_parts(line) != (key, *parts):
+                    self.exact = False
+            rendered.append(line)
+        return rendered
 
 
+def _command_line(text: str, n: int, refs: Spans) -> str:
+    return with_refs(f"{text} (\N{MULTIPLICATION SIGN}{n})" if n > 1 else text, refs)
+
+
+@functools.lru_cache(maxsize=1 << 15)
 def command_parts(entry: str) -> tuple[str, str, int, Spans]:
     """A command entry read: its command (``merge_commands``' key), its text without the run
-    count and references, its runs and references."""
+    count and references, its runs and references. (Remembered: every compaction reads the
+    commands of the summary it merges into again.)"""
     plain, refs = split_refs(entry)
     text, n = runs(plain)
     return key_of(text) or fold(text), text, n, refs
