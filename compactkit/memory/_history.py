@@ -50,12 +50,15 @@ class SeqMap(MutableMapping[int, V]):
     def get(self, seq: int | None, default: V | None = None) -> V | None:  # type: ignore[override]
         """The value of ``seq``, or ``default`` (a look-up the mapping mixin would do by catching
         ``KeyError``)."""
-        try:
-            index = seq - self._base  # type: ignore[operator]
-        except TypeError:  # not a seq (an item never stored has ``seq=None``): held by none
+        if seq is None:  # an item never stored: held by none
             return default
-        if 0 <= index < len(self._items):
-            item = self._items[index]
+        items = self._items
+        try:
+            index = seq - self._base
+        except TypeError:  # not a seq at all
+            return default
+        if 0 <= index < len(items):
+            item = items[index]
             if item is not None:
                 return item
         return default
@@ -65,6 +68,10 @@ class SeqMap(MutableMapping[int, V]):
 
     def __setitem__(self, seq: int, item: V) -> None:
         items = self._items
+        if seq - self._base == len(items) and items:  # the next seq (every append): O(1)
+            items.append(item)
+            self._size += 1
+            return
         if not items:
             self._base = seq
         index = seq - self._base
