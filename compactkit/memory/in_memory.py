@@ -156,10 +156,8 @@ class InMemoryMemory(BaseMemory):
                 and len(last.items) == len(self._active)
             ):
                 return last
-            snapshot = self._last_snapshot = MemorySnapshot.model_construct(
-                summary=self._summary,
-                items=ItemsView(self._active, len(self._active)),
-                version=self._version,
+            snapshot = self._last_snapshot = _constructed_snapshot(
+                self._summary, ItemsView(self._active, len(self._active)), self._version
             )
             return snapshot
 
@@ -344,6 +342,23 @@ class InMemoryMemory(BaseMemory):
             self._history[seq] = original.model_copy(update={"pinned": pinned})
             self._version += 1
             self._window_version += 1
+
+
+_store = object.__setattr__  # the generic store: a frozen model's own refuses
+_SNAPSHOT_FIELDS = frozenset(MemorySnapshot.model_fields)
+
+
+def _constructed_snapshot(summary: str, items: ItemsView, version: int) -> MemorySnapshot:
+    """``MemorySnapshot.model_construct(summary=, items=, version=)`` without pydantic's generic
+    construction (about 7 µs against 2 µs; a plain-list call reads one snapshot): the same
+    field dict, fields set, no extra and no private state (``MemorySnapshot`` has neither).
+    Held to ``model_construct`` by tests/memory/test_snapshot_reuse.py."""
+    snapshot = object.__new__(MemorySnapshot)
+    _store(snapshot, "__dict__", {"summary": summary, "items": items, "version": version})
+    _store(snapshot, "__pydantic_fields_set__", set(_SNAPSHOT_FIELDS))
+    _store(snapshot, "__pydantic_extra__", None)
+    _store(snapshot, "__pydantic_private__", None)
+    return snapshot
 
 
 def _seq(item: Item) -> int:

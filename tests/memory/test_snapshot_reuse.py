@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from compactkit.compressors import DigestCompressor
 from compactkit.items import FunctionCall, FunctionCallOutput
 from compactkit.items.snapshot import MemorySnapshot
-from compactkit.memory.in_memory import InMemoryMemory
+from compactkit.items.view import ItemsView
+from compactkit.memory.in_memory import InMemoryMemory, _constructed_snapshot
 
 _OPS = st.lists(
     st.sampled_from(["read", "read", "user", "call", "compact", "pin", "restore", "clear"]),
@@ -55,3 +56,21 @@ def test_a_reused_snapshot_holds_what_a_fresh_one_would(ops: list[str]) -> None:
     assert not any(
         isinstance(i, FunctionCallOutput) and i.seq is None for i in memory.snapshot().items
     )
+
+
+@settings(deadline=None, max_examples=100)
+@given(st.text(max_size=20), st.integers(min_value=0, max_value=10**9), st.integers(0, 3))
+def test_a_snapshot_is_built_as_model_construct_builds_it(
+    summary: str, version: int, size: int
+) -> None:
+    items = [FunctionCall(call_id=f"c{k}", name="run", seq=k + 1) for k in range(size)]
+    view = ItemsView(items, size)
+    plain = MemorySnapshot.model_construct(summary=summary, items=view, version=version)
+    fast = _constructed_snapshot(summary, view, version)
+    assert type(fast) is MemorySnapshot
+    assert fast == plain and fast.__dict__ == plain.__dict__
+    assert list(fast.__dict__) == list(plain.__dict__)  # the fields in the model's order
+    assert fast.__pydantic_fields_set__ == plain.__pydantic_fields_set__
+    assert (fast.__pydantic_extra__, fast.__pydantic_private__) == (None, None)
+    assert fast.model_dump() == plain.model_dump()
+    assert fast.model_copy(update={"version": 1}).version == 1
