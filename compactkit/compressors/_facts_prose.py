@@ -92,26 +92,25 @@ def says(pattern: re.Pattern[str], text: str) -> bool:
 def saying(pattern: re.Pattern[str], sentences: list[str]) -> list[str]:
     """The ``sentences`` in which ``pattern`` (as ``says``) is found, in order.
 
-    Read in one pass over the sentences joined by line breaks (one search instead of one per
-    sentence): a phrase holds no line break, so each match lies within one sentence, and a
-    line break reads to the phrase patterns' edges as a sentence's start or end does
+    Read from the sentences joined by line breaks, one search per sentence that says it (each
+    from the start of the sentence after the one found before), instead of one per sentence: a
+    phrase holds no line break, so each match lies within one sentence, and a line break reads
+    to the phrase patterns' edges as a sentence's start or end does
     (tests/compressors/test_digest_reading_fast_paths.py: the sentences ``says`` picks).
     """
     joined = "\n".join(sentences)
     if not joined.isascii():
         return [s for s in sentences if says(pattern, s)]
-    hits = [m.start() for m in _FOLDED[pattern].finditer(joined.lower())]
+    lowered, search = joined.lower(), _FOLDED[pattern].search
     picked: list[str] = []
-    start = hit = 0
-    for sentence in sentences:
-        if hit == len(hits):
-            break
-        end = start + len(sentence)
-        if hits[hit] < end:
-            picked.append(sentence)
-            while hit < len(hits) and hits[hit] < end:
-                hit += 1
-        start = end + 1
+    start = index = 0  # where sentences[index] starts in the joined text
+    while (found := search(lowered, start)) is not None:
+        while found.start() >= start + len(sentences[index]):  # in a later sentence
+            start += len(sentences[index]) + 1
+            index += 1
+        picked.append(sentences[index])  # read on from the next sentence
+        start += len(sentences[index]) + 1
+        index += 1
     return picked
 
 
