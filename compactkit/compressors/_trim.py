@@ -37,7 +37,7 @@ import functools
 import math
 import operator
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import replace
 from itertools import repeat
 from typing import Any, Protocol, TypeVar
@@ -150,6 +150,17 @@ class _State:
         self.quoted = sum(n for name, n in self.live.items() if self._quotes(name))
         self.total = total  # the tokens of ``doc.render()``
         self.budget = total  # what ``fit`` aims at now: steps pause only once within it
+        self.rewritten = False  # whether the rewriting passes (1-3) are done
+
+    def copy(self) -> _State:
+        """This state, to change apart from it, its rewriting passes counted done."""
+        copy = object.__new__(_State)
+        copy.__dict__.update(self.__dict__)
+        copy.entries = {name: list(values) for name, values in self.entries.items()}
+        copy.costs = {name: list(values) for name, values in self.costs.items()}
+        copy.sizes, copy.omitted, copy.live = dict(self.sizes), dict(self.omitted), dict(self.live)
+        copy.rewritten = True
+        return copy
 
     def _add(self, section: str, values: tuple[str, ...], pool: str) -> None:
         self.entries[section] = list(values)
@@ -243,7 +254,10 @@ def _steps(state: _State, budget: int, keep: frozenset[str]) -> Iterator[None]:
     pools = state.pools
     tier_pools = [[p for p in tier if p in pools] for tier in TIERS]
     # 1. context shortened, 2. every fact alone, 3. the references go
-    yield from _reworded(state, tier_pools)
+    if not state.rewritten:
+        paused = yield from _reworded(state, tier_pools)
+        if not paused:  # (the text did not fit on the way: the next trim may start from here)
+            _REWRITTEN[0] = (state.doc, budget, state.counter, state.headings, state.copy())
     if state.total > budget * BAREST:  # 3b. under heavy pressure, barer still
         yield from _rewrite(state, tier_pools, _barer(state))
     # 4. the entries beyond each pool's quota dropped, tier by tier (least important first,
@@ -299,7 +313,7 @@ def _rewrite(
                     yield
 
 
-def _reworded(state: _State, tier_pools: list[list[str]]) -> Iterator[None]:
+def _reworded(state: _State, tier_pools: list[list[str]]) -> Generator[None, None, bool]:
     """``_rewrite`` with ``shorten``, then ``bare``, then ``no_refs``, from entries none of
     which was changed or dropped yet: each entry's three forms are remembered together
     (``_trim_costs.form_chains``), so one look-up per entry finds what the three passes change,
@@ -316,11 +330,14 @@ def _reworded(state: _State, tier_pools: list[list[str]]) -> Iterator[None]:
                     forms = table[key] = form_changes(*key)  # type: ignore[arg-type,index]
                 for step, form in forms:
                     passes[step].append((section, index, form))
+    paused = False
     for changes in passes:
         for section, index, form in changes:
             state.replace(section, index, form)
             if state.total <= state.budget:
+                paused = True
                 yield
+    return paused  # whether the caller was given the chance to stop on the way
 
 
 def _barer(state: _State) -> Callable[[str, str], str]:
@@ -405,7 +422,9 @@ def fit(
     tokens = measure(doc)
     if tokens <= cap_tokens:  # mostly counted while it grew
         return doc
-    state = _State(doc, counter, headings, label, tokens)
+    state = _rewritten(doc, cap_tokens, counter, headings, label)
+    if state is None:
+        state = _State(doc, counter, headings, label, tokens)
     steps = _steps(state, cap_tokens, keep)
     budget = cap_tokens
     for _attempt in range(6):
@@ -429,6 +448,30 @@ def fit(
     if measure(result) > cap_tokens:
         result = replace(result, omitted={})  # type: ignore[type-var,unused-ignore]
     return result
+
+
+# The last trim's state when its rewriting passes were done (none of its steps had paused):
+# ``(doc, cap, counter, headings, state)``. ``DigestCompressor._fit`` trims the same document
+# to the same cap twice (its user words kept, then not), and the passes do not depend on what
+# is kept: the second trim starts where the first one's passes ended.
+_REWRITTEN: list[tuple[Any, int, TokenCounter, Mapping[str, str], _State] | None] = [None]
+
+
+def _rewritten(
+    doc: _Document,
+    cap: int,
+    counter: TokenCounter,
+    headings: Mapping[str, str],
+    label: tuple[str, frozenset[str]],
+) -> _State | None:
+    """A copy of the state ``_REWRITTEN`` holds, when it is this trim's (else ``None``)."""
+    held = _REWRITTEN[0]
+    if held is None or held[0] is not doc or held[1] != cap or held[2] is not counter:
+        return None
+    state = held[4]
+    if held[3] is not headings or (state.label, state.quoting) != label:
+        return None
+    return state.copy()
 
 
 def _rendered_tokens(doc: _Document, counter: TokenCounter) -> int:

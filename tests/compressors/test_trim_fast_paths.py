@@ -94,6 +94,14 @@ def test_a_trim_returns_what_the_plain_trim_returns(
         plain = plain_fit(doc, cap, counter, _HEADINGS, LABEL, keep=keep)
         assert doc.trim_to(cap, counter, keep=keep, measure=measure) == plain
         assert doc.trim_to(cap, counter, keep=keep, measure=measure) == plain  # warm
+        # the same document and cap again, with the other pools kept (as DigestCompressor._fit
+        # trims twice): from where the passes of the trim before ended
+        other = frozenset({"goal", "constraints"}) - keep
+        plain = plain_fit(doc, cap, counter, _HEADINGS, LABEL, keep=other)
+        assert doc.trim_to(cap, counter, keep=other, measure=measure) == plain
+        assert doc.trim_to(cap + 1, counter, keep=other, measure=measure) == plain_fit(
+            doc, cap + 1, counter, _HEADINGS, LABEL, keep=other
+        )
 
 
 @PROPERTY
@@ -142,3 +150,4 @@ def test_a_long_summary_trims_as_the_plain_trim_does() -> None:
             cap = int(full * share)
             plain = plain_fit(doc, cap, COUNTER, _HEADINGS, LABEL, keep=keep)
             assert doc.trim_to(cap, COUNTER, keep=keep, measure=SummarySizer(COUNTER)) == plain
+            assert doc.trim_to(cap, COUNTER, keep=keep) == plain  # from where the passes ended
