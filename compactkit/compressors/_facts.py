@@ -180,10 +180,13 @@ def _other_breaks(text: str) -> bool:
     return not text.isascii() and any(char in text for char in _OTHER_BREAKS_NON_ASCII)
 
 
-def _hinted_lines(text: str, first: int = 0) -> list[str]:
+_FEW_LINES = 16
+
+
+def _hinted_lines(text: str, first: int = 0, few: int = _FEW_LINES) -> list[str]:
     """The lines of ``text`` that ``_read_errors`` may take an error from: those that hold a
     hint, and every line of a traceback (from its header to the line that ends it); ``first``:
-    where its first hint is, if known.
+    where its first hint is, if known. A text of fewer than ``few`` lines: all of them.
 
     Where a tool prints many lines (a file's contents, a listing) and a few errors, only those
     few lines are read, each found by one scan of the text for the hints (C speed), instead of
@@ -192,21 +195,20 @@ def _hinted_lines(text: str, first: int = 0) -> list[str]:
     whitespace the reading strips); a text with another line break ``splitlines`` knows is
     split as it splits it.
     """
-    if _other_breaks(text):
-        return text.splitlines()
+    if text.count("\n") < few or _other_breaks(text):
+        return text.splitlines()  # (a few lines are read faster than searched)
     lines: list[str] = []
-    done = 0  # where the first line not read yet starts
-    for hint in _LINE_HINT.finditer(text, first):
+    # From each hint on to the end of its line, then the next hint from the next line on (a
+    # line full of error words is searched once)
+    while (hint := _LINE_HINT.search(text, first)) is not None:
         at = hint.start()
-        if at < done:
-            continue  # a line already read
         start = text.rfind("\n", 0, at) + 1
         end = text.find("\n", at)
         end = len(text) if end < 0 else end
         lines.append(text[start:end])
-        done = end + 1
+        first = end + 1
         if lines[-1].strip().startswith(_TRACEBACK):
-            done = _traceback_lines(text, done, lines)
+            first = _traceback_lines(text, first, lines)
     return lines
 
 

@@ -205,7 +205,7 @@ TRACEBACK_LINES = [
 
 @settings(deadline=None, max_examples=600)
 @given(
-    st.lists(st.one_of(st.sampled_from(TRACEBACK_LINES), line), max_size=14),
+    st.lists(st.one_of(st.sampled_from(TRACEBACK_LINES), line), max_size=24),
     st.sampled_from(["\n", "\r\n", "\r", "\n\r\n", "\x1e"]),
     st.booleans(),
 )
@@ -214,3 +214,5 @@ def test_reading_only_hinted_lines_and_tracebacks_finds_the_same_errors(
 ) -> None:
     text = newline.join(lines) + (newline if trailing else "")
     assert facts.error_lines(text) == facts._scan_errors(text)
+    # however few its lines (a text of fewer than ``_FEW_LINES`` is read whole)
+    assert facts._read_errors(facts._hinted_lines(text, few=0)) == facts._scan_errors(text)
