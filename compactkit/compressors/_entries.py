@@ -119,10 +119,10 @@ def merge_keyed(existing: list[str], new: Iterable[str]) -> list[str]:
 
 def merge_keyed_into(entries: dict[str, str], new: Iterable[str]) -> None:
     """``merge_keyed`` into ``entries`` (each entry by its key, in the section's order)."""
-    # The entries this call wrote that read back as written (no references, details that
-    # ``add_details`` leaves as they are), by key: their head and details. An entry that only
-    # counts the last detail again (a file edited once more, an id seen again) adds to its
-    # count, the rest unread (``_counted_again``).
+    # The entries this call wrote that read back as written (no references, no last detail
+    # ending like references, details that ``add_details`` leaves as they are), by key: their
+    # head and details. An entry that only counts the last detail again (a file edited once
+    # more, an id seen again) adds to its count, the rest unread (``_counted_again``).
     written: dict[str, tuple[str, list[str]]] = {}
     for entry in new:
         key = entry_key(entry)
@@ -145,7 +145,12 @@ def merge_keyed_into(entries: dict[str, str], new: Iterable[str]) -> None:
         if changed:
             del entries[key]
             entries[key] = with_refs(join_details(head, details), refs)
-            if not refs and details and add_details(details, ())[0] == details:
+            if (
+                not refs
+                and details
+                and not details[-1].endswith("]")
+                and add_details(details, ())[0] == details
+            ):
                 written[key] = (head, details)
         elif refs != old_refs:
             entries[key] = with_refs(old_text, refs)

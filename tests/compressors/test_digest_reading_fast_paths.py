@@ -306,6 +306,8 @@ def test_keyed_entries_counted_again_merge_as_merging_each_one(
         ["`a` — b", "`a` — 2 earlier omitted", "`a` — c", "`a` — c"],
         ["`a` — " + "; ".join("bcdefgh"), "`a` — h", "`a` — h", "`a` — i", "`a` — i"],
         ["`a` — b [#2]", "`a` — b", "`a` — b"],
+        # a last detail that ends like references ("url [#4]") reads back as a reference
+        ["`a`", "`a` — url [#4]; ", "`a` — url [#4]; "],
     ],
 )
 def test_each_written_entry_counted_again_is_what_merging_it_writes(new: list[str]) -> None:
