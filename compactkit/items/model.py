@@ -328,16 +328,24 @@ def with_field(item: _ItemT, name: str, value: Any) -> _ItemT:
     ``model_copy``."""
     if item.__pydantic_extra__ is not None or item.__pydantic_private__ is not None:
         return item.model_copy(update={name: value})
-    copied = object.__new__(type(item))
-    store = object.__setattr__  # the generic store: BaseModel's own refuses (frozen)
-    store(copied, "__dict__", {**item.__dict__, name: value})
     fields = item.__pydantic_fields_set__
     if name not in fields or not item.model_config.get("frozen"):
         fields = fields | {name}
     # else the copy shares the item's set (216 bytes a copy: a masked output's placeholder is
     # kept for the session): a frozen model's set is never changed in place (pydantic only
     # adds to the set of a model being assigned to, refused, or of a copy it has just made)
-    store(copied, "__pydantic_fields_set__", fields)
-    store(copied, "__pydantic_extra__", None)
-    store(copied, "__pydantic_private__", None)
-    return copied
+    return constructed(type(item), {**item.__dict__, name: value}, fields)
+
+
+def constructed(cls: type[_ItemT], values: dict[str, Any], fields_set: set[str]) -> _ItemT:
+    """A ``cls`` holding ``values`` as its field dict and ``fields_set`` as its fields set, with
+    no extras and no private state: what ``model_construct`` builds, without pydantic's generic
+    construction (several times dearer on a hot path). Nothing is validated: for models that
+    forbid extras and hold no private state, given values of their fields' types."""
+    built = object.__new__(cls)
+    store = object.__setattr__  # the generic store: a frozen model's own refuses
+    store(built, "__dict__", values)
+    store(built, "__pydantic_fields_set__", fields_set)
+    store(built, "__pydantic_extra__", None)
+    store(built, "__pydantic_private__", None)
+    return built
