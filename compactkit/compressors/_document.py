@@ -26,7 +26,6 @@ import functools
 import threading
 
 from compactkit.compressors import _entries
-from compactkit.compressors._refs import split_refs
 from compactkit.compressors.sections import (
     _ALIASES,
     _TRIM_NOTE,
@@ -171,12 +170,8 @@ def _line_safe(entry: str) -> bool:
 def _command_key(entry: str) -> str | None:
     """The command a commands entry is merged on, when merging the entry into nothing returns
     it unchanged (else ``None``)."""
-    merged = _entries.merge_commands([], [entry])
-    if merged != [entry]:
-        return None
-    plain = split_refs(entry)[0]
-    text = _entries.runs(plain)[0]
-    return _entries.key_of(text) or _entries.fold(text)
+    key, text, runs, refs = _entries.command_parts(entry)
+    return key if _entries.command_line(text, runs, refs) == entry else None
 
 
 def _heading_reads_back(heading: str) -> bool:

@@ -244,7 +244,7 @@ class Commands:
                 lines.pop(key, None)
             else:
                 entries[key] = (text, n, refs)
-                if _command_line(text, n, refs) == entry:  # reads back as read: no check
+                if command_line(text, n, refs) == entry:  # reads back as read: no check
                     lines[key] = entry
 
     def render(self) -> list[str]:
@@ -253,14 +253,14 @@ class Commands:
         for key, parts in self.entries.items():
             line = lines.get(key)
             if line is None:
-                line = lines[key] = _command_line(*parts)
+                line = lines[key] = command_line(*parts)
                 if self.exact and command_parts(line) != (key, *parts):
                     self.exact = False
             rendered.append(line)
         return rendered
 
 
-def _command_line(text: str, n: int, refs: Spans) -> str:
+def command_line(text: str, n: int, refs: Spans) -> str:
     return with_refs(f"{text} (\N{MULTIPLICATION SIGN}{n})" if n > 1 else text, refs)
 
 

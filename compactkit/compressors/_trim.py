@@ -286,7 +286,7 @@ def _drop_weighted(
 ) -> Iterator[None]:
     """Drop entries — superseded values first, then the least important entry of the pool
     whose tokens are largest for its weight — until the caller stops."""
-    sizes = {pool: state.sizes[pool] for pool in weights}
+    sizes = state.sizes  # (kept by state.drop)
     while True:
         live = [p for p in weights if len(queues[p]) > quotas[p]]
         if not live:
@@ -295,7 +295,6 @@ def _drop_weighted(
         section, index = queues[pool].pop()
         if state.entries[section][index] is None:
             continue
-        sizes[pool] -= state.costs[section][index]
         state.drop(section, index)
         yield
 
@@ -471,6 +470,7 @@ def _rewritten(
     state = held[4]
     if held[3] is not headings or (state.label, state.quoting) != label:
         return None
+    _REWRITTEN[0] = None  # used once (the second trim): the process holds no summary for long
     return state.copy()
 
 

@@ -137,21 +137,25 @@ def line_break_joins(text: str) -> str | None:
 def from_line(counter: TokenCounter, entry: str, line: int) -> int | None:
     """``entry_cost(counter, entry)`` from ``line``, the tokens of ``bullet(entry) + "\\n"``
     under ``counter`` (a ``LINE_ADDITIVE`` encoding's); ``None`` when not sure."""
-    tail = None if "\r" in entry else line_break_joins(bullet(entry))
-    if tail is None:
-        return None
-    count = counter.count_text
-    return line - count(tail + "\n") + count(tail) + 1
+    joined = _line_break_tokens(counter, entry)
+    return None if joined is None else line - joined + 1
 
 
 def to_line(counter: TokenCounter, entry: str, cost: int) -> int | None:
     """The tokens of ``bullet(entry) + "\\n"`` from ``cost``, ``entry_cost(counter, entry)``
     (the inverse of ``from_line``); ``None`` when not sure."""
+    joined = _line_break_tokens(counter, entry)
+    return None if joined is None else cost - 1 + joined
+
+
+def _line_break_tokens(counter: TokenCounter, entry: str) -> int | None:
+    """What appending a line break to ``bullet(entry)`` adds to its tokens (only the piece it
+    joins changes: ``line_break_joins``); ``None`` when not sure."""
     tail = None if "\r" in entry else line_break_joins(bullet(entry))
     if tail is None:
         return None
     count = counter.count_text
-    return cost - 1 - count(tail) + count(tail + "\n")
+    return count(tail + "\n") - count(tail)
 
 
 def known_cost(counter: TokenCounter, entry: str) -> int | None:
