@@ -9,15 +9,11 @@ from collections.abc import Mapping, Sequence
 
 from compactkit.errors import ConfigError
 from compactkit.items import (
-    FunctionCall,
-    FunctionCallOutput,
-    Message,
-    ProviderCompaction,
-    Reasoning,
+    ITEM_CLASSES,
     Tool,
 )
 
-ITEM_TYPES = (Message, FunctionCall, FunctionCallOutput, Reasoning, ProviderCompaction)
+ITEM_TYPES = ITEM_CLASSES
 
 
 def check_item(item: object) -> None:

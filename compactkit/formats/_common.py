@@ -16,6 +16,7 @@ from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
 from compactkit.errors import ConfigError, FormatError
 from compactkit.items import (
+    ITEM_CLASSES,
     ContentPart,
     FunctionCall,
     FunctionCallOutput,
@@ -234,15 +235,12 @@ def wire_list(value: Any, caller: str, what: str, hint: str = "") -> list[Any]:
         ) from None
 
 
-_ITEM_TYPES = (Message, FunctionCall, FunctionCallOutput, Reasoning, ProviderCompaction)
-
-
 def item_list(value: Any, caller: str) -> list[Item]:
     """``value`` as a list of items; a ``FormatError`` naming ``caller`` and the fix otherwise."""
     hint = "; convert wire messages first (chat_to_items, responses_to_items, anthropic_to_items)"
     items = wire_list(value, caller, "compactkit items", hint)
     for index, item in enumerate(items):
-        if not isinstance(item, _ITEM_TYPES):
+        if not isinstance(item, ITEM_CLASSES):
             raise FormatError(
                 f"{caller}: entry {index} is a {type(item).__name__}, not a compactkit item{hint}"
             )

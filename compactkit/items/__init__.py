@@ -7,6 +7,7 @@ from compactkit but ``errors``; every other layer builds on it.
 
 from compactkit.items.groups import Group, group_items
 from compactkit.items.model import (
+    ITEM_CLASSES,
     ITEMS_ADAPTER,
     ContentPart,
     FunctionCall,
@@ -46,6 +47,7 @@ from compactkit.items.view import ItemsChain, ItemsView
 __all__ = [
     "DEFAULT_SUMMARY_ROLE",
     "ITEMS_ADAPTER",
+    "ITEM_CLASSES",
     "SUMMARY_FRAME",
     "SUMMARY_KEY_ENV",
     "SUMMARY_NAME",

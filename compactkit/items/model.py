@@ -24,6 +24,7 @@ from compactkit.errors import ConfigError, FormatError
 
 __all__ = [
     "ITEMS_ADAPTER",
+    "ITEM_CLASSES",
     "ContentPart",
     "FunctionCall",
     "FunctionCallOutput",
@@ -250,6 +251,15 @@ Item: TypeAlias = Annotated[
 ]
 """One entry of a conversation: a message, a tool call, its output, a reasoning item, or a
 provider's compaction."""
+
+ITEM_CLASSES = (
+    Message,
+    FunctionCall,
+    FunctionCallOutput,
+    Reasoning,
+    ProviderCompaction,
+)
+"""The classes of ``Item``'s union, in its order (for ``isinstance`` checks and per-class tables)."""
 
 ITEMS_ADAPTER: TypeAdapter[list[Item]] = TypeAdapter(list[Item])
 """The one serialiser for item lists (``validate_python``/``dump_python``/``…_json``)."""

@@ -28,12 +28,9 @@ from pydantic import (
 
 from compactkit.errors import ConfigError
 from compactkit.items.model import (
-    FunctionCall,
-    FunctionCallOutput,
+    ITEM_CLASSES,
     Item,
     Message,
-    ProviderCompaction,
-    Reasoning,
     TextPart,
 )
 from compactkit.items.view import ItemsView
@@ -226,9 +223,7 @@ class MemorySnapshot(BaseModel):
         rest: list[Item] = []
         at_head = True  # only instructions (and summaries) so far: the summary's own position
         for item in items:
-            if not isinstance(
-                item, (Message, FunctionCall, FunctionCallOutput, Reasoning, ProviderCompaction)
-            ):
+            if not isinstance(item, ITEM_CLASSES):
                 raise ConfigError(
                     f"MemorySnapshot.from_items takes items, got {type(item).__name__}; "
                     "convert wire messages first (chat_to_items, responses_to_items, …)"
@@ -374,8 +369,7 @@ class CompactResult(BaseModel):
 
 # The tag each item model's instances carry in their ``type`` field (the union's discriminator).
 _ITEM_TAGS: Final[dict[type, object]] = {
-    model: model.model_fields["type"].default
-    for model in (Message, FunctionCall, FunctionCallOutput, Reasoning, ProviderCompaction)
+    model: model.model_fields["type"].default for model in ITEM_CLASSES
 }
 _type_of = attrgetter("type")
 

@@ -21,6 +21,7 @@ from compactkit.formats.anthropic import anthropic_to_items
 from compactkit.formats.chat import chat_to_items
 from compactkit.formats.responses import responses_to_items
 from compactkit.items import (
+    ITEM_CLASSES,
     ITEMS_ADAPTER,
     ContentPart,
     FunctionCall,
@@ -54,8 +55,7 @@ _FROM_FORMAT = {
 _ItemT = TypeVar(
     "_ItemT", bound="Message | FunctionCall | FunctionCallOutput | Reasoning | ProviderCompaction"
 )
-_ITEM_TYPES = (Message, FunctionCall, FunctionCallOutput, Reasoning, ProviderCompaction)
-_EXACT_ITEM_TYPES = frozenset(_ITEM_TYPES)
+_EXACT_ITEM_TYPES = frozenset(ITEM_CLASSES)
 _PART_TYPES = (TextPart, ImagePart, RawPart)
 
 
@@ -80,7 +80,7 @@ def output_items(values: Iterable[object]) -> list[Item]:
         raise ConfigError(
             f"add_output_items takes a list of items or chat messages, got {type(values).__name__}"
         )
-    if isinstance(values, (Mapping, str, *_ITEM_TYPES)) or is_sdk_object(values):
+    if isinstance(values, (Mapping, str, *ITEM_CLASSES)) or is_sdk_object(values):
         raise ConfigError(
             f"add_output_items takes a list of items or chat messages, got one "
             f"{type(values).__name__}; wrap it in a list"
@@ -102,7 +102,7 @@ def _converted_outputs(values: Iterable[object]) -> list[Item]:
                 items.extend(_checked(i) for i in _FROM_FORMAT[format]([value]))
             except FormatError as exc:
                 raise ConfigError(f"output item {index} ({format} SDK object): {exc}") from exc
-        elif isinstance(value, _ITEM_TYPES):
+        elif isinstance(value, ITEM_CLASSES):
             items.append(_checked(value))
         elif (
             isinstance(value, Mapping)

@@ -29,13 +29,9 @@ import time
 from typing import Any
 
 from compactkit.items import (
+    ITEM_CLASSES,
     ITEMS_ADAPTER,
-    FunctionCall,
-    FunctionCallOutput,
     Item,
-    Message,
-    ProviderCompaction,
-    Reasoning,
 )
 
 __all__ = ["ENCODER", "append_patch", "items_json", "iso_of_ns", "utc_now_iso"]
@@ -44,10 +40,7 @@ ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 """``json.dumps(..., ensure_ascii=False, separators=(",", ":"))`` without building an encoder
 per call: how every patch is written."""
 
-_SERIALIZERS = {
-    kind: kind.__pydantic_serializer__
-    for kind in (Message, FunctionCall, FunctionCallOutput, Reasoning, ProviderCompaction)
-}
+_SERIALIZERS = {kind: kind.__pydantic_serializer__ for kind in ITEM_CLASSES}
 """Each item class's own serializer: the one ``ITEMS_ADAPTER``'s union serializer uses for it."""
 
 _second: list[tuple[int, str]] = [(-1, "")]
