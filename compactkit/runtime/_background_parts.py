@@ -1,9 +1,11 @@
-"""What a background step hands its worker threads, and the events a finished job reports."""
+"""What a background step hands its worker threads, and what a finished job reports: its events and
+the counts of ``BackgroundStats``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from compactkit.budget.profiles import ProfileRegistry
 from compactkit.governance.cost import compaction_cost
@@ -14,7 +16,34 @@ from compactkit.runtime._jobs import Job
 from compactkit.runtime.events import BackgroundCompactionEvent, CompactionEvent
 from compactkit.runtime.scheduling import GovernedStep, Instructions, StepPlan, StepSeam
 
-__all__ = ["StepArgs", "applied_events", "discarded_event"]
+__all__ = ["BackgroundStats", "Status", "StepArgs", "applied_events", "discarded_event"]
+
+Status = Literal["started", "applied", "discarded", "unchanged", "failed", "cancelled", "skipped"]
+
+
+@dataclass
+class BackgroundStats:
+    """Counts of what background compaction did (one ``BackgroundCompaction``, all memories)."""
+
+    started: int = 0
+    """Background compactions started."""
+    applied: int = 0
+    """Results applied to the memory."""
+    discarded: int = 0
+    """Results refused because the memory no longer held the span they folded."""
+    unchanged: int = 0
+    """Results that changed nothing (nothing was foldable)."""
+    failed: int = 0
+    """Compressors that failed or raised in the background."""
+    cancelled: int = 0
+    """Compactions stopped by ``cancel`` or ``close``."""
+    skipped: int = 0
+    """Compactions not run because another compactor held the session's compaction lease
+    (``compactkit.memory.lease``): no compressor call was made."""
+    hard_waits: int = 0
+    """Steps that reached the hard threshold and waited for a running compaction."""
+    waited_s: float = 0.0
+    """Total time those steps waited."""
 
 
 @dataclass(frozen=True)

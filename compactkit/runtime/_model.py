@@ -43,7 +43,7 @@ from compactkit.runtime.result import Usage
 if TYPE_CHECKING:
     import openai
 
-__all__ = ["Api", "Client", "ModelCaller", "ModelReply"]
+__all__ = ["Api", "Client", "ModelCaller", "ModelReply", "renamed_calls"]
 
 Api: TypeAlias = Literal["chat", "responses"]
 Client: TypeAlias = "openai.OpenAI | openai.AsyncOpenAI"
@@ -346,6 +346,19 @@ class ModelCaller:
             raise ModelError(
                 f"{self.model!r} returned a reply compactkit cannot read: {exc}"
             ) from exc
+
+
+def renamed_calls(items: Sequence[Item], step: int) -> list[Item]:
+    """A reply's items with its calls' ids made unique (``tool_step_<step>_<n>``), for a server
+    that reuses call ids ("call_0" every turn) the memory already holds."""
+    out: list[Item] = []
+    index = 0
+    for item in items:
+        if isinstance(item, FunctionCall):
+            item = item.model_copy(update={"call_id": f"tool_step_{step}_{index}"})
+            index += 1
+        out.append(item)
+    return out
 
 
 def _build(kind: type[Any]) -> Any:

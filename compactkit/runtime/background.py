@@ -36,8 +36,7 @@ import threading
 import time
 import weakref
 from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from compactkit.compressors.base import CompressorLike
 from compactkit.compressors.function import as_memory_compressor
@@ -46,7 +45,13 @@ from compactkit.governance.policy import CompactPolicy
 from compactkit.items import Tool
 from compactkit.items.snapshot import CompactResult
 from compactkit.memory.base import AgentMemory
-from compactkit.runtime._background_parts import StepArgs, applied_events, discarded_event
+from compactkit.runtime._background_parts import (
+    BackgroundStats,
+    Status,
+    StepArgs,
+    applied_events,
+    discarded_event,
+)
 from compactkit.runtime._compaction import _safe_acompress, _safe_compress
 from compactkit.runtime._jobs import (
     CompactionBusy,
@@ -71,33 +76,6 @@ from compactkit.runtime.scheduling import (
 )
 
 __all__ = ["BackgroundCompaction", "BackgroundStats"]
-
-Status = Literal["started", "applied", "discarded", "unchanged", "failed", "cancelled", "skipped"]
-
-
-@dataclass
-class BackgroundStats:
-    """Counts of what background compaction did (one ``BackgroundCompaction``, all memories)."""
-
-    started: int = 0
-    """Background compactions started."""
-    applied: int = 0
-    """Results applied to the memory."""
-    discarded: int = 0
-    """Results refused because the memory no longer held the span they folded."""
-    unchanged: int = 0
-    """Results that changed nothing (nothing was foldable)."""
-    failed: int = 0
-    """Compressors that failed or raised in the background."""
-    cancelled: int = 0
-    """Compactions stopped by ``cancel`` or ``close``."""
-    skipped: int = 0
-    """Compactions not run because another compactor held the session's compaction lease
-    (``compactkit.memory.lease``): no compressor call was made."""
-    hard_waits: int = 0
-    """Steps that reached the hard threshold and waited for a running compaction."""
-    waited_s: float = 0.0
-    """Total time those steps waited."""
 
 
 class BackgroundCompaction:

@@ -40,7 +40,7 @@ from compactkit.errors import (
 from compactkit.items import ContentPart, FunctionCall, FunctionCallOutput, Item, Message
 from compactkit.items.snapshot import CompactResult
 from compactkit.memory import AgentMemory
-from compactkit.runtime._model import ModelReply
+from compactkit.runtime._model import ModelReply, renamed_calls
 from compactkit.runtime._run import AgentLike, RunState, exclusive, leased
 from compactkit.runtime._wire import WireCache
 from compactkit.runtime.events import (
@@ -51,18 +51,13 @@ from compactkit.runtime.events import (
 )
 from compactkit.runtime.governor import GovernedStep
 from compactkit.runtime.result import RunResult, StepRecord
-from compactkit.runtime.tools import ToolOutcome, arun_call, run_call
+from compactkit.runtime.tools import ToolOutcome, arun_call, interrupted, run_call
 from compactkit.sessions import AgentSession
 
 __all__ = ["RunnableSession"]
 
 UserInput: TypeAlias = str | Message | Sequence[ContentPart]
 """A user turn: text, a ``Message`` or content parts."""
-
-INTERRUPTED = (
-    "Error: this call was interrupted before it returned (the session stopped between the call "
-    "and its output); its effect is unknown. Call the tool again if you still need its result."
-)
 
 
 class RunnableSession(AgentSession):
@@ -218,7 +213,7 @@ class RunnableSession(AgentSession):
         run = RunState(self, self._agent)
         pending = await asyncio.to_thread(self._pending)
         reruns = await asyncio.gather(
-            *(_maybe(arun_call(c, self._tools, agent.tool_timeout), r) for c, r in pending)
+            *(arun_call(c, self._tools, agent.tool_timeout) if r else _none() for c, r in pending)
         )
         await asyncio.to_thread(self._settle, run, list(reruns))
         await asyncio.to_thread(self._start, input)
@@ -297,7 +292,7 @@ class RunnableSession(AgentSession):
         pending = self._pending()
         for (call, rerun), outcome in zip(pending, reruns, strict=True):
             if outcome is None:
-                outcome = ToolOutcome(call.call_id, call.name, INTERRUPTED, is_error=True)
+                outcome = interrupted(call)
             self.memory.add_tool_output(
                 call.call_id, outcome.output, name=call.name, is_error=outcome.is_error
             )
@@ -407,7 +402,7 @@ class RunnableSession(AgentSession):
         except ConfigError as exc:
             if "already" not in str(exc):
                 raise
-            items = _renamed(items, number)  # a server that reuses ids ("call_0" every turn)
+            items = renamed_calls(items, number)  # a server that reuses ids ("call_0" every turn)
             self.memory.add_output_items(items)
         self.step = number
         calls = tuple(item for item in items if isinstance(item, FunctionCall))
@@ -484,20 +479,6 @@ class RunnableSession(AgentSession):
         )
 
 
-async def _maybe(awaitable: Any, run_it: bool) -> ToolOutcome | None:
-    if not run_it:
-        awaitable.close()
-        return None
-    result: ToolOutcome = await awaitable
-    return result
-
-
-def _renamed(items: Sequence[Item], number: int) -> list[Item]:
-    out: list[Item] = []
-    index = 0
-    for item in items:
-        if isinstance(item, FunctionCall):
-            item = item.model_copy(update={"call_id": f"tool_step_{number}_{index}"})
-            index += 1
-        out.append(item)
-    return out
+async def _none() -> None:
+    """A pending call that is not re-run: reported as interrupted by ``_settle``."""
+    return None

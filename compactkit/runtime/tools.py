@@ -27,7 +27,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from compactkit.errors import ConfigError
 from compactkit.items import FunctionCall, Tool
 
-__all__ = ["FunctionTool", "ToolOutcome", "tool"]
+__all__ = ["FunctionTool", "ToolOutcome", "interrupted", "tool"]
+
+INTERRUPTED = (
+    "Error: this call was interrupted before it returned (the session stopped between the call "
+    "and its output); its effect is unknown. Call the tool again if you still need its result."
+)
 
 _SECTION = re.compile(
     r"^\s*(Args|Arguments|Parameters|Returns|Yields|Raises|Example|Examples|Note|Notes):\s*$"
@@ -252,6 +257,11 @@ async def arun_call(
     except Exception as exc:
         return _error(call, f"the tool {call.name!r} raised {type(exc).__name__}: {exc}", started)
     return _success(call, value, started)
+
+
+def interrupted(call: FunctionCall) -> ToolOutcome:
+    """The error output of a call a crash left without output and that is not re-run."""
+    return ToolOutcome(call.call_id, call.name, INTERRUPTED, is_error=True)
 
 
 async def _awaited(awaitable: Awaitable[Any], timeout: float | None) -> Any:
