@@ -17,7 +17,8 @@ checks the token (or, without a lease, that no live run holds the session) and t
 before it writes anything — a whole state, or a patch appended to the journal when the base and
 revision it extends are still the stored ones (else it answers ``rebase`` and writes nothing),
 and, for a run's last save, gives the lease back in the same script once the state is written.
-``RedisMemory`` checks the same token inside its own transactions.
+``RedisMemory`` checks the same token inside its own transactions, and takes and gives back its
+compaction lease (``compactkit.memory.lease``) by ``TAKE_COMPACTION`` and ``RELEASE_COMPACTION``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ from compactkit.sessions.lease import SessionLease
 __all__ = [
     "ACQUIRE",
     "RELEASE",
+    "RELEASE_COMPACTION",
     "SAVE",
+    "TAKE_COMPACTION",
     "busy_error",
     "lease_keys",
     "lease_scope",
@@ -97,6 +100,22 @@ end
 redis.call('ZADD', KEYS[2], ARGV[6], ARGV[7])
 if ARGV[1] ~= '' and ARGV[2] == '' then redis.call('DEL', KEYS[3]) end
 return revision + 1
+"""
+
+
+# The compaction lease in one step on the server: take it when free or already ours (and renew
+# it), else report the holder. The server's clock expires it (PX), so no client clock matters.
+TAKE_COMPACTION = """
+local current = redis.call('GET', KEYS[1])
+if (not current) or current == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return ARGV[1]
+end
+return current
+"""
+RELEASE_COMPACTION = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
 """
 
 

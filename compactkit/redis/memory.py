@@ -58,25 +58,16 @@ from compactkit.redis._keys import (
     require_ttl,
     session_tag,
 )
-from compactkit.redis._lease import lease_keys, lease_scope, lost_error
+from compactkit.redis._lease import (
+    RELEASE_COMPACTION,
+    TAKE_COMPACTION,
+    lease_keys,
+    lease_scope,
+    lost_error,
+)
 from compactkit.sessions.lease import DEFAULT_TTL, SessionLease, wait_steps
 
 __all__ = ["RedisMemory"]
-
-# The compaction lease in one step on the server: take it when free or already ours (and renew
-# it), else report the holder. The server's clock expires it (PX), so no client clock matters.
-_TAKE_COMPACTION = """
-local current = redis.call('GET', KEYS[1])
-if (not current) or current == ARGV[1] then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return ARGV[1]
-end
-return current
-"""
-_RELEASE_COMPACTION = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
 
 _META = ("version", "window", "next_seq")
 
@@ -204,7 +195,7 @@ class RedisMemory(BaseMemory):
         pauses = iter(wait_steps(self.compaction_wait))
         while True:
             with self._storage("lease the compaction of"):
-                current = self._client.eval(_TAKE_COMPACTION, 1, self._compaction, holder, ttl_ms)
+                current = self._client.eval(TAKE_COMPACTION, 1, self._compaction, holder, ttl_ms)
             pause = next(pauses, None)
             if current.decode() == holder or pause is None:
                 return str(current.decode())
@@ -213,7 +204,7 @@ class RedisMemory(BaseMemory):
     def release_compaction(self, holder: str) -> None:
         """Give the compaction lease back, if ``holder`` still holds it."""
         with self._storage("release the compaction lease of"):
-            self._client.eval(_RELEASE_COMPACTION, 1, self._compaction, holder)
+            self._client.eval(RELEASE_COMPACTION, 1, self._compaction, holder)
 
     # -- storage ------------------------------------------------------------------------------
 
