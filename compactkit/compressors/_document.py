@@ -26,19 +26,19 @@ import functools
 import threading
 
 from compactkit.compressors import _entries
-from compactkit.compressors.sections import (
-    _ALIASES,
-    _TRIM_NOTE,
+from compactkit.compressors._summary_format import (
+    ALIASES,
     NOTES_HEADING,
     QUOTED_NOTE,
     REFS_NOTE,
     SECTIONS,
+    TRIM_NOTE,
     SectionKey,
-    SummaryDocument,
-    _normalise_heading,
     clean_entry,
     merge_rule,
+    normalise_heading,
 )
+from compactkit.compressors.sections import SummaryDocument
 
 __all__ = ["as_parsed", "parsed", "remember"]
 
@@ -47,7 +47,7 @@ _lock = threading.Lock()
 _documents: dict[str, SummaryDocument] = {}  # rendered text -> what parse returns for it
 _KEYS: dict[str, SectionKey] = {spec.key: spec.key for spec in SECTIONS}
 # Every known heading, rendered, reads back as its own section (else nothing is remembered).
-_HEADINGS_READ_BACK = all(_ALIASES.get(_normalise_heading(s.heading)) == s.key for s in SECTIONS)
+_HEADINGS_READ_BACK = all(ALIASES.get(normalise_heading(s.heading)) == s.key for s in SECTIONS)
 
 
 def parsed(text: str) -> SummaryDocument:
@@ -161,7 +161,7 @@ def _line_safe(entry: str) -> bool:
         stripped = line.strip()
         if stripped in (QUOTED_NOTE, REFS_NOTE):
             return False
-        if stripped[0] in "_N" and _TRIM_NOTE.match(stripped):
+        if stripped[0] in "_N" and TRIM_NOTE.match(stripped):
             return False
     return True
 
@@ -181,5 +181,5 @@ def _heading_reads_back(heading: str) -> bool:
         and heading == heading.strip()
         and not heading.startswith("#")
         and heading.splitlines() == [heading]
-        and _ALIASES.get(_normalise_heading(heading)) is None
+        and ALIASES.get(normalise_heading(heading)) is None
     )

@@ -14,13 +14,13 @@ from compactkit.budget import TiktokenCounter
 from compactkit.budget.tokens import EstimateCounter
 from compactkit.compressors import SummaryDocument
 from compactkit.compressors._forms import EXTRA, LATER, SUPERSEDED
+from compactkit.compressors._summary_format import HEADINGS, QUOTED_NOTE, QUOTING
 from compactkit.compressors._trim_costs import FORMS, form_changes
 from compactkit.compressors.digest._sizer import SummarySizer
-from compactkit.compressors.sections import _HEADINGS, _QUOTING, QUOTED_NOTE
 
 COUNTER = TiktokenCounter("o200k_base")
 PROPERTY = settings(deadline=None, max_examples=80, suppress_health_check=[HealthCheck.too_slow])
-LABEL = (QUOTED_NOTE, _QUOTING)
+LABEL = (QUOTED_NOTE, QUOTING)
 KEYS = [
     "goal",
     "constraints",
@@ -91,16 +91,16 @@ def test_a_trim_returns_what_the_plain_trim_returns(
     for counter in (COUNTER, EstimateCounter()):
         cap = max(1, int(counter.count_text(doc.render()) * share))
         measure = SummarySizer(counter) if sized else None
-        plain = plain_fit(doc, cap, counter, _HEADINGS, LABEL, keep=keep)
+        plain = plain_fit(doc, cap, counter, HEADINGS, LABEL, keep=keep)
         assert doc.trim_to(cap, counter, keep=keep, measure=measure) == plain
         assert doc.trim_to(cap, counter, keep=keep, measure=measure) == plain  # warm
         # the same document and cap again, with the other pools kept (as DigestCompressor._fit
         # trims twice): from where the passes of the trim before ended
         other = frozenset({"goal", "constraints"}) - keep
-        plain = plain_fit(doc, cap, counter, _HEADINGS, LABEL, keep=other)
+        plain = plain_fit(doc, cap, counter, HEADINGS, LABEL, keep=other)
         assert doc.trim_to(cap, counter, keep=other, measure=measure) == plain
         assert doc.trim_to(cap + 1, counter, keep=other, measure=measure) == plain_fit(
-            doc, cap + 1, counter, _HEADINGS, LABEL, keep=other
+            doc, cap + 1, counter, HEADINGS, LABEL, keep=other
         )
 
 
@@ -148,6 +148,6 @@ def test_a_long_summary_trims_as_the_plain_trim_does() -> None:
     for share in (0.95, 0.6, 0.3, 0.1, 0.01):
         for keep in (frozenset(), frozenset({"goal", "constraints"})):
             cap = int(full * share)
-            plain = plain_fit(doc, cap, COUNTER, _HEADINGS, LABEL, keep=keep)
+            plain = plain_fit(doc, cap, COUNTER, HEADINGS, LABEL, keep=keep)
             assert doc.trim_to(cap, COUNTER, keep=keep, measure=SummarySizer(COUNTER)) == plain
             assert doc.trim_to(cap, COUNTER, keep=keep) == plain  # from where the passes ended

@@ -10,13 +10,8 @@ entries; ``document()`` is the document ``doc.merge(p1).merge(p2)…`` returns.
 from __future__ import annotations
 
 from compactkit.compressors import _entries
-from compactkit.compressors.sections import (
-    SECTIONS,
-    SectionKey,
-    SummaryDocument,
-    clean_entry,
-    merge_rule,
-)
+from compactkit.compressors._summary_format import clean_entry, merge_rule
+from compactkit.compressors.sections import SECTIONS, SectionKey, SummaryDocument
 
 __all__ = ["Merging"]
 
