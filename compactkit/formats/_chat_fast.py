@@ -43,12 +43,18 @@ def _built(cls: type[_T], defaults: dict[str, Any], values: dict[str, Any]) -> _
 
     The instance holds what pydantic's constructor gives it: every field in the class's
     order (the defaults, then ``values``), the names passed as its fields set, no extra and
-    no private state (items have neither)."""
+    no private state (items have neither). The fields are stored one by one, in that order,
+    as ``memory._inputs.with_seq`` stores a stored item's: CPython then gives the instance a
+    key-sharing ("split") dict, so a memory that takes the item as it is (numbering it in
+    place: ``InMemoryMemory.add_read_items(fresh=True)``) holds the compact layout without
+    copying it."""
     item = cls.__new__(cls)
     store = object.__setattr__  # the generic store: BaseModel's own refuses (frozen)
-    store(item, "__dict__", {**defaults, **values})
-    store(item, "__pydantic_fields_set__", set(values))
+    get = values.get
+    for name, default in defaults.items():
+        store(item, name, get(name, default))
     store(item, "__pydantic_extra__", None)
+    store(item, "__pydantic_fields_set__", set(values))
     store(item, "__pydantic_private__", None)
     return item
 

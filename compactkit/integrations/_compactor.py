@@ -323,7 +323,10 @@ class MessageCompactor:
             events.append(emit(event, self.on_event))
         items = [item for message_items in per_message for item in message_items]
         summaries = any(is_summary_message(item) for item in items)  # (a summary pasted in)
-        stored = self._append(items, restart=new_start == 0, summaries=summaries)
+        # Items read from plain dicts are new objects this call alone holds: the memory numbers
+        # them in place (any other message, an item object say, may be read back as itself).
+        owned = all(type(message) is dict for message in fresh)
+        stored = self._append(items, restart=new_start == 0, summaries=summaries, fresh=owned)
         self._remember(fresh, per_message, summaries=summaries, stored=stored)
         known.messages.extend(fresh)
         self._seen = [known]
@@ -361,11 +364,17 @@ class MessageCompactor:
         return True
 
     def _append(
-        self, items: list[Item], *, restart: bool, summaries: bool | None = None
+        self,
+        items: list[Item],
+        *,
+        restart: bool,
+        summaries: bool | None = None,
+        fresh: bool = False,
     ) -> list[Item] | None:
         """Store ``items`` (``summaries``: whether any of them is a summary message, when the
-        caller knows); returns them as stored when they were appended as they are (``None``
-        when the memory was restored instead)."""
+        caller knows; ``fresh``: no one else holds them, so they may be numbered in place);
+        returns them as stored when they were appended as they are (``None`` when the memory
+        was restored instead)."""
         if not items:
             return None
         memory = self._memory
@@ -379,7 +388,7 @@ class MessageCompactor:
             memory.restore(MemorySnapshot.from_items(old))
             return None
         try:
-            return memory.add_read_items(items)
+            return memory.add_read_items(items, fresh=fresh)
         except ConfigError:
             # A write the memory refuses (a call answered twice): restore takes the list as it
             # is, and the projector repairs the prompt (the history keeps every message).

@@ -111,11 +111,11 @@ class InMemoryMemory(BaseMemory):
     def _append(self, items: Sequence[Item]) -> None:
         self._append_stored(items)
 
-    def _append_stored(self, items: Sequence[Item]) -> list[Item]:
-        """``_append``, returning the items as stored (numbered)."""
+    def _append_stored(self, items: Sequence[Item], *, fresh: bool = False) -> list[Item]:
+        """``_append``, returning the items as stored (numbered; ``fresh``: in place)."""
         with self._lock:
             self._calls.check(items, accept_unknown=self.accept_unknown_call_ids)
-            stored, self._next_seq = assign_seqs(items, self._next_seq)
+            stored, self._next_seq = assign_seqs(items, self._next_seq, fresh=fresh)
             for item in stored:
                 self._calls.add(item)
                 self._history[_seq(item)] = item
@@ -123,10 +123,13 @@ class InMemoryMemory(BaseMemory):
             self._version += 1
             return stored
 
-    def add_read_items(self, items: list[Item]) -> list[Item]:
+    def add_read_items(self, items: list[Item], *, fresh: bool = False) -> list[Item]:
         """``add_output_items(items)`` for a memory with no write-path compaction, returning
         the items as stored (numbered, in order): what ``MessageCompactor`` maps each message
-        it read to, without reading the stored items back from a snapshot.
+        it read to, without reading the stored items back from a snapshot. ``fresh``: the
+        caller has just built ``items`` and hands them over (no one else holds them): they are
+        numbered in place instead of copied (``_inputs.number_in_place``); nothing is changed
+        when the write is refused.
 
         Raises:
             ConfigError: as ``add_output_items``; or the memory compacts on writes (then
@@ -135,7 +138,7 @@ class InMemoryMemory(BaseMemory):
         if self._compressor is not None:
             raise ConfigError("add_read_items is for a memory without write-path compaction")
         converted = output_items(items)
-        return self._append_stored(converted) if converted else []
+        return self._append_stored(converted, fresh=fresh) if converted else []
 
     @property
     def version(self) -> int:
