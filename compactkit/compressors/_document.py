@@ -170,8 +170,7 @@ def _line_safe(entry: str) -> bool:
 def _command_key(entry: str) -> str | None:
     """The command a commands entry is merged on, when merging the entry into nothing returns
     it unchanged (else ``None``)."""
-    key, text, runs, refs = _entries.command_parts(entry)
-    return key if _entries.command_line(text, runs, refs) == entry else None
+    return _entries.command_parts(entry)[0] if _entries.reads_back(entry) else None
 
 
 def _heading_reads_back(heading: str) -> bool:

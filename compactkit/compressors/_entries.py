@@ -244,7 +244,7 @@ class Commands:
                 lines.pop(key, None)
             else:
                 entries[key] = (text, n, refs)
-                if command_line(text, n, refs) == entry:  # reads back as read: no check
+                if reads_back(entry):  # rendered, it is itself: no check
                     lines[key] = entry
 
     def render(self) -> list[str]:
@@ -272,6 +272,14 @@ def command_parts(entry: str) -> tuple[str, str, int, Spans]:
     plain, refs = split_refs(entry)
     text, n = runs(plain)
     return key_of(text) or fold(text), text, n, refs
+
+
+@functools.lru_cache(maxsize=1 << 15)
+def reads_back(entry: str) -> bool:
+    """Whether a command entry, read (``command_parts``) and rendered again
+    (``command_line``), is itself. (Remembered: every compaction merges the commands of the
+    summary it reads back again, most of them unchanged.)"""
+    return command_line(*command_parts(entry)[1:]) == entry
 
 
 def _with_earlier(text: str, old_text: str, kept: int = MAX_EARLIER) -> str:

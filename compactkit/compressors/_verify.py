@@ -27,6 +27,7 @@ import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import chain
 from typing import Any
 
 from compactkit.compressors._entries import VALUE, entry_key, key_of
@@ -201,9 +202,8 @@ def verify(
     if text is None:
         text = folded_text(items, previous, everything=check_facts)
     authored, everything = text if check_facts else (text[0], "")
-    known = frozenset(
-        entry for key in summary.sections for entry in (previous or SummaryDocument()).entries(key)
-    )
+    before = previous or SummaryDocument()
+    known = frozenset(chain.from_iterable(before.entries(key) for key in summary.sections))
     span = _Span(authored, everything, known)
     checked, rejected = _reject(summary, span)
     checked, verified, re_added = _restore(checked, facts)
@@ -219,10 +219,24 @@ def unkept(summary: SummaryDocument, facts: SummaryDocument) -> tuple[str, ...]:
 # -- rejection --------------------------------------------------------------------------------
 
 
+# The sections ``_unsupported`` judges (it supports every entry of the others): the user's
+# words always, the facts copied out of the span only when its text is there to find them in.
+_JUDGED: frozenset[SectionKey] = frozenset({"constraints", "goal"})
+_JUDGED_IN_TEXT: frozenset[SectionKey] = frozenset(
+    {"constraints", "goal", "files_read", "files_modified", "errors", "identifiers"}
+)
+
+
 def _reject(summary: SummaryDocument, span: _Span) -> tuple[SummaryDocument, tuple[str, ...]]:
+    """``summary`` without the entries the span does not support (``_unsupported``), and why
+    each was refused. Only the sections ``_unsupported`` judges are read: a summary's other
+    entries, most of it, are not walked each compaction."""
     rejected: list[str] = []
     sections = dict(summary.sections)
+    judged = _JUDGED_IN_TEXT if span.everything else _JUDGED
     for key, entries in summary.sections.items():
+        if key not in judged:
+            continue
         kept = []
         for entry in entries:
             why = None if entry in span.known else _unsupported(key, entry, span)

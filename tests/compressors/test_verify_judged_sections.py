@@ -1,0 +1,120 @@
+"""``verify`` reads only the sections it judges (the user's words; the facts copied out of the
+span when the span's text is given): what it returns is what judging every entry of every
+section returns (the plain walk, kept here as the oracle)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compactkit.compressors import _verify
+from compactkit.compressors.sections import SECTIONS, SummaryDocument
+from compactkit.items import Message
+
+PROPERTY = settings(deadline=None, max_examples=400)
+
+_ENTRIES = [
+    "Don't change the public API.",
+    "Later: run the tests first",
+    "use uv",
+    "`src/app.py` — edited",
+    "`src/gone.py` — read",
+    "`ValueError: bad` — resolved",
+    "`abc1234`",
+    "`max_retries` = 5 (current)",
+    "Add retry support to the HTTP client.",
+    "Never push to main",
+    "push to main",
+    "`make test` → exit 0",
+    "went with plan B because A failed",
+]
+_TEXTS = [
+    "Don't change the public API.",
+    "Add retry support to the HTTP client.",
+    "Later we run the tests first.",
+    "Never push to main. Use uv.",
+    "edited src/app.py and saw ValueError: bad",
+    "commit abc1234",
+    "",
+]
+_KEYS = [spec.key for spec in SECTIONS]
+_docs = st.dictionaries(
+    st.sampled_from(_KEYS),
+    st.lists(st.sampled_from(_ENTRIES), min_size=1, max_size=4, unique=True).map(tuple),
+    max_size=6,
+).map(lambda sections: SummaryDocument(sections=sections))  # type: ignore[arg-type]
+
+
+def plain_reject(
+    summary: SummaryDocument, span: _verify._Span
+) -> tuple[SummaryDocument, tuple[str, ...]]:
+    """``_verify._reject`` as written before it skipped sections: every entry judged."""
+    rejected: list[str] = []
+    sections = dict(summary.sections)
+    for key, entries in summary.sections.items():
+        kept = []
+        for entry in entries:
+            why = None if entry in span.known else _verify._unsupported(key, entry, span)
+            if why is None:
+                kept.append(entry)
+            else:
+                rejected.append(f"{key}: {why}: {entry[:160]}")
+        if len(kept) != len(entries):
+            if kept:
+                sections[key] = tuple(kept)
+            else:
+                sections.pop(key)
+    if not rejected:
+        return summary, ()
+    return replace(summary, sections=sections), tuple(rejected)
+
+
+def plain_verify(
+    summary: SummaryDocument,
+    facts: SummaryDocument,
+    text: tuple[str, str],
+    previous: SummaryDocument,
+    check_facts: bool,
+) -> tuple[SummaryDocument, _verify.Verification]:
+    authored, everything = text if check_facts else (text[0], "")
+    known = frozenset(entry for key in summary.sections for entry in previous.entries(key))
+    checked, rejected = plain_reject(summary, _verify._Span(authored, everything, known))
+    checked, verified, re_added = _verify._restore(checked, facts)
+    return checked, _verify.Verification(verified, re_added, rejected)
+
+
+@PROPERTY
+@given(
+    _docs,
+    _docs,
+    _docs,
+    st.lists(st.sampled_from(_TEXTS), max_size=4),
+    st.lists(st.sampled_from(_TEXTS), max_size=4),
+    st.booleans(),
+)
+def test_verify_judges_as_the_plain_walk(
+    summary: SummaryDocument,
+    facts: SummaryDocument,
+    previous: SummaryDocument,
+    said: list[str],
+    seen: list[str],
+    check_facts: bool,
+) -> None:
+    items = [Message(role="user", content=t) for t in said if t]
+    items += [Message(role="assistant", content=t) for t in seen if t]
+    text = _verify.folded_text(items, previous)
+    got = _verify.verify(
+        summary, facts, items, previous=previous, text=text, check_facts=check_facts
+    )
+    assert got == plain_verify(summary, facts, text, previous, check_facts)
+
+
+def test_a_fact_the_span_does_not_hold_is_rejected_only_when_its_text_is_checked() -> None:
+    summary = SummaryDocument(sections={"files_read": ("`src/gone.py` — read",)})
+    items = [Message(role="user", content="edited src/app.py")]
+    checked, found = _verify.verify(summary, SummaryDocument(), items, check_facts=True)
+    assert found.rejected and not checked.entries("files_read")
+    checked, found = _verify.verify(summary, SummaryDocument(), items, check_facts=False)
+    assert not found.rejected and checked == summary
