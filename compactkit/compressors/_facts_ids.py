@@ -47,7 +47,10 @@ _NOT_TICKETS = {"UTF", "ISO", "SHA", "HTTP", "CP", "TLS", "SSL", "MD", "AES", "G
 _UUID_HINT = re.compile(r"-[0-9a-f]{4}-", re.I)
 _TICKET_HINT = re.compile(r"-\d")
 _PREFIXED_HINTS = (re.compile(r"_[A-Za-z0-9]*\d"), re.compile(r"-[A-Za-z0-9]*\d"))
-_RANDOM_ID_HINT = re.compile(r"_[A-Za-z0-9]{8}")
+# A random id's "_" is followed by eight letters or digits, a capital or a digit among them (its
+# \b ends the run there, where a digit beyond ASCII would be a word character): snake_case
+# names (``test_separability``) hold none.
+_RANDOM_ID_HINT = re.compile(r"_(?=[A-Za-z0-9]{8})[a-z]*[A-Z0-9]")
 _CODE_ID_HINT = re.compile(r"[A-Z]\d{8}")
 # A sha is 7+ hex digits: searched for as such (a character class the engine skips ahead to),
 # where ``_SHA``'s look-behinds make it try every position of the text.
@@ -210,7 +213,7 @@ def _prefixed_ids(text: str) -> list[re.Match[str]]:
 
 def _random_ids(text: str) -> list[re.Match[str]]:
     """``_RANDOM_ID.finditer(text)``: tried at the lowercase prefix (2-10 letters) before each
-    "_" that eight letters or digits follow."""
+    "_" that eight letters or digits follow, a capital or a digit among them."""
     return _after_run(text, _RANDOM_ID, _RANDOM_ID_HINT, _LOWER, 2, 10)
 
 
@@ -264,32 +267,43 @@ def _add_prose_ids(
         for number in issue_numbers(text):
             found.setdefault(f"#{number}", "issue")
     if text.count(".") > 1:
-        for version in _versions(text, spans):
+        for version in _versions(text):
             if version not in inside_urls:
                 found.setdefault(version, "version")
 
 
-def _versions(text: str, spans: list[tuple[int, int]] | None) -> list[str]:
-    """``_VERSION.findall(text)`` (``spans``: the text's ``_digit_spans`` when ASCII).
+def _versions(text: str) -> list[str]:
+    """``_VERSION.findall(text)``.
 
     A version starts at a digit (or a "v" before it) that follows no word character or ".":
-    there a digit run starts, and it ends at the version's first "." before a digit. Tried only
-    there (``_anchored``; tests/compressors/test_digest_reading_fast_paths.py: the same
-    versions as the generic reading), instead of at every digit of a text full of numbers.
+    there a run of digits starts, and it ends at the version's first "." before a digit. In
+    ASCII text it is tried only there (``_anchored``; tests/compressors/
+    test_digest_reading_fast_paths.py: the same versions as the pattern): at the start of the
+    run of digits before each "." that a digit follows, found from the few such dots instead of
+    from every number of a text full of them.
     """
-    if spans is None:
+    if not text.isascii():
         return _VERSION.findall(text)
     starts = []
-    for start, end in spans:
-        if _dotted(text, end):
+    for dot in _DOT_DIGIT.finditer(text):
+        end = start = dot.start()
+        while start and text[start - 1] in _DIGITS:
+            start -= 1
+        if start < end:
             starts.append(start)
             if start and text[start - 1] == "v":
                 starts.append(start - 1)
     return [m.group(0) for m in matches_at(_VERSION, text, starts)] if starts else []
 
 
-# Where an ``_ISSUE`` match can start (in the lowered text): a "#", or a name followed by its space.
-_ISSUE_STARTS = ("#", "issue ", "pr ", "pull request ")
+_DOT_DIGIT = re.compile(r"\.[0-9]")
+_DIGITS = frozenset("0123456789")
+
+
+# Where an ``_ISSUE`` match can start: a "#" before two digits (in the text), or a name followed by
+# its space (in the lowered text).
+_HASH_NUMBER = re.compile(r"#\d\d")
+_ISSUE_NAMES = ("issue ", "pr ", "pull request ")
 
 
 def issue_numbers(text: str) -> list[str]:
@@ -297,21 +311,18 @@ def issue_numbers(text: str) -> list[str]:
 
     ``_ISSUE`` ignores case and opens with a look-behind and ``\b``: the regex engine tries it
     at every position of the text (50-60 ns per character). For ASCII text it is tried only
-    where one of ``_ISSUE_STARTS`` stands in the lowered text (what every match starts with;
-    ``_anchored``; tests/compressors/test_anchored_patterns.py: the same numbers as
+    where a match can start: a "#" before two digits, or one of ``_ISSUE_NAMES`` in the lowered
+    text (``_anchored``; tests/compressors/test_anchored_patterns.py: the same numbers as
     ``findall``); so is text beyond ASCII whose lowered text holds them where the text does
-    (``case_folded``).
+    (``case_folded``). A script's comments hold many a "#", rarely before two digits.
     """
     lowered = case_folded(text)
     if lowered is None:  # (ignoring case, a letter beyond ASCII may match an ASCII one)
         return [hashed or named for hashed, named in _ISSUE.findall(text)]
-    starts = occurrences(lowered, _ISSUE_STARTS)
+    starts = occurrences(lowered, _ISSUE_NAMES)
+    if "#" in text:
+        starts += [found.start() for found in _HASH_NUMBER.finditer(text)]
     return [m.group(1) or m.group(2) for m in matches_at(_ISSUE, text, starts)]
-
-
-def _dotted(text: str, end: int) -> bool:
-    """Whether a "." and a digit follow ``end`` in ``text``."""
-    return text[end : end + 1] == "." and text[end + 1 : end + 2].isdigit()
 
 
 def _may_name_issue(text: str) -> bool:

@@ -40,6 +40,10 @@ ISSUE_PARTS = [
     "(#42)",
     "##12",
     "issue #pr 5",
+    "#1",
+    "# 12",
+    "#12a",
+    "x #123",
 ]
 
 
@@ -147,6 +151,10 @@ ID_PARTS = [
     "ab_cdefghij",
     "my_run_ABCDEFGH12",
     "JJD503141950010498",
+    "ab_cdefghi1",
+    "xy_abcdefghZ",
+    "xy_abcdefgh\u0663",
+    "ab_Cdefghij",
 ]
 
 
