@@ -285,18 +285,39 @@ def _drop_weighted(
     quotas: Mapping[str, int],
 ) -> Iterator[None]:
     """Drop entries — superseded values first, then the least important entry of the pool
-    whose tokens are largest for its weight — until the caller stops."""
+    whose tokens are largest for its weight — until the caller stops.
+
+    A pool chosen goes on giving while it stays the one chosen: a drop changes only its own
+    size, so it is compared with the runner-up alone (the first pool, in ``weights``' order,
+    of the largest tokens for its weight among the others), not every pool again."""
     sizes = state.sizes  # (kept by state.drop)
+    order = {p: at for at, p in enumerate(weights)}
     while True:
         live = [p for p in weights if len(queues[p]) > quotas[p]]
         if not live:
             return
-        pool = SUPERSEDED if SUPERSEDED in live else max(live, key=lambda p: sizes[p] / weights[p])
-        section, index = queues[pool].pop()
-        if state.entries[section][index] is None:
-            continue
-        state.drop(section, index)
-        yield
+        share = _share(sizes, weights)
+        pool = SUPERSEDED if SUPERSEDED in live else max(live, key=share)
+        others = [p for p in live if p != pool]
+        rival = None if pool == SUPERSEDED or not others else max(others, key=share)
+        queue, quota, weight = queues[pool], quotas[pool], weights[pool]
+        bar = 0.0 if rival is None else share(rival)
+        before = rival is not None and order[pool] < order[rival]  # (a tie goes to the first)
+        while len(queue) > quota:
+            section, index = queue.pop()
+            if state.entries[section][index] is None:
+                continue
+            state.drop(section, index)
+            yield
+            if rival is not None:
+                mine = sizes[pool] / weight
+                if mine < bar or (mine == bar and not before):
+                    break
+
+
+def _share(sizes: Mapping[str, int], weights: Mapping[str, float]) -> Callable[[str], float]:
+    """A pool's tokens for its weight (what ``_drop_weighted`` takes from the largest of)."""
+    return lambda p: sizes[p] / weights[p]
 
 
 def _rewrite(

@@ -104,6 +104,30 @@ def test_a_trim_returns_what_the_plain_trim_returns(
         )
 
 
+_TIED = ["files_read", "commands", "measurements", "decisions", "identifiers", "errors"]
+
+
+@PROPERTY
+@given(
+    st.lists(st.integers(0, 9), min_size=len(_TIED), max_size=len(_TIED)),
+    st.floats(0.02, 1.0),
+    st.booleans(),
+)
+def test_pools_tied_for_the_most_tokens_give_in_the_plain_order(
+    counts: list[int], share: float, extra: bool
+) -> None:
+    """Pools holding the same entries (the same tokens, no form shortens them) tie for the
+    most tokens for their weight again and again as they give: the first in order gives."""
+    same = [f"`x{i}`" for i in range(9)]
+    doc = SummaryDocument(
+        sections={k: tuple(same[:n]) for k, n in zip(_TIED, counts, strict=True) if n},
+        extra={"Plan": tuple(same[: counts[0]])} if extra and counts[0] else {},
+    )
+    for counter in (COUNTER, EstimateCounter()):
+        cap = max(1, int(counter.count_text(doc.render()) * share))
+        assert doc.trim_to(cap, counter) == plain_fit(doc, cap, counter, HEADINGS, LABEL)
+
+
 @PROPERTY
 @given(st.sampled_from([*KEYS, EXTRA, LATER, SUPERSEDED]), _entry)
 def test_form_changes_are_the_passes_one_after_another(pool: str, entry: str) -> None:
