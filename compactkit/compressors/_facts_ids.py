@@ -52,9 +52,6 @@ _PREFIXED_HINTS = (re.compile(r"_[A-Za-z0-9]*\d"), re.compile(r"-[A-Za-z0-9]*\d"
 # names (``test_separability``) hold none.
 _RANDOM_ID_HINT = re.compile(r"_(?=[A-Za-z0-9]{8})[a-z]*[A-Z0-9]")
 _CODE_ID_HINT = re.compile(r"[A-Z]\d{8}")
-# A sha is 7+ hex digits: searched for as such (a character class the engine skips ahead to),
-# where ``_SHA``'s look-behinds make it try every position of the text.
-_SHA_HINT = re.compile(r"[0-9a-f]{7}")
 
 
 def identifiers_in(text: str, *, prose: bool, limit: int = 8) -> list[tuple[str, str]]:
@@ -78,21 +75,21 @@ def identifiers_in(text: str, *, prose: bool, limit: int = 8) -> list[tuple[str,
     if dash and _UUID_HINT.search(text):
         for uuid in _UUID.findall(text):
             found.setdefault(uuid, "uuid")
-    # ASCII text is read for its digits once: where each run of hex digits that starts with a
-    # digit lies tells which of the patterns that need a digit can match, and where its shas are.
-    spans = _digit_spans(text) if text.isascii() else None
-    if spans is None:
-        _add_shas(text, found, inside_urls)
-    elif spans:
-        _add_found_shas(_ascii_shas(text, spans), found, inside_urls)
-    _add_ids(text, found, dash=dash, underscore=underscore, spans=spans)
+    # A text is read for its digits once: where each run of hex digits that starts with a digit
+    # lies tells where its shas are, and (ASCII text, where a digit is 0-9) which of the
+    # patterns that need a digit can match.
+    spans = _digit_spans(text)
+    if spans:
+        _add_found_shas(_run_shas(text, spans), found, inside_urls)
+    ascii_spans = spans if text.isascii() else None
+    _add_ids(text, found, dash=dash, underscore=underscore, spans=ascii_spans)
     if prose:
-        _add_prose_ids(text, found, inside_urls, spans=spans)
+        _add_prose_ids(text, found, inside_urls, spans=ascii_spans)
     return list(found.items())[:limit]
 
 
-# A run of hex digits from a digit on (ASCII): every match of a pattern that needs a digit holds
-# one, where the digit is.
+# A run of hex digits from a digit on: every match of a pattern that needs a digit 0-9 holds one,
+# where the digit is.
 _DIGIT_SPAN = re.compile(r"[0-9][0-9a-f]*")
 _HEX_LETTERS = frozenset("abcdef")
 _HEX = frozenset("0123456789abcdef")
@@ -103,22 +100,24 @@ _UPPER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
 def _digit_spans(text: str) -> list[tuple[int, int]]:
-    """Where ``_DIGIT_SPAN`` matches ASCII ``text``."""
+    """Where ``_DIGIT_SPAN`` matches ``text``."""
     return [m.span() for m in _DIGIT_SPAN.finditer(text)] if _DIGIT.search(text) else []
 
 
 _DIGIT = re.compile(r"[0-9]")
 
 
-def _ascii_shas(text: str, spans: list[tuple[int, int]]) -> list[str]:
-    """``_SHA.findall(text)`` of ASCII ``text`` that hold a digit (``spans``: its
-    ``_digit_spans``), without repeats.
+def _run_shas(text: str, spans: list[tuple[int, int]]) -> list[str]:
+    """``_SHA.findall(text)`` that hold a digit (``spans``: the text's ``_digit_spans``),
+    without repeats.
 
     A ``_SHA`` match is a whole run of 7 to 40 hex digits that follows no word character, "/",
     "." or "-" and precedes no word character or "-" (its look-arounds rule out every shorter
     part of a run); holding a digit, it starts with the hex letters before one of the spans and
-    ends where that span ends (tests/compressors/test_digest_reading_fast_paths.py: the same shas as
-    the pattern).
+    ends where that span ends (tests/compressors/test_digest_reading_fast_paths.py: the same shas
+    as the pattern, in ASCII text and beyond, where a letter or digit of any script is a word
+    character). Read from the spans instead of by the pattern, whose look-behinds make the
+    regex engine try it at every hex digit.
     """
     shas: dict[str, None] = {}
     done = 0  # the end of the hex run read last: spans inside it are read already
@@ -131,8 +130,8 @@ def _ascii_shas(text: str, spans: list[tuple[int, int]]) -> list[str]:
         done = end
         if (
             7 <= end - start <= 40
-            and (start == 0 or text[start - 1] not in _BEFORE_SHA)
-            and (end == size or text[end] not in _AFTER_SHA)
+            and (start == 0 or not _sha_edge(text[start - 1], _BEFORE_SHA))
+            and (end == size or not _sha_edge(text[end], _AFTER_SHA))
         ):
             sha = text[start:end]
             if not sha.isdigit():
@@ -140,12 +139,11 @@ def _ascii_shas(text: str, spans: list[tuple[int, int]]) -> list[str]:
     return list(shas)
 
 
-def _add_shas(text: str, found: dict[str, str], inside_urls: str) -> None:
-    """Add the hex shas of ``text`` not inside a URL or a uuid already ``found``."""
-    hint = _SHA_HINT.search(text)  # no sha starts before the first 7 hex digits in a row
-    shas = _SHA.findall(text, hint.start()) if hint else []
-    # A sha is [0-9a-f]: it holds a digit and a letter unless it is all digits or all letters.
-    _add_found_shas([s for s in shas if not s.isdigit() and not s.isalpha()], found, inside_urls)
+def _sha_edge(char: str, ascii_edges: frozenset[str]) -> bool:
+    """Whether ``char`` next to a run of hex digits keeps it from being a sha: one of
+    ``ascii_edges``, or a word character beyond ASCII (a letter or digit of any script, as the
+    pattern's word characters are)."""
+    return char in ascii_edges or (not char.isascii() and char.isalnum())
 
 
 def _add_found_shas(shas: list[str], found: dict[str, str], inside_urls: str) -> None:
@@ -276,18 +274,16 @@ def _versions(text: str) -> list[str]:
     """``_VERSION.findall(text)``.
 
     A version starts at a digit (or a "v" before it) that follows no word character or ".":
-    there a run of digits starts, and it ends at the version's first "." before a digit. In
-    ASCII text it is tried only there (``_anchored``; tests/compressors/
-    test_digest_reading_fast_paths.py: the same versions as the pattern): at the start of the
-    run of digits before each "." that a digit follows, found from the few such dots instead of
-    from every number of a text full of them.
+    there a run of digits starts, and it ends at the version's first "." before a digit. So it
+    is tried only there (``_anchored``; tests/compressors/test_digest_reading_fast_paths.py:
+    the same versions as the pattern): at the start of the run of digits before each "." that
+    a digit follows, found from the few such dots instead of from every number of a text full
+    of them. (A digit is one of any script, as the pattern reads digits: ``str.isdecimal``.)
     """
-    if not text.isascii():
-        return _VERSION.findall(text)
     starts = []
     for dot in _DOT_DIGIT.finditer(text):
         end = start = dot.start()
-        while start and text[start - 1] in _DIGITS:
+        while start and text[start - 1].isdecimal():
             start -= 1
         if start < end:
             starts.append(start)
@@ -296,8 +292,7 @@ def _versions(text: str) -> list[str]:
     return [m.group(0) for m in matches_at(_VERSION, text, starts)] if starts else []
 
 
-_DOT_DIGIT = re.compile(r"\.[0-9]")
-_DIGITS = frozenset("0123456789")
+_DOT_DIGIT = re.compile(r"\.\d")
 
 
 # Where an ``_ISSUE`` match can start: a "#" before two digits (in the text), or a name followed by

@@ -114,13 +114,13 @@ def _shas_reference(text: str) -> list[str]:
     return list(dict.fromkeys(shas))
 
 
-HEX_TEXT = st.text(st.sampled_from("0123456789abcdefxX_-./ gZ"), max_size=60)
+HEX_TEXT = st.text(st.sampled_from("0123456789abcdefxX_-./ gZ\u00e9\u0663\u2713"), max_size=60)
 
 
 @PROPERTY
 @given(HEX_TEXT)
 def test_shas_read_from_the_digit_runs_are_the_matches_of_the_pattern(text: str) -> None:
-    assert facts_ids._ascii_shas(text, facts_ids._digit_spans(text)) == _shas_reference(text)
+    assert facts_ids._run_shas(text, facts_ids._digit_spans(text)) == _shas_reference(text)
 
 
 @pytest.mark.parametrize(
@@ -137,20 +137,22 @@ def test_shas_read_from_the_digit_runs_are_the_matches_of_the_pattern(text: str)
         "f" * 39 + "1",
         "f" * 40 + "1",
         "x-9f2c1ab 9f2c1ab_",
+        "\u00e99f2c1ab \u2713 9f2c1ab\u0663",
+        "\u27139f2c1ab\u2713",
     ],
 )
 def test_each_sha_edge_is_read_as_the_pattern_reads_it(text: str) -> None:
-    assert facts_ids._ascii_shas(text, facts_ids._digit_spans(text)) == _shas_reference(text)
+    assert facts_ids._run_shas(text, facts_ids._digit_spans(text)) == _shas_reference(text)
 
 
 @PROPERTY
 @given(
-    st.text(st.sampled_from("0123456789abcdefvV.-#_ AZPRissue"), max_size=50),
+    st.text(st.sampled_from("0123456789abcdefvV.-#_ AZPRissue\u00e9\u0663"), max_size=50),
     st.booleans(),
 )
-def test_ascii_identifiers_are_those_the_generic_reading_finds(text: str, prose: bool) -> None:
-    """The ASCII path (digit runs) and the generic one (every hinted pattern) agree; the
-    generic one is what ``identifiers_in`` reads a non-ASCII text with."""
+def test_identifiers_from_digit_runs_are_those_the_generic_reading_finds(text: str, prose: bool) -> None:
+    """The digit-run path and the generic one (every hinted pattern, shas by ``_SHA``) agree,
+    in ASCII text and beyond."""
     generic = _generic_identifiers(text, prose=prose)
     assert facts_ids.identifiers_in(text, prose=prose) == generic
 
@@ -165,7 +167,7 @@ def _generic_identifiers(text: str, *, prose: bool) -> list[tuple[str, str]]:
     if "-" in text and facts_ids._UUID_HINT.search(text):
         for uuid in facts_ids._UUID.findall(text):
             found.setdefault(uuid, "uuid")
-    facts_ids._add_shas(text, found, inside_urls)
+    facts_ids._add_found_shas(_shas_reference(text), found, inside_urls)
     facts_ids._add_ids(text, found, dash="-" in text, underscore="_" in text)
     if prose:
         facts_ids._add_prose_ids(text, found, inside_urls)
@@ -419,13 +421,16 @@ VERSION_PARTS = [
     "0x1f.2.3",
     "1a2.3.4",
     "v1e.2.3",
+    "\u0663.\u0664.\u0665",
+    "v\u0663.1.2",
+    "\u00e91.2.3",
 ]
 
 
 @PROPERTY
 @given(
     st.lists(
-        st.sampled_from(VERSION_PARTS) | st.text(st.sampled_from("v1.2-+ _xaef"), max_size=6),
+        st.sampled_from(VERSION_PARTS) | st.text(st.sampled_from("v1.2-+ _xaef\u0663\u00e9"), max_size=6),
         max_size=8,
     ).map("".join)
 )

@@ -21,7 +21,6 @@ HINTED = [
     (facts_ids._PREFIXED, list(facts_ids._PREFIXED_HINTS)),
     (facts_ids._RANDOM_ID, [facts_ids._RANDOM_ID_HINT]),
     (facts_ids._CODE_ID, [facts_ids._CODE_ID_HINT]),
-    (facts_ids._SHA, [facts_ids._SHA_HINT]),
 ]
 
 

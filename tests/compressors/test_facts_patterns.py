@@ -1,6 +1,6 @@
 """``_SHA`` and ``_VERSION`` are written with their first character ahead of their
 look-behinds (so the regex engine skips ahead to it): they find exactly what their plain forms
-find, from any start (``_add_shas`` starts at the first 7 hex digits in a row)."""
+find, from any start."""
 
 from __future__ import annotations
 
@@ -34,11 +34,3 @@ def test_the_first_character_first_patterns_find_what_the_plain_ones_find(
     start = min(start, len(text))
     assert facts_ids._SHA.findall(text, start) == PLAIN_SHA.findall(text, start)
     assert facts_ids._VERSION.findall(text, start) == PLAIN_VERSION.findall(text, start)
-
-
-@settings(deadline=None, max_examples=500)
-@given(texts)
-def test_no_sha_starts_before_the_first_seven_hex_digits(text: str) -> None:
-    hint = facts_ids._SHA_HINT.search(text)
-    expected = PLAIN_SHA.findall(text)
-    assert (facts_ids._SHA.findall(text, hint.start()) if hint else []) == expected
