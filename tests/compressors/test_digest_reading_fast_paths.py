@@ -150,7 +150,9 @@ def test_each_sha_edge_is_read_as_the_pattern_reads_it(text: str) -> None:
     st.text(st.sampled_from("0123456789abcdefvV.-#_ AZPRissue\u00e9\u0663"), max_size=50),
     st.booleans(),
 )
-def test_identifiers_from_digit_runs_are_those_the_generic_reading_finds(text: str, prose: bool) -> None:
+def test_identifiers_from_digit_runs_are_those_the_generic_reading_finds(
+    text: str, prose: bool
+) -> None:
     """The digit-run path and the generic one (every hinted pattern, shas by ``_SHA``) agree,
     in ASCII text and beyond."""
     generic = _generic_identifiers(text, prose=prose)
@@ -430,7 +432,8 @@ VERSION_PARTS = [
 @PROPERTY
 @given(
     st.lists(
-        st.sampled_from(VERSION_PARTS) | st.text(st.sampled_from("v1.2-+ _xaef\u0663\u00e9"), max_size=6),
+        st.sampled_from(VERSION_PARTS)
+        | st.text(st.sampled_from("v1.2-+ _xaef\u0663\u00e9"), max_size=6),
         max_size=8,
     ).map("".join)
 )
