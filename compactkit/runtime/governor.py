@@ -37,6 +37,7 @@ from compactkit.governance.status import BudgetStatus
 from compactkit.items import Tool
 from compactkit.items.snapshot import CompactResult, MemorySnapshot, SummaryRole
 from compactkit.memory.base import AgentMemory
+from compactkit.runtime._governor_plain import plain_step
 from compactkit.runtime._governor_setup import (
     _check_parts,
     _check_prompt_tokens,
@@ -103,6 +104,10 @@ class Governor:
     One governor may serve many memories and threads; its per-memory counters (steps since the
     last compaction, the last reported usage) are kept per memory object.
     """
+
+    _plain_steps = True
+    """Whether a step that compacts nothing takes ``_governor_plain.plain_step`` (the same
+    result in one pass; ``False`` sends every step through the scheduler: the reference)."""
 
     def __init__(
         self,
@@ -286,6 +291,12 @@ class Governor:
             BudgetError: what may never be dropped does not fit the budget.
             ConfigError: bad arguments.
         """
+        # A step that compacts nothing, in one pass (_governor_plain.py); a subclass may
+        # override the seam, so its steps take the scheduler.
+        if not force and self._plain_steps and type(self) is Governor:
+            step = plain_step(self, memory, instructions, tools, usage)
+            if step is not None:
+                return step
         return self.scheduler.step(
             self, memory, instructions=instructions, tools=tools, usage=usage, force=force
         )

@@ -1,0 +1,134 @@
+"""The governor's plain step: a step that does not compact, in one pass.
+
+Most steps of a session compact nothing: about 130 between two compactions of a long agent
+session (4,960 of the 4,999 calls of the real 10,000-message session in
+``bench_real_sessions.py``). The generic step runs them through the scheduling seam
+(``scheduling.ForegroundCompaction`` → ``Governor.prepare`` → ``prepare_step`` /
+``measure_step`` → ``Governor.finish`` → ``finish_step`` / ``project_step``), which builds a
+``StepPlan``, takes the compaction lease's fast exit and checks the arguments again at each
+layer. ``plain_step`` does the same work in one function: it measures, and when nothing is due
+it projects and records the step exactly as ``finish_step`` does; when a compaction is due (or
+anything it does not handle is configured) it returns ``None`` having changed nothing, and the
+caller takes the generic step, which measures again and decides.
+
+What it leaves to the generic step: a background scheduler or any scheduler but the default
+one, the budget status line, a governor subclass or a governor whose seam methods were
+replaced, ``force``, and every step the policy (or an agent's request) makes due.
+Cost model: the same counting, tally and projection calls as the generic step (so the same
+caches are kept), minus a few hundred nanoseconds of layers and re-checks per step.
+``tests/runtime/test_plain_step.py`` holds it to the generic step over random sessions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from compactkit.governance.projector import checked_tools
+from compactkit.items import Tool
+from compactkit.memory.base import AgentMemory
+from compactkit.runtime._governor_setup import _require_memory
+from compactkit.runtime._governor_track import projection_event, step_budget
+from compactkit.runtime._request import honoured
+from compactkit.runtime.scheduling import ForegroundCompaction, GovernedStep, Instructions
+
+if TYPE_CHECKING:
+    from compactkit.governance.policy import PolicyState
+    from compactkit.items.snapshot import MemorySnapshot
+    from compactkit.runtime._governor_track import Track
+    from compactkit.runtime.governor import Governor
+
+__all__ = ["plain_step"]
+
+_SEAM = ("prepare", "finish", "compressor_for", "emit", "_track", "_factor")
+"""Methods of the governor a replaced (or overridden) one of sends to the generic step."""
+
+
+def plain_step(
+    governor: Governor,
+    memory: AgentMemory,
+    instructions: Instructions,
+    tools: Sequence[Tool],
+    usage: int | None,
+) -> GovernedStep | None:
+    """``governor.step(memory, ...)`` when it compacts nothing; ``None`` (nothing changed)
+    when the generic step must run: a compaction is due, or the governor is not one this path
+    knows (see the module docstring; the caller sends a subclass's steps to the generic
+    step itself)."""
+    if (
+        type(governor.scheduler) is not ForegroundCompaction
+        or governor.status is not None
+        or _custom(governor)
+    ):
+        return None
+    # The generic step's checks, in its order (a wrong argument is named the same way).
+    _require_memory(memory)
+    tools = checked_tools(tools)
+    projector = governor.projector
+    projector.check_instructions(instructions)
+    track = governor._track(memory)
+    if usage is not None:
+        track.last_usage = usage  # (the generic step sets it again: the same value)
+    snapshot = memory.snapshot()
+    policy = governor.policy
+    factor = governor._factor(track)
+    due, state = _measured(governor, track, snapshot, instructions, tools, factor)
+    if due:
+        return None  # the generic step measures again and compacts
+    track.requested = False  # a request is for one step: it never repeats itself
+    # ``finish_step`` without a result: project under the calibrated budget and record it.
+    track.used = state.tokens if state is not None else None
+    budget = step_budget(projector.budget, policy, factor)
+    projection = projector.project(snapshot, instructions=instructions, tools=tools, budget=budget)
+    track.turn += 1
+    track.since += 1
+    track.last_step = governor.clock()
+    event = governor.emit(projection_event(projection))
+    with governor._lock:
+        governor._owners.remember(projection, track)
+    return GovernedStep(projection, None, (event,), state)
+
+
+def _measured(
+    governor: Governor,
+    track: Track,
+    snapshot: MemorySnapshot,
+    instructions: Instructions,
+    tools: Sequence[Tool],
+    factor: float,
+) -> tuple[bool, PolicyState | None]:
+    """``measure_step``'s measure and decision: due when the policy fires, unless nothing grew
+    since a compaction that fell short; or when the agent asked and a compaction can make
+    progress (without a policy, when it asked). The track's base is taken only when not due."""
+    policy = governor.policy
+    if policy is None:
+        return track.requested, None
+    last_step = track.last_step
+    state = policy.measure(
+        snapshot,
+        governor.counter,
+        instructions=instructions,
+        tools=tools,
+        turn=track.turn,
+        turns_since_compaction=track.since,
+        last_usage=track.last_usage,
+        forced=False,
+        idle_seconds=None if last_step is None else governor.clock() - last_step,
+    )
+    if factor > 1.0:
+        state = dataclasses.replace(state, tokens=int(state.tokens * factor))
+    due = policy.should_compact(state)
+    if due and track.rearm is not None and state.tokens < track.rearm:
+        due = False
+    if due or (track.requested and honoured(policy, state.tokens, track.rearm, track.floor)):
+        return True, state
+    if track.base is None:
+        track.base = (state.tokens, track.turn)
+    return False, state
+
+
+def _custom(governor: Governor) -> bool:
+    """Whether a seam method was replaced on the governor itself (the caller checked that it
+    is no subclass)."""
+    return not vars(governor).keys().isdisjoint(_SEAM)
