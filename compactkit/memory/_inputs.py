@@ -76,6 +76,12 @@ def user_input_item(value: object) -> Message:
 def output_items(values: Iterable[object]) -> list[Item]:
     """The items ``add_output_items(values)`` stores (chat dicts and SDK objects converted, in
     order)."""
+    if type(values) is list and all(type(value) in _EXACT_ITEM_TYPES for value in values):
+        # Items only (what ``MessageCompactor`` hands its memory): no SDK object or dict to
+        # convert, and an item never joins a run of Anthropic blocks, so ``_converted_outputs``
+        # would hand back each one as it is. (Exact types: a subclass takes the general path;
+        # an exact list passes the checks below, which cost more than this one.)
+        return [_checked(value) for value in values]
     if values is None or not isinstance(values, Iterable):
         raise ConfigError(
             f"add_output_items takes a list of items or chat messages, got {type(values).__name__}"
@@ -85,11 +91,6 @@ def output_items(values: Iterable[object]) -> list[Item]:
             f"add_output_items takes a list of items or chat messages, got one "
             f"{type(values).__name__}; wrap it in a list"
         )
-    if type(values) is list and all(type(value) in _EXACT_ITEM_TYPES for value in values):
-        # Items only (what ``MessageCompactor`` hands its memory): no SDK object or dict to
-        # convert, and an item never joins a run of Anthropic blocks, so ``_converted_outputs``
-        # would hand back each one as it is. (Exact types: a subclass takes the general path.)
-        return [_checked(value) for value in values]
     return _converted_outputs(values)
 
 
@@ -306,17 +307,8 @@ def check_batch(
             answered.add(item.call_id)
 
 
-def assign_seqs(
-    items: Iterable[Item], next_seq: int, *, fresh: bool = False
-) -> tuple[list[Item], int]:
-    """Give each item without a ``seq`` the next one; returns the items and the new counter
-    (``fresh``: the caller hands over items nobody else holds, numbered in place)."""
-    if fresh:
-        numbered = list(items)
-        for item in numbered:
-            number_in_place(item, next_seq)
-            next_seq += 1
-        return numbered, next_seq
+def assign_seqs(items: Iterable[Item], next_seq: int) -> tuple[list[Item], int]:
+    """Give each item without a ``seq`` the next one; returns the items and the new counter."""
     out: list[Item] = []
     for item in items:
         if item.seq is None:

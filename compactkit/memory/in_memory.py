@@ -20,7 +20,7 @@ from compactkit.memory._bm25 import BM25Index
 from compactkit.memory._call_ids import PendingCallIndex
 from compactkit.memory._history import SeqMap as SeqMap  # (MessageCompactor keeps one too)
 from compactkit.memory._history import history_of, items_from
-from compactkit.memory._inputs import assign_seqs, output_items
+from compactkit.memory._inputs import assign_seqs, number_in_place, output_items
 from compactkit.memory._rules import (
     Lineage,
     not_active_error,
@@ -115,10 +115,20 @@ class InMemoryMemory(BaseMemory):
         """``_append``, returning the items as stored (numbered; ``fresh``: in place)."""
         with self._lock:
             self._calls.check(items, accept_unknown=self.accept_unknown_call_ids)
-            stored, self._next_seq = assign_seqs(items, self._next_seq, fresh=fresh)
-            for item in stored:
-                self._calls.add(item)
-                self._history[_seq(item)] = item
+            if fresh:  # numbered in place, indexed and kept in one pass
+                stored, seq = list(items), self._next_seq
+                add, history = self._calls.add, self._history
+                for item in stored:
+                    number_in_place(item, seq)
+                    add(item)
+                    history[seq] = item
+                    seq += 1
+                self._next_seq = seq
+            else:
+                stored, self._next_seq = assign_seqs(items, self._next_seq)
+                for item in stored:
+                    self._calls.add(item)
+                    self._history[_seq(item)] = item
             self._active.extend(stored)
             self._version += 1
             return stored
