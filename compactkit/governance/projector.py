@@ -170,6 +170,28 @@ class ContextProjector:
         shared = self._memo.cached_prefix(projection.items, tools, projection.tokens)
         return with_cached_prefix(projection, shared)
 
+    def project_checked(
+        self,
+        snapshot: MemorySnapshot,
+        instructions: str | Sequence[Message] | None,
+        tools: Sequence[Tool],
+        budget: int | None,
+    ) -> Projection:
+        """``project`` for a caller that has checked its arguments: ``snapshot`` is a
+        ``MemorySnapshot``, ``instructions`` passed ``check_instructions``, ``tools`` are
+        ``Tool``s and ``budget`` is ``None`` or an int of at least 1 (the governor's plain step,
+        which checked them for its measure). The same prompt, without checking them again."""
+        limit = budget if budget is not None else self.budget
+        tools = self._memo.tools(tools)
+        if not self.cache_aware or limit is None or limit <= 0:
+            return self._project(
+                snapshot, instructions=instructions, tools=tools, budget=budget, observe=True
+            )
+        memo = self._memo
+        projection = memo.extend_previous(self._project, snapshot, instructions, tools, limit)
+        shared = memo.cached_prefix(projection.items, tools, projection.tokens)
+        return with_cached_prefix(projection, shared)
+
     def forget(self, snapshot: MemorySnapshot) -> None:
         """Drop what this projector remembers of ``snapshot``'s history (its group structure
         and measurements), once a compaction has replaced that history: later prompts of the

@@ -192,6 +192,32 @@ def _check_storable(item: Item) -> None:
     """Raise ``ValueError`` when ``item`` would not come back from a store as it went in: a lone
     surrogate (not valid Unicode), NaN or infinity in provider data (JSON writes ``null``), or
     data nested too deeply to serialise. Cheap on the append path: strings are only encoded."""
+    fields = _PLAIN_TEXT.get(type(item))
+    if fields is not None:
+        extra, *texts = fields(item)
+        # Most items: no extra, and the content (the output, the arguments) is a string.
+        if extra is None and type(texts[-1]) is str:
+            for text in texts:
+                # UnicodeEncodeError (a ValueError) on a lone surrogate; an ASCII string holds
+                # none (``isascii`` reads a flag of the string: O(1), where encoding copies it)
+                if text is not None and not text.isascii():
+                    text.encode("utf-8")
+            return
+    _check_storable_generally(item)
+
+
+_PLAIN_TEXT: dict[type, Callable[[Any], tuple[Any, ...]]] = {
+    Message: lambda item: (item.extra, item.name, item.content),
+    FunctionCall: lambda item: (item.extra, item.call_id, item.name, item.arguments),
+    FunctionCallOutput: lambda item: (item.extra, item.call_id, item.name, item.output),
+}
+"""An item of each exact class's extra, then its text fields in the order the general check
+reads them, its content (or output, or arguments) last: with no extra and a string content,
+these are every text ``_check_storable_generally`` checks."""
+
+
+def _check_storable_generally(item: Item) -> None:
+    """``_check_storable`` of any item (the reference: content parts and provider data)."""
     if isinstance(item, (Reasoning, ProviderCompaction)):
         _check_data(item.payload)
         return

@@ -22,15 +22,17 @@ caches are kept), minus a few hundred nanoseconds of layers and re-checks per st
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from compactkit.governance.projector import checked_tools
+from compactkit.governance.projector import ContextProjector, checked_tools
 from compactkit.items import Tool
 from compactkit.memory.base import AgentMemory
 from compactkit.runtime._governor_setup import _require_memory
 from compactkit.runtime._governor_track import projection_event, step_budget
 from compactkit.runtime._request import honoured
+from compactkit.runtime.events import logger
 from compactkit.runtime.scheduling import ForegroundCompaction, GovernedStep, Instructions
 
 if TYPE_CHECKING:
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
     from compactkit.runtime.governor import Governor
 
 __all__ = ["plain_step"]
+
 
 _SEAM = ("prepare", "finish", "compressor_for", "emit", "_track", "_factor")
 """Methods of the governor a replaced (or overridden) one of sends to the generic step."""
@@ -80,11 +83,19 @@ def plain_step(
     # ``finish_step`` without a result: project under the calibrated budget and record it.
     track.used = state.tokens if state is not None else None
     budget = step_budget(projector.budget, policy, factor)
-    projection = projector.project(snapshot, instructions=instructions, tools=tools, budget=budget)
+    # (checked above: ``project``'s checks would pass; a projector subclass keeps its own)
+    if type(projector) is ContextProjector:
+        projection = projector.project_checked(snapshot, instructions, tools, budget)
+    else:
+        projection = projector.project(
+            snapshot, instructions=instructions, tools=tools, budget=budget
+        )
     track.turn += 1
     track.since += 1
     track.last_step = governor.clock()
-    event = governor.emit(projection_event(projection))
+    event = projection_event(projection)
+    if governor.on_event is not None or logger.isEnabledFor(logging.DEBUG):
+        governor.emit(event)  # (a projection is logged at DEBUG: else emitting does nothing)
     with governor._lock:
         governor._owners.remember(projection, track)
     return GovernedStep(projection, None, (event,), state)

@@ -5,6 +5,7 @@ one forced onto the generic path, given the same calls, answer each call alike."
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from hypothesis import given, settings
@@ -21,8 +22,8 @@ TOOLS = [Tool(name="read", description="read a file", parameters={"type": "objec
 
 # One call of a session: what is appended first (a user turn, a parallel tool round trip with
 # output sizes in lines, an abandoned call, a stray output, an answer), then what the call does
-# besides (other instructions or tools, a pin, a reported usage, a requested compaction, the
-# list read afresh, the returned history kept or not).
+# besides (other instructions or tools, a pin, a reported usage, a provider count observed, a
+# requested compaction, the list read afresh, the returned history kept or not).
 TURN = st.one_of(
     st.tuples(st.just("user"), st.integers(1, 120)),
     st.tuples(st.just("tools"), st.lists(st.integers(1, 400), min_size=1, max_size=4)),
@@ -32,7 +33,8 @@ TURN = st.one_of(
     st.tuples(st.just("huge"), st.integers(800, 2500)),
 )
 EXTRA = st.sampled_from(
-    ["none"] * 8 + ["instructions", "tools", "pin", "usage", "request", "afresh", "history"]
+    ["none"] * 8
+    + ["instructions", "tools", "pin", "usage", "observed", "request", "afresh", "history"]
 )
 
 
@@ -84,8 +86,11 @@ def _track(compactor: MessageCompactor) -> tuple[Any, ...]:
 def _session(turns: list[tuple[tuple[str, Any], str]], budget: int) -> list[dict[str, Any]]:
     """Play ``turns`` on two compactors, one on the generic path only; every call's answer and
     the counters after it must be the same. Returns the plain path's answers."""
-    plain = MessageCompactor(MODEL, budget=budget)
-    generic = MessageCompactor(MODEL, budget=budget)
+    seen: dict[str, list[str]] = {"plain": [], "generic": []}
+    plain = MessageCompactor(MODEL, budget=budget, on_event=lambda e: seen["plain"].append(repr(e)))
+    generic = MessageCompactor(
+        MODEL, budget=budget, on_event=lambda e: seen["generic"].append(repr(e))
+    )
     generic.governor._plain_steps = False  # the reference: every step through the scheduler
     answers: list[dict[str, Any]] = []
     lists: dict[int, list[dict[str, Any]]] = {id(plain): [], id(generic): []}
@@ -113,12 +118,15 @@ def _session(turns: list[tuple[tuple[str, Any], str]], budget: int) -> list[dict
             except BudgetError as exc:  # (a pin too big for the budget, say): raised alike
                 results.append({"error": str(exc)})
                 continue
+            if extra == "observed":  # the provider counted more: the budget tightens
+                compactor.observe_usage(result.tokens * 5 // 4)
             if extra == "history" or result.compacted:
                 lists[id(compactor)] = list(result.history)
             results.append(_answer(result))
         mine, reference = results
         assert mine == reference, f"call {n} ({turn[0]}, {extra})"
         assert _track(plain) == _track(generic), f"call {n}"
+        assert seen["plain"] == seen["generic"], f"call {n}: the events handed to on_event"
         answers.append(mine)
     return answers
 
@@ -165,3 +173,12 @@ def test_a_replaced_seam_method_takes_the_generic_step() -> None:
     compactor([{"role": "user", "content": "hi"}])
     assert seen == ["finish"]
     assert type(governor) is Governor
+
+
+def test_the_plain_step_logs_its_projection(caplog: Any) -> None:
+    caplog.set_level(logging.DEBUG, logger="compactkit")
+    compactor = MessageCompactor(MODEL)
+    compactor([{"role": "user", "content": "hi"}])
+    compactor([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}])
+    logged = [record.getMessage() for record in caplog.records]
+    assert sum(message.startswith("projection:") for message in logged) == 2
