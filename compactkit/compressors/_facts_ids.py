@@ -10,6 +10,7 @@ in ``_facts``.
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from compactkit.compressors._anchored import case_folded, matches_at, occurrences, run_start
 from compactkit.compressors._facts import code
@@ -64,7 +65,7 @@ def identifiers_in(text: str, *, prose: bool, limit: int = 8) -> list[tuple[str,
     # A pattern is only run when ``text`` holds the characters every one of its matches holds
     # (most texts are short and hold few of them: most patterns are skipped unread).
     found: dict[str, str] = {}
-    if "] " in text:
+    if "] " in text and (text.startswith("[") or "\n[" in text):  # a line that opens with "["
         for branch, sha, message in _GIT_COMMIT.findall(text):
             found[sha] = f"commit on {branch}: {code(message, 80)}"
     urls = [url.rstrip(".,;:!?") for url in _URL.findall(text)] if "://" in text else []
@@ -78,13 +79,13 @@ def identifiers_in(text: str, *, prose: bool, limit: int = 8) -> list[tuple[str,
     # A text is read for its digits once: where each run of hex digits that starts with a digit
     # lies tells where its shas are, and (ASCII text, where a digit is 0-9) which of the
     # patterns that need a digit can match.
-    spans = _digit_spans(text)
-    if spans:
-        _add_found_shas(_run_shas(text, spans), found, inside_urls)
-    ascii_spans = spans if text.isascii() else None
-    _add_ids(text, found, dash=dash, underscore=underscore, spans=ascii_spans)
+    runs = _digit_runs(text)
+    if runs is not None:
+        _add_found_shas(runs.shas, found, inside_urls)
+    ascii_runs = (runs or _NO_DIGIT) if text.isascii() else None
+    _add_ids(text, found, dash=dash, underscore=underscore, runs=ascii_runs)
     if prose:
-        _add_prose_ids(text, found, inside_urls, spans=ascii_spans)
+        _add_prose_ids(text, found, inside_urls, runs=ascii_runs)
     return list(found.items())[:limit]
 
 
@@ -99,35 +100,50 @@ _AFTER_SHA = _WORD | frozenset("-")  # what it may not precede
 _UPPER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
-def _digit_spans(text: str) -> list[tuple[int, int]]:
-    """Where ``_DIGIT_SPAN`` matches ``text``."""
-    return [m.span() for m in _DIGIT_SPAN.finditer(text)] if _DIGIT.search(text) else []
+class _DigitRuns(NamedTuple):
+    """What a text's runs of hex digits from a digit on (``_DIGIT_SPAN``) tell, read in one
+    pass (``_digit_runs``)."""
+
+    shas: list[str]
+    """``_SHA.findall(text)`` that hold a digit, without repeats."""
+    dash_digit: bool
+    """Whether a "-" stands before a digit (``_TICKET_HINT``, in ASCII text)."""
+    capital_digits: bool
+    """Whether eight digits follow a capital (``_CODE_ID_HINT``, in ASCII text)."""
 
 
+_NO_DIGIT = _DigitRuns([], dash_digit=False, capital_digits=False)
 _DIGIT = re.compile(r"[0-9]")
 
 
-def _run_shas(text: str, spans: list[tuple[int, int]]) -> list[str]:
-    """``_SHA.findall(text)`` that hold a digit (``spans``: the text's ``_digit_spans``),
-    without repeats.
+def _digit_runs(text: str) -> _DigitRuns | None:
+    """What the runs of hex digits from a digit on of ``text`` tell (``None``: it holds no
+    digit 0-9), read in one pass over them.
 
     A ``_SHA`` match is a whole run of 7 to 40 hex digits that follows no word character, "/",
     "." or "-" and precedes no word character or "-" (its look-arounds rule out every shorter
-    part of a run); holding a digit, it starts with the hex letters before one of the spans and
-    ends where that span ends (tests/compressors/test_digest_reading_fast_paths.py: the same shas
-    as the pattern, in ASCII text and beyond, where a letter or digit of any script is a word
-    character). Read from the spans instead of by the pattern, whose look-behinds make the
-    regex engine try it at every hex digit.
+    part of a run); holding a digit, it starts with the hex letters before one of the runs and
+    ends where that run ends. A "-" or a capital (not hex digits) before a digit starts a run
+    there. (tests/compressors/test_digest_reading_fast_paths.py: the same shas as the pattern,
+    in ASCII text and beyond, where a letter or digit of any script is a word character; the
+    same hints as their patterns in ASCII text.) Read so instead of by the patterns, whose
+    look-behinds make the regex engine try them at every hex digit.
     """
+    if _DIGIT.search(text) is None:
+        return None
     shas: dict[str, None] = {}
-    done = 0  # the end of the hex run read last: spans inside it are read already
+    dash_digit = capital_digits = False
     size = len(text)
-    for start, end in spans:
-        if start < done:
-            continue
+    for run in _DIGIT_SPAN.finditer(text):
+        start, end = run.span()
+        if start:
+            before = text[start - 1]
+            if before == "-":
+                dash_digit = True
+            elif before in _UPPER and end - start >= 8 and text[start : start + 8].isdigit():
+                capital_digits = True
         while start and text[start - 1] in _HEX_LETTERS:
             start -= 1
-        done = end
         if (
             7 <= end - start <= 40
             and (start == 0 or not _sha_edge(text[start - 1], _BEFORE_SHA))
@@ -136,7 +152,7 @@ def _run_shas(text: str, spans: list[tuple[int, int]]) -> list[str]:
             sha = text[start:end]
             if not sha.isdigit():
                 shas[sha] = None
-    return list(shas)
+    return _DigitRuns(list(shas), dash_digit, capital_digits)
 
 
 def _sha_edge(char: str, ascii_edges: frozenset[str]) -> bool:
@@ -164,11 +180,11 @@ def _add_ids(
     *,
     dash: bool,
     underscore: bool,
-    spans: list[tuple[int, int]] | None = None,
+    runs: _DigitRuns | None = None,
 ) -> None:
     """Add the tickets, prefixed ids, random ids and code ids of ``text`` (an id inside one
-    already ``found`` is not added again; ``spans``: its ``_digit_spans`` when ASCII)."""
-    tickets, code_ids = _digit_hints(text, spans, dash=dash)
+    already ``found`` is not added again; ``runs``: its ``_digit_runs`` when ASCII)."""
+    tickets, code_ids = _digit_hints(text, runs, dash=dash)
     if tickets:
         for match in _tickets(text):
             prefix, number = match.groups()
@@ -235,31 +251,23 @@ def _after_run(
     return matches_at(pattern, text, starts)
 
 
-def _digit_hints(
-    text: str, spans: list[tuple[int, int]] | None, *, dash: bool
-) -> tuple[bool, bool]:
+def _digit_hints(text: str, runs: _DigitRuns | None, *, dash: bool) -> tuple[bool, bool]:
     """Whether ``text`` holds ``_TICKET_HINT`` (a "-" before a digit) and ``_CODE_ID_HINT``
-    (eight digits right after a capital), read from its ``_digit_spans`` when ASCII."""
-    if spans is None:
+    (eight digits right after a capital), read from its ``_digit_runs`` when ASCII."""
+    if runs is None:
         # Every code id holds an uppercase letter A-Z: a text whose cased characters are all
         # lowercase (most paths, most prose) holds none.
         code_ids = not text.islower() and _CODE_ID_HINT.search(text) is not None
         return dash and _TICKET_HINT.search(text) is not None, code_ids
-    tickets = dash and any(start and text[start - 1] == "-" for start, _ in spans)
-    code_ids = any(
-        start and text[start - 1] in _UPPER and text[start : start + 8].isdigit()
-        for start, _ in spans
-    )
-    return tickets, code_ids
+    return runs.dash_digit, runs.capital_digits
 
 
 def _add_prose_ids(
-    text: str, found: dict[str, str], inside_urls: str, spans: list[tuple[int, int]] | None = None
+    text: str, found: dict[str, str], inside_urls: str, runs: _DigitRuns | None = None
 ) -> None:
     """Add the issues and versions of ``text`` (prose only: elsewhere they are noise;
-    ``spans``: its ``_digit_spans`` when ASCII — both need a digit, a version a digit before
-    a "." before another)."""
-    if spans == []:
+    ``runs``: its ``_digit_runs`` when ASCII — both need a digit)."""
+    if runs is _NO_DIGIT:
         return
     if "#" in text or _may_name_issue(text):
         for number in issue_numbers(text):

@@ -114,13 +114,18 @@ def _shas_reference(text: str) -> list[str]:
     return list(dict.fromkeys(shas))
 
 
+def _run_shas(text: str) -> list[str]:
+    runs = facts_ids._digit_runs(text)
+    return [] if runs is None else runs.shas
+
+
 HEX_TEXT = st.text(st.sampled_from("0123456789abcdefxX_-./ gZ\u00e9\u0663\u2713"), max_size=60)
 
 
 @PROPERTY
 @given(HEX_TEXT)
 def test_shas_read_from_the_digit_runs_are_the_matches_of_the_pattern(text: str) -> None:
-    assert facts_ids._run_shas(text, facts_ids._digit_spans(text)) == _shas_reference(text)
+    assert _run_shas(text) == _shas_reference(text)
 
 
 @pytest.mark.parametrize(
@@ -142,7 +147,23 @@ def test_shas_read_from_the_digit_runs_are_the_matches_of_the_pattern(text: str)
     ],
 )
 def test_each_sha_edge_is_read_as_the_pattern_reads_it(text: str) -> None:
-    assert facts_ids._run_shas(text, facts_ids._digit_spans(text)) == _shas_reference(text)
+    assert _run_shas(text) == _shas_reference(text)
+
+
+@PROPERTY
+@given(
+    st.lists(
+        st.sampled_from(["-1", "A12345678", "Z1234567", "a12345678", "-a1", "X-", "1"])
+        | st.text(st.sampled_from("0123456789abcdefAZ-_ "), max_size=10),
+        max_size=8,
+    ).map("".join)
+)
+def test_the_digit_hints_read_from_the_runs_are_the_patterns(text: str) -> None:
+    runs = facts_ids._digit_runs(text)
+    assert (runs is not None) == any(c.isdigit() for c in text)
+    runs = runs or facts_ids._NO_DIGIT
+    assert runs.dash_digit == (facts_ids._TICKET_HINT.search(text) is not None)
+    assert runs.capital_digits == (facts_ids._CODE_ID_HINT.search(text) is not None)
 
 
 @PROPERTY
@@ -160,7 +181,7 @@ def test_identifiers_from_digit_runs_are_those_the_generic_reading_finds(
 
 
 def _generic_identifiers(text: str, *, prose: bool) -> list[tuple[str, str]]:
-    """``identifiers_in`` with the digit-run path switched off (``_digit_spans`` never used)."""
+    """``identifiers_in`` with the digit-run path switched off (``_digit_runs`` never used)."""
     found: dict[str, str] = {}
     urls = [u.rstrip(".,;:!?") for u in facts_ids._URL.findall(text)] if "://" in text else []
     for url in urls:

@@ -84,6 +84,8 @@ def _identifiers_reference(text: str, *, prose: bool, limit: int = 8) -> list[tu
 IDENTIFIER_PARTS = [
     "[main 1a2b3c4] fix the parser",
     "[feat/x (root-commit) abcdef0] init",
+    "ok\n[main 1a2b3c4] fix",
+    "x[main 1a2b3c4] not at a line start",
     "https://example.com/a/1a2b3c4d.",
     "http://x.io/v1.2.3",
     "123e4567-e89b-12d3-a456-426614174000",
