@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from compactkit.compressors._anchored import matches_at
+
 # -- sentences -------------------------------------------------------------------------------
 
 # Where a sentence ends: ``(?<=[.!?])\s+(?=[A-Z"'`(])|\n+``, written with its first character
@@ -152,11 +154,31 @@ def code_names(text: str, limit: int = 12) -> list[str]:
         for path in _CODE_PATH.findall(block_text):
             found.setdefault(path)
     prose = without_fences(text)
-    for name in _DOTTED_CALL.findall(prose) if "()" in prose else ():
+    for name in _dotted_calls(prose):
         found.setdefault(name)
     for path in _CODE_PATH.findall(prose) if "/" in prose else ():
         found.setdefault(path)
     return list(found)[:limit]
+
+
+def _dotted_calls(text: str) -> list[str]:
+    """``_DOTTED_CALL.findall(text)``, tried only where a match can start.
+
+    A match is a run of word characters and dots right before a "()", that follows no word
+    character or dot: so it starts where the run before a "()" starts. The pattern is tried
+    there only (``_anchored``; tests/compressors/test_digest_reading_fast_paths.py: the same
+    calls as ``findall``), instead of at every position of a user's long message (its leading
+    look-behind makes the regex engine try them all).
+    """
+    starts = []
+    at = text.find("()")
+    while at >= 0:
+        start = at
+        while start and (text[start - 1].isalnum() or text[start - 1] in "_."):
+            start -= 1  # (a word character of any script, as the pattern's ``\w``)
+        starts.append(start)
+        at = text.find("()", at + 2)
+    return [match.group(1) for match in matches_at(_DOTTED_CALL, text, starts)]
 
 
 def without_fences(text: str) -> str:
