@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from compactkit.errors import ConfigError
 from compactkit.items import FunctionCall, Tool
 
-__all__ = ["FunctionTool", "ToolOutcome", "interrupted", "tool"]
+__all__ = ["FunctionTool", "ToolOutcome", "tool"]
 
 INTERRUPTED = (
     "Error: this call was interrupted before it returned (the session stopped between the call "
