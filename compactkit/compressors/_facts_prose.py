@@ -47,11 +47,16 @@ TRIVIAL = re.compile(
 
 
 def _lowered(pattern: re.Pattern[str]) -> re.Pattern[str]:
-    """``pattern`` (which ignores case) as a case-sensitive pattern of its lowered text, its
-    phrases grouped by their first letter, each group's word boundary looked for behind that
-    letter: ``\\b(?:must|make sure|never)\\b`` is ``(?:m(?<!\\w.)(?:ust|ake sure)|n(?<!\\w.)
-    (?:ever))\\b``. Whether it finds a match is the same (``says`` asks nothing else); the regex
-    engine skips ahead to the next first letter of a phrase instead of trying every position."""
+    """``pattern`` (which ignores case) as a case-sensitive pattern of its lowered text that
+    opens with the character before a phrase, its phrases grouped by their first letter:
+    ``\\b(?:must|make sure|never)\\b`` is ``[^\\w](?:m(?:ust|ake sure)|n(?:ever))\\b``.
+
+    Searched in the lowered text after a line break (``_PAD``: the start of the text is a word
+    boundary too), it finds a match one character before each phrase the pattern finds, and
+    nowhere else (``says`` and ``saying`` ask nothing else). The regex engine skips ahead to the
+    next character that is not a letter, digit or "_" (a space, mostly) and tries the phrases
+    there only, instead of at every letter a phrase starts with (most of them): in an agent's
+    prose the decision phrases are read in about two thirds of the time."""
     assert re.search(r"\\[A-Z]", pattern.pattern) is None  # lowering \S or \B changes them
     body = pattern.pattern.lower()
     assert body.startswith("\\b(?:") and body.endswith(")\\b")
@@ -59,8 +64,11 @@ def _lowered(pattern: re.Pattern[str]) -> re.Pattern[str]:
     for phrase in _branches(body[len("\\b(?:") : -len(")\\b")]):
         assert phrase[:1].isalpha() and phrase[:1].isascii(), phrase  # a letter, said as such
         groups.setdefault(phrase[0], []).append(phrase[1:])
-    grouped = "|".join(f"{first}(?<!\\w.)(?:{'|'.join(rest)})" for first, rest in groups.items())
-    return re.compile(f"(?:{grouped})\\b")
+    grouped = "|".join(f"{first}(?:{'|'.join(rest)})" for first, rest in groups.items())
+    return re.compile(f"[^\\w](?:{grouped})\\b")
+
+
+_PAD = "\n"  # what ``_FOLDED`` patterns read before a text: a character that is not \w
 
 
 def _branches(alternation: str) -> list[str]:
@@ -79,7 +87,8 @@ def _branches(alternation: str) -> list[str]:
 
 # The phrase patterns ignore case, and their words are ASCII: in ASCII text (where ignoring
 # case folds only ASCII letters, and lowering changes no word or space character) their lowered
-# forms find a match in the lowered text exactly where they find one, several times faster.
+# forms find a match in the lowered text (after ``_PAD``) exactly where they find one, one
+# character before it, several times faster.
 _FOLDED = {pattern: _lowered(pattern) for pattern in (CONSTRAINT, DECISION, NEXT_STEP)}
 
 
@@ -87,7 +96,7 @@ def says(pattern: re.Pattern[str], text: str) -> bool:
     """Whether ``pattern`` (``CONSTRAINT``, ``DECISION`` or ``NEXT_STEP``) is found in
     ``text``."""
     if text.isascii():
-        return _FOLDED[pattern].search(text.lower()) is not None
+        return _FOLDED[pattern].search(_PAD + text.lower()) is not None
     return pattern.search(text) is not None
 
 
@@ -103,7 +112,8 @@ def saying(pattern: re.Pattern[str], sentences: list[str]) -> list[str]:
     joined = "\n".join(sentences)
     if not joined.isascii():
         return [s for s in sentences if says(pattern, s)]
-    lowered, search = joined.lower(), _FOLDED[pattern].search
+    # (after ``_PAD``, a match starts where its phrase starts in the joined text, one before it)
+    lowered, search = _PAD + joined.lower(), _FOLDED[pattern].search
     picked: list[str] = []
     start = index = 0  # where sentences[index] starts in the joined text
     while (found := search(lowered, start)) is not None:

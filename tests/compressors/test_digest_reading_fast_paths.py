@@ -245,6 +245,28 @@ def test_grouped_phrases_find_a_match_where_the_phrases_as_written_do(
     assert facts_prose.says(pattern, text) == (pattern.search(text) is not None)
 
 
+_EDGES = st.text(st.sampled_from("-'(.`/_a1 \n"), max_size=2)
+
+
+@PROPERTY
+@given(
+    _EDGES,
+    st.sampled_from(["must", "no", "because", "instead", "next", "todo", "rather than", "use"]),
+    _EDGES,
+    st.sampled_from([facts_prose.CONSTRAINT, facts_prose.DECISION, facts_prose.NEXT_STEP]),
+)
+def test_a_phrase_between_any_characters_is_found_where_the_phrases_as_written_find_it(
+    before: str, phrase: str, after: str, pattern: re.Pattern[str]
+) -> None:
+    """One phrase, after and before punctuation, a word character, a space or nothing: the
+    character the grouped pattern reads before a phrase is a boundary where ``\\b`` is one."""
+    text = before + phrase + after
+    assert facts_prose.says(pattern, text) == (pattern.search(text) is not None)
+    sentences = [text, text.upper()]
+    expected = [s for s in sentences if pattern.search(s)]
+    assert facts_prose.saying(pattern, sentences) == expected
+
+
 @PROPERTY
 @given(
     st.one_of(
