@@ -142,7 +142,7 @@ def _merged_form(doc: SummaryDocument) -> bool:
     keys: dict[SectionKey, set[str]] = {}
     for key, entries in doc.sections.items():
         if merge_rule(key) == "keyed":
-            keys[key] = {_entries.entry_key(e) for e in entries}
+            keys[key] = set(map(_entries.entry_key, entries))  # (remembered per entry)
             if len(keys[key]) != len(entries):
                 return False
     return keys.get(_READ, set()).isdisjoint(keys.get(_MODIFIED, set()))
