@@ -24,24 +24,38 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from compactkit.governance.projector import ContextProjector, checked_tools
 from compactkit.items import Tool
 from compactkit.memory.base import AgentMemory
 from compactkit.runtime._governor_setup import _require_memory
+from compactkit.runtime._governor_step import StepParts
 from compactkit.runtime._governor_track import projection_event, step_budget
 from compactkit.runtime._request import honoured
 from compactkit.runtime.events import logger
-from compactkit.runtime.scheduling import ForegroundCompaction, GovernedStep, Instructions
+from compactkit.runtime.scheduling import (
+    CompactionScheduler,
+    ForegroundCompaction,
+    GovernedStep,
+    Instructions,
+)
 
 if TYPE_CHECKING:
     from compactkit.governance.policy import PolicyState
     from compactkit.items.snapshot import MemorySnapshot
     from compactkit.runtime._governor_track import Track
-    from compactkit.runtime.governor import Governor
+    from compactkit.runtime.events import EventHandler
 
 __all__ = ["plain_step"]
+
+
+class PlainParts(StepParts, Protocol):
+    """What the one-pass step reads of its ``Governor`` (a protocol: governor.py imports this
+    module): the generic step's parts, its scheduler and its event handler."""
+
+    scheduler: CompactionScheduler
+    on_event: EventHandler | None
 
 
 _SEAM = ("prepare", "finish", "compressor_for", "emit", "_track", "_factor")
@@ -49,7 +63,7 @@ _SEAM = ("prepare", "finish", "compressor_for", "emit", "_track", "_factor")
 
 
 def plain_step(
-    governor: Governor,
+    governor: PlainParts,
     memory: AgentMemory,
     instructions: Instructions,
     tools: Sequence[Tool],
@@ -102,7 +116,7 @@ def plain_step(
 
 
 def _measured(
-    governor: Governor,
+    governor: PlainParts,
     track: Track,
     snapshot: MemorySnapshot,
     instructions: Instructions,
@@ -139,7 +153,7 @@ def _measured(
     return False, state
 
 
-def _custom(governor: Governor) -> bool:
+def _custom(governor: PlainParts) -> bool:
     """Whether a seam method was replaced on the governor itself (the caller checked that it
     is no subclass)."""
     return not vars(governor).keys().isdisjoint(_SEAM)
