@@ -21,7 +21,6 @@ caches are kept), minus a few hundred nanoseconds of layers and re-checks per st
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
@@ -31,7 +30,7 @@ from compactkit.items import Tool
 from compactkit.memory.base import AgentMemory
 from compactkit.runtime._governor_setup import _require_memory
 from compactkit.runtime._governor_step import StepParts
-from compactkit.runtime._governor_track import projection_event, step_budget
+from compactkit.runtime._governor_track import projection_event, scaled_measure, step_budget
 from compactkit.runtime._request import honoured
 from compactkit.runtime.events import logger
 from compactkit.runtime.scheduling import (
@@ -129,20 +128,17 @@ def _measured(
     policy = governor.policy
     if policy is None:
         return track.requested, None
-    last_step = track.last_step
-    state = policy.measure(
+    state = scaled_measure(
+        policy,
         snapshot,
         governor.counter,
-        instructions=instructions,
-        tools=tools,
-        turn=track.turn,
-        turns_since_compaction=track.since,
-        last_usage=track.last_usage,
-        forced=False,
-        idle_seconds=None if last_step is None else governor.clock() - last_step,
+        track,
+        instructions,
+        tools,
+        False,
+        governor.clock,
+        factor,
     )
-    if factor > 1.0:
-        state = dataclasses.replace(state, tokens=int(state.tokens * factor))
     due = policy.should_compact(state)
     if due and track.rearm is not None and state.tokens < track.rearm:
         due = False
