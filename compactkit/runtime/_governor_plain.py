@@ -7,13 +7,15 @@ session (4,960 of the 4,999 calls of the real 10,000-message session in
 ``measure_step`` → ``Governor.finish`` → ``finish_step`` / ``project_step``), which builds a
 ``StepPlan``, takes the compaction lease's fast exit and checks the arguments again at each
 layer. ``plain_step`` does the same work in one function: it measures, and when nothing is due
-it projects and records the step exactly as ``finish_step`` does; when a compaction is due (or
-anything it does not handle is configured) it returns ``None`` having changed nothing, and the
-caller takes the generic step, which measures again and decides.
+it projects and records the step exactly as ``finish_step`` does; when anything it does not
+handle is configured it returns ``None`` having changed nothing, and the caller takes the
+generic step. When a compaction is due it returns ``None`` too, leaving its measure on the
+memory's track for the generic step's ``prepare_step``: a trigger that keeps state (a cooldown)
+and the clock are asked once per step, as on the generic path.
 
 What it leaves to the generic step: a background scheduler or any scheduler but the default
 one, the budget status line, a governor subclass or a governor whose seam methods were
-replaced, ``force``, and every step the policy (or an agent's request) makes due.
+replaced (on it, on its class, on the scheduler or its class), ``force``, and every step the policy (or an agent's request) makes due.
 Cost model: the same counting, tally and projection calls as the generic step (so the same
 caches are kept), minus a few hundred nanoseconds of layers and re-checks per step.
 ``tests/runtime/test_plain_step.py`` holds it to the generic step over random sessions.
@@ -46,7 +48,7 @@ if TYPE_CHECKING:
     from compactkit.runtime._governor_track import Track
     from compactkit.runtime.events import EventHandler
 
-__all__ = ["plain_step"]
+__all__ = ["plain_step", "remember_seam"]
 
 
 class PlainParts(StepParts, Protocol):
@@ -91,7 +93,9 @@ def plain_step(
     factor = governor._factor(track)
     due, state = _measured(governor, track, snapshot, instructions, tools, factor)
     if due:
-        return None  # the generic step measures again and compacts
+        if state is not None:  # the generic step decides on this measure, not a second one
+            track.measured = (snapshot, state)
+        return None
     track.requested = False  # a request is for one step: it never repeats itself
     # ``finish_step`` without a result: project under the calibrated budget and record it.
     track.used = state.tokens if state is not None else None
@@ -149,7 +153,27 @@ def _measured(
     return False, state
 
 
+_ORIGINALS: list[tuple[str, object]] = []
+"""The governor class's own seam functions, as ``remember_seam`` found them at import."""
+_FOREGROUND_STEP = ForegroundCompaction.__dict__["step"]
+
+
+def remember_seam(cls: type) -> None:
+    """Keep ``cls``'s seam functions (``governor.py`` calls it once, after defining
+    ``Governor``): one patched on the class later (``mock.patch.object(Governor, "finish")``)
+    sends every step to the generic path."""
+    _ORIGINALS[:] = [(name, cls.__dict__[name]) for name in _SEAM]
+
+
 def _custom(governor: PlainParts) -> bool:
-    """Whether a seam method was replaced on the governor itself (the caller checked that it
-    is no subclass)."""
-    return not vars(governor).keys().isdisjoint(_SEAM)
+    """Whether a seam method was replaced: on the governor itself, on its class (the caller
+    checked that it is no subclass), on the default scheduler's class or on the scheduler."""
+    if not vars(governor).keys().isdisjoint(_SEAM):
+        return True
+    own = type(governor).__dict__
+    if any(own.get(name) is not function for name, function in _ORIGINALS):
+        return True
+    scheduler = governor.scheduler
+    return ForegroundCompaction.__dict__["step"] is not _FOREGROUND_STEP or "step" in getattr(
+        scheduler, "__dict__", ()
+    )

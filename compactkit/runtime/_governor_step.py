@@ -79,11 +79,24 @@ def prepare_step(
     track = governor._track(memory)
     if usage is not None:
         track.last_usage = usage
-    snapshot = memory.snapshot()
     events: list[Event] = []
     policy = governor.policy
     state: PolicyState | None = None
-    if policy is not None:
+    measured, track.measured = track.measured, None
+    if (
+        measured is not None
+        and not force
+        and policy is not None
+        and measured[0].version == memory.version
+    ):
+        # The plain step measured this step and found it due (``_governor_plain``): its
+        # measure stands, so the trigger and the clock are not asked twice.
+        snapshot, state = measured
+        if track.base is None:
+            track.base = (state.tokens, track.turn)
+        due = True
+    elif policy is not None:
+        snapshot = memory.snapshot()
         state, due = measure_step(
             policy,
             snapshot,
@@ -96,6 +109,7 @@ def prepare_step(
             governor._factor,
         )
     else:
+        snapshot = memory.snapshot()
         due = force or track.requested
     track.requested = False  # a request is for one step: it never repeats itself
     request = None

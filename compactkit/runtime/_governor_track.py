@@ -38,6 +38,7 @@ class Track:
         "floor",
         "last_step",
         "last_usage",
+        "measured",
         "ratio",
         "rearm",
         "requested",
@@ -57,6 +58,9 @@ class Track:
         self.since = 0
         self.last_usage: int | None = None
         self.ratio = 1.0  # reported/projected at this memory's last observed call
+        # The plain step's measure of a step it found due, for the generic step it hands the
+        # step to (``prepare_step``): the trigger and the clock are asked once per step.
+        self.measured: tuple[MemorySnapshot, PolicyState] | None = None
 
 
 class Tracks:

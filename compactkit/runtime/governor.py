@@ -37,7 +37,7 @@ from compactkit.governance.status import BudgetStatus
 from compactkit.items import Tool
 from compactkit.items.snapshot import CompactResult, MemorySnapshot, SummaryRole
 from compactkit.memory.base import AgentMemory
-from compactkit.runtime._governor_plain import plain_step
+from compactkit.runtime._governor_plain import plain_step, remember_seam
 from compactkit.runtime._governor_setup import (
     _check_parts,
     _check_prompt_tokens,
@@ -450,3 +450,6 @@ class Governor:
         )
         with self._lock:
             return self._ladders.get(target, tools, self.counter)
+
+
+remember_seam(Governor)

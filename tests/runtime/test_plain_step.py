@@ -182,3 +182,96 @@ def test_the_plain_step_logs_its_projection(caplog: Any) -> None:
     compactor([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}])
     logged = [record.getMessage() for record in caplog.records]
     assert sum(message.startswith("projection:") for message in logged) == 2
+
+
+def _governed_with(plain: bool, trigger: Any, clock: Any) -> tuple[list[str], list[Any]]:
+    """A session that grows until its policy fires, on a governor with ``trigger`` and
+    ``clock``: the events it reports and the policy states its steps decided on."""
+    from compactkit import CompactPolicy, InMemoryMemory
+
+    policy = CompactPolicy(trigger, target=1_000, budget=8_000)
+    governor = Governor.for_model(MODEL, policy=policy, clock=clock)
+    governor._plain_steps = plain  # type: ignore[misc]
+    memory = InMemoryMemory()
+    kinds: list[str] = []
+    states: list[Any] = []
+    for step in range(8):
+        memory.add_user_input(f"step {step}: " + "words " * 300)
+        governed = governor.step(memory)
+        kinds += [type(event).__name__ for event in governed.events]
+        states.append(governed.state)
+    return kinds, states
+
+
+def test_a_trigger_with_state_is_asked_once_per_due_step() -> None:
+    """A cooldown trigger (fires at most once a minute) decides the step once: the plain step
+    hands its measure of a due step to the generic step instead of asking again."""
+
+    def cooldown() -> Any:
+        fired: list[float] = []
+
+        def trigger(state: Any) -> bool:
+            now = float(len(fired))
+            if state.tokens > 1_500 and not fired:
+                fired.append(now)
+                return True
+            return False
+
+        return trigger
+
+    plain = _governed_with(True, cooldown(), lambda: 0.0)
+    generic = _governed_with(False, cooldown(), lambda: 0.0)
+    assert plain == generic
+    assert "CompactionEvent" in plain[0]
+
+
+def test_the_clock_is_read_as_often_as_on_the_generic_step() -> None:
+    from compactkit.governance.triggers import cache_cold, tokens_over
+
+    def ticking() -> Any:
+        now = [0.0]
+
+        def clock() -> float:
+            now[0] += 200.0
+            return now[0]
+
+        return clock, now
+
+    runs = []
+    for plain in (True, False):
+        clock, now = ticking()
+        kinds, states = _governed_with(plain, tokens_over(6_000) | cache_cold(after=150), clock)
+        runs.append((kinds, [s.idle_seconds if s is not None else None for s in states], now[0]))
+    assert runs[0] == runs[1]
+
+
+def test_a_seam_method_patched_on_the_class_takes_the_generic_step(monkeypatch: Any) -> None:
+    from compactkit.runtime.scheduling import ForegroundCompaction
+
+    seen: list[str] = []
+    for owner, name in ((Governor, "finish"), (Governor, "emit"), (ForegroundCompaction, "step")):
+        original = owner.__dict__[name]
+
+        def watched(*args: Any, _name: str = name, _f: Any = original, **kw: Any) -> Any:
+            seen.append(_name)
+            return _f(*args, **kw)
+
+        monkeypatch.setattr(owner, name, watched)
+        MessageCompactor(MODEL)([{"role": "user", "content": "hi"}])
+        assert name in seen
+        monkeypatch.undo()
+
+
+def test_a_step_replaced_on_the_scheduler_takes_the_generic_step() -> None:
+    compactor = MessageCompactor(MODEL)
+    scheduler = compactor.governor.scheduler
+    seen: list[str] = []
+    step = scheduler.step
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        seen.append("step")
+        return step(*args, **kwargs)
+
+    scheduler.step = watched  # type: ignore[method-assign]
+    compactor([{"role": "user", "content": "hi"}])
+    assert seen == ["step"]
