@@ -13,7 +13,7 @@ from compactkit.errors import ConcurrencyError
 from compactkit.governance.policy import PolicyState
 from compactkit.governance.projector import checked_tools
 from compactkit.items import Tool
-from compactkit.items.snapshot import CompactResult
+from compactkit.items.snapshot import CompactResult, MemorySnapshot
 from compactkit.memory.base import AgentMemory
 from compactkit.runtime._compaction import _compaction_event, _off_event
 from compactkit.runtime._governor_setup import _require_memory
@@ -81,36 +81,7 @@ def prepare_step(
         track.last_usage = usage
     events: list[Event] = []
     policy = governor.policy
-    state: PolicyState | None = None
-    measured, track.measured = track.measured, None
-    if (
-        measured is not None
-        and not force
-        and policy is not None
-        and measured[0].version == memory.version
-    ):
-        # The plain step measured this step and found it due (``_governor_plain``): its
-        # measure stands, so the trigger and the clock are not asked twice.
-        snapshot, state = measured
-        if track.base is None:
-            track.base = (state.tokens, track.turn)
-        due = True
-    elif policy is not None:
-        snapshot = memory.snapshot()
-        state, due = measure_step(
-            policy,
-            snapshot,
-            governor.counter,
-            track,
-            instructions,
-            tools,
-            force,
-            governor.clock,
-            governor._factor,
-        )
-    else:
-        snapshot = memory.snapshot()
-        due = force or track.requested
+    snapshot, state, due = _measured(governor, memory, track, instructions, tools, force)
     track.requested = False  # a request is for one step: it never repeats itself
     request = None
     if due:
@@ -126,6 +97,41 @@ def prepare_step(
             events.append(governor.emit(CompactionVetoed(request)))
             request = None
     return StepPlan(snapshot, state, track, request, events)
+
+
+def _measured(
+    governor: StepParts,
+    memory: AgentMemory,
+    track: Track,
+    instructions: Instructions,
+    tools: Sequence[Tool],
+    force: bool,
+) -> tuple[MemorySnapshot, PolicyState | None, bool]:
+    """The step's snapshot, the policy's measure of it and whether a compaction is due."""
+    policy = governor.policy
+    measured, track.measured = track.measured, None
+    if policy is None:
+        return memory.snapshot(), None, force or track.requested
+    if measured is not None and not force and measured[0].version == memory.version:
+        # The plain step measured this step and found it due (``_governor_plain``): its
+        # measure stands, so the trigger and the clock are not asked twice.
+        snapshot, state = measured
+        if track.base is None:
+            track.base = (state.tokens, track.turn)
+        return snapshot, state, True
+    snapshot = memory.snapshot()
+    state, due = measure_step(
+        policy,
+        snapshot,
+        governor.counter,
+        track,
+        instructions,
+        tools,
+        force,
+        governor.clock,
+        governor._factor,
+    )
+    return snapshot, state, due
 
 
 def finish_step(
