@@ -32,8 +32,7 @@ from compactkit.items import Tool
 from compactkit.memory.base import AgentMemory
 from compactkit.runtime._governor_setup import _require_memory
 from compactkit.runtime._governor_step import StepParts
-from compactkit.runtime._governor_track import projection_event, scaled_measure, step_budget
-from compactkit.runtime._request import honoured
+from compactkit.runtime._governor_track import measure_step, projection_event, step_budget
 from compactkit.runtime.events import logger
 from compactkit.runtime.scheduling import (
     CompactionScheduler,
@@ -91,7 +90,7 @@ def plain_step(
     snapshot = memory.snapshot()
     policy = governor.policy
     factor = governor._factor(track)
-    due, state = _measured(governor, track, snapshot, instructions, tools, factor)
+    state, due = _measured(governor, track, snapshot, instructions, tools)
     if due:
         if state is not None:  # the generic step decides on this measure, not a second one
             track.measured = (snapshot, state)
@@ -124,15 +123,13 @@ def _measured(
     snapshot: MemorySnapshot,
     instructions: Instructions,
     tools: Sequence[Tool],
-    factor: float,
-) -> tuple[bool, PolicyState | None]:
-    """``measure_step``'s measure and decision: due when the policy fires, unless nothing grew
-    since a compaction that fell short; or when the agent asked and a compaction can make
-    progress (without a policy, when it asked). The track's base is taken only when not due."""
+) -> tuple[PolicyState | None, bool]:
+    """The generic step's measure and decision (``measure_step``; without a policy, whether
+    the agent asked)."""
     policy = governor.policy
     if policy is None:
-        return track.requested, None
-    state = scaled_measure(
+        return None, track.requested
+    return measure_step(
         policy,
         snapshot,
         governor.counter,
@@ -141,16 +138,8 @@ def _measured(
         tools,
         False,
         governor.clock,
-        factor,
+        governor._factor,
     )
-    due = policy.should_compact(state)
-    if due and track.rearm is not None and state.tokens < track.rearm:
-        due = False
-    if due or (track.requested and honoured(policy, state.tokens, track.rearm, track.floor)):
-        return True, state
-    if track.base is None:
-        track.base = (state.tokens, track.turn)
-    return False, state
 
 
 _ORIGINALS: list[tuple[str, object]] = []

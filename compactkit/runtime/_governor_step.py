@@ -113,11 +113,10 @@ def _measured(
     if policy is None:
         return memory.snapshot(), None, force or track.requested
     if measured is not None and not force and measured[0].version == memory.version:
-        # The plain step measured this step and found it due (``_governor_plain``): its
-        # measure stands, so the trigger and the clock are not asked twice.
+        # The plain step measured this step (``measure_step``, which also took the track's
+        # base) and found it due: its measure stands, so the trigger and the clock are not
+        # asked twice.
         snapshot, state = measured
-        if track.base is None:
-            track.base = (state.tokens, track.turn)
         return snapshot, state, True
     snapshot = memory.snapshot()
     state, due = measure_step(

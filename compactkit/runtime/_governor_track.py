@@ -149,36 +149,6 @@ def step_budget(budget: int | None, policy: CompactPolicy | None, factor: float)
     return budget
 
 
-def scaled_measure(
-    policy: CompactPolicy,
-    snapshot: MemorySnapshot,
-    counter: TokenCounter,
-    track: Track,
-    instructions: Instructions,
-    tools: Sequence[Tool],
-    force: bool,
-    clock: Callable[[], float],
-    factor: float,
-) -> PolicyState:
-    """The policy's measure of the step, its tokens scaled by the calibration ``factor`` when
-    the local count runs low (``measure_step`` and the one-pass plain step share it)."""
-    last_step = track.last_step
-    state = policy.measure(
-        snapshot,
-        counter,
-        instructions=instructions,
-        tools=tools,
-        turn=track.turn,
-        turns_since_compaction=track.since,
-        last_usage=track.last_usage,
-        forced=force,
-        idle_seconds=None if last_step is None else clock() - last_step,
-    )
-    if factor > 1.0:
-        state = dataclasses.replace(state, tokens=int(state.tokens * factor))
-    return state
-
-
 def measure_step(
     policy: CompactPolicy,
     snapshot: MemorySnapshot,
@@ -193,9 +163,21 @@ def measure_step(
     """The step's measure as the policy sees it, scaled by the calibration, and whether it is
     due: the policy fires and the memory grew past its rearm since a short compaction, or the
     agent asked and the request can make progress."""
-    state = scaled_measure(
-        policy, snapshot, counter, track, instructions, tools, force, clock, factor_of(track)
+    last_step = track.last_step
+    state = policy.measure(
+        snapshot,
+        counter,
+        instructions=instructions,
+        tools=tools,
+        turn=track.turn,
+        turns_since_compaction=track.since,
+        last_usage=track.last_usage,
+        forced=force,
+        idle_seconds=None if last_step is None else clock() - last_step,
     )
+    factor = factor_of(track)
+    if factor > 1.0:
+        state = dataclasses.replace(state, tokens=int(state.tokens * factor))
     if track.base is None:
         track.base = (state.tokens, track.turn)
     due = policy.should_compact(state)
