@@ -12,6 +12,9 @@ approximation and the count says ``exact=False``; the budget's safety margin cov
 Encodings load from the rank files bundled in the ``bpe-openai`` package, never from the network
 (``compactkit.budget._encodings``).
 
+The counter interface, ``TokenCount`` and the per-item cache the counters share are in
+``_counting``; ``EstimateCounter`` is in ``_estimate``; both are exported from here.
+
 Counts are additive per item and cached twice: per item object (re-counting a grown history
 costs only the new items) and, process-wide, per text (new objects with old content — a fresh
 projector, a stateless call, a CLI run — are counted from memory, not encoded again).
@@ -19,18 +22,15 @@ projector, a stateless call, a CLI run — are counted from memory, not encoded 
 
 from __future__ import annotations
 
-import json
-import math
-import threading
-from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from functools import lru_cache
-from itertools import islice
-from typing import Protocol, runtime_checkable
 
+from compactkit.budget._counting import TokenCount as TokenCount
+from compactkit.budget._counting import TokenCounter as TokenCounter
+from compactkit.budget._counting import _BaseCounter
 from compactkit.budget._encodings import LINE_ADDITIVE, get_encoding, line_pieces, text_counts
-from compactkit.budget._inputs import ITEM_TYPES, check_item, check_text, check_tools
+from compactkit.budget._estimate import EstimateCounter as EstimateCounter
+from compactkit.budget._inputs import check_text, check_tools
 from compactkit.budget._parts import image_tokens as image_tokens
 from compactkit.budget._parts import opaque_tokens, raw_tokens
 from compactkit.budget._schemas import schema_approximation, schema_tokens
@@ -40,7 +40,6 @@ from compactkit.budget.profiles import (
     ToolSchemaRules,
     _registry,
 )
-from compactkit.errors import ConfigError
 from compactkit.items import (
     ContentPart,
     FunctionCall,
@@ -49,7 +48,6 @@ from compactkit.items import (
     Item,
     Message,
     ProviderCompaction,
-    RawPart,
     Reasoning,
     TextPart,
     Tool,
@@ -65,183 +63,6 @@ __all__ = [
     "get_encoding",
     "image_tokens",
 ]
-
-
-@dataclass(frozen=True)
-class TokenCount:
-    """A request's token count and how far to trust it."""
-
-    tokens: int
-    """Prompt tokens of the whole request (messages, tools, reply priming)."""
-    exact: bool
-    """True only where the counting rules are verified against the API for every part."""
-    encoding: str | None
-    """The tokenizer used, or ``None`` for a character-based estimate."""
-    model: str | None
-    """The model counted for, when known."""
-    notes: tuple[str, ...] = ()
-    """Which parts were approximated, and why."""
-
-
-@runtime_checkable
-class TokenCounter(Protocol):
-    """Counts what a request costs. Counts are additive over items:
-
-    ``count(items, tools).tokens == sum(count_item(i) for i in items) + count_overhead(tools)``.
-    """
-
-    @property
-    def encoding_name(self) -> str | None:
-        """The tokenizer's name, or ``None`` for an estimate."""
-        ...
-
-    def count_text(self, text: str) -> int:
-        """Tokens of plain text."""
-        ...
-
-    def count_item(self, item: Item) -> int:
-        """Tokens one item adds to a request, its per-message overhead included."""
-        ...
-
-    def count_overhead(self, tools: Sequence[Tool] = ()) -> int:
-        """Tokens a request costs beyond its items: reply priming and tool schemas."""
-        ...
-
-    def count(
-        self, items: Iterable[Item], *, tools: Sequence[Tool] = (), format: str = "chat"
-    ) -> TokenCount:
-        """The whole request, as sent in ``format`` (``chat``, ``responses``, ``anthropic``)."""
-        ...
-
-
-class _BaseCounter(ABC):
-    """Shared per-item caching and the request total; subclasses price one item.
-
-    The cache is ``_tokens``, the counts by ``id(item)``, and ``_held``, a list keeping every
-    counted item alive in the same order, so an id found in ``_tokens`` is that item's (no other
-    live object can have it). No object is made per item (a tuple per entry was one more object
-    for the garbage collector to walk, per item of every history, on every full collection), and
-    the list costs one pointer per item where a second dict by id cost ~75 bytes (issue 35's
-    memory target: a session holds one entry per item). The two stay aligned because entries
-    are only appended (once per id, under the lock) and evicted as a prefix of both. Writes take
-    a lock; reads do not: an eviction drops the counts before the items, so a count found is
-    always of a held item.
-    """
-
-    model: str | None
-    _cache_limit = 500_000
-
-    def __init__(self) -> None:
-        self._held: list[Item] = []  # _tokens' items, in its order
-        self._tokens: dict[int, int] = {}
-        self._write = threading.Lock()
-
-    def count_item(self, item: Item) -> int:
-        """Tokens one item adds to a request (cached per item object; items are immutable)."""
-        tokens = self._tokens.get(id(item))  # the hit inlined: it runs for every item, every turn
-        if tokens is not None:
-            return tokens
-        try:
-            tokens = self._price(item)  # (no _approximation: only ``count`` reports it)
-        except (AttributeError, TypeError):
-            check_item(item)  # a dict, a string, an SDK object: say how to convert it
-            raise
-        return self._store(item, tokens)
-
-    def count_items(self, items: Iterable[Item]) -> int:
-        """``sum(count_item(item) for item in items)``; a loop in C when every item is cached."""
-        try:
-            return sum(map(self._tokens.__getitem__, map(id, items)))
-        except KeyError:
-            return sum(map(self.count_item, items))
-
-    def item_counts(self, items: Iterable[Item]) -> list[int]:
-        """``[count_item(item) for item in items]``; a loop in C when every item is cached."""
-        try:
-            return list(map(self._tokens.__getitem__, map(id, items)))
-        except KeyError:
-            return list(map(self.count_item, items))
-
-    def _priced(self, item: Item) -> tuple[int, str | None]:
-        tokens = self._tokens.get(id(item))
-        if tokens is not None:
-            return tokens, self._approximation(item)  # (a few type checks: not cached)
-        try:
-            tokens, reason = self._price(item), self._approximation(item)
-        except (AttributeError, TypeError):
-            check_item(item)  # a dict, a string, an SDK object: say how to convert it
-            raise
-        return self._store(item, tokens), reason
-
-    def _store(self, item: Item, tokens: int) -> int:
-        """Remember ``tokens`` as ``item``'s count; returns it."""
-        with self._write:
-            if id(item) in self._tokens:  # another thread priced it meanwhile: held once
-                return tokens
-            if len(self._tokens) >= self._cache_limit:
-                # The oldest eighth at once: deleting one key per insert would rescan the holes
-                # earlier deletions left at the front of the dict, on every insert. The counts
-                # go first, then the items they were of.
-                dropped = self._cache_limit // 8
-                self._tokens = dict(islice(self._tokens.items(), dropped, None))
-                self._held = self._held[dropped:]
-            self._held.append(item)
-            self._tokens[id(item)] = tokens
-        return tokens
-
-    def count(
-        self, items: Iterable[Item], *, tools: Sequence[Tool] = (), format: str = "chat"
-    ) -> TokenCount:
-        """The whole request: every item, the tool schemas and the reply priming.
-
-        Only Chat Completions billing rules are published; a request in another ``format`` is
-        counted with them and labelled approximate.
-        """
-        if isinstance(items, (str, bytes, Mapping, *ITEM_TYPES)):
-            raise ConfigError(
-                f"count takes a list of items, got one {type(items).__name__}; wrap it in a "
-                "list (count_text counts a plain string)"
-            )
-        total = 0
-        approximated: set[str] = set()
-        priced = self._priced
-        for item in items:
-            tokens, reason = priced(item)
-            total += tokens
-            if reason is not None:
-                approximated.add(reason)
-        total += self.count_overhead(tools)
-        approximated.update(self._tools_approximation(tools))
-        if format != "chat":
-            approximated.add(f"{format} requests are counted with Chat Completions rules")
-        return TokenCount(
-            tokens=total,
-            exact=not approximated,
-            encoding=self.encoding_name,
-            model=self.model,
-            notes=tuple(sorted(approximated)),
-        )
-
-    @property
-    @abstractmethod
-    def encoding_name(self) -> str | None:
-        """The tokenizer's name, or ``None`` for an estimate."""
-
-    @abstractmethod
-    def count_overhead(self, tools: Sequence[Tool] = ()) -> int:
-        """Tokens a request costs beyond its items: reply priming and tool schemas."""
-
-    @abstractmethod
-    def _price(self, item: Item) -> int:
-        """Tokens of one item (uncached)."""
-
-    @abstractmethod
-    def _approximation(self, item: Item) -> str | None:
-        """Why this item's count is approximate, or ``None`` when it is exact."""
-
-    @abstractmethod
-    def _tools_approximation(self, tools: Sequence[Tool]) -> list[str]:
-        """Why the tool schemas' count is approximate (empty when exact)."""
 
 
 class TiktokenCounter(_BaseCounter):
@@ -408,66 +229,6 @@ def _utf8_bound(text: str) -> int:
     """``len(text.encode("utf-8"))`` with lone surrogates as 3 bytes: at least the tokens of
     ``text`` in any byte-level BPE encoding."""
     return len(text.encode("utf-8", "surrogatepass"))
-
-
-class EstimateCounter(_BaseCounter):
-    """A labelled estimate for models without a local tokenizer: characters / ratio.
-
-    Args:
-        chars_per_token: Average characters per token for the model family.
-        model: The model counted for.
-        tokens_per_message: Overhead charged per item.
-    """
-
-    def __init__(
-        self,
-        chars_per_token: float = 3.5,
-        *,
-        model: str | None = None,
-        tokens_per_message: int = 3,
-    ) -> None:
-        if chars_per_token <= 0:
-            raise ConfigError(f"chars_per_token must be positive, got {chars_per_token!r}")
-        super().__init__()
-        self.chars_per_token = chars_per_token
-        self.model = model
-        self.tokens_per_message = tokens_per_message
-
-    @property
-    def encoding_name(self) -> None:
-        """Always ``None``: this is an estimate."""
-        return None
-
-    def count_text(self, text: str) -> int:
-        """Estimated tokens of ``text`` (rounded up)."""
-        check_text(text)
-        return math.ceil(len(text) / self.chars_per_token)
-
-    def count_overhead(self, tools: Sequence[Tool] = ()) -> int:
-        """Reply priming plus the serialised tool schemas."""
-        check_tools(tools)
-        schemas = [t.model_dump(mode="json", exclude_none=True) for t in tools]
-        return 3 + (self.count_text(json.dumps(schemas)) if tools else 0)
-
-    def _price(self, item: Item) -> int:
-        if isinstance(item, FunctionCall):
-            text = item.name + item.arguments
-        elif isinstance(item, Message | FunctionCallOutput):
-            content = item.content if isinstance(item, Message) else item.output
-            text = item.text
-            if not isinstance(content, str):
-                extra = sum(image_tokens(p) for p in content if isinstance(p, ImagePart))
-                extra += sum(raw_tokens(p) for p in content if isinstance(p, RawPart))
-                return self.tokens_per_message + self.count_text(text) + extra
-        else:
-            return self.count_text(item.text) + opaque_tokens(item)
-        return self.tokens_per_message + self.count_text(text)
-
-    def _approximation(self, item: Item) -> str | None:
-        return "no local tokenizer for this model: character-based estimate"
-
-    def _tools_approximation(self, tools: Sequence[Tool]) -> list[str]:
-        return ["no local tokenizer for this model: character-based estimate"] if tools else []
 
 
 _LONG = 2_000
