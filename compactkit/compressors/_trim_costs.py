@@ -108,14 +108,19 @@ class EntryCosts:
 LINE_COUNTS: dict[str, dict[str, int]] = {}
 """Per ``LINE_ADDITIVE`` encoding, entry -> the tokens of its rendered line with its line break
 (``bullet(entry) + "\\n"``): the digest's sizer's counts (``_sizer.bullet_counts``), read here."""
-_MARKS = frozenset(string.punctuation)  # ASCII punctuation: never a letter, digit or space
+# Punctuation the split patterns' punctuation piece takes (never a letter, digit, mark or space):
+# ASCII's, and the marks the summary format writes (a clipped text's ellipsis, a detail's dash,
+# arrow and count sign): an entry clipped inside backticks ends "…`".
+_MARKS = frozenset(string.punctuation) | frozenset(
+    "\N{HORIZONTAL ELLIPSIS}\N{EM DASH}\N{EN DASH}\N{RIGHTWARDS ARROW}\N{MULTIPLICATION SIGN}"
+)
 
 
 def line_break_joins(text: str) -> str | None:
     """The end of ``text`` that a line break appended to it is encoded with, as one piece of a
     ``LINE_ADDITIVE`` encoding's split pattern (``""``: the line break is a piece of its own),
     when that is sure; else ``None``. Sure for a text ending with an ASCII letter or digit (no
-    piece but whitespace takes a line break: ``""``), or with a run of ASCII punctuation that
+    piece but whitespace takes a line break: ``""``), or with a run of punctuation (``_MARKS``) that
     follows an ASCII letter or digit (the run: the punctuation piece takes the line breaks after
     it), or a space (the space and the run: the punctuation piece opens with one space), or
     opens the text. So ``count(text + "\\n") - count(text)`` is

@@ -67,6 +67,9 @@ def test_most_entries_of_an_agent_session_are_derived() -> None:
         "`./astropy/modeling/separable.py` — read (cat); edited (sed -i) \u00d73; read (grep)",
         "`ValueError: bad value` — resolved",
         "Let me run the tests again.",
+        "`sed -n '1,80p' ./astropy/modeling/separable.py | grep -n \"def _cstack\" …`",
+        "`TypeError: unsupported operand type(s) for +: 'int' and …` — open",
+        "Reading the module: `_separable` calls `_coord_matrix` …",
     ]
     counter = COUNTERS[0]
     for entry in entries:
