@@ -156,11 +156,25 @@ def to_line(counter: TokenCounter, entry: str, cost: int) -> int | None:
 def _line_break_tokens(counter: TokenCounter, entry: str) -> int | None:
     """What appending a line break to ``bullet(entry)`` adds to its tokens (only the piece it
     joins changes: ``line_break_joins``); ``None`` when not sure."""
-    tail = None if "\r" in entry else line_break_joins(bullet(entry))
+    if "\r" in entry:
+        return None
+    tail = line_break_joins(bullet(entry) if "\n" in entry else "- " + entry)
     if tail is None:
         return None
-    count = counter.count_text
-    return count(tail + "\n") - count(tail)
+    known = _JOINED.get(counter.encoding_name) if type(counter) is TiktokenCounter else None
+    added = None if known is None else known.get(tail)
+    if added is None:
+        count = counter.count_text
+        added = count(tail + "\n") - count(tail)
+        if known is not None and len(known) < LIMIT:
+            known[tail] = added
+    return added
+
+
+# Per encoding (a plain ``TiktokenCounter``'s), a tail ``line_break_joins`` found -> what a line
+# break appended to it adds: a few kinds of tails ("", "`", "…`", ")") recur over thousands of
+# entries a compaction, each looked up instead of counted twice.
+_JOINED: dict[str, dict[str, int]] = {name: {} for name in LINE_ADDITIVE}
 
 
 def known_cost(counter: TokenCounter, entry: str) -> int | None:
