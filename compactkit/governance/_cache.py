@@ -30,17 +30,18 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from compactkit.budget.profile import Budget
 from compactkit.budget.tokens import TokenCounter
 from compactkit.errors import BudgetError, ConfigError
 from compactkit.governance._fast import extended
-from compactkit.governance._prefix import extends, same_tools
-from compactkit.governance._prompt import Projection
+from compactkit.governance._prefix import PrefixTracker, extends, same_tools
+from compactkit.governance._prompt import Projection, ProjectionReport
 from compactkit.items import FunctionCallOutput, Item, Message, Tool
-from compactkit.items.groups import group_items
+from compactkit.items.groups import Group, group_items
 from compactkit.items.snapshot import MemorySnapshot
-from compactkit.items.view import ItemsView
+from compactkit.items.view import ItemsView, same_history
 
 __all__ = [
     "CACHE_TARGET",
@@ -93,7 +94,7 @@ def check_refill(refill: float) -> float:
     return float(refill)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # (never changed once built; not frozen: a frozen init costs more)
 class _Plan:
     """The last prompt of one session and what it was built from."""
 
@@ -158,6 +159,78 @@ class StablePrefix:
             del self._plans[self._size :]
         return prompt
 
+    def extend_front(
+        self,
+        snapshot: MemorySnapshot,
+        instructions: Instructions,
+        tools: tuple[Tool, ...],
+        budget: int,
+        prefixes: PrefixTracker,
+    ) -> Projection | None:
+        """``project`` followed by ``prefixes.observe`` and ``with_cached_prefix`` (what a
+        cache-aware projection returns), in one pass, for the usual turn of a session: its plan
+        is the front one, ``snapshot``'s items are a view of that plan's history grown by
+        appends (O(1) to know), the rest of the request is the same and the extension fits.
+        ``None``, with nothing changed, otherwise: the caller takes ``project``.
+
+        It skips the plan search, the second ``Projection`` build and the tracker's search
+        (``PrefixTracker.observe_extension``); the plans, the prompt's list and the tracker end
+        as ``project`` leaves them (``tests/governance/test_extension.py``)."""
+        plan = self._front(snapshot, instructions, tools)
+        if plan is None:
+            return None
+        old, items = plan.items, snapshot.items
+        prompt = plan.prompt
+        if not _ends_with(prompt.items, old[-1]):
+            return None
+        last = _appended(items, plan.tail_start)
+        if not last:
+            return None
+        new = items[len(old) :]
+        tokens = prompt.tokens + sum(map(self._counter.count_item, new))
+        if tokens > budget:
+            return None
+        report = prompt.report
+        notes = _notes(report, last)
+        sent, grown = self._grown(plan, new)
+        shared = prefixes.observe_extension(self._counter, grown, tools, tokens, prompt.items)
+        counts = (report.kept + len(new), report.masked, report.omitted)
+        projection = Projection(
+            grown, tokens, budget, ProjectionReport(*counts, notes, report.masked_call_ids, shared)
+        )
+        new_plan = _Plan(items, snapshot.summary, instructions, tools, projection, last.start, sent)
+        with self._lock:
+            plans = self._plans
+            if plans and plans[0] is plan:
+                plans[0] = new_plan
+            else:  # another thread planned meanwhile: as ``project`` keeps its plans
+                if plan in plans:
+                    plans.remove(plan)
+                plans.insert(0, new_plan)
+                del plans[self._size :]
+        return projection
+
+    def _front(
+        self, snapshot: MemorySnapshot, instructions: Instructions, tools: tuple[Tool, ...]
+    ) -> _Plan | None:
+        """The front plan, when ``snapshot`` is its history grown by appends (O(1) to know:
+        views of one list) and the rest of the request is the same; else ``None``."""
+        with self._lock:
+            plan = self._plans[0] if self._plans else None
+        if plan is None:
+            return None
+        old, items = plan.items, snapshot.items
+        if (
+            not old
+            or len(items) == len(old)
+            or not same_history(items, old)
+            or plan.summary != snapshot.summary
+            or not _same(plan.instructions, instructions)
+            or not same_tools(plan.tools, tools)
+        ):
+            return None
+        return plan
+
     def _find(
         self, snapshot: MemorySnapshot, instructions: Instructions, tools: tuple[Tool, ...]
     ) -> tuple[int | None, _Plan | None, bool]:
@@ -184,32 +257,29 @@ class StablePrefix:
         if old and not _ends_with(prompt.items, old[-1]):
             return None  # the last prompt did not reach the end of the history: re-plan
         new = items[len(old) :]
-        groups = group_items(items, plan.tail_start) if items else []
-        for group in groups[:-1]:
-            if group.pending or group.kind == "orphan":
-                return None  # an abandoned call or a stray output: the projector repairs it
-        if groups and groups[-1].kind == "orphan":
-            return None
+        last = _appended(items, plan.tail_start) if items else None
+        if last is False:
+            return None  # an abandoned call or a stray output: the projector repairs it
         count = self._counter.count_item
         tokens = prompt.tokens + sum(map(count, new))
         if tokens > budget:
             return None
         if not new:
             return replace(prompt, budget=budget), plan.tail_start, plan.sent
-        report = prompt.report
-        notes = tuple(note for note in report.notes if "pending call" not in note)
-        last = groups[-1] if groups else None
-        if last is not None and last.pending:
-            ids = ", ".join(repr(call_id) for call_id in last.pending)
-            notes += (f"pending call(s) {ids} kept without output; send their outputs first",)
+        notes = _notes(prompt.report, last)
+        sent, items = self._grown(plan, new)
+        grown = extended(prompt, items, tokens, budget, len(new), notes)
+        return grown, last.start if last is not None else plan.tail_start, sent
+
+    def _grown(self, plan: _Plan, new: Sequence[Item]) -> tuple[list[Item], ItemsView]:
+        """``plan``'s prompt list with ``new`` appended, and a view of it."""
+        prompt = plan.prompt
         with self._lock:  # the prompt's list grows in place unless another prompt grew it
             sent = plan.sent
             if sent is None or len(sent) != len(prompt.items):
                 sent = list(prompt.items)
             sent.extend(new)
-            items = ItemsView(sent, len(sent))
-        grown = extended(prompt, items, tokens, budget, len(new), notes)
-        return grown, groups[-1].start if groups else plan.tail_start, sent
+            return sent, ItemsView(sent, len(sent))
 
     def _replan(
         self,
@@ -235,6 +305,29 @@ class StablePrefix:
             return full  # the lower fill would drop or mask the newest group: keep the full plan
         # The projection is judged against the real budget; only its fill was lower.
         return replace(step, budget=budget)
+
+
+def _appended(items: Sequence[Item], tail_start: int) -> Group | Literal[False] | None:
+    """The last group of ``items`` (grouped from ``tail_start``, where the prompt's last group
+    started), or ``False`` when the groups from there cannot extend a prompt as they are: a
+    closed group with a call never answered, or an output answering no call (the projector
+    repairs both); ``None`` when there is no group."""
+    groups = group_items(items, tail_start)
+    for group in groups[:-1]:
+        if group.pending or group.kind == "orphan":
+            return False
+    if groups and groups[-1].kind == "orphan":
+        return False
+    return groups[-1] if groups else None
+
+
+def _notes(report: ProjectionReport, last: Group | None) -> tuple[str, ...]:
+    """The extended prompt's notes: ``report``'s, with the pending-call note of ``last``."""
+    notes = tuple(note for note in report.notes if "pending call" not in note)
+    if last is not None and last.pending:
+        ids = ", ".join(repr(call_id) for call_id in last.pending)
+        notes += (f"pending call(s) {ids} kept without output; send their outputs first",)
+    return notes
 
 
 def _same(a: Instructions, b: Instructions) -> bool:

@@ -98,6 +98,19 @@ class ProjectionMemo:
         (and remember this one as the session's latest)."""
         return self._prefixes.observe(self.counter, items, tools, tokens)
 
+    def extend_front(
+        self,
+        snapshot: MemorySnapshot,
+        instructions: Instructions,
+        tools: tuple[Tool, ...],
+        budget: int,
+    ) -> Projection | None:
+        """Cache-aware mode, the usual turn in one pass: ``extend_previous``, ``cached_prefix``
+        and ``with_cached_prefix`` when the session's previous prompt is the front plan and
+        this one extends it (``StablePrefix.extend_front``); ``None`` (nothing changed) when
+        the caller must take those steps."""
+        return self._stable.extend_front(snapshot, instructions, tools, budget, self._prefixes)
+
     def extend_previous(
         self,
         plain: Callable[..., Projection],

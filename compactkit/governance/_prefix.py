@@ -106,6 +106,36 @@ class PrefixTracker:
                 self._prune()
             return shared
 
+    def observe_extension(
+        self,
+        counter: TokenCounter,
+        items: Sequence[Item],
+        tools: Sequence[Tool],
+        tokens: int,
+        previous: Sequence[Item],
+    ) -> int:
+        """``observe(counter, items, tools, tokens)`` for a prompt that extends ``previous``
+        (``items`` a view of the same list, grown by appends). When ``previous`` is the front
+        entry's prompt (with this counter and these tools), that entry is the one ``observe``
+        would find first, and it would replace it with this prompt: its tokens are shared, and
+        the entry takes this prompt in place. Otherwise ``observe`` itself."""
+        tools = tuple(tools)
+        with self._lock:
+            seen = self._entries[0] if self._entries else None
+            if (
+                seen is not None
+                and seen.items is previous
+                and seen.counter is counter
+                and same_history(items, previous)
+                and same_tools(seen.tools, tools)
+                and len(self._totals) <= self._prune_at
+            ):
+                overhead, schema = self._overhead(counter, tools)
+                shared = seen.tokens + schema
+                seen.tools, seen.items, seen.tokens = tools, items, max(0, tokens - overhead)
+                return shared
+        return self.observe(counter, items, tools, tokens)
+
     def _leading(self, counter: TokenCounter, items: Sequence[Item], length: int) -> int:
         """Tokens of ``items[:length]``, summed run by run."""
         runs = _runs_of(items)

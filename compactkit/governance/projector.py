@@ -180,7 +180,9 @@ class ContextProjector:
         """``project`` for a caller that has checked its arguments: ``snapshot`` is a
         ``MemorySnapshot``, ``instructions`` passed ``check_instructions``, ``tools`` are
         ``Tool``s and ``budget`` is ``None`` or an int of at least 1 (the governor's plain step,
-        which checked them for its measure). The same prompt, without checking them again."""
+        which checked them for its measure). The same prompt, without checking them again;
+        in cache-aware mode the usual turn (the session's previous prompt extended) is built in
+        one pass (``ProjectionMemo.extend_front``)."""
         limit = budget if budget is not None else self.budget
         tools = self._memo.tools(tools)
         if not self.cache_aware or limit is None or limit <= 0:
@@ -188,6 +190,9 @@ class ContextProjector:
                 snapshot, instructions=instructions, tools=tools, budget=budget, observe=True
             )
         memo = self._memo
+        projection = memo.extend_front(snapshot, instructions, tools, limit)
+        if projection is not None:
+            return projection
         projection = memo.extend_previous(self._project, snapshot, instructions, tools, limit)
         shared = memo.cached_prefix(projection.items, tools, projection.tokens)
         return with_cached_prefix(projection, shared)
