@@ -161,14 +161,53 @@ def code_names(text: str, limit: int = 12) -> list[str]:
         block_text = block if isinstance(block, str) else " ".join(block)
         for name in _DEFINED.findall(block_text):
             found.setdefault(name)
-        for path in _CODE_PATH.findall(block_text):
+        for path in _code_paths(block_text):
             found.setdefault(path)
     prose = without_fences(text)
     for name in _dotted_calls(prose):
         found.setdefault(name)
-    for path in _CODE_PATH.findall(prose) if "/" in prose else ():
+    for path in _code_paths(prose):
         found.setdefault(path)
     return list(found)[:limit]
+
+
+# A run of what a path's part holds (the pattern's ``[\w.-]``), read in the reversed text: from
+# a "/" on, it is the run that ends at the "/" in the text.
+_PART_REVERSED = re.compile(r"[\w.-]*")
+
+
+def _code_paths(text: str) -> list[str]:
+    """``_CODE_PATH.findall(text)``, tried only where a match can start.
+
+    A match holds a "/" with a run of word characters, "." and "-" right before it, and starts
+    in that run: at its start or after one of its "-" (the one character of the run its
+    look-behind lets a match follow). The pattern is tried there only, at the slashes past the
+    match before, as ``findall`` goes on (tests/compressors/test_digest_reading_fast_paths.py:
+    the same paths), instead of at every position of a long text (its leading look-behind
+    makes the regex engine try them all, and each try reads on through the word it stands in:
+    a third of a SWE-agent session's reading, whose observations come as user messages).
+    """
+    at = text.find("/")
+    if at < 0:
+        return []
+    reversed_text, length = text[::-1], len(text)
+    found: list[str] = []
+    end = 0  # where the last match ends
+    while at >= 0:
+        after = length - at  # where the run before the "/" starts in the reversed text
+        run = _PART_REVERSED.match(reversed_text, after)
+        assert run is not None  # (an empty run matches too)
+        start = at - (run.end() - after)
+        while start < at:  # the run's start, then after each of its "-"
+            if start >= end and (match := _CODE_PATH.match(text, start)):
+                found.append(match.group(1))
+                end = match.end()
+                break
+            start = text.find("-", start, at) + 1
+            if not start:
+                break
+        at = text.find("/", max(at + 1, end))
+    return found
 
 
 def _dotted_calls(text: str) -> list[str]:

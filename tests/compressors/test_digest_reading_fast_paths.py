@@ -574,3 +574,37 @@ def test_dotted_calls_tried_where_their_run_starts_are_the_matches_of_the_patter
     text: str,
 ) -> None:
     assert facts_prose._dotted_calls(text) == facts_prose._DOTTED_CALL.findall(text)
+
+
+CODE_PATH_PARTS = [
+    "src/app.py",
+    "./a/b.py",
+    "../x-y/z.tar.gz",
+    "a//b.c",
+    "/etc/hosts.conf",
+    "http://h.io/a.html",
+    "-a/b.py",
+    "x-/b.py",
+    "a.b-c/d.e-f/g.h",
+    "\u00e9t\u00e9/a.py",
+    "\u0663/a.py",
+    "a/b.py/",
+    "a/b.py-c/d.py",
+    "a/b.py.",
+    "a/.b",
+    "a/b.toolongext",
+]
+
+
+@PROPERTY
+@given(
+    st.lists(
+        st.sampled_from(CODE_PATH_PARTS)
+        | st.text(st.sampled_from("ab/.-_1 \u00e9\u0663:"), max_size=8),
+        max_size=8,
+    ).map("".join)
+)
+def test_code_paths_tried_where_a_run_before_a_slash_can_start_are_the_matches_of_the_pattern(
+    text: str,
+) -> None:
+    assert facts_prose._code_paths(text) == facts_prose._CODE_PATH.findall(text)
