@@ -107,6 +107,9 @@ class _Plan:
     sent: list[Item] | None = None
     """The list ``prompt.items`` is a view of (``None`` for a fresh plan's tuple): an extended
     prompt is this list with the new items appended, so extending costs O(new items)."""
+    closed: bool = False
+    """The snapshot's last group can no longer grow (known to ``extend_front``): whatever is
+    appended starts a group of its own, so the next extension groups only the new items."""
 
 
 class StablePrefix:
@@ -183,7 +186,7 @@ class StablePrefix:
         prompt = plan.prompt
         if not _ends_with(prompt.items, old[-1]):
             return None
-        last = _appended(items, plan.tail_start)
+        last = _appended(items, len(old) if plan.closed else plan.tail_start)
         if not last:
             return None
         new = items[len(old) :]
@@ -198,7 +201,16 @@ class StablePrefix:
         projection = Projection(
             grown, tokens, budget, ProjectionReport(*counts, notes, report.masked_call_ids, shared)
         )
-        new_plan = _Plan(items, snapshot.summary, instructions, tools, projection, last.start, sent)
+        new_plan = _Plan(
+            items,
+            snapshot.summary,
+            instructions,
+            tools,
+            projection,
+            last.start,
+            sent,
+            _closed(last),
+        )
         with self._lock:
             plans = self._plans
             if plans and plans[0] is plan:
@@ -319,6 +331,16 @@ def _appended(items: Sequence[Item], tail_start: int) -> Group | Literal[False] 
     if groups and groups[-1].kind == "orphan":
         return False
     return groups[-1] if groups else None
+
+
+def _closed(group: Group) -> bool:
+    """Whether ``group``, the last of a history, can no longer grow: a message of its own or
+    an orphan output (one item each), or a response with calls that all have their outputs
+    (``group_items`` then starts a new group at whatever follows: a message, a response, an
+    output of no call of it). A response without calls may still receive them."""
+    if group.kind == "assistant":
+        return bool(group.call_ids) and not group.pending
+    return True
 
 
 def _notes(report: ProjectionReport, last: Group | None) -> tuple[str, ...]:

@@ -261,6 +261,11 @@ class ContextProjector:
             items, rules.counter, rules.mask_threshold, rules.validate, _tokens(limit, "budget")
         )
 
+    def check_tools(self, tools: object) -> tuple[Tool, ...]:
+        """``tools`` as ``project`` takes them (a tuple of ``Tool``), or ``ConfigError`` for
+        anything else; the same tuple while the same tool objects are passed."""
+        return self._memo.tools(tools)
+
     def check_instructions(self, instructions: object) -> None:
         """Raise ``ConfigError`` unless ``instructions`` is what ``project`` takes: ``None``, a
         string, or a list of ``Message`` (the leading system/developer messages)."""

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from operator import is_
 from typing import TYPE_CHECKING, Protocol
 
-from compactkit.governance.projector import ContextProjector, checked_tools
+from compactkit.governance.projector import ContextProjector
 from compactkit.items import Tool
 from compactkit.memory.base import AgentMemory
 from compactkit.runtime._governor_setup import _require_memory
@@ -81,8 +82,8 @@ def plain_step(
         return None
     # The generic step's checks, in its order (a wrong argument is named the same way).
     _require_memory(memory)
-    tools = checked_tools(tools)
     projector = governor.projector
+    tools = projector.check_tools(tools)
     projector.check_instructions(instructions)
     track = governor._track(memory)
     if usage is not None:
@@ -142,8 +143,9 @@ def _measured(
     )
 
 
-_ORIGINALS: list[tuple[str, object]] = []
-"""The governor class's own seam functions, as ``remember_seam`` found them at import."""
+_ORIGINALS: list[object] = []
+"""The governor class's own seam functions (in ``_SEAM``'s order), as ``remember_seam`` found
+them at import."""
 _FOREGROUND_STEP = ForegroundCompaction.__dict__["step"]
 
 
@@ -151,7 +153,7 @@ def remember_seam(cls: type) -> None:
     """Keep ``cls``'s seam functions (``governor.py`` calls it once, after defining
     ``Governor``): one patched on the class later (``mock.patch.object(Governor, "finish")``)
     sends every step to the generic path."""
-    _ORIGINALS[:] = [(name, cls.__dict__[name]) for name in _SEAM]
+    _ORIGINALS[:] = [cls.__dict__[name] for name in _SEAM]
 
 
 def _custom(governor: PlainParts) -> bool:
@@ -160,7 +162,7 @@ def _custom(governor: PlainParts) -> bool:
     if not vars(governor).keys().isdisjoint(_SEAM):
         return True
     own = type(governor).__dict__
-    if any(own.get(name) is not function for name, function in _ORIGINALS):
+    if not all(map(is_, map(own.get, _SEAM), _ORIGINALS)):  # (by identity, in C)
         return True
     scheduler = governor.scheduler
     return ForegroundCompaction.__dict__["step"] is not _FOREGROUND_STEP or "step" in getattr(

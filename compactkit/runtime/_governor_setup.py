@@ -87,10 +87,12 @@ def _check_parts(
 def _require_memory(memory: object) -> None:
     # Not isinstance(memory, AgentMemory): a runtime Protocol check reads every member,
     # and the `items` property renders the whole history, an O(history) cost per step.
-    if not all(callable(getattr(type(memory), name, None)) for name in _MEMORY_METHODS):
-        raise ConfigError(
-            f"step() takes the session's memory (an AgentMemory), got {type(memory).__name__}"
-        )
+    cls = type(memory)
+    for name in _MEMORY_METHODS:  # (a loop, not all() over a generator: it runs every step)
+        if not callable(getattr(cls, name, None)):
+            raise ConfigError(
+                f"step() takes the session's memory (an AgentMemory), got {cls.__name__}"
+            )
 
 
 def _default_projector(
