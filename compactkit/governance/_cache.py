@@ -345,7 +345,9 @@ def _closed(group: Group) -> bool:
 
 def _notes(report: ProjectionReport, last: Group | None) -> tuple[str, ...]:
     """The extended prompt's notes: ``report``'s, with the pending-call note of ``last``."""
-    notes = tuple(note for note in report.notes if "pending call" not in note)
+    notes = report.notes
+    if notes:  # (usually none: a generator per turn costs more than the filter)
+        notes = tuple(note for note in notes if "pending call" not in note)
     if last is not None and last.pending:
         ids = ", ".join(repr(call_id) for call_id in last.pending)
         notes += (f"pending call(s) {ids} kept without output; send their outputs first",)
