@@ -247,6 +247,23 @@ def unwrap(text: str) -> str:
     return "\n".join(out).strip()
 
 
+def _paragraph_lines(text: str) -> list[list[str]]:
+    """The stripped lines of each paragraph ``unwrap`` joins (a blank line: ``[""]``), in order:
+    a line goes on the paragraph before it unless that one is blank, or it is blank or a list
+    item. For ``paragraphs``, which joins each once, where ``unwrap`` grows it line by line
+    (faster for a few short lines, as most messages hold; tests/compressors/
+    test_digest_reading_fast_paths.py: the same paragraphs): a tool's output fed back as a
+    user message has paragraphs of hundreds of lines."""
+    out: list[list[str]] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if out and out[-1][0] and stripped and not _LIST_ITEM.match(line):
+            out[-1].append(stripped)
+        else:
+            out.append([stripped])
+    return out
+
+
 def list_item(paragraph: str) -> str | None:
     """The text of a Markdown list item (marker removed), or ``None`` for other paragraphs."""
     return _LIST_ITEM.sub("", paragraph).strip() if _LIST_ITEM.match(paragraph) else None
@@ -254,7 +271,7 @@ def list_item(paragraph: str) -> str | None:
 
 def paragraphs(text: str) -> list[str]:
     """``text``'s paragraphs with hard wraps joined (list items are paragraphs too)."""
-    return [p for p in unwrap(text).splitlines() if p.strip()]
+    return [" ".join(lines) for lines in _paragraph_lines(text) if lines[0]]
 
 
 def sentences(text: str) -> list[str]:

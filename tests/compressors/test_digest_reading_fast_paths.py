@@ -608,3 +608,38 @@ def test_code_paths_tried_where_a_run_before_a_slash_can_start_are_the_matches_o
     text: str,
 ) -> None:
     assert facts_prose._code_paths(text) == facts_prose._CODE_PATH.findall(text)
+
+
+PROSE_LINE_PARTS = [
+    "A line.",
+    "- item",
+    "-",
+    "- ",
+    "* x",
+    "12. twelve",
+    "3) three",
+    "\u0663. arabic three",
+    "```",
+    "```py\ncode\n```",
+    "  indented",
+    "\t",
+    "Next. Then",
+]
+
+
+@PROPERTY
+@given(
+    st.lists(
+        st.sampled_from(PROSE_LINE_PARTS) | st.text(st.sampled_from("aB. -*1\t\u00a0"), max_size=6),
+        max_size=8,
+    ).flatmap(
+        lambda parts: st.lists(
+            st.sampled_from(["\n", "\r\n", "\r", "\x0b", "\u2028", "\n\n", " "]),
+            min_size=len(parts),
+            max_size=len(parts),
+        ).map(lambda breaks: "".join(p + b for p, b in zip(parts, breaks, strict=True)))
+    )
+)
+def test_paragraphs_joined_once_are_those_of_the_text_unwrapped_line_by_line(text: str) -> None:
+    unwrapped = facts_prose.unwrap(text)
+    assert facts_prose.paragraphs(text) == [p for p in unwrapped.splitlines() if p.strip()]
