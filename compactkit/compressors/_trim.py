@@ -183,7 +183,7 @@ class _State:
         return self.mixed.get((section, index), section)
 
     def replace(self, section: str, index: int, entry: str) -> None:
-        new = self.cost(entry)
+        new = self.cost.cut(entry, self.entries[section][index], self.costs[section][index])  # type: ignore[arg-type]
         change = new - self.costs[section][index]
         self.total += change
         self.sizes[self.pool(section, index)] += change

@@ -36,6 +36,7 @@ from compactkit.compressors._refs import strip_refs
 __all__ = [
     "LINE_COUNTS",
     "EntryCosts",
+    "cut_apart",
     "LIMIT",
     "entry_cost",
     "from_line",
@@ -75,11 +76,13 @@ class EntryCosts:
     def __init__(self, counter: TokenCounter) -> None:
         self._counter = counter
         self._lines: dict[str, int] = {}
+        self._additive = False  # whether cuts are counted apart (``cut_apart``)
         if type(counter) is TiktokenCounter:
             name = counter.encoding_name
             self._table = _COSTS[name] = _bounded(_COSTS.get(name))
             if name in LINE_ADDITIVE:
                 self._lines = LINE_COUNTS.setdefault(name, {})
+                self._additive = True
         else:
             self._table = {}
 
@@ -94,6 +97,19 @@ class EntryCosts:
                 cost = entry_cost(self._counter, entry)
             self._table[entry] = cost
         return cost
+
+    def cut(self, form: str, entry: str, cost: int) -> int:
+        """The cost of ``form``, a rewritten form of ``entry`` (whose cost is ``cost``): when
+        ``form`` is ``entry`` cut short where a piece of the encoding's split pattern starts
+        (``cut_apart``), ``cost`` less the tokens of what was cut off (mostly a detail many
+        entries share: " — read (cat)", " → exit 0"), without encoding the form."""
+        known = self._table.get(form)
+        if known is None:
+            rest = cut_apart(form, entry) if self._additive else None
+            if rest is None:
+                return self(form)
+            known = self._table[form] = cost - self._counter.count_text(rest)
+        return known
 
     def many(self, entries: Iterable[str]) -> list[int]:
         """The costs of ``entries``, in order."""
@@ -137,6 +153,23 @@ def line_break_joins(text: str) -> str | None:
     if not before or (before.isascii() and before.isalnum()):
         return text[start:]
     return text[start - 1 :] if before == " " else None
+
+
+def cut_apart(form: str, entry: str) -> str | None:
+    """What is left of ``entry`` after ``form`` when ``entry`` is ``form`` followed by a space
+    that starts a piece of a ``LINE_ADDITIVE`` encoding's split pattern, in a one-line end;
+    else ``None``. Sure when ``form`` ends with an ASCII letter or digit or with ``_MARKS``
+    punctuation (no piece of those takes a space after it, and no piece before it looks past
+    it) and the rest holds no line break: ``bullet(entry)`` is then ``bullet(form)`` followed
+    by the rest, encoded apart, so ``entry_cost(form)`` is ``entry_cost(entry)`` less the
+    rest's tokens (tests/compressors/test_line_counts.py)."""
+    if len(entry) <= len(form) or entry[len(form)] != " " or not entry.startswith(form):
+        return None
+    last = form[-1:]
+    if not (last in _MARKS or (last.isascii() and last.isalnum())):
+        return None
+    rest = entry[len(form) :]
+    return None if "\n" in rest or "\r" in entry else rest
 
 
 def from_line(counter: TokenCounter, entry: str, line: int) -> int | None:

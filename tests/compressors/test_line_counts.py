@@ -15,6 +15,7 @@ from compactkit.compressors import SummaryDocument, _trim_costs
 from compactkit.compressors._forms import bullet
 from compactkit.compressors._trim_costs import (
     EntryCosts,
+    cut_apart,
     entry_cost,
     from_line,
     line_break_joins,
@@ -102,3 +103,45 @@ def test_sizer_and_trim_share_their_counts_and_count_as_before(
         again = SummaryDocument(sections={"errors": tuple(second), "decisions": tuple(first)})
         assert SummarySizer(counter)(again) == counter.count_text(again.render())
         assert _sizer._BULLET_COUNTS is _trim_costs.LINE_COUNTS
+
+
+@PROPERTY
+@given(_text, _text, st.sampled_from(["", " ", " — read (cat)", " → exit 0", " (\u00d73)", " —"]))
+def test_an_entry_cut_short_costs_the_entry_less_what_was_cut(
+    form: str, more: str, detail: str
+) -> None:
+    """A rewritten form that is its entry cut short before a space (a bare fact without its
+    detail) is costed from the entry's cost and the rest's tokens: the encoded cost, whenever
+    ``cut_apart`` says the cut is sure."""
+    for entry in (form + detail, form + detail + more, form + more):
+        rest = cut_apart(form, entry)
+        if rest is None:
+            continue
+        assert form + rest == entry
+        for counter in COUNTERS:
+            assert entry_cost(counter, entry) - counter.count_text(rest) == entry_cost(
+                counter, form
+            )
+            with mock.patch.dict(_trim_costs._COSTS, clear=True):
+                costs = EntryCosts(counter)
+                assert costs.cut(form, entry, costs(entry)) == entry_cost(counter, form)
+
+
+def test_a_bare_fact_is_costed_from_its_entry() -> None:
+    counter = COUNTERS[0]
+    for form, entry in [
+        ("`./astropy/modeling/separable.py`", "`./astropy/modeling/separable.py` — read (cat)"),
+        ("`python -m pytest -x`", "`python -m pytest -x` → exit 1; `2 failed` (\u00d74)"),
+        ("edited", "edited \u00d73"),
+    ]:
+        assert cut_apart(form, entry) == entry[len(form) :]
+        with (
+            mock.patch.dict(_trim_costs._COSTS, clear=True),
+            mock.patch.object(_trim_costs, "entry_cost", side_effect=AssertionError),
+        ):
+            assert EntryCosts(counter).cut(form, entry, 40) == 40 - counter.count_text(
+                entry[len(form) :]
+            )
+    assert cut_apart("`a` ", "`a`  — read") is None  # (the form ends with a space)
+    assert cut_apart("`a`", "`a`\n — read") is None  # (no space after the form)
+    assert cut_apart("`a`", "`a` — read\nmore") is None  # (a line break after it)
