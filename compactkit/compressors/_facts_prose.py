@@ -101,29 +101,35 @@ def says(pattern: re.Pattern[str], text: str) -> bool:
 
 
 def saying(pattern: re.Pattern[str], sentences: list[str]) -> list[str]:
-    """The ``sentences`` in which ``pattern`` (as ``says``) is found, in order.
+    """The ``sentences`` in which ``pattern`` (as ``says``) is found, in order."""
+    flags = said(pattern, sentences)
+    return [sentence for sentence, yes in zip(sentences, flags, strict=True) if yes]
+
+
+def said(pattern: re.Pattern[str], sentences: list[str]) -> list[bool]:
+    """Whether ``pattern`` (as ``says``) is found in each of ``sentences``, in order.
 
     Read from the sentences joined by line breaks, one search per sentence that says it (each
     from the start of the sentence after the one found before), instead of one per sentence: a
     phrase holds no line break, so each match lies within one sentence, and a line break reads
     to the phrase patterns' edges as a sentence's start or end does
-    (tests/compressors/test_digest_reading_fast_paths.py: the sentences ``says`` picks).
+    (tests/compressors/test_digest_reading_fast_paths.py: what ``says`` finds in each).
     """
     joined = "\n".join(sentences)
     if not joined.isascii():
-        return [s for s in sentences if says(pattern, s)]
+        return [says(pattern, s) for s in sentences]
     # (after ``_PAD``, a match starts where its phrase starts in the joined text, one before it)
     lowered, search = _PAD + joined.lower(), _FOLDED[pattern].search
-    picked: list[str] = []
+    flags = [False] * len(sentences)
     start = index = 0  # where sentences[index] starts in the joined text
     while (found := search(lowered, start)) is not None:
         while found.start() >= start + len(sentences[index]):  # in a later sentence
             start += len(sentences[index]) + 1
             index += 1
-        picked.append(sentences[index])  # read on from the next sentence
+        flags[index] = True  # read on from the next sentence
         start += len(sentences[index]) + 1
         index += 1
-    return picked
+    return flags
 
 
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")

@@ -524,8 +524,10 @@ def test_sentences_read_together_say_what_each_says(
 ) -> None:
     """Sentences joined by line breaks and searched once: the same sentences as one search
     each, phrases at their edges, split by line breaks inside them, or non-ASCII."""
+    each = [facts_prose.says(pattern, s) for s in sentences]
+    assert facts_prose.said(pattern, sentences) == each
     assert facts_prose.saying(pattern, sentences) == [
-        s for s in sentences if facts_prose.says(pattern, s)
+        s for s, yes in zip(sentences, each, strict=True) if yes
     ]
 
 

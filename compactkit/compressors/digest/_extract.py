@@ -215,19 +215,21 @@ class _Digest:
         paragraphs = facts_prose.paragraphs(facts_prose.without_fences(text))
         if not paragraphs:
             return
-        said: list[str] = []  # the sentences that state no rule
+        pieces: list[tuple[str, bool]] = []  # its list items and sentences: (text, listed)
         for paragraph in paragraphs:
             item = facts_prose.list_item(paragraph)
             if item is not None:  # a list in a user message is a list of requirements: keep each
-                self.add("constraints", facts.clip(item, 400))
-                continue
-            for sentence in facts_prose.sentences(paragraph) or [paragraph]:
-                if facts_prose.says(facts_prose.CONSTRAINT, sentence) and not facts.errors_in(
-                    sentence
-                ):
-                    self.add("constraints", facts.clip(sentence, 400))
-                else:
-                    said.append(sentence)
+                pieces.append((item, True))
+            else:
+                pieces += [(s, False) for s in facts_prose.sentences(paragraph) or [paragraph]]
+        # whether each sentence states a rule, read together (``said``)
+        rules = iter(facts_prose.said(facts_prose.CONSTRAINT, [t for t, li in pieces if not li]))
+        said: list[str] = []  # the sentences that state no rule
+        for piece, listed in pieces:
+            if listed or (next(rules) and not facts.errors_in(piece)):
+                self.add("constraints", facts.clip(piece, 400))
+            else:
+                said.append(piece)
         if self.with_goal:
             self.add("goal", facts.clip(paragraphs[0], _GOAL_CHARS))
             self.with_goal = False
