@@ -94,7 +94,8 @@ def check_refill(refill: float) -> float:
     return float(refill)
 
 
-@dataclass(slots=True)  # (never changed once built; not frozen: a frozen init costs more)
+@dataclass(slots=True, eq=False)  # (never changed once built; not frozen: a frozen init
+# costs more; found by identity, never compared)
 class _Plan:
     """The last prompt of one session and what it was built from."""
 
@@ -216,8 +217,10 @@ class StablePrefix:
             if plans and plans[0] is plan:
                 plans[0] = new_plan
             else:  # another thread planned meanwhile: as ``project`` keeps its plans
-                if plan in plans:
-                    plans.remove(plan)
+                for position, kept in enumerate(plans):
+                    if kept is plan:
+                        del plans[position]
+                        break
                 plans.insert(0, new_plan)
                 del plans[self._size :]
         return projection

@@ -284,3 +284,33 @@ def test_an_extended_prompt_notes_its_pending_calls_and_repairs_stray_outputs(
     prompt = project(session)
     assert not any("pending call" in note for note in prompt.report.notes)
     assert not any(getattr(item, "call_id", None) == "gone3" for item in prompt.items)
+
+
+def test_a_plan_made_meanwhile_by_another_thread_is_kept_behind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another thread's plan, put in front while a session's turn was being extended, stays
+    (second); the extended plan replaces its previous one and goes first, as ``project`` keeps
+    its plans."""
+    projector = ContextProjector(COUNTER, budget=20_000, cache_aware=True)
+    mine, other = Session(), Session()
+    other.grow(("answer", 3))
+    for session in (other, mine):
+        session.grow(("user", 5))
+        projector.project_checked(session.memory.snapshot(), None, TOOLS, None)
+    stable = projector._memo._stable
+    previous, theirs = stable._plans
+    grown = _cache.StablePrefix._grown
+
+    def meanwhile(self: _cache.StablePrefix, plan: Any, new: Any) -> Any:
+        with self._lock:
+            self._plans.remove(theirs)
+            self._plans.insert(0, theirs)  # another thread projected the other session
+        return grown(self, plan, new)
+
+    monkeypatch.setattr(_cache.StablePrefix, "_grown", meanwhile)
+    mine.grow(("user", 5))
+    prompt = projector.project_checked(mine.memory.snapshot(), None, TOOLS, None)
+    assert stable._plans[0].prompt is prompt
+    assert stable._plans[1:] == [theirs]
+    assert all(plan is not previous for plan in stable._plans)
