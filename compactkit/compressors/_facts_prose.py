@@ -291,7 +291,7 @@ def sentences(text: str) -> list[str]:
     return out
 
 
-# -- tool output fed back as a user message (ReAct, mini-swe-agent) --------------------------------
+# -- tool output fed back as a user message (ReAct, mini-swe-agent, SWE-agent) -----------------------------
 
 _OBSERVATION = re.compile(
     r"^\s*(?:observation\b|<returncode>|<output>|output:|tool (?:output|result)\b|<tool_response>"
@@ -300,11 +300,29 @@ _OBSERVATION = re.compile(
 )
 
 
-def is_observation(text: str) -> bool:
+# SWE-agent (0.x) ends each observation with its shell's status lines and prompt:
+# "(Open file: …)\n(Current directory: …)\nbash-$" (some configs add "(Interactive session: …)").
+_SHELL_STATUS = re.compile(r"(?:\A|\n)(?:\([A-Z][A-Za-z ]{0,40}: [^\n]*\)[ \t]*\n)+bash-\$\s*\Z")
+_STATUS_TAIL = 2000  # characters of a text's end its status lines are looked for in
+
+
+def is_observation(text: str, *, after_action: bool = False) -> bool:
     """Whether a user-role message is a tool's output fed back as text (ReAct
     ``Observation:``, mini-swe-agent ``<returncode>``/``<output>``), not something a person
-    wrote."""
-    return bool(_OBSERVATION.match(text))
+    wrote. ``after_action``: the message answers an assistant's text action (a fenced
+    command); then a text ending with a shell's status lines and prompt (SWE-agent's
+    ``(Current directory: …)`` then ``bash-$``) is one too — its task message ends the same
+    way, and stays the user's."""
+    if _OBSERVATION.match(text):
+        return True
+    return after_action and _shell_status(text) is not None
+
+
+def _shell_status(text: str) -> re.Match[str] | None:
+    """The status lines and prompt ``text`` ends with (SWE-agent), if any."""
+    if not text.rstrip().endswith("bash-$"):
+        return None
+    return _SHELL_STATUS.search(text, max(0, len(text) - _STATUS_TAIL))
 
 
 _WRAPPER = re.compile(
@@ -315,7 +333,10 @@ _WRAPPER = re.compile(
 
 
 def observation_body(text: str) -> str:
-    """An observation's text without its wrapper (``Observation:``, ``<output>`` tags); a
-    ``<returncode>N</returncode>`` becomes ``[exit code: N]`` so the outcome stays readable."""
+    """An observation's text without its wrapper (``Observation:``, ``<output>`` tags, a
+    shell's closing status lines and prompt); a ``<returncode>N</returncode>`` becomes ``[exit code: N]`` so the outcome stays readable."""
+    status = _shell_status(text)
+    if status is not None:
+        text = text[: status.start()]
     text = re.sub(r"<returncode>\s*(-?\d+)\s*</returncode>", r"[exit code: \1]", text)
     return _WRAPPER.sub("", text).strip("\n")

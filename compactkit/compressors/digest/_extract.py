@@ -74,6 +74,7 @@ class _Digest:
         self.file_calls: set[str] = set()  # calls that read or wrote files through a file tool
         self.last_assistant = ""
         self.pending_actions: list[tuple[str, dict[str, object]]] = []
+        self.fenced: list[tuple[str, dict[str, object]]] = []  # ``files.bare_blocks``
         self.refs: Spans = ()  # the references ``add`` gives an entry: the item being read
 
     def add(self, key: SectionKey, text: str) -> None:
@@ -174,11 +175,12 @@ class _Digest:
         text = item.text.strip()
         if not text:
             return
-        if item.role == "user" and facts_prose.is_observation(text):
+        if item.role == "user" and self.observation(text):
             body = facts_prose.observation_body(text)
             if self.pending_actions:  # a text-action agent's observation: tool output
                 self.flush_actions(body)
             else:
+                self.fenced = []
                 self.errors += [_Error(e, None, self.step, ()) for e in facts.errors_in(body)]
             self.identifiers(body, prose=False)
             return
@@ -191,6 +193,7 @@ class _Digest:
         else:
             actions, prose = assistant_prose(text)
             self.pending_actions = actions
+            self.fenced = [] if actions else files.bare_blocks(text)
             if not actions and (not isinstance(following, FunctionCall) or not self.last_assistant):
                 self.last_assistant = text
             sentences = facts_prose.sentences(prose)
@@ -200,6 +203,17 @@ class _Digest:
         for entry in prose_values(text):
             self.add("values", entry)
         self.identifiers(text, prose=True)
+
+    def observation(self, text: str) -> bool:
+        """Whether the user-role ``text`` is a tool's output fed back. A shell's status lines
+        after an assistant's bare fenced block (SWE-agent) make that block the action it
+        answers."""
+        if facts_prose.is_observation(text, after_action=bool(self.pending_actions)):
+            return True
+        if self.fenced and facts_prose.is_observation(text, after_action=True):
+            self.pending_actions = self.fenced
+            return True
+        return False
 
     def user(self, text: str) -> None:
         """The goal (first substantive message), the constraints (sentences that state a rule,
@@ -258,7 +272,7 @@ class _Digest:
     def flush_actions(self, observation: str | None) -> None:
         """Digest the text actions of the last assistant message, with ``observation`` (the
         user-role tool output that answered them) as their output."""
-        actions, self.pending_actions = self.pending_actions, []
+        actions, self.pending_actions, self.fenced = self.pending_actions, [], []
         for name, args in actions:
             self.call(plan_of(name, args), observation)
 

@@ -352,6 +352,28 @@ def text_actions(text: str) -> list[tuple[str, dict[str, object]]]:
     return actions
 
 
+_FENCE_LINE = re.compile(r"^[ \t]*```[ \t]*(\S*)[^\n]*$", re.M)
+
+
+def bare_blocks(text: str) -> list[tuple[str, dict[str, object]]]:
+    """``("bash", {"command": …})`` of each fenced block with no language in ``text``: the
+    way SWE-agent writes its one command. Not an action by itself (an assistant also fences
+    code it shows): only once a shell's status answers it (``facts_prose.is_observation``)."""
+    if "```" not in text:
+        return []
+    found: list[tuple[str, dict[str, object]]] = []
+    opened: re.Match[str] | None = None
+    for fence in _FENCE_LINE.finditer(text):
+        if opened is None:
+            opened = fence
+            continue
+        block = text[opened.end() : fence.start()].strip()
+        if not opened.group(1) and block:
+            found.append(("bash", {"command": block}))
+        opened = None
+    return found
+
+
 def without_text_actions(text: str) -> str:
     """``text`` without its ``Action: …`` / ``Action Input: …`` blocks (each up to the next
     ``Observation:``, ``Thought:`` or ``Action:`` line)."""

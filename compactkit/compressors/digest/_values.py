@@ -58,6 +58,7 @@ class _ValueReader:
         self.outputs = {i.call_id: i for i in items if isinstance(i, FunctionCallOutput)}
         self.values: list[str] = []
         self.pending: list[tuple[str, dict[str, object]]] = []  # an assistant's text actions
+        self.fenced: list[tuple[str, dict[str, object]]] = []  # ``files.bare_blocks``
         self.refs: Spans = ()
 
     def add(self, entries: list[str]) -> None:
@@ -78,7 +79,7 @@ class _ValueReader:
         return self.values
 
     def flush(self) -> None:
-        actions, self.pending = self.pending, []
+        actions, self.pending, self.fenced = self.pending, [], []
         for name, args in actions:
             self.add(call_values(plan_of(name, args)))
 
@@ -86,12 +87,23 @@ class _ValueReader:
         text = item.text.strip()
         if not text:
             return
-        if item.role == "user" and facts_prose.is_observation(text):
+        if item.role == "user" and facts_prose.is_observation(
+            text, after_action=bool(self.pending)
+        ):
             self.flush()  # the observation answers the pending actions
+            return
+        if (
+            item.role == "user"
+            and self.fenced
+            and facts_prose.is_observation(text, after_action=True)
+        ):
+            self.pending = self.fenced  # a shell's status answers a bare fenced block (SWE-agent)
+            self.flush()
             return
         self.flush()
         if item.role not in ("user", "system", "developer"):
             self.pending, text = assistant_prose(text)
+            self.fenced = [] if self.pending else files.bare_blocks(text)
         self.add(prose_values(text))
 
 

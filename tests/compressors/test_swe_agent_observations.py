@@ -1,0 +1,140 @@
+"""SWE-agent feeds each command's output back as a user message that ends with its shell's
+status lines and prompt (``(Open file: …)``, ``(Current directory: …)``, ``bash-$``), after an
+assistant message whose command is a fenced block with no language. The digest reads such a
+message as the command's output, never as the user's words; a person's reply stays theirs."""
+
+from __future__ import annotations
+
+from compactkit.compressors import DigestCompressor
+from compactkit.compressors.digest._files import bare_blocks
+from compactkit.items import Message
+from compactkit.items.snapshot import MemorySnapshot
+
+STATUS = "\n(Open file: {open})\n(Current directory: /repo)\nbash-$"
+TASK = (
+    "We're currently solving the following issue within our repository. Here's the issue "
+    "text:\nISSUE:\nTimeDelta serialization loses precision in fields.py\n\n"
+    "INSTRUCTIONS:\nYou must not edit the tests.\n" + STATUS.format(open="n/a")
+)
+
+
+def observation(text: str, open_file: str = "n/a") -> str:
+    return text + STATUS.format(open=open_file)
+
+
+FILE = "\n".join(f"{n}:    value_{n} = compute({n})" for n in range(1, 400))
+"""A long listing (the digest is applied only when it is smaller than what it folds)."""
+
+
+def summary_of(*texts: tuple[str, str]) -> str:
+    """The digest of the session ``texts`` ((role, text) pairs), its last group kept."""
+    items = tuple(Message(role=role, content=text) for role, text in texts)  # type: ignore[arg-type]
+    result = DigestCompressor(keep_last_groups=1).compress(MemorySnapshot(items=items))
+    assert result.snapshot is not None and result.snapshot.summary is not None
+    return result.snapshot.summary
+
+
+def section(summary: str, title: str) -> str:
+    """The lines of the summary's section whose heading starts with ``title`` ("" if none)."""
+    parts = summary.split("\n## ")
+    return next((p for p in parts if p.startswith(title)), "")
+
+
+def swe_agent_session() -> list[tuple[str, str]]:
+    return [
+        ("user", TASK),
+        ("assistant", "Let's reproduce it first.\n```\npython reproduce.py\n```"),
+        (
+            "user",
+            observation(
+                "Traceback (most recent call last):\n"
+                '  File "reproduce.py", line 3, in <module>\n'
+                "ValueError: precision lost for 345 ms\n"
+                "Note: you must always restart the worker after a deploy.\n"
+                "local_20 = 0"
+            ),
+        ),
+        ("assistant", "Now open the field.\n```\nopen src/fields.py 1474\n```"),
+        (
+            "user",
+            observation(f"[File: /repo/src/fields.py (1997 lines total)]\n{FILE}", "src/fields.py"),
+        ),
+        ("assistant", "Raise the timeout.\n```\ncat > settings.toml <<EOF\ntimeout = 45\nEOF\n```"),
+        ("user", observation("")),  # a command with no output: the status lines alone
+        ("assistant", "The rounding is wrong.\n```\nsubmit\n```"),
+        ("user", "Thanks, that looks right."),
+    ]
+
+
+def test_a_swe_agent_observation_is_the_commands_output_not_the_users_words() -> None:
+    summary = summary_of(*swe_agent_session())
+    constraints = section(summary, "Constraints")
+    assert "You must not edit the tests." in constraints  # the task's own rule
+    assert "restart the worker" not in constraints  # tool output is data, not a rule
+    assert "precision lost" not in constraints and "Traceback" not in constraints
+    commands = section(summary, "Commands")
+    assert "`python reproduce.py`" in commands and "`open src/fields.py 1474`" in commands
+    assert "ValueError: precision lost for 345 ms" in section(summary, "Errors")
+    values = section(summary, "Values")
+    assert "local_20" not in values  # output is not a value the user set
+    assert "`timeout` = 45 (current)" in values  # what the command wrote into a config file
+    assert "(Current directory:" not in summary and "bash-$" not in summary
+
+
+def test_the_task_message_that_ends_with_the_shell_status_stays_the_goal() -> None:
+    summary = summary_of(*swe_agent_session())
+    assert "TimeDelta serialization loses precision" in section(summary, "Goal")
+
+
+def test_a_persons_reply_after_a_fenced_snippet_stays_the_users() -> None:
+    summary = summary_of(
+        ("user", "Fix the cache in app.py."),
+        ("assistant", f"Here is app.py:\n{FILE}\nTry this:\n```\ncache.clear()\n```"),
+        ("user", "That fails. Never clear the cache from a request handler."),
+        ("assistant", "Understood, I will use the eviction hook instead."),
+        ("user", "Go ahead."),
+    )
+    assert "Never clear the cache from a request handler." in section(summary, "Constraints")
+    assert "cache.clear()" not in section(summary, "Commands")
+
+
+def test_status_lines_without_a_fenced_command_before_them_stay_the_users() -> None:
+    summary = summary_of(
+        ("user", "Fix the cache in app.py."),
+        ("assistant", f"Here is app.py:\n{FILE}\nWhich cache do you mean?"),
+        ("user", observation("The session cache. Never restart the server.")),
+        ("assistant", "Understood."),
+        ("user", "Go ahead."),
+    )
+    assert "Never restart the server." in section(summary, "Constraints")
+
+
+def test_bare_blocks_are_the_fenced_blocks_without_a_language() -> None:
+    text = "Look:\n```python\nx = 1\n```\nthen\n```\nls -la\n```\nand ```bash\nrm x\n```"
+    assert bare_blocks(text) == [("bash", {"command": "ls -la"})]
+    assert bare_blocks("```bash\nls\n```") == []
+    assert bare_blocks("no fence here") == []
+    assert bare_blocks("```\nunclosed") == []
+
+
+def test_a_value_a_kept_swe_agent_command_writes_supersedes_the_summarys() -> None:
+    def write(timeout: int) -> str:
+        return f"Set it.\n```\ncat > settings.toml <<EOF\ntimeout = {timeout}\nEOF\n```"
+
+    items = tuple(
+        Message(role=role, content=text)  # type: ignore[arg-type]
+        for role, text in [
+            ("user", TASK),
+            ("assistant", write(30)),
+            ("user", observation("")),
+            ("assistant", f"Here is the module:\n{FILE}\nThe timeout is too short."),
+            ("user", "Carry on."),
+            ("assistant", write(45)),
+            ("user", observation("")),
+        ]
+    )
+    result = DigestCompressor(keep_last_groups=2).compress(MemorySnapshot(items=items))
+    assert result.snapshot is not None and result.snapshot.summary is not None
+    assert result.snapshot.items[-2].text == write(45)  # the newer write is kept verbatim
+    values = section(result.snapshot.summary, "Values")
+    assert "`timeout` = 30 (superseded)" in values and "= 30 (current)" not in values
