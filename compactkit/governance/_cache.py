@@ -143,7 +143,7 @@ class StablePrefix:
         """
         tools = tuple(tools)
         with self._lock:
-            position, plan, same = self._find(snapshot, instructions, tools)
+            _position, plan, same = self._find(snapshot, instructions, tools)
         extended = self._extend(plan, snapshot, budget) if plan is not None and same else None
         sent: list[Item] | None = None
         if extended is not None:
@@ -153,14 +153,11 @@ class StablePrefix:
             tail_start = _tail_start(snapshot.items)
         new = _Plan(snapshot.items, snapshot.summary, instructions, tools, prompt, tail_start, sent)
         with self._lock:
-            if (
-                position is not None
-                and position < len(self._plans)
-                and self._plans[position] is plan
-            ):
-                del self._plans[position]
-            self._plans.insert(0, new)
-            del self._plans[self._size :]
+            plans = self._plans
+            if plan is not None and plan in plans:  # (by identity: wherever another thread
+                plans.remove(plan)  # may have moved it meanwhile)
+            plans.insert(0, new)
+            del plans[self._size :]
         return prompt
 
     def extend_front(

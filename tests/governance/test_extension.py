@@ -286,12 +286,14 @@ def test_an_extended_prompt_notes_its_pending_calls_and_repairs_stray_outputs(
     assert not any(getattr(item, "call_id", None) == "gone3" for item in prompt.items)
 
 
+@pytest.mark.parametrize("one_pass", [True, False])
 def test_a_plan_made_meanwhile_by_another_thread_is_kept_behind(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, one_pass: bool
 ) -> None:
     """Another thread's plan, put in front while a session's turn was being extended, stays
-    (second); the extended plan replaces its previous one and goes first, as ``project`` keeps
-    its plans."""
+    (second); the extended plan replaces its previous one wherever it now is and goes first —
+    on the one-pass path and on ``project`` alike (a stale plan left behind would answer a
+    later call of an older snapshot differently on the two paths)."""
     projector = ContextProjector(COUNTER, budget=20_000, cache_aware=True)
     mine, other = Session(), Session()
     other.grow(("answer", 3))
@@ -310,7 +312,11 @@ def test_a_plan_made_meanwhile_by_another_thread_is_kept_behind(
 
     monkeypatch.setattr(_cache.StablePrefix, "_grown", meanwhile)
     mine.grow(("user", 5))
-    prompt = projector.project_checked(mine.memory.snapshot(), None, TOOLS, None)
-    assert stable._plans[0].prompt is prompt
+    if one_pass:
+        prompt = projector.project_checked(mine.memory.snapshot(), None, TOOLS, None)
+    else:
+        prompt = projector.project(mine.memory.snapshot(), tools=TOOLS)
+    assert list(stable._plans[0].prompt.items) == list(prompt.items)  # (``project`` returns
+    # the plan's prompt with its cached prefix noted: an equal copy)
     assert stable._plans[1:] == [theirs]
     assert all(plan is not previous for plan in stable._plans)
