@@ -17,6 +17,7 @@ proportional to what changed, not to the whole history.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from operator import is_
 
 from compactkit.budget.tokens import TokenCounter
@@ -50,6 +51,11 @@ class ProjectionMemo:
     def view(self, items: Sequence[Item]) -> View:
         """The structure of ``items``, reusing what is known of a history it extends."""
         return self._views.view(items)
+
+    def held_view(self, items: Sequence[Item]) -> AbstractContextManager[View]:
+        """``view(items)`` with the history held until the block ends (``ViewCache.held``):
+        what a projection uses, so that two threads projecting one session take turns."""
+        return self._views.held(items)
 
     def forget(self, items: Sequence[Item]) -> None:
         """Drop the structure of the history ``items`` extends (a compaction replaced it)."""

@@ -75,14 +75,18 @@ def plan(
     rules: Rules,
     memo: ProjectionMemo,
     observe: Callable[[Sequence[Item], int], int] | None = None,
+    view: View | None = None,
 ) -> Plan:
     """The head and the groups never dropped, their tokens, and the room left.
+
+    ``view``: ``snapshot``'s structure, held by the caller (``ProjectionMemo.held_view``).
 
     Raises:
         BudgetError: what is never dropped does not fit ``limit``.
     """
     counter = rules.counter
-    view = memo.view(snapshot.items)
+    if view is None:
+        view = memo.view(snapshot.items)
     head = [*instructions, *snapshot.items[: view.lead]]
     if snapshot.summary:
         head.append(memo.summary(rules.summary_role, snapshot.summary))

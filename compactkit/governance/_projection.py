@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal, cast
 
@@ -91,9 +92,11 @@ class View:
 
 
 class _Index:
-    """The structure of one growing history, extended in place (callers hold the cache lock)."""
+    """The structure of one growing history, extended in place (callers hold the cache lock;
+    a projection using its view holds ``lock``: it measures groups into the shared sums)."""
 
     def __init__(self, carried: Carried | None = None) -> None:
+        self.lock = threading.RLock()
         self.carried = carried
         self.items: Sequence[Item] = ()
         self.lead = 0
@@ -190,24 +193,52 @@ class ViewCache:
         read anew (the compacted one, which keeps most of its groups)."""
 
     def view(self, items: Sequence[Item]) -> View:
-        """The structure of ``items``, reusing what is known about a history it extends."""
+        """The structure of ``items``, reusing what is known about a history it extends (for
+        one thread at a time per history: ``held`` for a projection)."""
         with self._lock:
-            for position, index in enumerate(self._indexes):
-                if index.items is items:
-                    view = index.view
-                elif extends(items, index.items):
-                    view = index.update(items)
-                else:
-                    continue
+            return self._viewed(self._index_of(items), items)
+
+    @contextmanager
+    def held(self, items: Sequence[Item]) -> Iterator[View]:
+        """``view(items)``, with the history's index held until the block ends: two threads
+        projecting one session take turns, as each measures groups into the index's shared
+        sums (the caches of other sessions are not held)."""
+        while True:
+            with self._lock:
+                index = self._index_of(items)
+            index.lock.acquire()
+            try:
+                with self._lock:  # still the index of ``items``? (another thread may have
+                    # extended it past ``items``, or the cache dropped it, meanwhile)
+                    found = index in self._indexes and (
+                        index.items is items or extends(items, index.items)
+                    )
+                    view = self._viewed(index, items) if found else None
+                if view is not None:
+                    yield view
+                    return
+            finally:
+                index.lock.release()
+
+    def _index_of(self, items: Sequence[Item]) -> _Index:
+        """The index of the history ``items`` is or extends, moved first in the cache; a new
+        one of ``items`` when there is none (the cache lock is held)."""
+        for position, index in enumerate(self._indexes):
+            if index.items is items or extends(items, index.items):
                 if position:
                     self._indexes.insert(0, self._indexes.pop(position))
-                return view
-            index = _Index(self._retired)
-            self._retired = None
-            view = index.update(items)
-            self._indexes.insert(0, index)
-            del self._indexes[self._size :]
-            return view
+                return index
+        index = _Index(self._retired)
+        self._retired = None
+        index.update(items)  # (indexed before it is shared: no other history takes it)
+        self._indexes.insert(0, index)
+        del self._indexes[self._size :]
+        return index
+
+    @staticmethod
+    def _viewed(index: _Index, items: Sequence[Item]) -> View:
+        """``index``'s view of ``items`` (the cache lock is held)."""
+        return index.view if index.items is items else index.update(items)
 
     def forget(self, items: Sequence[Item]) -> None:
         """Drop the index of the history ``items`` extends (a compaction replaced it), with its

@@ -237,7 +237,10 @@ class ContextProjector:
         observer = (
             (lambda items, tokens: memo.cached_prefix(items, tools, tokens)) if observe else None
         )
-        return render(select(plan(snapshot, head, tools, limit, self._rules, memo, observer)))
+        with memo.held_view(snapshot.items) as view:  # one thread at a time per history
+            return render(
+                select(plan(snapshot, head, tools, limit, self._rules, memo, observer, view))
+            )
 
     def unreachable_from(self, items: Sequence[Item], budget: int | None = None) -> int | None:
         """Where the part of a history that no prompt's window can reach ends, read from the
