@@ -318,6 +318,24 @@ def is_observation(text: str, *, after_action: bool = False) -> bool:
     return after_action and _shell_status(text) is not None
 
 
+_OPEN_FILE = re.compile(r"\(Open file: ([^\n]*)\)")
+_DIRECTORY = re.compile(r"\(Current directory: ([^\n]*)\)")
+
+
+def open_file(text: str) -> str | None:
+    """The file SWE-agent's status lines at the end of ``text`` say is open, relative to the
+    current directory they name when it lies below it (``None``: none, or no status lines)."""
+    status = _shell_status(text)
+    if status is None:
+        return None
+    found, directory = _OPEN_FILE.search(status.group()), _DIRECTORY.search(status.group())
+    name = found.group(1).strip() if found is not None else ""
+    if not name or name == "n/a":
+        return None
+    base = directory.group(1).strip().rstrip("/") + "/" if directory is not None else ""
+    return name[len(base) :] if len(base) > 1 and name.startswith(base) else name
+
+
 def _shell_status(text: str) -> re.Match[str] | None:
     """The status lines and prompt ``text`` ends with (SWE-agent), if any."""
     if not text.rstrip().endswith("bash-$"):

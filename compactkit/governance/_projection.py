@@ -247,8 +247,11 @@ class ViewCache:
             kept = [index for index in self._indexes if not extends(items, index.items)]
             dropped = next((index for index in self._indexes if index not in kept), None)
             self._indexes = kept
-            if dropped is not None:
-                self._retired = Carried(dropped.items, dropped.closed, dropped.sums)
+        if dropped is not None:  # (outside the cache lock: it waits for a projection that
+            # is still measuring that history, and other sessions' projections go on)
+            carried = Carried(dropped.items, dropped.closed, dropped.sums)
+            with self._lock:
+                self._retired = carried
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,17 @@ def swe_agent_session() -> list[tuple[str, str]]:
         ("assistant", "Now open the field.\n```\nopen src/fields.py 1474\n```"),
         (
             "user",
-            observation(f"[File: /repo/src/fields.py (1997 lines total)]\n{FILE}", "src/fields.py"),
+            observation(
+                f"[File: /repo/src/fields.py (1997 lines total)]\n{FILE}", "/repo/src/fields.py"
+            ),
+        ),
+        (
+            "assistant",
+            "Round instead.\n```\nedit 1475:1475\n        return int(round(x))\nend_of_edit\n```",
+        ),
+        (
+            "user",
+            observation("[File: /repo/src/fields.py (1997 lines total)]", "/repo/src/fields.py"),
         ),
         ("assistant", "Raise the timeout.\n```\ncat > settings.toml <<EOF\ntimeout = 45\nEOF\n```"),
         ("user", observation("")),  # a command with no output: the status lines alone
@@ -79,6 +89,21 @@ def test_a_swe_agent_observation_is_the_commands_output_not_the_users_words() ->
     assert "local_20" not in values  # output is not a value the user set
     assert "`timeout` = 45 (current)" in values  # what the command wrote into a config file
     assert "(Current directory:" not in summary and "bash-$" not in summary
+    modified = section(summary, "Files modified")
+    # ``edit`` edits the file the status lines before it name as open (below the directory)
+    assert "`src/fields.py` — read; edited lines 1475-1475" in modified
+
+
+def test_an_edit_with_no_file_open_names_no_file() -> None:
+    summary = summary_of(
+        ("user", TASK),
+        ("assistant", "Fix it.\n```\nedit 3:3\nx = 1\nend_of_edit\n```"),
+        ("user", observation(f"No file open. Use the open command first.\n{FILE}")),
+        ("assistant", "Open it first."),
+        ("user", "Go on."),
+    )
+    assert "`edit 3:3" in section(summary, "Commands")
+    assert section(summary, "Files modified") == ""
 
 
 def test_the_task_message_that_ends_with_the_shell_status_stays_the_goal() -> None:
@@ -138,3 +163,44 @@ def test_a_value_a_kept_swe_agent_command_writes_supersedes_the_summarys() -> No
     assert result.snapshot.items[-2].text == write(45)  # the newer write is kept verbatim
     values = section(result.snapshot.summary, "Values")
     assert "`timeout` = 30 (superseded)" in values and "= 30 (current)" not in values
+
+
+def test_the_command_is_the_last_outermost_bare_block_as_swe_agent_reads_it() -> None:
+    quoted_then_real = (
+        "It failed with\n```\npytest tests/test_fields.py\n```\nso:\n```\nopen f.py\n```"
+    )
+    assert bare_blocks(quoted_then_real) == [("bash", {"command": "open f.py"})]
+    heredoc = "```\ncat <<'EOF' > README.md\n```python\nprint(1)\n```\nEOF\n```"
+    assert bare_blocks(heredoc) == [
+        ("bash", {"command": "cat <<'EOF' > README.md\n```python\nprint(1)\n```\nEOF"})
+    ]
+    indented = "```\nedit 3:5\n    Example:\n    ```\n    x = 1\nend_of_edit\n```"
+    assert bare_blocks(indented) == [
+        ("bash", {"command": "edit 3:5\n    Example:\n    ```\n    x = 1\nend_of_edit"})
+    ]
+    assert bare_blocks("Run:\n```\nls\n```\nthen:\n```python\nx = 1\n```") == []
+
+
+def test_a_new_task_after_submit_is_the_users_and_a_one_line_answer_is_its_output() -> None:
+    second_task = (
+        "We're currently solving the following issue within our repository.\n"
+        "ISSUE:\nThe cache never expires.\n\nYou must keep the public API stable.\n"
+    ) + STATUS.format(open="n/a")
+    summary = summary_of(
+        *swe_agent_session()[:3],
+        ("assistant", "Try the flag.\n```\nsubmit 'flag{one}'\n```"),
+        ("user", observation("Wrong flag!")),
+        ("assistant", "Done.\n```\nsubmit\n```"),
+        ("user", second_task),
+        ("assistant", "Open it.\n```\nopen cache.py\n```"),
+        (
+            "user",
+            observation(f"[File: /repo/cache.py (399 lines total)]\n{FILE}", "/repo/cache.py"),
+        ),
+        ("assistant", "Looking."),
+        ("user", "Go on."),
+    )
+    assert "You must keep the public API stable." in section(summary, "Constraints")
+    commands = section(summary, "Commands")
+    assert "`submit 'flag{one}'` → output: `Wrong flag!`" in commands
+    assert "We're currently solving the following issue" not in commands

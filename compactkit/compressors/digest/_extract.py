@@ -75,6 +75,8 @@ class _Digest:
         self.last_assistant = ""
         self.pending_actions: list[tuple[str, dict[str, object]]] = []
         self.fenced: list[tuple[str, dict[str, object]]] = []  # ``files.bare_blocks``
+        self.open_file: str | None = None  # the file SWE-agent's last status lines named
+        self.swe_open: str | bool | None = False  # what the answering status names (False: none)
         self.refs: Spans = ()  # the references ``add`` gives an entry: the item being read
 
     def add(self, key: SectionKey, text: str) -> None:
@@ -210,8 +212,13 @@ class _Digest:
         answers."""
         if facts_prose.is_observation(text, after_action=bool(self.pending_actions)):
             return True
-        if self.fenced and facts_prose.is_observation(text, after_action=True):
+        if (
+            self.fenced
+            and facts_prose.is_observation(text, after_action=True)
+            and not files.ends_episode(self.fenced, facts_prose.observation_body(text))
+        ):
             self.pending_actions = self.fenced
+            self.swe_open = facts_prose.open_file(text)
             return True
         return False
 
@@ -273,8 +280,15 @@ class _Digest:
         """Digest the text actions of the last assistant message, with ``observation`` (the
         user-role tool output that answered them) as their output."""
         actions, self.pending_actions, self.fenced = self.pending_actions, [], []
+        swe_open, self.swe_open = self.swe_open, False
         for name, args in actions:
-            self.call(plan_of(name, args), observation)
+            plan = plan_of(name, args)
+            if swe_open is not False:  # SWE-agent's commands: ``open``, ``edit`` of the open file
+                extra = files.swe_agent_ops(plan.command or "", self.open_file)
+                plan = plan._replace(ops=plan.ops + extra) if extra else plan
+            self.call(plan, observation)
+        if swe_open is not False:
+            self.open_file = swe_open if isinstance(swe_open, str) else None
 
     def call(self, plan: CallPlan, out_text: str | None) -> bool:
         """Digest one call (``plan``: what its name and arguments say) and its output; whether

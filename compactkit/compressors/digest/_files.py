@@ -352,26 +352,56 @@ def text_actions(text: str) -> list[tuple[str, dict[str, object]]]:
     return actions
 
 
-_FENCE_LINE = re.compile(r"^[ \t]*```[ \t]*(\S*)[^\n]*$", re.M)
+_FENCE_LINE = re.compile(r"^```(\S*)[ \t]*$", re.M)
 
 
 def bare_blocks(text: str) -> list[tuple[str, dict[str, object]]]:
-    """``("bash", {"command": …})`` of each fenced block with no language in ``text``: the
-    way SWE-agent writes its one command. Not an action by itself (an assistant also fences
-    code it shows): only once a shell's status answers it (``facts_prose.is_observation``)."""
+    """``[("bash", {"command": …})]`` for the command SWE-agent reads from an assistant's
+    text: the last outermost fenced block, when it has no language (fences at a line's start;
+    one with a language opens a nested block, a bare one closes the innermost, as SWE-agent's
+    own parser does); else ``[]``. Not an action by itself (an assistant also fences code it
+    shows): only once a shell's status answers it (``facts_prose.is_observation``)."""
     if "```" not in text:
         return []
-    found: list[tuple[str, dict[str, object]]] = []
-    opened: re.Match[str] | None = None
+    opened: list[tuple[int, str]] = []  # where each open block's text starts, its language
+    last: tuple[int, int, str] | None = None
     for fence in _FENCE_LINE.finditer(text):
-        if opened is None:
-            opened = fence
+        language = fence.group(1)
+        if not opened or language:
+            opened.append((fence.end(), language))
             continue
-        block = text[opened.end() : fence.start()].strip()
-        if not opened.group(1) and block:
-            found.append(("bash", {"command": block}))
-        opened = None
-    return found
+        start, language = opened.pop()
+        if not opened:
+            last = (start, fence.start(), language)
+    if last is None or last[2]:
+        return []
+    block = text[last[0] : last[1]].strip()
+    return [("bash", {"command": block})] if block else []
+
+
+def ends_episode(actions: list[tuple[str, dict[str, object]]], answer: str) -> bool:
+    """Whether ``answer`` follows SWE-agent's ``submit`` as the next task rather than as its
+    output: a submission ends the episode, unless it is answered in one line ("Wrong flag!",
+    and the episode goes on)."""
+    command = str(actions[-1][1].get("command", "")) if actions else ""
+    return command.split(None, 1)[:1] == ["submit"] and "\n" in answer.strip()
+
+
+_LINE_RANGE = re.compile(r"\d+:\d+")
+
+
+def swe_agent_ops(command: str, open_file: str | None) -> tuple[FileOp, ...]:
+    """What SWE-agent's own commands do to files: ``open f [line]`` reads ``f``; ``edit a:b``
+    (the new lines follow it) edits the file open when it ran (``open_file``, from the status
+    lines before it)."""
+    words = command.split(None, 2)
+    if len(words) < 2:
+        return ()
+    if words[0] == "open" and looks_like_path(words[1].strip("\"'")):
+        return (FileOp(words[1].strip("\"'"), False, "read"),)
+    if words[0] == "edit" and open_file is not None and _LINE_RANGE.fullmatch(words[1]):
+        return (FileOp(open_file, True, f"edited lines {words[1].replace(':', '-')}"),)
+    return ()
 
 
 def without_text_actions(text: str) -> str:

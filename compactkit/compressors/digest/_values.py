@@ -96,6 +96,7 @@ class _ValueReader:
             item.role == "user"
             and self.fenced
             and facts_prose.is_observation(text, after_action=True)
+            and not files.ends_episode(self.fenced, facts_prose.observation_body(text))
         ):
             self.pending = self.fenced  # a shell's status answers a bare fenced block (SWE-agent)
             self.flush()
