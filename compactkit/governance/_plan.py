@@ -74,8 +74,8 @@ def plan(
     limit: int,
     rules: Rules,
     memo: ProjectionMemo,
+    view: View,
     observe: Callable[[Sequence[Item], int], int] | None = None,
-    view: View | None = None,
 ) -> Plan:
     """The head and the groups never dropped, their tokens, and the room left.
 
@@ -85,8 +85,6 @@ def plan(
         BudgetError: what is never dropped does not fit ``limit``.
     """
     counter = rules.counter
-    if view is None:
-        view = memo.view(snapshot.items)
     head = [*instructions, *snapshot.items[: view.lead]]
     if snapshot.summary:
         head.append(memo.summary(rules.summary_role, snapshot.summary))

@@ -239,7 +239,7 @@ class ContextProjector:
         )
         with memo.held_view(snapshot.items) as view:  # one thread at a time per history
             return render(
-                select(plan(snapshot, head, tools, limit, self._rules, memo, observer, view))
+                select(plan(snapshot, head, tools, limit, self._rules, memo, view, observer))
             )
 
     def unreachable_from(self, items: Sequence[Item], budget: int | None = None) -> int | None:

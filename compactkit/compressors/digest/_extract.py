@@ -76,7 +76,9 @@ class _Digest:
         self.pending_actions: list[tuple[str, dict[str, object]]] = []
         self.fenced: list[tuple[str, dict[str, object]]] = []  # ``files.bare_blocks``
         self.open_file: str | None = None  # the file SWE-agent's last status lines named
-        self.swe_open: str | bool | None = False  # what the answering status names (False: none)
+        self.status: str | None = (
+            None  # the SWE-agent output answering ``fenced`` (``answered_by``)
+        )
         self.refs: Spans = ()  # the references ``add`` gives an entry: the item being read
 
     def add(self, key: SectionKey, text: str) -> None:
@@ -212,13 +214,8 @@ class _Digest:
         answers."""
         if facts_prose.is_observation(text, after_action=bool(self.pending_actions)):
             return True
-        if (
-            self.fenced
-            and facts_prose.is_observation(text, after_action=True)
-            and not files.ends_episode(self.fenced, facts_prose.observation_body(text))
-        ):
-            self.pending_actions = self.fenced
-            self.swe_open = facts_prose.open_file(text)
+        if files.answered_by(self.fenced, text):
+            self.pending_actions, self.status = self.fenced, text
             return True
         return False
 
@@ -280,15 +277,15 @@ class _Digest:
         """Digest the text actions of the last assistant message, with ``observation`` (the
         user-role tool output that answered them) as their output."""
         actions, self.pending_actions, self.fenced = self.pending_actions, [], []
-        swe_open, self.swe_open = self.swe_open, False
+        status, self.status = self.status, None
         for name, args in actions:
             plan = plan_of(name, args)
-            if swe_open is not False:  # SWE-agent's commands: ``open``, ``edit`` of the open file
+            if status is not None:  # SWE-agent's commands: ``open``, ``edit`` of the open file
                 extra = files.swe_agent_ops(plan.command or "", self.open_file)
                 plan = plan._replace(ops=plan.ops + extra) if extra else plan
             self.call(plan, observation)
-        if swe_open is not False:
-            self.open_file = swe_open if isinstance(swe_open, str) else None
+        if status is not None:
+            self.open_file = facts_prose.open_file(status)
 
     def call(self, plan: CallPlan, out_text: str | None) -> bool:
         """Digest one call (``plan``: what its name and arguments say) and its output; whether

@@ -15,6 +15,7 @@ import shlex
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from compactkit.compressors import _facts_prose as facts_prose
 from compactkit.compressors._facts import code
 
 _PATH_KEYS = (
@@ -379,12 +380,17 @@ def bare_blocks(text: str) -> list[tuple[str, dict[str, object]]]:
     return [("bash", {"command": block})] if block else []
 
 
-def ends_episode(actions: list[tuple[str, dict[str, object]]], answer: str) -> bool:
-    """Whether ``answer`` follows SWE-agent's ``submit`` as the next task rather than as its
-    output: a submission ends the episode, unless it is answered in one line ("Wrong flag!",
-    and the episode goes on)."""
-    command = str(actions[-1][1].get("command", "")) if actions else ""
-    return command.split(None, 1)[:1] == ["submit"] and "\n" in answer.strip()
+def answered_by(actions: list[tuple[str, dict[str, object]]], text: str) -> bool:
+    """Whether the user-role ``text`` is the output of ``actions``, the bare fenced command of
+    the assistant message before it (``bare_blocks``: SWE-agent): it ends with a shell's
+    status lines, and it is not the next task after ``submit`` (a submission ends the episode,
+    unless it is answered in one line: "Wrong flag!", and the episode goes on)."""
+    if not actions or not facts_prose.is_observation(text, after_action=True):
+        return False
+    command = str(actions[-1][1].get("command", ""))
+    if command.split(None, 1)[:1] != ["submit"]:
+        return True
+    return "\n" not in facts_prose.observation_body(text).strip()
 
 
 _LINE_RANGE = re.compile(r"\d+:\d+")

@@ -92,12 +92,7 @@ class _ValueReader:
         ):
             self.flush()  # the observation answers the pending actions
             return
-        if (
-            item.role == "user"
-            and self.fenced
-            and facts_prose.is_observation(text, after_action=True)
-            and not files.ends_episode(self.fenced, facts_prose.observation_body(text))
-        ):
+        if item.role == "user" and files.answered_by(self.fenced, text):
             self.pending = self.fenced  # a shell's status answers a bare fenced block (SWE-agent)
             self.flush()
             return
