@@ -59,12 +59,29 @@ _ERROR_LINE = re.compile(
       | (?:Error|ERROR|fatal|FATAL|npm\ ERR!|error\ TS\d+):?\ .+  # Error: …, fatal: …
       | make(?:\[\d+\])?:\ \*\*\*\ .+                        # make
       | panic:\ .+                                         # Go
-      | .*(?:command\ not\ found|No\ such\ file\ or\ directory|Permission\ denied).*
       | \S*sh:\ (?:line\ )?\d+:\ .+:\ not\ found
       | Segmentation\ fault.*
     )$""",
     re.VERBOSE,
 )
+# A line that holds one of these is an error line too ("sh: x: command not found"). They are
+# looked for with ``in``, not as a ``.*(?:…).*`` alternative of ``_ERROR_LINE``, which the regex
+# engine tried by backtracking from the line's end through every character of every line it read.
+_FAILURE_WORDS = ("command not found", "No such file or directory", "Permission denied")
+
+
+def _is_error_line(line: str) -> bool:
+    """Whether ``line`` (one line: no line feed) is an error line: ``_ERROR_LINE`` matches it,
+    or it holds one of ``_FAILURE_WORDS`` (tests/compressors/test_pattern_rewrites.py: the
+    lines the one pattern with both matched)."""
+    return (
+        _ERROR_LINE.match(line) is not None
+        or "command not found" in line
+        or "No such file or directory" in line
+        or "Permission denied" in line
+    )
+
+
 _PYTEST_E = re.compile(r"^E\s{2,}(?=\S)")  # pytest's "E   AssertionError: …" detail lines
 _TRACEBACK = "Traceback (most recent call last):"
 # What CI logs put before each line: a timestamp (GitHub Actions' raw logs), or the job and step
@@ -113,7 +130,7 @@ def limited(found: list[str], limit: int = 10) -> list[str]:
     return found[:limit] if len(found) <= limit else found[: limit - 1] + found[-1:]
 
 
-# At least one of these is in every line ``_ERROR_LINE`` matches (one per alternative, the
+# At least one of these is in every error line (``_is_error_line``: one per alternative, the
 # prefixes the scan strips never add one) and in a traceback's header: a text holding none of
 # them has no error line and is not read line by line. Most tool output (file contents,
 # listings) holds none, and a substring test costs far less than two matches per line.
@@ -248,7 +265,7 @@ def _read_errors(lines: Iterable[str]) -> list[str]:
         stripped = _PYTEST_E.sub("", stripped)
         if len(stripped) > 400:  # long lines are never error lines
             continue
-        if not _ERROR_LINE.match(stripped):
+        if not _is_error_line(stripped):
             logged = _logged_error(stripped)
             if logged is None:
                 continue
@@ -266,7 +283,7 @@ def _logged_error(line: str) -> str | None:
     # line is the one its caller just failed to match, unless a pytest "E   " mark goes.
     ci = line[:1].isdigit() or "\t" in line or "  " in line
     stripped = _PYTEST_E.sub("", _CI_PREFIX.sub("", line, count=1) if ci else line)
-    if (ci or stripped != line) and _ERROR_LINE.match(stripped):
+    if (ci or stripped != line) and _is_error_line(stripped):
         return stripped
     marked = _ANNOTATION.sub("", stripped, count=1)
     if marked != stripped and marked.strip():
@@ -277,7 +294,7 @@ def _logged_error(line: str) -> str | None:
         if shorter == stripped or not shorter:
             return None
         stripped = shorter
-        if _ERROR_LINE.match(stripped):
+        if _is_error_line(stripped):
             return stripped
     return None
 

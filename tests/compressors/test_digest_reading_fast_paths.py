@@ -67,7 +67,7 @@ def test_assignments_tried_where_they_can_start_are_the_matches_of_the_pattern(
 def _logged_error_reference(line: str) -> str | None:
     """``_logged_error`` as first written: the CI prefix always stripped and matched."""
     stripped = facts._PYTEST_E.sub("", facts._CI_PREFIX.sub("", line, count=1))
-    if facts._ERROR_LINE.match(stripped):
+    if facts._is_error_line(stripped):
         return stripped
     marked = facts._ANNOTATION.sub("", stripped, count=1)
     if marked != stripped and marked.strip():
@@ -78,7 +78,7 @@ def _logged_error_reference(line: str) -> str | None:
         if shorter == stripped or not shorter:
             return None
         stripped = shorter
-        if facts._ERROR_LINE.match(stripped):
+        if facts._is_error_line(stripped):
             return stripped
     return None
 
@@ -103,7 +103,7 @@ LOG_PARTS = [
 @given(st.lists(st.sampled_from(LOG_PARTS), max_size=5).map("".join))
 def test_a_log_line_read_without_a_ci_prefix_pass_gives_the_same_error(line: str) -> None:
     line = facts._PYTEST_E.sub("", line.strip())
-    if facts._ERROR_LINE.match(line):  # the caller only asks for lines that fail it
+    if facts._is_error_line(line):  # the caller only asks for lines that fail it
         return
     assert facts._logged_error(line) == _logged_error_reference(line)
 

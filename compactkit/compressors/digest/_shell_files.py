@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Literal, NamedTuple
 
 from compactkit.compressors.digest._files import EDITOR_COMMANDS, FileOp, looks_like_path, patch_ops
-from compactkit.compressors.digest._shell_words import shell_words
+from compactkit.compressors.digest._shell_words import DOUBLE_QUOTED, shell_words
 
 _SCRIPTS = re.compile(r"^(?:python[\d.]*|node|ruby|perl|bash|sh)$")
 _PATCHERS = re.compile(r"^(?:patch|apply_patch|applypatch)$")
@@ -111,7 +111,7 @@ def shell_file_ops(command: str) -> list[FileOp]:
 
 
 _SEPARATOR = re.compile(r"&&|\|\||[;|\n]|(?<![<>&\d])&(?![>&])")
-_QUOTED = re.compile(r"""'[^']*'|"(?:[^"\\]|\\.)*"|\\.""", re.S)
+_QUOTED = re.compile(rf"""'[^']*'|{DOUBLE_QUOTED}|\\.""", re.S)
 
 
 def split_commands(line: str) -> list[str]:

@@ -22,8 +22,13 @@ __all__ = ["shell_words"]
 # ``str.split`` would split at, is part of a word)
 _WHITESPACE = " \t\r\n"
 _PLAIN_WORD = re.compile(r"[^ \t\r\n]+")
-_WORD = re.compile(r"""(?:[^ \t\r\n'"\\]+|\\.|'[^']*'|"(?:[^"\\]|\\.)*")+""", re.S)
-_PIECE = re.compile(r"""([^'"\\]+)|\\(.)|'([^']*)'|"((?:[^"\\]|\\.)*)\"""", re.S)
+# A double-quoted span, ``"(?:[^"\\]|\\.)*"`` unrolled (runs of plain characters between its
+# escapes: the regex engine reads a run in one step, where the plain form takes one branch per
+# character, and no run can be split two ways, so an unclosed quote fails in linear time;
+# tests/compressors/test_pattern_rewrites.py: the same spans).
+DOUBLE_QUOTED = r'"[^"\\]*(?:\\.[^"\\]*)*"'
+_WORD = re.compile(rf"""(?:[^ \t\r\n'"\\]+|\\.|'[^']*'|{DOUBLE_QUOTED})+""", re.S)
+_PIECE = re.compile(r"""([^'"\\]+)|\\(.)|'([^']*)'|"([^"\\]*(?:\\.[^"\\]*)*)\"""", re.S)
 # Inside double quotes a backslash escapes only a backslash or a double quote (else it stays).
 _QUOTED_ESCAPE = re.compile(r'\\([\\"])')
 
