@@ -24,9 +24,9 @@ from compactkit.compressors._trim import (
     TIERS,
     UNGUARANTEED,
     WEIGHTS,
-    pool_of,
 )
 from compactkit.compressors._trim_costs import entry_cost
+from compactkit.compressors._trim_state import pool_of
 
 _Document = Any
 Doc = Any

@@ -2,9 +2,9 @@
 
 Each entry is counted once; every change subtracts its own difference from a running total, and
 the real text is counted again only to confirm the result (a few times at most), so trimming a
-20,000-entry summarizer answer costs about as much as rendering it. Costs and rewritten forms are
-remembered per entry across trims (``_trim_costs``): the next compaction trims mostly the same
-entries again.
+20,000-entry summarizer answer costs about as much as rendering it (the document being changed,
+its costs and running total: ``_trim_state``). Costs and rewritten forms are remembered per entry
+across trims (``_trim_costs``): the next compaction trims mostly the same entries again.
 
 The order (see ``TIERS``; the forms are ``_forms``'): every entry's context is shortened first
 (the fact itself stays verbatim: a path, an error line, a command, an identifier); then every
@@ -35,41 +35,20 @@ from __future__ import annotations
 
 import functools
 import math
-import operator
 import re
 from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import replace
-from itertools import repeat
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors._entries import runs
-from compactkit.compressors._forms import (
-    EXTRA,
-    LATER,
-    SUPERSEDED,
-    barer,
-)
+from compactkit.compressors._forms import EXTRA, LATER, SUPERSEDED, barer
 from compactkit.compressors._plan import text_tokens
 from compactkit.compressors._refs import strip_refs
-from compactkit.compressors._trim_costs import EntryCosts, form_chains, form_changes, remembered
+from compactkit.compressors._trim_costs import form_chains, form_changes, remembered
+from compactkit.compressors._trim_state import TrimmedDocument, TrimState, pool_of
 
-
-class _Document(Protocol):
-    """What trimming reads of a ``SummaryDocument`` (kept structural: sections imports us)."""
-
-    @property
-    def sections(self) -> Mapping[Any, tuple[str, ...]]: ...
-    @property
-    def extra(self) -> Mapping[str, tuple[str, ...]]: ...
-    @property
-    def trimmed(self) -> int: ...
-    @property
-    def omitted(self) -> Mapping[str, int]: ...
-    def render(self) -> str: ...
-
-
-Doc = TypeVar("Doc", bound=_Document)
+Doc = TypeVar("Doc", bound=TrimmedDocument)
 
 TIERS: tuple[tuple[str, ...], ...] = (
     ("measurements", "files_read", EXTRA, SUPERSEDED, "commands"),
@@ -113,142 +92,9 @@ history. Measured on bench_digest_truth at 40x: measurements 0.41 -> 0.70 (the e
 a measured quantity and its runs was the first extra to go, being the lightest tier's), at
 0.02-0.05 off files modified, identifiers and errors; with commands guaranteed too,
 identifiers fell to 0.585."""
-_NOTE = (
-    "_Note: 10 older entries were trimmed to keep this summary within its token cap; not listed: ._"
-)
 
 
-class _State:
-    """The document being trimmed: entries per pool with their costs and a running total."""
-
-    def __init__(
-        self,
-        doc: _Document,
-        counter: TokenCounter,
-        headings: Mapping[str, str],
-        label: tuple[str, frozenset[str]],
-        total: int,
-    ) -> None:
-        self.counter = counter
-        self.cost = EntryCosts(counter)  # an entry's bullet and line break, remembered
-        self.doc = doc
-        self.headings = headings
-        self.label, self.quoting = label
-        # section name (key or "extra:<heading>") -> entries; None marks a dropped entry
-        self.entries: dict[str, list[str | None]] = {}
-        self.costs: dict[str, list[int]] = {}
-        self.pools: dict[str, list[tuple[str, int]]] = {}  # pool -> (section, index), oldest first
-        self.mixed: dict[tuple[str, int], str] = {}  # the pool of each entry of a _MIXED section
-        self.sizes: dict[str, int] = {}  # pool -> the costs of its entries not dropped
-        self.omitted: dict[str, int] = dict(doc.omitted)
-        self.dropped = 0
-        for key, values in doc.sections.items():
-            self._add(key, values, key)
-        for heading, values in doc.extra.items():
-            self._add(f"extra:{heading}", values, EXTRA)
-        self.live = {name: len(values) for name, values in self.entries.items()}
-        self.quoted = sum(n for name, n in self.live.items() if self._quotes(name))
-        self.total = total  # the tokens of ``doc.render()``
-        self.budget = total  # what ``fit`` aims at now: steps pause only once within it
-        self.rewritten = False  # whether the rewriting passes (1-3) are done
-
-    def copy(self) -> _State:
-        """This state, to change apart from it, its rewriting passes counted done."""
-        copy = object.__new__(_State)
-        copy.__dict__.update(self.__dict__)
-        copy.entries = {name: list(values) for name, values in self.entries.items()}
-        copy.costs = {name: list(values) for name, values in self.costs.items()}
-        copy.sizes, copy.omitted, copy.live = dict(self.sizes), dict(self.omitted), dict(self.live)
-        copy.rewritten = True
-        return copy
-
-    def _add(self, section: str, values: tuple[str, ...], pool: str) -> None:
-        self.entries[section] = list(values)
-        costs = self.costs[section] = self.cost.many(values)
-        if not values:
-            return
-        if pool in _MIXED:  # entry by entry: a pool of its own for some
-            for index, entry in enumerate(values):
-                name = self.mixed[section, index] = pool_of(pool, entry)
-                self.pools.setdefault(name, []).append((section, index))
-                self.sizes[name] = self.sizes.get(name, 0) + costs[index]
-        else:  # the whole section one pool
-            self.pools.setdefault(pool, []).extend(zip(repeat(section), range(len(values))))
-            self.sizes[pool] = self.sizes.get(pool, 0) + sum(costs)
-
-    def pool(self, section: str, index: int) -> str:
-        """The pool of the entry at ``section``, ``index``."""
-        if section.startswith("extra:"):
-            return EXTRA
-        return self.mixed.get((section, index), section)
-
-    def replace(self, section: str, index: int, entry: str) -> None:
-        new = self.cost.cut(entry, self.entries[section][index], self.costs[section][index])  # type: ignore[arg-type]
-        change = new - self.costs[section][index]
-        self.total += change
-        self.sizes[self.pool(section, index)] += change
-        self.entries[section][index] = entry
-        self.costs[section][index] = new
-
-    def drop(self, section: str, index: int) -> None:
-        self.total -= self.costs[section][index]
-        self.sizes[self.pool(section, index)] -= self.costs[section][index]
-        self.entries[section][index] = None
-        self.costs[section][index] = 0
-        name = section.removeprefix("extra:")
-        if not self.omitted.get(name):
-            self.total += 6  # "12 files read, " in the trimming note
-        self.omitted[name] = self.omitted.get(name, 0) + 1
-        if not self.dropped and not self.doc.trimmed:  # the trimming note appears
-            self.total += self.counter.count_text(_NOTE) + 1
-        self.dropped += 1
-        self.live[section] -= 1
-        if not self.live[section]:  # the heading goes with the last entry
-            heading = self.headings.get(section, name)
-            self.total -= self.counter.count_text(f"## {heading}") + 2
-        if self._quotes(section):
-            self.quoted -= 1
-            if not self.quoted:  # and the quoted-data label with the last quoting entry
-                self.total -= self.counter.count_text(self.label) + 1
-
-    def _quotes(self, section: str) -> bool:
-        return section.startswith("extra:") or section in self.quoting
-
-    def build(self) -> Any:
-        sections: dict[str, tuple[str, ...]] = {}
-        extra: dict[str, tuple[str, ...]] = {}
-        for name, values in self.entries.items():
-            whole = self.live[name] == len(values)  # (a section nothing was dropped of)
-            kept: tuple[str, ...] = tuple(values if whole else filter(_kept, values))  # type: ignore[arg-type]
-            if not kept:
-                continue
-            if name.startswith("extra:"):
-                extra[name.removeprefix("extra:")] = kept
-            else:
-                sections[name] = kept
-        make: Any = type(self.doc)
-        return make(
-            sections=sections,
-            extra=extra,
-            trimmed=self.doc.trimmed + self.dropped,
-            omitted=self.omitted,
-        )
-
-
-_MIXED = frozenset({"values", "goal", "constraints"})  # the sections ``pool_of`` splits
-_kept = functools.partial(operator.is_not, None)  # an entry not dropped
-
-
-def pool_of(key: str, entry: str) -> str:
-    """The trimming pool of an entry of section ``key``."""
-    if key == "values" and strip_refs(entry).endswith("(superseded)"):
-        return SUPERSEDED
-    if key in ("goal", "constraints") and entry.startswith("Later: "):
-        return LATER
-    return key
-
-
-def _steps(state: _State, budget: int, keep: frozenset[str]) -> Iterator[None]:
+def _steps(state: TrimState, budget: int, keep: frozenset[str]) -> Iterator[None]:
     """Every change trimming may make, in order; the caller stops as soon as the text fits.
     The pools in ``keep`` are shortened like the others but never dropped."""
     pools = state.pools
@@ -279,7 +125,7 @@ def _steps(state: _State, budget: int, keep: frozenset[str]) -> Iterator[None]:
 
 
 def _drop_weighted(
-    state: _State,
+    state: TrimState,
     weights: Mapping[str, float],
     queues: dict[str, list[tuple[str, int]]],
     quotas: Mapping[str, int],
@@ -321,7 +167,7 @@ def _share(sizes: Mapping[str, int], weights: Mapping[str, float]) -> Callable[[
 
 
 def _rewrite(
-    state: _State, tier_pools: list[list[str]], change: Callable[[str, str], str]
+    state: TrimState, tier_pools: list[list[str]], change: Callable[[str, str], str]
 ) -> Iterator[None]:
     """Rewrite entries one at a time with ``change(pool, entry)``, tier by tier."""
     for tier in tier_pools:
@@ -333,7 +179,7 @@ def _rewrite(
                     yield
 
 
-def _reworded(state: _State, tier_pools: list[list[str]]) -> Generator[None, None, bool]:
+def _reworded(state: TrimState, tier_pools: list[list[str]]) -> Generator[None, None, bool]:
     """``_rewrite`` with ``shorten``, then ``bare``, then ``no_refs``, from entries none of
     which was changed or dropped yet: each entry's three forms are remembered together
     (``_trim_costs.form_chains``), so one look-up per entry finds what the three passes change,
@@ -360,7 +206,7 @@ def _reworded(state: _State, tier_pools: list[list[str]]) -> Generator[None, Non
     return paused  # whether the caller was given the chance to stop on the way
 
 
-def _barer(state: _State) -> Callable[[str, str], str]:
+def _barer(state: TrimState) -> Callable[[str, str], str]:
     """``barer`` for the entries of ``state`` (the next steps it keeps, its untrimmed state)."""
     steps = [e for e in state.entries.get("next_steps", ()) if e is not None]
     return functools.partial(barer, next_steps=steps, state=state.doc.sections.get("state", ()))
@@ -370,7 +216,7 @@ _TEST_COUNTS = re.compile(r"\b\d+ (?:passed|failed|errors?|skipped|tests?)\b")
 _WHY = re.compile(r"\b(?:because|since|instead|rather than|but|so that)\b", re.IGNORECASE)
 
 
-def _by_importance(state: _State, pool: str) -> list[tuple[str, int]]:
+def _by_importance(state: TrimState, pool: str) -> list[tuple[str, int]]:
     """A pool's entries, most important first: the newest first; an open error before a
     resolved one; a measured quantity (a latency, a size, a rate) before a test run's counts
     (whether tests passed the commands and errors tell), then one taken over more runs before
@@ -395,7 +241,7 @@ def _rank(pool: str, entry: str) -> tuple[bool, int]:
 
 
 def _quotas(
-    state: _State,
+    state: TrimState,
     budget: int,
     tier_pools: list[list[str]],
     queues: Mapping[str, list[tuple[str, int]]],
@@ -444,7 +290,7 @@ def fit(
         return doc
     state = _rewritten(doc, cap_tokens, counter, headings, label)
     if state is None:
-        state = _State(doc, counter, headings, label, tokens)
+        state = TrimState(doc, counter, headings, label, tokens)
     steps = _steps(state, cap_tokens, keep)
     budget = cap_tokens
     for _attempt in range(6):
@@ -474,16 +320,16 @@ def fit(
 # ``(doc, cap, counter, headings, state)``. ``DigestCompressor._fit`` trims the same document
 # to the same cap twice (its user words kept, then not), and the passes do not depend on what
 # is kept: the second trim starts where the first one's passes ended.
-_REWRITTEN: list[tuple[Any, int, TokenCounter, Mapping[str, str], _State] | None] = [None]
+_REWRITTEN: list[tuple[Any, int, TokenCounter, Mapping[str, str], TrimState] | None] = [None]
 
 
 def _rewritten(
-    doc: _Document,
+    doc: TrimmedDocument,
     cap: int,
     counter: TokenCounter,
     headings: Mapping[str, str],
     label: tuple[str, frozenset[str]],
-) -> _State | None:
+) -> TrimState | None:
     """A copy of the state ``_REWRITTEN`` holds, when it is this trim's (else ``None``)."""
     held = _REWRITTEN[0]
     if held is None or held[0] is not doc or held[1] != cap or held[2] is not counter:
@@ -495,11 +341,11 @@ def _rewritten(
     return state.copy()
 
 
-def _rendered_tokens(doc: _Document, counter: TokenCounter) -> int:
+def _rendered_tokens(doc: TrimmedDocument, counter: TokenCounter) -> int:
     return text_tokens(doc.render(), counter)
 
 
-def count_by_section(doc: _Document) -> Mapping[str, int]:
+def count_by_section(doc: TrimmedDocument) -> Mapping[str, int]:
     """Entries per section key (``values`` split into current and superseded)."""
     counts: dict[str, int] = {}
     for key, values in doc.sections.items():

@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from compactkit.compressors._entries import key_of
 from compactkit.compressors._forms import EXTRA, LATER, SUPERSEDED
-from compactkit.compressors._trim import count_by_section, pool_of
+from compactkit.compressors._trim import count_by_section
+from compactkit.compressors._trim_state import pool_of
 from compactkit.compressors.sections import SummaryDocument
 from compactkit.items.snapshot import CompactResult
 

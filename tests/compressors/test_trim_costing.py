@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from compactkit.budget import TiktokenCounter
 from compactkit.budget.tokens import EstimateCounter, TokenCounter
-from compactkit.compressors import SummaryDocument, _trim, _trim_costs
+from compactkit.compressors import SummaryDocument, _trim, _trim_costs, _trim_state
 from compactkit.compressors._forms import EXTRA, LATER, SUPERSEDED, bare, shorten
 from compactkit.compressors._refs import strip_refs
 from compactkit.compressors._trim_costs import EntryCosts, entry_cost, remembered
@@ -75,7 +75,7 @@ def _plain() -> Iterator[None]:
             return self(form)
 
     with (
-        mock.patch.object(_trim, "EntryCosts", Plain),
+        mock.patch.object(_trim_state, "EntryCosts", Plain),  # (where the state costs entries)
         mock.patch.object(_trim, "remembered", lambda form: form),
         mock.patch.object(_trim, "form_chains", dict),  # every entry's forms computed anew
     ):
