@@ -89,9 +89,13 @@ def identifiers_in(text: str, *, prose: bool, limit: int = 8) -> list[tuple[str,
     return list(found.items())[:limit]
 
 
-# A run of hex digits from a digit on: every match of a pattern that needs a digit 0-9 holds one,
-# where the digit is.
-_DIGIT_SPAN = re.compile(r"[0-9][0-9a-f]*")
+# A run of hex digits from a digit on (``[0-9][0-9a-f]*``): every match of a pattern that needs a
+# digit 0-9 holds one, where the digit is. ``_SHA_RUN``: the runs that can hold a sha or a code
+# id, seven or more long or with a hex letter before them (a match after a hex letter may also
+# start inside a run shorter than seven: after the "1a" of "1a2", where the reading finds one
+# shorter still). It opens with a digit, so the regex engine skips ahead to the next digit.
+_SHA_RUN = re.compile(r"[0-9](?:[0-9a-f]{6,}|(?<=[a-f][0-9])[0-9a-f]*)")
+_DASH_THEN_DIGIT = re.compile(r"-[0-9]")
 _HEX_LETTERS = frozenset("abcdef")
 _HEX = frozenset("0123456789abcdef")
 _WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
@@ -101,8 +105,8 @@ _UPPER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
 class _DigitRuns(NamedTuple):
-    """What a text's runs of hex digits from a digit on (``_DIGIT_SPAN``) tell, read in one
-    pass (``_digit_runs``)."""
+    """What a text's runs of hex digits from a digit on tell, read in one pass
+    (``_digit_runs``)."""
 
     shas: list[str]
     """``_SHA.findall(text)`` that hold a digit, without repeats."""
@@ -118,7 +122,7 @@ _DIGIT = re.compile(r"[0-9]")
 
 def _digit_runs(text: str) -> _DigitRuns | None:
     """What the runs of hex digits from a digit on of ``text`` tell (``None``: it holds no
-    digit 0-9), read in one pass over them.
+    digit 0-9), read in one pass over those that can hold a sha or a code id.
 
     A ``_SHA`` match is a whole run of 7 to 40 hex digits that follows no word character, "/",
     "." or "-" and precedes no word character or "-" (its look-arounds rule out every shorter
@@ -128,22 +132,26 @@ def _digit_runs(text: str) -> _DigitRuns | None:
     in ASCII text and beyond, where a letter or digit of any script is a word character; the
     same hints as their patterns in ASCII text.) Read so instead of by the patterns, whose
     look-behinds make the regex engine try them at every hex digit.
+
+    Only the runs ``_SHA_RUN`` finds are read: most runs are short numbers (line numbers,
+    counts), and a run shorter than seven with no hex letter before it is no sha, and no code
+    id (eight digits); whether a "-" stands before a digit is one search of its own.
     """
     if _DIGIT.search(text) is None:
         return None
     shas: dict[str, None] = {}
-    dash_digit = capital_digits = False
+    capital_digits = False
     size = len(text)
-    for run in _DIGIT_SPAN.finditer(text):
+    for run in _SHA_RUN.finditer(text):
         start, end = run.span()
         if start:
             before = text[start - 1]
-            if before == "-":
-                dash_digit = True
+            if before in _HEX_LETTERS:  # (inside a shorter run, what it reads is too short)
+                start -= 1
+                while start and text[start - 1] in _HEX_LETTERS:
+                    start -= 1
             elif before in _UPPER and end - start >= 8 and text[start : start + 8].isdigit():
                 capital_digits = True
-        while start and text[start - 1] in _HEX_LETTERS:
-            start -= 1
         if (
             7 <= end - start <= 40
             and (start == 0 or not _sha_edge(text[start - 1], _BEFORE_SHA))
@@ -152,6 +160,7 @@ def _digit_runs(text: str) -> _DigitRuns | None:
             sha = text[start:end]
             if not sha.isdigit():
                 shas[sha] = None
+    dash_digit = "-" in text and _DASH_THEN_DIGIT.search(text) is not None
     return _DigitRuns(list(shas), dash_digit, capital_digits)
 
 
@@ -269,9 +278,8 @@ def _add_prose_ids(
     ``runs``: its ``_digit_runs`` when ASCII — both need a digit)."""
     if runs is _NO_DIGIT:
         return
-    if "#" in text or _may_name_issue(text):
-        for number in issue_numbers(text):
-            found.setdefault(f"#{number}", "issue")
+    for number in issue_numbers(text):  # (it lowers the text once, to find where they start)
+        found.setdefault(f"#{number}", "issue")
     if text.count(".") > 1:
         for version in _versions(text):
             if version not in inside_urls:
@@ -326,12 +334,3 @@ def issue_numbers(text: str) -> list[str]:
     if "#" in text:
         starts += [found.start() for found in _HASH_NUMBER.finditer(text)]
     return [m.group(1) or m.group(2) for m in matches_at(_ISSUE, text, starts)]
-
-
-def _may_name_issue(text: str) -> bool:
-    """Whether ``text`` may hold "issue N", "PR N" or "pull request N" (``_ISSUE`` ignores case:
-    for ASCII text, where that folds only ASCII letters, its lowered text tells at once)."""
-    lowered = case_folded(text)
-    if lowered is None:
-        return True
-    return "issue" in lowered or "pr" in lowered or "pull request" in lowered

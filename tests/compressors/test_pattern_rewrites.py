@@ -1,6 +1,7 @@
 """The digest's patterns rewritten to be read faster (issue 35) find what they found as first
 written: an error line's failure words looked for with ``in`` instead of a ``.*(?:…).*``
-alternative; a shell command's double-quoted spans read as runs between escapes."""
+alternative; a shell command's double-quoted spans read as runs between escapes; a text's shas
+and code-id hints read from the runs of hex digits that can hold them."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactkit.compressors import _facts as facts
+from compactkit.compressors import _facts_ids as facts_ids
 from compactkit.compressors.digest import _shell_files as shell_files
 from compactkit.compressors.digest import _shell_words as shell_words
 
@@ -86,3 +88,22 @@ def test_shell_patterns_with_double_quoted_runs_match_what_they_matched_char_by_
 
     assert _REWRITTEN[name].pattern != _PLAIN_QUOTED[name].pattern
     assert spans(_REWRITTEN[name]) == spans(_PLAIN_QUOTED[name])
+
+
+# Texts of long runs of hex digits, letters before digits, and the edges a sha may not touch
+HEX_RUNS = st.lists(
+    st.text(st.sampled_from("0123456789abcdef"), min_size=1, max_size=12)
+    | st.sampled_from(["-", "/", ".", " ", "_", "0x", "A", "Z", "X1234567", "\u00e9", "\u0663"]),
+    max_size=10,
+).map("".join)
+
+
+@PROPERTY
+@given(HEX_RUNS)
+def test_shas_and_hints_read_from_the_long_or_lettered_runs_are_the_patterns(text: str) -> None:
+    runs = facts_ids._digit_runs(text) or facts_ids._NO_DIGIT
+    shas = [s for s in facts_ids._SHA.findall(text) if not s.isdigit() and not s.isalpha()]
+    assert runs.shas == list(dict.fromkeys(shas))
+    if text.isascii():
+        assert runs.dash_digit == (facts_ids._TICKET_HINT.search(text) is not None)
+        assert runs.capital_digits == (facts_ids._CODE_ID_HINT.search(text) is not None)
