@@ -26,35 +26,41 @@ _CALL_KEYS = frozenset({"id", "type", "function"})
 _T = TypeVar("_T", Message, FunctionCall, FunctionCallOutput)
 
 
-def _defaults(cls: type[Any]) -> dict[str, Any]:
-    """Every field of ``cls`` in its order, with its default (``None`` for a required one:
-    the builder sets those)."""
-    fields = cls.model_fields
-    return {name: None if info.is_required() else info.default for name, info in fields.items()}
+def _layout(cls: type[Any], given: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[Any, ...]]:
+    """Every field of ``cls`` in its order, and the defaults of the fields before ``given``
+    (the fields a builder sets, which must be the class's last ones, in its order)."""
+    names = tuple(cls.model_fields)
+    assert names[len(names) - len(given) :] == given, (cls, given)
+    head = names[: len(names) - len(given)]
+    return names, tuple(cls.model_fields[name].default for name in head)
 
 
-_MESSAGE = _defaults(Message)
-_CALL = _defaults(FunctionCall)
-_OUTPUT = _defaults(FunctionCallOutput)
+_MESSAGE_GIVEN = ("role", "content", "name", "extra")
+_CALL_GIVEN = ("call_id", "name", "arguments", "extra")
+_OUTPUT_GIVEN = ("call_id", "output", "name", "is_error", "extra")
+_MESSAGE, _MESSAGE_HEAD = _layout(Message, _MESSAGE_GIVEN)
+_CALL, _CALL_HEAD = _layout(FunctionCall, _CALL_GIVEN)
+_OUTPUT, _OUTPUT_HEAD = _layout(FunctionCallOutput, _OUTPUT_GIVEN)
 
 
-def _built(cls: type[_T], defaults: dict[str, Any], values: dict[str, Any]) -> _T:
-    """``cls(**values)`` without validation: the values are of the exact types it takes.
+def _built(cls: type[_T], names: tuple[str, ...], values: tuple[Any, ...], given: set[str]) -> _T:
+    """``cls(**dict(zip(names, values)))`` of the fields named ``given`` without validation:
+    ``values`` holds every field in ``names``' (the class's) order, the defaults of the fields
+    not given, and the given ones are of the exact types the class takes.
 
     The instance holds what pydantic's constructor gives it: every field in the class's
-    order (the defaults, then ``values``), the names passed as its fields set, no extra and
-    no private state (items have neither). The fields are stored one by one, in that order,
-    as ``memory._inputs.with_seq`` stores a stored item's: CPython then gives the instance a
-    key-sharing ("split") dict, so a memory that takes the item as it is (numbering it in
-    place: ``InMemoryMemory.add_read_items(fresh=True)``) holds the compact layout without
-    copying it."""
+    order, the names passed as its fields set, no extra and no private state (items have
+    neither). The fields are stored one by one, in that order, as ``memory._inputs.with_seq``
+    stores a stored item's: CPython then gives the instance a key-sharing ("split") dict, so
+    a memory that takes the item as it is (numbering it in place:
+    ``InMemoryMemory.add_read_items(fresh=True)``) holds the compact layout without copying
+    it."""
     item = cls.__new__(cls)
     store = object.__setattr__  # the generic store: BaseModel's own refuses (frozen)
-    get = values.get
-    for name, default in defaults.items():
-        store(item, name, get(name, default))
+    for name, value in zip(names, values, strict=True):
+        store(item, name, value)
     store(item, "__pydantic_extra__", None)
-    store(item, "__pydantic_fields_set__", set(values))
+    store(item, "__pydantic_fields_set__", given)
     store(item, "__pydantic_private__", None)
     return item
 
@@ -72,8 +78,8 @@ def plain_chat_message_items(message: Any) -> list[Item] | None:
     if role in _TEXT_ROLES:
         if type(content) is not str:
             return None
-        values = {"role": role, "content": content, "name": name, "extra": None}
-        return [_built(Message, _MESSAGE, values)]
+        values = (*_MESSAGE_HEAD, role, content, name, None)
+        return [_built(Message, _MESSAGE, values, {"role", "content", "name", "extra"})]
     if role == "tool":
         call_id = message.get("tool_call_id")
         if type(call_id) is not str or not call_id:
@@ -82,8 +88,8 @@ def plain_chat_message_items(message: Any) -> list[Item] | None:
             content = ""
         elif type(content) is not str:
             return None
-        values = {"call_id": call_id, "output": content, "name": name}
-        return [_built(FunctionCallOutput, _OUTPUT, values)]
+        values = (*_OUTPUT_HEAD, call_id, content, name, None, None)
+        return [_built(FunctionCallOutput, _OUTPUT, values, {"call_id", "output", "name"})]
     if role == "assistant":
         return _assistant_items(message, content, name)
     return None
@@ -98,19 +104,16 @@ def _assistant_items(message: dict[str, Any], content: Any, name: str | None) ->
     items: list[Item] = []
     if content is not None or not calls or name is not None:
         text = content if content is not None else ""
-        values = {"role": "assistant", "content": text, "name": name, "extra": None}
-        items.append(_built(Message, _MESSAGE, values))
+        values = (*_MESSAGE_HEAD, "assistant", text, name, None)
+        items.append(_built(Message, _MESSAGE, values, {"role", "content", "name", "extra"}))
     for call in calls:
         call_id = plain_call_id(call)
         if call_id is None:
             return None
         function = call["function"]
-        values = {
-            "call_id": call_id,
-            "name": function["name"],
-            "arguments": function.get("arguments", "{}"),
-        }
-        items.append(_built(FunctionCall, _CALL, values))
+        arguments = function.get("arguments", "{}")
+        values = (*_CALL_HEAD, call_id, function["name"], arguments, None)
+        items.append(_built(FunctionCall, _CALL, values, {"call_id", "name", "arguments"}))
     return items
 
 

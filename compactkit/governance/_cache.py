@@ -36,6 +36,7 @@ from compactkit.budget.profile import Budget
 from compactkit.budget.tokens import TokenCounter
 from compactkit.errors import BudgetError, ConfigError
 from compactkit.governance._fast import extended
+from compactkit.governance._incremental import sum_counts
 from compactkit.governance._prefix import PrefixTracker, extends, same_tools
 from compactkit.governance._prompt import Projection, ProjectionReport
 from compactkit.items import FunctionCallOutput, Item, Message, Tool
@@ -188,7 +189,7 @@ class StablePrefix:
         if not last:
             return None
         new = items[len(old) :]
-        tokens = prompt.tokens + sum(map(self._counter.count_item, new))
+        tokens = prompt.tokens + sum_counts(self._counter, new)  # (counted: a loop in C)
         if tokens > budget:
             return None
         report = prompt.report

@@ -352,8 +352,7 @@ class Pieces:
                 exact_from = min(newest, default=sums.closed)
                 if exact_from > sums.closed:
                     sums.bounded, sums.reach = exact_from, reach or 0
-                while sums.closed < view.n_closed:
-                    index = sums.closed
+                for index in range(sums.closed, view.n_closed):  # (add sums one each)
                     piece = (
                         measured.get(index)
                         or newest.get(index)

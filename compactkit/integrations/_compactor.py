@@ -410,6 +410,17 @@ class MessageCompactor:
         while those items are sent unchanged (``summaries=False``: the caller knows that none
         of the items is a summary message, which is not stored as an item; ``stored``: the
         items as the memory stored them, when the caller has them)."""
+        originals = self._originals
+        if not summaries and stored is not None and len(stored) == sum(map(len, per_message)):
+            # The usual call: every item was stored as it is, in order (no counts to take).
+            at = 0
+            for message, items in zip(fresh, per_message, strict=True):
+                if items:
+                    first = stored[at]
+                    if first.seq is not None:
+                        originals[first.seq] = (message, *stored[at : at + len(items)])
+                    at += len(items)
+            return
         counts = (
             [sum(not is_summary_message(i) for i in items) for items in per_message]
             if summaries
@@ -425,7 +436,7 @@ class MessageCompactor:
             mine = stored[at : at + count]
             at += count
             if count and count == len(items) and mine[0].seq is not None:
-                self._originals[mine[0].seq] = (message, *mine)
+                originals[mine[0].seq] = (message, *mine)
 
     def _converter_for(self, fresh: Sequence[Any]) -> WireConverter:
         if not self._decided:
@@ -468,9 +479,10 @@ class MessageCompactor:
         skip = len(prepared.instructions) if converter.format == "responses" else 0
         system, send = converter.from_items(step.items, self._originals, skip=skip)
         history: list[Any]
-        if step.compacted or not self._seen[0].exact:
+        compacted = step.compacted  # (a scan of the step's events: read once)
+        if compacted or not self._seen[0].exact:
             snapshot = self._memory.snapshot()
-            if step.compacted:
+            if compacted:
                 # The folded messages' entries go: the kept ones are those of the items still
                 # active, in a new map (a new object: the converter resumes from nothing).
                 old: SeqMap[Original] = self._originals
@@ -508,7 +520,7 @@ class MessageCompactor:
             tokens=projection.tokens,
             budget=projection.budget,
             system=system if converter.format == "anthropic" else None,
-            compacted=step.compacted,
+            compacted=compacted,
             compaction=step.compaction,
             events=(*prepared.events, *events),
         )

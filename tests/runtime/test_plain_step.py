@@ -83,6 +83,26 @@ def _track(compactor: MessageCompactor) -> tuple[Any, ...]:
     )
 
 
+def _general_remember(compactor: MessageCompactor) -> None:
+    """Make ``compactor`` map each read message to its stored items by the general path (the
+    items' counts taken one by one), never by the usual call's fast path."""
+    remember = compactor._remember
+
+    def general(
+        fresh: Any, per_message: Any, *, summaries: bool = True, stored: Any = None
+    ) -> None:
+        remember(fresh, per_message, summaries=True, stored=stored)
+
+    compactor._remember = general  # type: ignore[method-assign]
+
+
+def _originals(compactor: MessageCompactor) -> list[tuple[Any, ...]]:
+    """Each message the compactor sends as given, by the seq of its first stored item, with
+    those items."""
+    originals = compactor._originals
+    return [(seq, *originals[seq]) for seq in originals]
+
+
 def _session(turns: list[tuple[tuple[str, Any], str]], budget: int) -> list[dict[str, Any]]:
     """Play ``turns`` on two compactors, one on the generic path only; every call's answer and
     the counters after it must be the same. Returns the plain path's answers."""
@@ -92,6 +112,7 @@ def _session(turns: list[tuple[tuple[str, Any], str]], budget: int) -> list[dict
         MODEL, budget=budget, on_event=lambda e: seen["generic"].append(repr(e))
     )
     generic.governor._plain_steps = False  # the reference: every step through the scheduler
+    _general_remember(generic)
     answers: list[dict[str, Any]] = []
     lists: dict[int, list[dict[str, Any]]] = {id(plain): [], id(generic): []}
     instructions, tools = "You are terse.", TOOLS
@@ -126,6 +147,7 @@ def _session(turns: list[tuple[tuple[str, Any], str]], budget: int) -> list[dict
         mine, reference = results
         assert mine == reference, f"call {n} ({turn[0]}, {extra})"
         assert _track(plain) == _track(generic), f"call {n}"
+        assert _originals(plain) == _originals(generic), f"call {n}: messages mapped to items"
         assert seen["plain"] == seen["generic"], f"call {n}: the events handed to on_event"
         answers.append(mine)
     return answers
