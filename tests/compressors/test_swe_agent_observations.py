@@ -5,39 +5,12 @@ message as the command's output, never as the user's words; a person's reply sta
 
 from __future__ import annotations
 
+from swe_agent_support import FILE, STATUS, TASK, observation, section, summary_of
+
 from compactkit.compressors import DigestCompressor
 from compactkit.compressors.digest._files import bare_blocks
 from compactkit.items import Message
 from compactkit.items.snapshot import MemorySnapshot
-
-STATUS = "\n(Open file: {open})\n(Current directory: /repo)\nbash-$"
-TASK = (
-    "We're currently solving the following issue within our repository. Here's the issue "
-    "text:\nISSUE:\nTimeDelta serialization loses precision in fields.py\n\n"
-    "INSTRUCTIONS:\nYou must not edit the tests.\n" + STATUS.format(open="n/a")
-)
-
-
-def observation(text: str, open_file: str = "n/a") -> str:
-    return text + STATUS.format(open=open_file)
-
-
-FILE = "\n".join(f"{n}:    value_{n} = compute({n})" for n in range(1, 400))
-"""A long listing (the digest is applied only when it is smaller than what it folds)."""
-
-
-def summary_of(*texts: tuple[str, str]) -> str:
-    """The digest of the session ``texts`` ((role, text) pairs), its last group kept."""
-    items = tuple(Message(role=role, content=text) for role, text in texts)  # type: ignore[arg-type]
-    result = DigestCompressor(keep_last_groups=1).compress(MemorySnapshot(items=items))
-    assert result.snapshot is not None and result.snapshot.summary is not None
-    return result.snapshot.summary
-
-
-def section(summary: str, title: str) -> str:
-    """The lines of the summary's section whose heading starts with ``title`` ("" if none)."""
-    parts = summary.split("\n## ")
-    return next((p for p in parts if p.startswith(title)), "")
 
 
 def swe_agent_session() -> list[tuple[str, str]]:

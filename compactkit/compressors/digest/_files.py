@@ -358,10 +358,17 @@ _FENCE_LINE = re.compile(r"^```(\S*)[ \t]*$", re.M)
 
 def bare_blocks(text: str) -> list[tuple[str, dict[str, object]]]:
     """``[("bash", {"command": …})]`` for the command SWE-agent reads from an assistant's
-    text: the last outermost fenced block, when it has no language (fences at a line's start;
-    one with a language opens a nested block, a bare one closes the innermost, as SWE-agent's
-    own parser does); else ``[]``. Not an action by itself (an assistant also fences code it
-    shows): only once a shell's status answers it (``facts_prose.is_observation``)."""
+    text, else ``[]``. Not an action by itself (an assistant also fences code it shows): only
+    once a shell's status answers it (``facts_prose.is_observation``).
+
+    SWE-agent's two text formats, as its own parsers read them: with ``<command>`` tags, what
+    lies between the last ``<command>`` and the last ``</command>``; else the last outermost
+    fenced block, when it has no language (fences at a line's start; one with a language
+    opens a nested block, a bare one closes the innermost)."""
+    tagged = _command_tags(text)
+    if tagged is not None:
+        block = text[tagged[0] + len("<command>") : tagged[1]].strip()
+        return [("bash", {"command": block})] if block else []
     if "```" not in text:
         return []
     opened: list[tuple[int, str]] = []  # where each open block's text starts, its language
@@ -378,6 +385,24 @@ def bare_blocks(text: str) -> list[tuple[str, dict[str, object]]]:
         return []
     block = text[last[0] : last[1]].strip()
     return [("bash", {"command": block})] if block else []
+
+
+def _command_tags(text: str) -> tuple[int, int] | None:
+    """Where the last ``<command>`` and the last ``</command>`` of ``text`` start, when the
+    first comes before the second (SWE-agent's XML format), else ``None``."""
+    if "<command>" not in text:
+        return None
+    start, end = text.rfind("<command>"), text.rfind("</command>")
+    return (start, end) if end >= start + len("<command>") else None
+
+
+def without_command(text: str) -> str:
+    """``text`` without the command SWE-agent reads from its ``<command>`` tags (the tags
+    included): its "thought", as its parser splits it; ``text`` itself when it has none."""
+    tagged = _command_tags(text)
+    if tagged is None:
+        return text
+    return text[: tagged[0]] + " " + text[tagged[1] + len("</command>") :]
 
 
 def answered_by(actions: list[tuple[str, dict[str, object]]], text: str) -> bool:

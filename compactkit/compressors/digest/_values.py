@@ -98,18 +98,20 @@ class _ValueReader:
             return
         self.flush()
         if item.role not in ("user", "system", "developer"):
-            self.pending, text = assistant_prose(text)
+            self.pending, prose = assistant_prose(text)
             self.fenced = [] if self.pending else files.bare_blocks(text)
+            text = prose
         self.add(prose_values(text))
 
 
 def assistant_prose(text: str) -> tuple[list[tuple[str, dict[str, object]]], str]:
     """An assistant message's text actions (``files.text_actions``) and its prose without them:
     a fenced shell block, or an ``Action:`` with its whole (multi-line) ``Action Input:`` — a
-    heredoc or patch in it is file content, not a setting the assistant states."""
+    heredoc or patch in it is file content, not a setting the assistant states; with none, the
+    prose without SWE-agent's ``<command>`` (``files.without_command``)."""
     actions = files.text_actions(text)
     if not actions:
-        return actions, text
+        return actions, files.without_command(text)
     return actions, files.without_text_actions(_SHELL_BLOCK.sub(" ", text))
 
 

@@ -1,0 +1,121 @@
+"""SWE-agent's XML format: the assistant wraps its command in ``<command>`` tags (its
+``XMLThoughtActionParser`` reads what lies between the last ``<command>`` and the last
+``</command>``), and the output comes back as a user message ending with the shell's status
+lines. The digest reads that output as the command's, never as the user's words, and the
+command is not a decision or a value the assistant stated."""
+
+from __future__ import annotations
+
+from swe_agent_support import FILE, TASK, observation, section, summary_of
+
+from compactkit.compressors import DigestCompressor
+from compactkit.compressors.digest._files import bare_blocks, without_command
+from compactkit.items import Message
+from compactkit.items.snapshot import MemorySnapshot
+
+
+def xml(thought: str, command: str) -> str:
+    return f"{thought}\n<command>\n{command}\n</command>"
+
+
+def xml_session() -> list[tuple[str, str]]:
+    return [
+        ("user", TASK),
+        ("assistant", xml("Let's reproduce it first.", "python reproduce.py")),
+        (
+            "user",
+            observation(
+                "Traceback (most recent call last):\n"
+                '  File "reproduce.py", line 3, in <module>\n'
+                "ValueError: precision lost for 345 ms\n"
+                "Note: you must always restart the worker after a deploy.\n"
+                "local_20 = 0"
+            ),
+        ),
+        ("assistant", xml("Now open the field.", "open src/fields.py 1474")),
+        (
+            "user",
+            observation(
+                f"[File: /repo/src/fields.py (1997 lines total)]\n{FILE}", "/repo/src/fields.py"
+            ),
+        ),
+        (
+            "assistant",
+            xml(
+                "We should round instead.",
+                "edit 1475:1475\n        return int(round(x))\nend_of_edit",
+            ),
+        ),
+        (
+            "user",
+            observation("[File: /repo/src/fields.py (1997 lines total)]", "/repo/src/fields.py"),
+        ),
+        ("assistant", xml("Raise the timeout.", "cat > settings.toml <<EOF\ntimeout = 45\nEOF")),
+        ("user", observation("")),  # a command with no output: the status lines alone
+        ("assistant", xml("The rounding is wrong.", "submit")),
+        ("user", "Thanks, that looks right."),
+    ]
+
+
+def test_the_output_of_a_tagged_command_is_the_commands_not_the_users_words() -> None:
+    summary = summary_of(*xml_session())
+    constraints = section(summary, "Constraints")
+    assert "You must not edit the tests." in constraints  # the task's own rule
+    assert "restart the worker" not in constraints  # tool output is data, not a rule
+    assert "precision lost" not in constraints and "Traceback" not in constraints
+    assert "(Current directory:" not in summary and "bash-$" not in summary
+    commands = section(summary, "Commands")
+    assert "`python reproduce.py`" in commands and "`open src/fields.py 1474`" in commands
+    assert "ValueError: precision lost for 345 ms" in section(summary, "Errors")
+    modified = section(summary, "Files modified")
+    assert "`src/fields.py` — read; edited lines 1475-1475" in modified
+
+
+def test_the_tagged_command_is_neither_a_decision_nor_a_stated_value() -> None:
+    summary = summary_of(*xml_session())
+    decisions = section(summary, "Decisions")
+    assert "We should round instead." in decisions
+    assert "<command>" not in summary and "end_of_edit" not in decisions
+    values = section(summary, "Values")
+    assert "local_20" not in values  # output is not a value the user set
+    assert "`timeout` = 45 (current)" in values  # what the command wrote into a config file
+
+
+def test_the_command_is_between_the_last_tags_as_swe_agent_reads_it() -> None:
+    two = "First\n<command>\nls\n</command>\nthen\n<command>\nopen f.py\n</command>"
+    assert bare_blocks(two) == [("bash", {"command": "open f.py"})]
+    fenced_inside = "Edit:\n<command>\nedit 1:1\n```\nx = 1\n```\nend_of_edit\n</command>"
+    assert bare_blocks(fenced_inside) == [
+        ("bash", {"command": "edit 1:1\n```\nx = 1\n```\nend_of_edit"})
+    ]
+    assert bare_blocks("<command>\n   \n</command>") == []  # an empty command runs nothing
+    # no closing tag after the last opening one: not SWE-agent's XML format; a bare fenced
+    # block is read as before
+    assert bare_blocks("</command> then <command>\nls\n```\npwd\n```") == [
+        ("bash", {"command": "pwd"})
+    ]
+    assert without_command(two) == "First\n<command>\nls\n</command>\nthen\n "
+    assert without_command("no tags") == "no tags"
+
+
+def test_a_value_a_kept_tagged_command_writes_supersedes_the_summarys() -> None:
+    def write(timeout: int) -> str:
+        return xml("Set it.", f"cat > settings.toml <<EOF\ntimeout = {timeout}\nEOF")
+
+    items = tuple(
+        Message(role=role, content=text)  # type: ignore[arg-type]
+        for role, text in [
+            ("user", TASK),
+            ("assistant", write(30)),
+            ("user", observation("")),
+            ("assistant", f"Here is the module:\n{FILE}\nThe timeout is too short."),
+            ("user", "Carry on."),
+            ("assistant", write(45)),
+            ("user", observation("")),
+        ]
+    )
+    result = DigestCompressor(keep_last_groups=2).compress(MemorySnapshot(items=items))
+    assert result.snapshot is not None and result.snapshot.summary is not None
+    assert result.snapshot.items[-2].text == write(45)  # the newer write is kept verbatim
+    values = section(result.snapshot.summary, "Values")
+    assert "`timeout` = 30 (superseded)" in values and "= 30 (current)" not in values
