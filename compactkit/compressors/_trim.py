@@ -38,6 +38,7 @@ import math
 import re
 from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import replace
+from itertools import repeat
 from typing import Any, TypeVar
 
 from compactkit.budget.tokens import TokenCounter
@@ -46,7 +47,7 @@ from compactkit.compressors._forms import EXTRA, LATER, SUPERSEDED, barer
 from compactkit.compressors._plan import text_tokens
 from compactkit.compressors._refs import strip_refs
 from compactkit.compressors._trim_costs import form_chains, form_changes, remembered
-from compactkit.compressors._trim_state import TrimmedDocument, TrimState, pool_of
+from compactkit.compressors._trim_state import LATER_PREFIX, TrimmedDocument, TrimState, pool_of
 
 Doc = TypeVar("Doc", bound=TrimmedDocument)
 
@@ -346,12 +347,21 @@ def _rendered_tokens(doc: TrimmedDocument, counter: TokenCounter) -> int:
 
 
 def count_by_section(doc: TrimmedDocument) -> Mapping[str, int]:
-    """Entries per section key (``values`` split into current and superseded)."""
+    """Entries per section key (``values`` split into current and superseded, the user's
+    later requests apart from the goal and constraints): ``pool_of`` counted entry by entry,
+    but for the goal and constraints, whose later requests are counted in one pass in C (a
+    long session's summary holds hundreds; tests/compressors/test_fact_report_counts.py)."""
     counts: dict[str, int] = {}
     for key, values in doc.sections.items():
         if key not in ("values", "goal", "constraints"):  # one pool: the section's own
             if values:
                 counts[key] = counts.get(key, 0) + len(values)
+            continue
+        if key != "values":  # ``pool_of``: LATER for a later request, else the key
+            later = sum(map(str.startswith, values, repeat(LATER_PREFIX)))
+            for name, count in ((LATER, later), (key, len(values) - later)):
+                if count:
+                    counts[name] = counts.get(name, 0) + count
             continue
         for entry in values:
             name = pool_of(key, entry)

@@ -162,10 +162,14 @@ MIXED = frozenset({"values", "goal", "constraints"})  # the sections ``pool_of``
 _kept = functools.partial(operator.is_not, None)  # an entry not dropped
 
 
+LATER_PREFIX = "Later: "
+"""How a goal or constraints entry holding a later request of the user's starts (``LATER``)."""
+
+
 def pool_of(key: str, entry: str) -> str:
     """The trimming pool of an entry of section ``key``."""
     if key == "values" and strip_refs(entry).endswith("(superseded)"):
         return SUPERSEDED
-    if key in ("goal", "constraints") and entry.startswith("Later: "):
+    if key in ("goal", "constraints") and entry.startswith(LATER_PREFIX):
         return LATER
     return key

@@ -27,7 +27,7 @@ import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import chain
+from itertools import chain, filterfalse
 from typing import Any
 
 from compactkit.compressors._entries import VALUE, entry_key, key_of
@@ -237,16 +237,18 @@ def _reject(summary: SummaryDocument, span: _Span) -> tuple[SummaryDocument, tup
     for key, entries in summary.sections.items():
         if key not in judged:
             continue
-        kept = []
-        for entry in entries:
-            why = None if entry in span.known else _unsupported(key, entry, span)
-            if why is None:
-                kept.append(entry)
-            else:
+        # The entries the previous summary held are not judged again: found apart in one pass
+        # in C (a long session's summary holds hundreds of constraints, a few of them new).
+        refused: set[str] = set()
+        for entry in filterfalse(span.known.__contains__, entries):
+            why = _unsupported(key, entry, span)
+            if why is not None:
+                refused.add(entry)
                 rejected.append(f"{key}: {why}: {entry[:160]}")
-        if len(kept) != len(entries):
+        if refused:  # (an entry's judgement is its text's: a repeated entry goes with it)
+            kept = tuple(entry for entry in entries if entry not in refused)
             if kept:
-                sections[key] = tuple(kept)
+                sections[key] = kept
             else:
                 sections.pop(key)
     if not rejected:
@@ -322,21 +324,27 @@ def _restore(
 ) -> tuple[SummaryDocument, tuple[str, ...], tuple[str, ...]]:
     verified: list[str] = []
     missing: dict[SectionKey, list[str]] = {}
-    have_constraints = set(map(_constraint_key, summary.entries("constraints")))
+    # What the summary holds is read only for a section the facts have must-keep entries of
+    # (a long session's summary holds hundreds of constraints; most folds add only requests).
+    have_constraints: set[str] | None = None
     goals = summary.entries("goal")
     for entry in facts.entries("constraints"):
         if entry.startswith(_LATER):
             continue  # a request, not a rule: not must-keep
+        if have_constraints is None:
+            have_constraints = set(map(_constraint_key, summary.entries("constraints")))
         if _constraint_key(entry) in have_constraints or _in_goal(entry, goals):
             verified.append(f"constraints: {entry[:160]}")
         else:
             missing.setdefault("constraints", []).append(entry)
     for key in ("files_modified", "errors"):
-        have = {entry_key(e) for e in summary.entries(key)}
+        have: set[str] | None = None
         text: str | None = None  # the section's text, read only for a fact not found by key
         for entry in facts.entries(key):
             if key == "errors" and "resolved" in entry.partition(" — ")[2]:
                 continue  # only open errors are must-keep
+            if have is None:
+                have = {entry_key(e) for e in summary.entries(key)}
             found = entry_key(entry) in have
             if not found:  # written in other words around it (no `code` span, a remark)
                 if text is None:
@@ -346,8 +354,9 @@ def _restore(
                 verified.append(f"{key}: {entry[:160]}")
             else:
                 missing.setdefault(key, []).append(entry)
-    current = _current_values(summary.entries("values"))
-    for name, (value, entry) in _current_values(facts.entries("values")).items():
+    news = _current_values(facts.entries("values"))
+    current = _current_values(summary.entries("values")) if news else {}
+    for name, (value, entry) in news.items():
         if current.get(name, (None, ""))[0] == value:
             verified.append(f"values: {entry[:160]}")
         else:  # absent, or an older value presented as current: the span's newest wins

@@ -1,6 +1,8 @@
 """``verify`` reads only the sections it judges (the user's words; the facts copied out of the
-span when the span's text is given): what it returns is what judging every entry of every
-section returns (the plain walk, kept here as the oracle)."""
+span when the span's text is given), finds the entries the previous summary held apart in one
+pass, and reads what the summary holds only for a section the facts have must-keep entries of:
+what it returns is what judging every entry of every section and reading every section returns
+(the plain walks, kept here as the oracle)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactkit.compressors import _verify
+from compactkit.compressors._entries import entry_key, key_of
 from compactkit.compressors.sections import SECTIONS, SummaryDocument
 from compactkit.items import Message
 
@@ -42,7 +45,7 @@ _TEXTS = [
 _KEYS = [spec.key for spec in SECTIONS]
 _docs = st.dictionaries(
     st.sampled_from(_KEYS),
-    st.lists(st.sampled_from(_ENTRIES), min_size=1, max_size=4, unique=True).map(tuple),
+    st.lists(st.sampled_from(_ENTRIES), min_size=1, max_size=5).map(tuple),  # (repeats too)
     max_size=6,
 ).map(lambda sections: SummaryDocument(sections=sections))  # type: ignore[arg-type]
 
@@ -81,8 +84,54 @@ def plain_verify(
     authored, everything = text if check_facts else (text[0], "")
     known = frozenset(entry for key in summary.sections for entry in previous.entries(key))
     checked, rejected = plain_reject(summary, _verify._Span(authored, everything, known))
-    checked, verified, re_added = _verify._restore(checked, facts)
+    checked, verified, re_added = plain_restore(checked, facts)
     return checked, _verify.Verification(verified, re_added, rejected)
+
+
+def plain_restore(
+    summary: SummaryDocument, facts: SummaryDocument
+) -> tuple[SummaryDocument, tuple[str, ...], tuple[str, ...]]:
+    """``_verify._restore`` as written before it read the summary's sections only when needed."""
+    verified: list[str] = []
+    missing: dict[str, list[str]] = {}
+    have_constraints = set(map(_verify._constraint_key, summary.entries("constraints")))
+    goals = summary.entries("goal")
+    for entry in facts.entries("constraints"):
+        if entry.startswith(_verify._LATER):
+            continue
+        if _verify._constraint_key(entry) in have_constraints or _verify._in_goal(entry, goals):
+            verified.append(f"constraints: {entry[:160]}")
+        else:
+            missing.setdefault("constraints", []).append(entry)
+    for key in ("files_modified", "errors"):
+        have = {entry_key(e) for e in summary.entries(key)}
+        text: str | None = None
+        for entry in facts.entries(key):
+            if key == "errors" and "resolved" in entry.partition(" — ")[2]:
+                continue
+            found = entry_key(entry) in have
+            if not found:
+                if text is None:
+                    joined = "\n".join(summary.entries(key)).replace("`", "")
+                    text = _verify._norm(joined)
+                found = _verify._norm(key_of(entry) or entry).rstrip("…").strip() in text
+            if found:
+                verified.append(f"{key}: {entry[:160]}")
+            else:
+                missing.setdefault(key, []).append(entry)
+    current = _verify._current_values(summary.entries("values"))
+    for name, (value, entry) in _verify._current_values(facts.entries("values")).items():
+        if current.get(name, (None, ""))[0] == value:
+            verified.append(f"values: {entry[:160]}")
+        else:
+            missing.setdefault("values", []).append(entry)
+    if facts.entries("goal") and not summary.entries("goal"):
+        missing["goal"] = [facts.entries("goal")[0]]
+    if not missing:
+        return summary, tuple(verified), ()
+    added = SummaryDocument.of(**missing)
+    re_added = tuple(f"{key}: {e[:160]}" for key, entries in missing.items() for e in entries)
+    return summary.merge(added), tuple(verified), re_added
 
 
 @PROPERTY

@@ -48,9 +48,20 @@ class SummarySizer:
         # grew at its end since is counted by what it gained
         self.runs: dict[str, tuple[tuple[str, ...], int]] = {}
         self._message: int | None = None  # a summary message's tokens beyond its text
+        # the document counted last, and its tokens: a digest counts the summary it merged,
+        # then (unchanged by the checks after) the same document again to fit it
+        self._last: tuple[SummaryDocument, int] | None = None
 
     def __call__(self, doc: SummaryDocument) -> int:
         """Tokens of ``doc.render()``."""
+        last = self._last
+        if last is not None and last[0] is doc:  # (a document never changes)
+            return last[1]
+        tokens = self._count_doc(doc)
+        self._last = (doc, tokens)
+        return tokens
+
+    def _count_doc(self, doc: SummaryDocument) -> int:
         count = self.counter.count_text
         if not counts_by_lines(self.counter):
             return count(doc.render())
