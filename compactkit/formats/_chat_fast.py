@@ -41,6 +41,14 @@ _OUTPUT_GIVEN = ("call_id", "output", "name", "is_error", "extra")
 _MESSAGE, _MESSAGE_HEAD = _layout(Message, _MESSAGE_GIVEN)
 _CALL, _CALL_HEAD = _layout(FunctionCall, _CALL_GIVEN)
 _OUTPUT, _OUTPUT_HEAD = _layout(FunctionCallOutput, _OUTPUT_GIVEN)
+# The fields set of each kind of item built here, one set shared by all of them (as
+# ``memory._inputs.with_seq`` shares one among stored items): a frozen model's set is never
+# changed in place (pydantic only adds to the set of a model being assigned to, which a frozen
+# one refuses, or of a copy it has just made). The memory numbering them in place finds the
+# shared set it gives them by this set's identity (``number_in_place``).
+_MESSAGE_SET = {"role", "content", "name", "extra"}
+_CALL_SET = {"call_id", "name", "arguments"}
+_OUTPUT_SET = {"call_id", "output", "name"}
 
 
 def _built(cls: type[_T], names: tuple[str, ...], values: tuple[Any, ...], given: set[str]) -> _T:
@@ -49,7 +57,8 @@ def _built(cls: type[_T], names: tuple[str, ...], values: tuple[Any, ...], given
     not given, and the given ones are of the exact types the class takes.
 
     The instance holds what pydantic's constructor gives it: every field in the class's
-    order, the names passed as its fields set, no extra and no private state (items have
+    order, the names passed as its fields set (``given``: a set shared by the items of a
+    kind), no extra and no private state (items have
     neither). The fields are stored one by one, in that order, as ``memory._inputs.with_seq``
     stores a stored item's: CPython then gives the instance a key-sharing ("split") dict, so
     a memory that takes the item as it is (numbering it in place:
@@ -79,7 +88,7 @@ def plain_chat_message_items(message: Any) -> list[Item] | None:
         if type(content) is not str:
             return None
         values = (*_MESSAGE_HEAD, role, content, name, None)
-        return [_built(Message, _MESSAGE, values, {"role", "content", "name", "extra"})]
+        return [_built(Message, _MESSAGE, values, _MESSAGE_SET)]
     if role == "tool":
         call_id = message.get("tool_call_id")
         if type(call_id) is not str or not call_id:
@@ -89,7 +98,7 @@ def plain_chat_message_items(message: Any) -> list[Item] | None:
         elif type(content) is not str:
             return None
         values = (*_OUTPUT_HEAD, call_id, content, name, None, None)
-        return [_built(FunctionCallOutput, _OUTPUT, values, {"call_id", "output", "name"})]
+        return [_built(FunctionCallOutput, _OUTPUT, values, _OUTPUT_SET)]
     if role == "assistant":
         return _assistant_items(message, content, name)
     return None
@@ -105,7 +114,7 @@ def _assistant_items(message: dict[str, Any], content: Any, name: str | None) ->
     if content is not None or not calls or name is not None:
         text = content if content is not None else ""
         values = (*_MESSAGE_HEAD, "assistant", text, name, None)
-        items.append(_built(Message, _MESSAGE, values, {"role", "content", "name", "extra"}))
+        items.append(_built(Message, _MESSAGE, values, _MESSAGE_SET))
     for call in calls:
         call_id = plain_call_id(call)
         if call_id is None:
@@ -113,7 +122,7 @@ def _assistant_items(message: dict[str, Any], content: Any, name: str | None) ->
         function = call["function"]
         arguments = function.get("arguments", "{}")
         values = (*_CALL_HEAD, call_id, function["name"], arguments, None)
-        items.append(_built(FunctionCall, _CALL, values, {"call_id", "name", "arguments"}))
+        items.append(_built(FunctionCall, _CALL, values, _CALL_SET))
     return items
 
 

@@ -387,8 +387,8 @@ class MessageCompactor:
             )
             memory.restore(MemorySnapshot.from_items(old))
             return None
-        try:
-            return memory.add_read_items(items, fresh=fresh)
+        try:  # (no summary among them: ``restart or summaries`` restored above)
+            return memory.add_read_items(items, fresh=fresh, summaries_checked=True)
         except ConfigError:
             # A write the memory refuses (a call answered twice): restore takes the list as it
             # is, and the projector repairs the prompt (the history keeps every message).

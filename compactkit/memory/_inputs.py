@@ -73,14 +73,18 @@ def user_input_item(value: object) -> Message:
     )
 
 
-def output_items(values: Iterable[object]) -> list[Item]:
+def output_items(values: Iterable[object], *, summaries_checked: bool = False) -> list[Item]:
     """The items ``add_output_items(values)`` stores (chat dicts and SDK objects converted, in
-    order)."""
+    order). ``summaries_checked``: the caller made sure that no value is an item holding a
+    rendered summary (``MessageCompactor`` does), so a list of items is not checked for one
+    again."""
     if type(values) is list and all(type(value) in _EXACT_ITEM_TYPES for value in values):
         # Items only (what ``MessageCompactor`` hands its memory): no SDK object or dict to
         # convert, and an item never joins a run of Anthropic blocks, so ``_converted_outputs``
         # would hand back each one as it is. (Exact types: a subclass takes the general path;
         # an exact list passes the checks below, which cost more than this one.)
+        if summaries_checked:
+            return [_storable(value) for value in values]
         return [_checked(value) for value in values]
     if values is None or not isinstance(values, Iterable):
         raise ConfigError(
@@ -175,6 +179,12 @@ def _checked(item: _ItemT) -> _ItemT:
             "conversation); to load a conversation read back from memory.items, use "
             "memory.restore(MemorySnapshot.from_items(items))"
         )
+    return _storable(item)
+
+
+def _storable(item: _ItemT) -> _ItemT:
+    """``item`` as a memory stores it (without a seq), when every store can take it; else a
+    ``ConfigError`` saying why (``_checked`` without its summary check)."""
     try:  # what every backend and provider must take: serialisable, valid Unicode
         _check_storable(item)
     except (PydanticSerializationError, ValueError, RecursionError) as exc:
@@ -387,15 +397,30 @@ def number_in_place(item: Item, seq: int) -> None:
     stored and it takes the shared fields-set, as ``with_seq``'s copy would. An item built by
     attribute stores in its fields' order (``formats._chat_fast``) keeps the compact split
     dict ``with_seq`` gives; any other keeps its own (same values, only bigger). Property-
-    tested against ``with_seq`` and ``model_copy`` (tests/memory/test_with_seq.py)."""
+    tested against ``with_seq`` and ``model_copy`` (tests/memory/test_with_seq.py,
+    test_read_items.py)."""
     fields = item.__pydantic_fields_set__
-    key = (type(item), frozenset(fields))
-    shared = _FIELDS_SETS.get(key)
-    if shared is None:
-        shared = _FIELDS_SETS.setdefault(key, {*fields, "seq"})
+    known = _NUMBERED.get(id(fields))
+    if known is not None and known[0] is fields and known[1] is type(item):
+        shared = known[2]  # a fields set shared by a reader's items (``formats._chat_fast``)
+    else:
+        key = (type(item), frozenset(fields))
+        found = _FIELDS_SETS.get(key)
+        shared = found if found is not None else _FIELDS_SETS.setdefault(key, {*fields, "seq"})
+        if len(_NUMBERED) >= _NUMBERED_LIMIT:
+            _NUMBERED.clear()
+        _NUMBERED[id(fields)] = (fields, type(item), shared)  # (the set kept: its id stays its)
     store = object.__setattr__  # the generic store: BaseModel's own refuses (frozen)
     store(item, "seq", seq)
     store(item, "__pydantic_fields_set__", shared)
+
+
+_NUMBERED: dict[int, tuple[set[str], type, set[str]]] = {}
+"""The shared fields set ``number_in_place`` gave the latest items, by the identity of the set
+they had: a reader that builds its items with one shared set per kind (``formats._chat_fast``)
+finds it here, without the frozenset key. Each entry holds its set, so an id found is that
+set's; cleared when full (items built with sets of their own only pass through)."""
+_NUMBERED_LIMIT = 64
 
 
 def _share_item_keys() -> None:

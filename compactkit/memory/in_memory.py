@@ -133,13 +133,17 @@ class InMemoryMemory(BaseMemory):
             self._version += 1
             return stored
 
-    def add_read_items(self, items: list[Item], *, fresh: bool = False) -> list[Item]:
+    def add_read_items(
+        self, items: list[Item], *, fresh: bool = False, summaries_checked: bool = False
+    ) -> list[Item]:
         """``add_output_items(items)`` for a memory with no write-path compaction, returning
         the items as stored (numbered, in order): what ``MessageCompactor`` maps each message
         it read to, without reading the stored items back from a snapshot. ``fresh``: the
         caller has just built ``items`` and hands them over (no one else holds them): they are
         numbered in place instead of copied (``_inputs.number_in_place``); nothing is changed
-        when the write is refused.
+        when the write is refused. ``summaries_checked``: the caller made sure that none of
+        ``items`` is a rendered summary message (``MessageCompactor`` restores the memory
+        instead when one is), so they are not checked for one again.
 
         Raises:
             ConfigError: as ``add_output_items``; or the memory compacts on writes (then
@@ -147,7 +151,7 @@ class InMemoryMemory(BaseMemory):
         """
         if self._compressor is not None:
             raise ConfigError("add_read_items is for a memory without write-path compaction")
-        converted = output_items(items)
+        converted = output_items(items, summaries_checked=summaries_checked)
         return self._append_stored(converted, fresh=fresh) if converted else []
 
     @property
