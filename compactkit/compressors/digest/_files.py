@@ -327,10 +327,24 @@ _ACTION_LINE = re.compile(
 )
 
 
+# OpenHands without native function calling: ``<function=NAME>`` then one
+# ``<parameter=KEY>VALUE</parameter>`` per argument, up to ``</function>`` (its converter's patterns).
+_FUNCTION_CALL = re.compile(r"<function=([^>]+)>\n?(.*?)</function>", re.S)
+_PARAMETER = re.compile(r"<parameter=([^>]+)>(.*?)</parameter>", re.S)
+
+
 def text_actions(text: str) -> list[tuple[str, dict[str, object]]]:
     """``(tool, arguments)`` of the actions an assistant wrote as text: fenced ``bash`` blocks
-    (mini-swe-agent), ``Action: bash`` / ``Action Input: …`` (ReAct), ``Action: tool[input]``."""
+    (mini-swe-agent), ``Action: bash`` / ``Action Input: …`` (ReAct), ``Action: tool[input]``,
+    ``<function=tool>`` with its ``<parameter=name>`` values (OpenHands without native function
+    calling: ``EXECUTION RESULT of [tool]:`` answers it)."""
     actions: list[tuple[str, dict[str, object]]] = []
+    if "<function=" in text:
+        for call in _FUNCTION_CALL.finditer(text):
+            arguments: dict[str, object] = {
+                name.strip(): value.strip() for name, value in _PARAMETER.findall(call.group(2))
+            }
+            actions.append((call.group(1).strip(), arguments))
     for block in _FENCED_ACTION.findall(text):
         if block.strip():
             actions.append(("bash", {"command": block.strip()}))
@@ -437,7 +451,9 @@ def swe_agent_ops(command: str, open_file: str | None) -> tuple[FileOp, ...]:
 
 def without_text_actions(text: str) -> str:
     """``text`` without its ``Action: …`` / ``Action Input: …`` blocks (each up to the next
-    ``Observation:``, ``Thought:`` or ``Action:`` line)."""
+    ``Observation:``, ``Thought:`` or ``Action:`` line) and its ``<function=…>`` calls."""
+    if "<function=" in text:
+        text = _FUNCTION_CALL.sub(" ", text)
     if "Action" not in text:
         return text
     text = _ACTION_LINE.sub(" ", text)
