@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import chain, filterfalse
-from typing import Any
+from typing import Any, NamedTuple
 
 from compactkit.compressors._entries import VALUE, entry_key, key_of
 from compactkit.compressors._facts_prose import is_observation
@@ -133,33 +133,74 @@ def folded_text(
             every.append(f"{item.name} {item.arguments}")
         elif everything and isinstance(item, FunctionCallOutput):
             every.append(item.text)
-    kept: list[str] = []  # the previous summary's goal and constraints
+    kept: tuple[str, ...] = ()  # the previous summary's goal and constraints
     if previous is not None and not previous.is_empty:
-        kept = [_plain(e) for key in ("goal", "constraints") for e in previous.entries(key)]
+        kept = previous.entries("goal") + previous.entries("constraints")
         if everything:
             every.append(previous.render())
     return _authored_lines(authored, kept), _norm("\n".join(every)) if everything else ""
 
 
-def _authored_lines(span: list[str], kept: list[str]) -> str:
-    """``_lines`` of ``span`` and ``kept`` joined by line breaks, with the summary's entries
-    (``kept``: mostly the same from one compaction to the next) normalised once each.
-    ``_lines`` of texts joined by line breaks is the texts' ``_lines`` joined, when every text
-    but the last is whole lines (``_whole_lines``) and the last is not empty; otherwise the
-    texts are joined first."""
+def _authored_lines(span: list[str], kept: tuple[str, ...]) -> str:
+    """``_lines`` of ``span`` and of ``kept``'s plain texts (``_plain``) joined by line breaks,
+    with the summary's entries (``kept``: mostly the same from one compaction to the next)
+    read once each (``_kept_lines``). ``_lines`` of texts joined by line breaks is the texts'
+    ``_lines`` joined, when every text but the last is whole lines (``_whole_lines``) and the
+    last is not empty; otherwise the texts are joined first."""
     if not kept:
         return _lines("\n".join(span))
     head = "\n".join(span)
-    cached = [_entry_lines(text) for text in kept]
-    if (
-        not kept[-1]
-        or (span and not _whole_lines(head))
-        or not all(whole for _, whole in cached[:-1])
-    ):
-        return _lines("\n".join([*span, *kept]))
-    parts = [_lines(head)] if span else []
-    parts += [lines for lines, _ in cached]
-    return "\n".join(parts)
+    read = _kept_lines(kept)
+    if not read.last or (span and not _whole_lines(head)) or not read.whole_but_last:
+        return _lines("\n".join([*span, *map(_plain, kept)]))
+    return f"{_lines(head)}\n{read.lines}" if span else read.lines
+
+
+class _KeptLines(NamedTuple):
+    """A summary's goal and constraints entries as ``_authored_lines`` reads them."""
+
+    entries: tuple[str, ...]
+    lines: str
+    """Their plain texts' ``_lines``, joined by line breaks."""
+    whole: bool
+    """Whether every plain text is whole lines (``_whole_lines``)."""
+    whole_but_last: bool
+    """Whether every plain text but the last is."""
+    last: str
+    """The last plain text."""
+
+
+# The goal and constraints read last. The next compaction's previous summary holds the same
+# entries with this one's new requests after them: only those are read then (a long session's
+# summary holds hundreds of constraints, and reading each again was O(summary) per compaction).
+_KEPT: list[_KeptLines | None] = [None]
+
+
+def _kept_lines(entries: tuple[str, ...]) -> _KeptLines:
+    """``entries`` (not empty) read as ``_authored_lines`` reads them: from the entries read
+    last (``_KEPT``) when ``entries`` starts with them, by the new entries alone. The plain
+    version reads every entry (tests/compressors/test_verify_authored.py holds them equal)."""
+    base = _KEPT[0]
+    if base is not None and entries[: len(base.entries)] != base.entries:
+        base = None
+    if base is not None and len(base.entries) == len(entries):
+        return base
+    plain = [_plain(entry) for entry in entries[len(base.entries) if base else 0 :]]
+    read = [_entry_lines(text) for text in plain]
+    lines = "\n".join([lines for lines, _ in read])
+    whole_before = True
+    if base is not None:
+        lines, whole_before = f"{base.lines}\n{lines}", base.whole
+    whole = [whole for _, whole in read]
+    kept = _KeptLines(
+        entries,
+        lines,
+        whole_before and all(whole),
+        whole_before and all(whole[:-1]),
+        plain[-1],
+    )
+    _KEPT[0] = kept
+    return kept
 
 
 @functools.lru_cache(maxsize=1 << 14)

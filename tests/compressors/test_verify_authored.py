@@ -1,7 +1,8 @@
 """The post-condition reads what people wrote in a folded span together with the previous
 summary's goal and constraints. It normalises each summary entry once (the summary keeps
-most of them from one compaction to the next) instead of the joined text every time: the
-text it checks against is exactly the joined text normalised."""
+most of them from one compaction to the next) instead of the joined text every time, and reads
+only the entries a summary added after the ones it read last (``_kept_lines``): the text it
+checks against is exactly the joined text normalised, whatever came before."""
 
 from __future__ import annotations
 
@@ -30,7 +31,38 @@ def _reference(span: list[str], kept: list[str]) -> str:
 def test_entries_normalised_one_by_one_give_the_joined_text_normalised(
     span: list[str], kept: list[str]
 ) -> None:
-    assert _verify._authored_lines(span, kept) == _reference(span, kept)
+    plain = [_verify._plain(e) for e in kept]
+    assert _verify._authored_lines(span, tuple(kept)) == _reference(span, plain)
+
+
+_entries = st.lists(
+    st.sampled_from(["Later: ", "[#3]", " [#2\u20134]", '"', "system: "]) | texts, max_size=4
+).map("".join)
+
+
+@PROPERTY
+@given(
+    st.lists(texts, max_size=3),
+    st.lists(_entries, max_size=4),
+    st.lists(
+        st.tuples(st.integers(-1, 4), st.lists(_entries, max_size=3), st.lists(texts, max_size=2)),
+        min_size=1,
+        max_size=6,
+    ),
+)
+def test_summaries_read_one_after_another_give_the_joined_text_normalised(
+    span: list[str], start: list[str], steps: list[tuple[int, list[str], list[str]]]
+) -> None:
+    """Compaction after compaction: the summary grows at its end (only the new entries read),
+    is cut (read anew), stays the same, or changes before its end."""
+    kept = list(start)
+    for cut, grown, said in steps:
+        if cut >= 0:
+            del kept[cut:]
+        kept += grown
+        plain = [_verify._plain(e) for e in kept]
+        assert _verify._authored_lines(said, tuple(kept)) == _reference(said, plain)
+        assert _verify._authored_lines(span, tuple(kept)) == _reference(span, plain)
 
 
 @PROPERTY
