@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from compactkit.governance._frozen import one_store_init
 from compactkit.items import Item
 
 __all__ = ["Projection", "ProjectionReport", "ValidateMode"]
@@ -19,6 +20,7 @@ old call that never got an output): ``repair`` drops the offending items and say
 report, ``raise`` raises ``FormatError``, ``None`` sends the items as they are."""
 
 
+@one_store_init  # (built by every projection: one store, not one per field)
 @dataclass(frozen=True)
 class ProjectionReport:
     """What a projection kept, masked and omitted, and why.
@@ -42,6 +44,7 @@ class ProjectionReport:
     prefix cache can serve (0 for a session's first prompt)."""
 
 
+@one_store_init
 @dataclass(frozen=True)
 class Projection:
     """The prompt for this turn."""

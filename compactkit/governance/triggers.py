@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TypeAlias
 
 from compactkit.errors import ConfigError
+from compactkit.governance._frozen import one_store_init
 
 __all__ = [
     "PolicyState",
@@ -29,6 +30,7 @@ __all__ = [
 ]
 
 
+@one_store_init  # (measured on every model call: one store, not one per field)
 @dataclass(frozen=True)
 class PolicyState:
     """Everything a trigger may look at. Build it with ``CompactPolicy.measure``."""
