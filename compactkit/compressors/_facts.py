@@ -112,6 +112,7 @@ _EXIT_PHRASES = (
     "return code",
     "exit_code",
 )
+_EXIT_STARTS = ("exit", "return")  # what each of ``_EXIT_PHRASES`` starts with
 _PYTEST_SUMMARY = re.compile(r"^=+ (.*\b(?:passed|failed|error|errors|skipped)\b.*?) in [\d.]+s")
 
 
@@ -311,19 +312,20 @@ def _last_exit(text: str) -> re.Match[str] | None:
 
     Every phrase ``_EXIT`` matches starts with one of ``_EXIT_PHRASES`` in some case. Where
     ignoring case folds only ASCII letters (``case_folded``: ASCII text, and most other text)
-    the pattern is tried only where one stands in the lowered text: the case-insensitive
+    the pattern is tried only where one can stand in the lowered text: the case-insensitive
     pattern is slow to scan (tens of µs per output).
     """
     lowered = case_folded(text)  # (``None``: a letter beyond ASCII may match an ASCII one)
     if lowered is None:
         exits = list(_EXIT.finditer(text))
         return exits[-1] if exits else None
-    # Tried only where a phrase stands, from the last on: no phrase starts inside a match (nor
-    # inside another phrase), so matches never overlap and the last one found there is the
-    # last ``finditer`` finds (tests/compressors/test_anchored_patterns.py). An agent's every
-    # output may hold one ("<returncode>0</returncode>"), where the pattern, run everywhere,
-    # read the whole output.
-    for at in sorted(occurrences(lowered, _EXIT_PHRASES), reverse=True):
+    # Tried only where a phrase can stand (at an "exit" or a "return": two searches, not one per
+    # phrase; where none stands the pattern fails at once), from the last on: no phrase starts
+    # inside a match (nor inside another phrase), so matches never overlap and the last one
+    # found there is the last ``finditer`` finds (tests/compressors/test_anchored_patterns.py).
+    # An agent's every output may hold one ("<returncode>0</returncode>"), where the pattern,
+    # run everywhere, read the whole output.
+    for at in sorted(occurrences(lowered, _EXIT_STARTS), reverse=True):
         if match := _EXIT.match(text, at):
             return match
     return None
@@ -418,6 +420,16 @@ _MEASURED = re.compile(
     r"|(?<=[$€£])\s?\d[\d,]*(?:\.\d+)?"
     r"|(?<!\w\d)(?<=\d)\d* (?:passed|failed|errors?|skipped|xfailed|tests?|examples?|failures?)\b)",
 )
+# ``_MEASURED`` for ASCII text, where no "€", "£" or "µ" stands: its first character a digit or
+# "$", a class of ASCII characters only, which the regex engine tests faster than one holding
+# characters beyond Latin-1 (tests/compressors/test_pattern_rewrites.py: the same lines).
+_MEASURED_ASCII = re.compile(
+    r"[0-9$](?:(?<![\w.]\d)(?<=\d)[\d,]*(?:\.\d+)?\s?"
+    r"(?:ms|us|ns|s|secs?|seconds?|mins?|minutes?|h|hours?|%|[KMGT]i?B|bytes?|B"
+    r"|req/s|rps|ops/s|qps|tokens?|EUR|USD|GBP|CHF|JPY|\$)(?![\w/])"
+    r"|(?<=[$])\s?\d[\d,]*(?:\.\d+)?"
+    r"|(?<!\w\d)(?<=\d)\d* (?:passed|failed|errors?|skipped|xfailed|tests?|examples?|failures?)\b)",
+)
 _MEASURE_LINE_CHARS = 100  # longer lines are prose or data rows, not a reported measurement
 _MEASURE_TAIL_LINES = 15  # a run reports its measurements at the end of its output
 MAX_MEASUREMENTS = 4  # per run
@@ -431,6 +443,7 @@ def measurements_in(text: str, found: Sequence[str] = ()) -> list[str]:
     if not _DIGIT.search(tail):
         return []
     errors = set(found)
+    measured = _MEASURED_ASCII.search if tail.isascii() else _MEASURED.search
     out = [
         # its value alone: ``===== 3 passed in 0.2s =====``'s rules go (a rule starts or ends
         # the line: else there is none to take off)
@@ -439,7 +452,7 @@ def measurements_in(text: str, found: Sequence[str] = ()) -> list[str]:
         if line
         and len(line) <= _MEASURE_LINE_CHARS
         and line not in errors
-        and _MEASURED.search(line)
+        and measured(line)
         and not _PATH_LIKE.search(line)
     ]
     return out[-MAX_MEASUREMENTS:]

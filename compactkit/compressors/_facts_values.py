@@ -119,9 +119,13 @@ def _be_phrases(text: str, lowered: str | None) -> list[re.Match[str]]:
     if lowered is None:
         return list(_BE_PHRASE.finditer(text))
     starts = occurrences(lowered, ("make",))
-    for hint in (_MODAL_BE, _IS_NOW):
-        for found in hint.finditer(lowered):
-            starts += _name_starts(text, found.start())
+    # (``_MODAL_BE`` tried where one of ``_MODALS`` stands, which each of its matches starts
+    # with: the engine would try it at every letter one starts with; ``_IS_NOW`` only where a
+    # "now" stands)
+    for found in matches_at(_MODAL_BE, lowered, occurrences(lowered, _MODALS)):
+        starts += _name_starts(text, found.start())
+    for found in _IS_NOW.finditer(lowered) if "now" in lowered else ():
+        starts += _name_starts(text, found.start())
     return matches_at(_BE_PHRASE, text, starts)
 
 

@@ -1,7 +1,8 @@
 """The digest's patterns rewritten to be read faster (issue 35) find what they found as first
 written: an error line's failure words looked for with ``in`` instead of a ``.*(?:…).*``
 alternative; a shell command's double-quoted spans read as runs between escapes; a text's shas
-and code-id hints read from the runs of hex digits that can hold them."""
+and code-id hints read from the runs of hex digits that can hold them; an ASCII line's
+measurement found by a pattern of ASCII characters."""
 
 from __future__ import annotations
 
@@ -107,3 +108,36 @@ def test_shas_and_hints_read_from_the_long_or_lettered_runs_are_the_patterns(tex
     if text.isascii():
         assert runs.dash_digit == (facts_ids._TICKET_HINT.search(text) is not None)
         assert runs.capital_digits == (facts_ids._CODE_ID_HINT.search(text) is not None)
+
+
+MEASURE_PARTS = [
+    "12 ms",
+    "3.5s",
+    "1,234 tokens",
+    "$ 5",
+    "$5.00",
+    "4 passed",
+    "x1 passed",
+    "7 USD",
+    "5%",
+    "10 GiB",
+    "9 req/s",
+    "2 h",
+    "8B",
+    "a.1 ms",
+    "5$",
+]
+
+
+@PROPERTY
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(MEASURE_PARTS),
+            st.text(st.sampled_from("19.,/ab$ sBmh\t\x1f\x0b_-"), max_size=6),
+        ),
+        max_size=5,
+    ).map("".join)
+)
+def test_an_ascii_line_has_a_measurement_where_the_pattern_as_written_finds_one(line: str) -> None:
+    assert bool(facts._MEASURED_ASCII.search(line)) == bool(facts._MEASURE.search(line))
