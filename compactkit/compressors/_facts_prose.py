@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from compactkit.compressors._anchored import matches_at
+from compactkit.compressors._anchored import case_folded, matches_at
 
 # -- sentences -------------------------------------------------------------------------------
 
@@ -337,10 +337,23 @@ def open_file(text: str) -> str | None:
 
 
 def _shell_status(text: str) -> re.Match[str] | None:
-    """The status lines and prompt ``text`` ends with (SWE-agent), if any."""
+    """The status lines and prompt ``text`` ends with (SWE-agent), if any: ``_SHELL_STATUS``
+    searched in its last ``_STATUS_TAIL`` characters.
+
+    A match starts at a line feed before a "(" (or at the text's start, before one): the
+    pattern is tried there only, from the first on (tests/compressors/test_pattern_rewrites.py:
+    the match the search finds), not at each of the 2,000 positions. A session's every
+    observation is asked several times (whether it is one, its body, the open file)."""
     if not text.rstrip().endswith("bash-$"):
         return None
-    return _SHELL_STATUS.search(text, max(0, len(text) - _STATUS_TAIL))
+    at = max(0, len(text) - _STATUS_TAIL)
+    if at == 0 and text.startswith("(") and (match := _SHELL_STATUS.match(text)):
+        return match
+    while (at := text.find("\n(", at)) >= 0:
+        if match := _SHELL_STATUS.match(text, at):
+            return match
+        at += 1
+    return None
 
 
 _WRAPPER = re.compile(
@@ -350,11 +363,33 @@ _WRAPPER = re.compile(
 )
 
 
+_RETURN_CODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
+# What every ``_WRAPPER`` match holds, lowered: a text whose lowered form holds none has no
+# wrapper to take off, and is not scanned (the pattern ignores case and opens with ``^`` or
+# "<": the regex engine tries it at every position of an observation of thousands of lines).
+_WRAPPER_WORDS = (
+    "observation:",
+    "output:",
+    "result:",
+    "exit code:",
+    "returncode>",
+    "output>",
+    "tool_response>",
+    "results>",
+    "stdout>",
+    "stderr>",
+)
+
+
 def observation_body(text: str) -> str:
     """An observation's text without its wrapper (``Observation:``, ``<output>`` tags, a
     shell's closing status lines and prompt); a ``<returncode>N</returncode>`` becomes ``[exit code: N]`` so the outcome stays readable."""
     status = _shell_status(text)
     if status is not None:
         text = text[: status.start()]
-    text = re.sub(r"<returncode>\s*(-?\d+)\s*</returncode>", r"[exit code: \1]", text)
+    if "<returncode>" in text:
+        text = _RETURN_CODE.sub(r"[exit code: \1]", text)
+    lowered = case_folded(text)  # (``None``: a letter beyond ASCII may match an ASCII one)
+    if lowered is not None and not any(word in lowered for word in _WRAPPER_WORDS):
+        return text.strip("\n")  # (tests/compressors/test_pattern_rewrites.py)
     return _WRAPPER.sub("", text).strip("\n")

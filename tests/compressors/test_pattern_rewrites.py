@@ -2,7 +2,8 @@
 written: an error line's failure words looked for with ``in`` instead of a ``.*(?:…).*``
 alternative; a shell command's double-quoted spans read as runs between escapes; a text's shas
 and code-id hints read from the runs of hex digits that can hold them; an ASCII line's
-measurement found by a pattern of ASCII characters."""
+measurement found by a pattern of ASCII characters; SWE-agent's status lines tried where they
+can start, an observation's wrapper taken off only where its words stand."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 
 from compactkit.compressors import _facts as facts
 from compactkit.compressors import _facts_ids as facts_ids
+from compactkit.compressors import _facts_prose as facts_prose
 from compactkit.compressors.digest import _shell_files as shell_files
 from compactkit.compressors.digest import _shell_words as shell_words
 
@@ -141,3 +143,72 @@ MEASURE_PARTS = [
 )
 def test_an_ascii_line_has_a_measurement_where_the_pattern_as_written_finds_one(line: str) -> None:
     assert bool(facts._MEASURED_ASCII.search(line)) == bool(facts._MEASURE.search(line))
+
+
+STATUS_PARTS = [
+    "(Open file: /repo/a.py)\n",
+    "\n(Current directory: /x)\n",
+    "(Current directory: /repo)\n",
+    "(Interactive session: n/a)\n",
+    "(Open file: n/a) \t\n",
+    "(a: b)\n",
+    "(",
+    ")",
+    "\n",
+    "bash-$",
+    "bash-$ \n",
+    "out: 1",
+    "x" * 1990,
+]
+
+
+@PROPERTY
+@given(st.lists(st.sampled_from(STATUS_PARTS), max_size=10).map("".join))
+def test_status_lines_tried_where_they_can_start_are_what_the_search_finds(text: str) -> None:
+    def span(match: re.Match[str] | None) -> tuple[int, int] | None:
+        return None if match is None else match.span()
+
+    plain = None
+    if text.rstrip().endswith("bash-$"):
+        tail = max(0, len(text) - facts_prose._STATUS_TAIL)
+        plain = facts_prose._SHELL_STATUS.search(text, tail)
+    assert span(facts_prose._shell_status(text)) == span(plain)
+
+
+WRAPPER_PARTS = [
+    "Observation:",
+    "OUTPUT: ",
+    "  tool result:",
+    "Execution Result:",
+    "exit code: -3",
+    "<output>",
+    "</STDOUT>",
+    "<returncode>0</returncode>",
+    "<returncode> 2 </returncode>",
+    "</function_results>",
+    "<tool_response>",
+    "</\u017ftdout>",  # a long s: ignoring case, the pattern reads it as "s"
+    "</stderr>",
+    "\u212a",
+    "output",
+    "result",
+    "\n",
+    " ",
+    "é",
+]
+
+
+@PROPERTY
+@given(
+    st.lists(
+        st.sampled_from(WRAPPER_PARTS) | st.text(st.sampled_from("ab:<>/\n "), max_size=4),
+        max_size=8,
+    ).map("".join)
+)
+def test_an_observation_body_read_past_a_text_without_wrapper_words_is_the_plain_one(
+    text: str,
+) -> None:
+    plain = re.sub(r"<returncode>\s*(-?\d+)\s*</returncode>", r"[exit code: \1]", text)
+    plain = facts_prose._WRAPPER.sub("", plain).strip("\n")
+    if facts_prose._shell_status(text) is None:
+        assert facts_prose.observation_body(text) == plain
