@@ -86,6 +86,17 @@ class SeqMap(MutableMapping[int, V]):
         self._size += items[index] is None
         items[index] = item
 
+    def set_run(self, seq: int, values: list[V]) -> None:
+        """``self[seq + k] = values[k]`` for each value, in order: one list extend when they are
+        the next seqs (every append of a batch), else one by one."""
+        items = self._items
+        if items and seq - self._base == len(items):
+            items.extend(values)
+            self._size += len(values)
+            return
+        for offset, value in enumerate(values):
+            self[seq + offset] = value
+
     def __delitem__(self, seq: int) -> None:
         if seq not in self:
             raise KeyError(seq)

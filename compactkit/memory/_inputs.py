@@ -410,9 +410,11 @@ def number_in_place(item: Item, seq: int) -> None:
         if len(_NUMBERED) >= _NUMBERED_LIMIT:
             _NUMBERED.clear()
         _NUMBERED[id(fields)] = (fields, type(item), shared)  # (the set kept: its id stays its)
-    store = object.__setattr__  # the generic store: BaseModel's own refuses (frozen)
-    store(item, "seq", seq)
-    store(item, "__pydantic_fields_set__", shared)
+    object.__setattr__(item, "seq", seq)  # the generic store: BaseModel's own refuses (frozen)
+    _set_fields_set(item, shared)  # (a slot: its descriptor's store costs less)
+
+
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 
 
 _NUMBERED: dict[int, tuple[set[str], type, set[str]]] = {}

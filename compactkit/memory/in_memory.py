@@ -115,15 +115,19 @@ class InMemoryMemory(BaseMemory):
         """``_append``, returning the items as stored (numbered; ``fresh``: in place)."""
         with self._lock:
             self._calls.check(items, accept_unknown=self.accept_unknown_call_ids)
-            if fresh:  # numbered in place, indexed and kept in one pass
-                stored, seq = list(items), self._next_seq
-                add, history = self._calls.add, self._history
+            if fresh:  # numbered in place and indexed in one pass, kept in one step
+                stored, first = list(items), self._next_seq
+                add, seq = self._calls.add, first
                 for item in stored:
                     number_in_place(item, seq)
                     add(item)
-                    history[seq] = item
                     seq += 1
                 self._next_seq = seq
+                history = self._history
+                if type(history) is SeqMap:
+                    history.set_run(first, stored)
+                else:  # (a sparse restored history: a dict)
+                    history.update(zip(range(first, seq), stored, strict=True))
             else:
                 stored, self._next_seq = assign_seqs(items, self._next_seq)
                 for item in stored:

@@ -103,3 +103,23 @@ def test_a_summary_message_is_refused_unless_the_caller_checked() -> None:
     memory = InMemoryMemory()
     with pytest.raises(ConfigError, match="rendered summary message"):
         memory.add_read_items([summary_message("- fixed the build", "user")])
+
+
+@pytest.mark.parametrize("gap", [2, 10**6])  # the history a list by seq, or a sparse dict
+def test_items_read_after_a_restore_are_kept_by_seq(gap: int) -> None:
+    from compactkit.items.snapshot import MemorySnapshot
+
+    memory = InMemoryMemory()
+    old = [Message(role="user", content="a", seq=1), Message(role="user", content="b", seq=gap)]
+    memory.restore(MemorySnapshot(items=tuple(old)))
+    read = plain_chat_message_items({"role": "user", "content": "c"}) or []
+    read += plain_chat_message_items({"role": "assistant", "content": "d"}) or []
+    stored = memory.add_read_items(read, fresh=True, summaries_checked=True)
+    assert [item.seq for item in stored] == [gap + 1, gap + 2]
+    assert all(seq == item.seq for seq, item in memory._history.items())  # kept by its seq
+    assert [(item.seq, item.content) for item in memory.history()] == [  # type: ignore[union-attr]
+        (1, "a"),
+        (gap, "b"),
+        (gap + 1, "c"),
+        (gap + 2, "d"),
+    ]

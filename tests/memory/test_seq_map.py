@@ -1,5 +1,5 @@
 """``SeqMap`` (values by seq in a list: ``InMemoryMemory``'s history, ``MessageCompactor``'s map
-of messages) held to a ``dict`` over random writes, deletes and reads; ``history_of`` keeps a
+of messages) held to a ``dict`` over random writes, batches written at once, deletes and reads; ``history_of`` keeps a
 sparse history as a dict; a memory's lazily indexed recall finds every item stored, whenever it
 is asked."""
 
@@ -15,7 +15,7 @@ from compactkit.memory._history import SeqMap, history_of, items_from
 
 SEQS = st.integers(min_value=0, max_value=60)
 OPS = st.lists(
-    st.tuples(st.sampled_from(["set", "del", "get", "in", "from"]), SEQS, st.integers()),
+    st.tuples(st.sampled_from(["set", "del", "get", "in", "from", "run"]), SEQS, st.integers()),
     max_size=60,
 )
 
@@ -28,6 +28,11 @@ def test_a_seq_map_reads_as_a_dict_by_seq(ops: list[tuple[str, int, int]]) -> No
     for op, seq, value in ops:
         if op == "set":
             plain[seq] = lean[seq] = value
+        elif op == "run":  # a batch stored at seq, seq + 1, ... (often the next seqs)
+            at = seq if value % 2 else max(plain, default=seq - 1) + 1
+            run = [value + k for k in range(abs(value) % 4)]
+            plain.update(zip(range(at, at + len(run)), run, strict=True))
+            lean.set_run(at, run)
         elif op == "del":
             if seq in plain:
                 del plain[seq]
