@@ -49,7 +49,7 @@ _CLIP = re.compile(r"\s*(?:…|\.\.\.)\s*")
 # Where a clause may start: the text's start, after a sentence end, a semicolon or colon, a
 # line break, an opening quote or bracket, a list marker.
 _CLAUSE_START = re.compile(r"(?:^|[.!?;:\n(\[\"'\u201c]|(?:^|\n)\s*(?:[-*+>]|\d+[.)]))\s*$")
-_CLAUSE_END = re.compile(r"^\s*(?:$|[.!?;:,\n)\]\"'\u201d])")
+_CLAUSE_END = re.compile(r"\s*(?:$|[.!?;:,\n)\]\"'\u201d])")  # (matched where a quote ends)
 _WORD = re.compile(r"[^\W_]{4,}")
 _STOP = frozenset(
     "that this with from have will into about them they then than your what when which would "
@@ -302,7 +302,7 @@ def _unsupported(key: SectionKey, entry: str, span: _Span) -> str | None:
     if key == "constraints":
         quote = _plain(entry)
         if entry.startswith(_LATER):  # the user's later words, joined: held word by word
-            ok = _supported(quote, span.flat)
+            ok = _supported(quote, span)
             return None if ok else "the folded text does not hold it"
         if len(quote.split()) < 2:
             return "a single word is no rule"
@@ -339,9 +339,9 @@ def _whole_clause(quote: str, authored: str) -> bool:
     start = 0
     found = False
     while (at := flat.find(first, start)) >= 0:
-        before, after = authored[:at], authored[at + len(first) :]
-        if _CLAUSE_START.search(before[-12:] if at else "") and (
-            clipped or _CLAUSE_END.match(after)
+        # (what is before and after it read in place: a long text is not copied per find)
+        if _CLAUSE_START.search(authored[max(0, at - 12) : at]) and (
+            clipped or _CLAUSE_END.match(authored, at + len(first))
         ):
             found = True
             break
@@ -349,9 +349,17 @@ def _whole_clause(quote: str, authored: str) -> bool:
     return found and all(p.strip(_QUOTES) in flat for p in pieces[1:])
 
 
-def _supported(goal: str, text: str) -> bool:
+def _supported(goal: str, text: str | _Span) -> bool:
+    """Whether ``text`` holds enough of ``goal``'s content words (or, having none, all of it);
+    a span's text with its line breaks as spaces (``flat``). A word holds no space or line
+    break, so it occurs in the authored text as written where it occurs in the flat one: the
+    flat copy of a long text is made only for a goal without content words."""
     words = {w for w in _WORD.findall(goal.casefold()) if w not in _STOP}
-    if not words:
+    if isinstance(text, _Span):
+        if not words:
+            return _norm(goal) in text.flat
+        text = text.authored
+    elif not words:
         return _norm(goal) in text
     held = sum(1 for w in words if w in text)
     return held / len(words) >= _GOAL_SUPPORT

@@ -26,8 +26,10 @@ under "Notes". Merge rules per section are listed on ``SummaryDocument.merge``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import operator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain, repeat
 
 from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors import _entries, _trim
@@ -69,19 +71,19 @@ __all__ = [
 ]
 
 
-def bullets(entries: Sequence[str]) -> str:
-    """``entries`` as ``render`` writes them: one bullet each (``- entry``), an entry's other
-    lines indented by two spaces, the bullets one line apart.
+def bullet_pieces(entries: Sequence[str]) -> Iterator[str]:
+    """The pieces of ``entries`` as ``render`` writes them: a line break and ``- `` before
+    each entry (its other lines indented by two spaces).
 
-    The plain version is ``"\\n".join("- " + e.replace("\\n", "\\n  ") for e in entries)``: a
-    Python step per entry, the most of rendering a summary of a few thousand entries. Here a
-    section whose entries are one line each (most) is one ``join``: its line breaks are then
-    exactly the ``len(entries) - 1`` the join wrote, which one ``count`` checks (property-tested
-    against the plain version, tests/compressors/test_summary_render.py)."""
-    text = "\n- ".join(entries)
-    if text.count("\n") != len(entries) - 1:
-        text = "\n- ".join([entry.replace("\n", "\n  ") for entry in entries])
-    return "- " + text
+    The plain version writes ``"- " + entry.replace("\\n", "\\n  ")`` per entry and joins the
+    lines: a Python step and a string per entry, the most of rendering a summary of a few
+    thousand entries. Here a section whose entries are one line each (most) is its entries
+    between separators, iterated in C, so the whole text is written by one ``join`` (no copy
+    per entry, nor per section: a section can be a few hundred kB). Property-tested against the
+    plain version (tests/compressors/test_summary_render.py)."""
+    if any(map(operator.contains, entries, repeat("\n"))):
+        entries = [entry.replace("\n", "\n  ") for entry in entries]
+    return chain.from_iterable(zip(repeat("\n- "), entries))
 
 
 @dataclass(frozen=True)
@@ -202,10 +204,11 @@ class SummaryDocument:
         ``SECTIONS``), unknown sections last. (Remembered: a document never changes.)"""
         if self._rendered is not None:
             return self._rendered
-        lines = self.head_lines()
+        pieces: list[Iterable[str]] = [("\n".join(self.head_lines()),)]
         for heading, entries in self.blocks():
-            lines += ["", f"## {heading}", bullets(entries)]
-        text = "\n".join(lines) + "\n"
+            pieces += [(f"\n\n## {heading}",), bullet_pieces(entries)]
+        pieces.append(("\n",))
+        text = "".join(chain.from_iterable(pieces))
         object.__setattr__(self, "_rendered", text)
         return text
 

@@ -121,10 +121,16 @@ def _key() -> bytes:
     return _PROCESS_KEY
 
 
-def _sign(inner: str, *, legacy: bool = False, key: bytes | None = None) -> str:
-    data = b"compactkit-summary-v1\0" + inner.encode("utf-8", "surrogatepass")
+_SIGNED: Final = b"compactkit-summary-v1\0"  # what the signed bytes start with
+
+
+def _sign(inner: str, *, legacy: bool = False, key: bytes | None = None, head: bytes = b"") -> str:
+    """The signature of ``inner`` (of ``head`` decoded then ``inner``, when ``head`` is given:
+    UTF-8 encodes a concatenation as the concatenation of its parts' encodings)."""
     key = _key() if key is None else key
-    digest = hmac.new(key, data, hashlib.sha256).digest()[:10]  # 80 bits: forging needs the key
+    mac = hmac.new(key, _SIGNED + head, hashlib.sha256)
+    mac.update(inner.encode("utf-8", "surrogatepass"))
+    digest = mac.digest()[:10]  # 80 bits: forging needs the key
     if legacy:
         return digest.hex()
     return str(int.from_bytes(digest, "big")).zfill(_SIG_DIGITS)
@@ -134,12 +140,18 @@ def _seal(summary: str) -> str:
     return _sealed(summary, _key())
 
 
+_FRAMED: Final = f"{SUMMARY_FRAME}\n\n"  # what every sealed text opens with
+_FRAMED_BYTES: Final = _FRAMED.encode("utf-8")
+
+
 @functools.lru_cache(maxsize=8)
 def _sealed(summary: str, key: bytes) -> str:
     """``summary`` sealed under ``key``. Remembered (the newest few): a compaction and the
-    requests after it seal the same summary several times, each an HMAC over all of it."""
-    inner = f"{SUMMARY_FRAME}\n\n{summary}"
-    return f'{_OPEN}{_sign(inner, key=key)}">\n{inner}{_CLOSE}'
+    requests after it seal the same summary several times, each an HMAC over all of it. The
+    signed text (the frame, then the summary) is signed in parts and the sealed text written
+    once, without a copy of the framed summary (a long summary is a few hundred kB)."""
+    signature = _sign(summary, key=key, head=_FRAMED_BYTES)
+    return f'{_OPEN}{signature}">\n{_FRAMED}{summary}{_CLOSE}'
 
 
 def unseal_summary(text: str) -> str | None:

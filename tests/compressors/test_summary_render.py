@@ -1,6 +1,7 @@
-"""A summary renders its sections' bullets with one ``join`` per section of one-line entries
-(``sections.bullets``): the text is the one the plain per-entry rendering writes, for any
-entries (line breaks inside them, carriage returns, text that looks like bullets or headings)."""
+"""A summary renders with one ``join`` over its sections' entries and the separators between
+them (``sections.bullet_pieces``): the text is the one the plain per-entry rendering writes,
+for any entries (line breaks inside them, carriage returns, text that looks like bullets or
+headings)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compactkit.compressors import SummaryDocument
-from compactkit.compressors.sections import bullets
+from compactkit.compressors.sections import bullet_pieces
 
 PROPERTY = settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 
@@ -32,8 +33,8 @@ def plain_render(doc: SummaryDocument) -> str:
 @PROPERTY
 @given(st.lists(_entry, min_size=1, max_size=12))
 def test_bullets_are_the_plain_bullets(entries: list[str]) -> None:
-    assert bullets(entries) == plain_bullets(entries)
-    assert bullets(tuple(entries)) == plain_bullets(entries)
+    assert "".join(bullet_pieces(entries)) == "\n" + plain_bullets(entries)
+    assert "".join(bullet_pieces(tuple(entries))) == "\n" + plain_bullets(entries)
 
 
 @PROPERTY

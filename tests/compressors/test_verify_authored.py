@@ -6,7 +6,9 @@ checks against is exactly the joined text normalised, whatever came before."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+import re
+
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from compactkit.compressors import _verify
@@ -80,3 +82,51 @@ def test_folded_text_reads_the_previous_goal_and_constraints_as_written(
     authored, _everything = _verify.folded_text(items, previous, everything=False)
     span = [m.text for m in items if not is_observation(m.text)]
     assert authored == _reference(span, kept)
+
+
+_clause_pieces = st.sampled_from(
+    ["run tests", "Run", "tests", ".", "…", "...", ";", "\n", " ", "- ", "1) ", '"', "(", ",", "é"]
+)
+_clauses = st.lists(_clause_pieces, max_size=8).map("".join)
+
+
+def plain_whole_clause(quote: str, authored: str) -> bool:
+    """``_whole_clause`` as first written: the text before and after each find sliced whole."""
+    pieces = [p for p in _verify._CLIP.split(_verify._norm(quote)) if p]
+    if not pieces:
+        return False
+    clipped = len(pieces) > 1 or bool(_verify._CLIP.search(quote.rstrip()[-3:]))
+    first = pieces[0].rstrip(".").strip(_verify._QUOTES)
+    if not first:
+        return False
+    flat = _verify._flat(authored)
+    start, found = 0, False
+    while (at := flat.find(first, start)) >= 0:
+        before, after = authored[:at], authored[at + len(first) :]
+        if _verify._CLAUSE_START.search(before[-12:] if at else "") and (
+            clipped or re.match(r"^\s*(?:$|[.!?;:,\n)\]\"'\u201d])", after)
+        ):
+            found = True
+            break
+        start = at + 1
+    return found and all(p.strip(_verify._QUOTES) in flat for p in pieces[1:])
+
+
+@PROPERTY
+@given(_clauses, _clauses)
+@example("run tests", "x" + " " * 11 + "run tests")  # 12 characters before it read, not 11
+@example("run tests", "." + " " * 11 + "run tests")
+@example("run tests…", "do it; run tests now")
+def test_a_whole_clause_is_found_as_the_plain_search_finds_it(quote: str, authored: str) -> None:
+    assert _verify._whole_clause(quote, authored) == plain_whole_clause(quote, authored)
+
+
+@PROPERTY
+@given(_clauses | texts, st.lists(_clauses | texts, max_size=4).map("\n".join))
+@example("é é", "é\né")  # no content word: the quote is looked for whole, line breaks as spaces
+@example("run tests", "run\ntests")
+def test_words_are_found_in_the_authored_text_as_in_its_flat_copy(
+    quote: str, authored: str
+) -> None:
+    span = _verify._Span(authored, "")
+    assert _verify._supported(quote, span) == _verify._supported(quote, span.flat)

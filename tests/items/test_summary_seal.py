@@ -80,3 +80,26 @@ def test_a_summary_sealed_again_after_the_key_changes_is_sealed_under_the_new_ke
     assert unseal_summary(first) is None  # the old key's seal no longer verifies
     set_summary_key(b"first key")
     assert summary_message("## Goal\nShip v2").text == first
+
+
+def plain_seal(summary: str, key: bytes) -> str:
+    """The seal as first written: the framed summary built, then signed as one text."""
+    inner = f"{SUMMARY_FRAME}\n\n{summary}"
+    data = b"compactkit-summary-v1\0" + inner.encode("utf-8", "surrogatepass")
+    digest = hmac.new(key, data, hashlib.sha256).digest()[:10]
+    signature = str(int.from_bytes(digest, "big")).zfill(25)
+    return f'<{SUMMARY_NAME} sig="{signature}">\n{inner}\n</{SUMMARY_NAME}>'
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    key=st.binary(min_size=1, max_size=48),
+    summary=st.text(max_size=200) | st.sampled_from(["\ud800", "a\udfff\n", "é…\n" * 50]),
+)
+def test_a_summary_signed_in_parts_is_sealed_as_the_framed_text_signed_whole(
+    key: bytes, summary: str
+) -> None:
+    set_summary_key(key)
+    sealed = summary_message(summary).text
+    assert sealed == plain_seal(summary, key)
+    assert unseal_summary(sealed) == summary
