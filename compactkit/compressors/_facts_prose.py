@@ -357,7 +357,8 @@ def _shell_status(text: str) -> re.Match[str] | None:
 
 
 _WRAPPER = re.compile(
-    r"^\s*(?:observation:|output:|tool (?:output|result):|execution result:|exit code:\s*-?\d+)\s*"
+    r"^\s*(?:observation:|output:|tool (?:output|result):|exit code:\s*-?\d+"
+    r"|execution result(?: of \[[^\]\n]*\])?:)\s*"
     r"|</?(?:returncode|output|tool_response|function_results|stdout|stderr)>",
     re.I | re.M,
 )
@@ -371,6 +372,7 @@ _WRAPPER_WORDS = (
     "observation:",
     "output:",
     "result:",
+    "execution result of [",
     "exit code:",
     "returncode>",
     "output>",

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from swe_agent_support import FILE, section, summary_of
 
+from compactkit.compressors import DigestCompressor
 from compactkit.compressors.digest._files import text_actions, without_text_actions
+from compactkit.items import FunctionCall, FunctionCallOutput, Message
+from compactkit.items.snapshot import MemorySnapshot
 
 
 def call(prose: str, name: str, **parameters: str) -> str:
@@ -76,12 +79,70 @@ def test_the_call_is_not_the_assistants_words() -> None:
     assert "int() truncates" not in summary  # the comment an edit inserts is code, not a decision
 
 
-def test_text_actions_reads_each_call_and_its_parameters() -> None:
-    text = call("First", "execute_bash", command="ls -la") + "\n" + call("", "think", thought="x")
-    assert text_actions(text) == [
-        ("execute_bash", {"command": "ls -la"}),
-        ("think", {"thought": "x"}),
-    ]
-    assert text_actions("<function=finish>\n</function>") == [("finish", {})]
-    assert text_actions("<function=execute_bash>\n<parameter=command>ls") == []  # unclosed
+def test_the_call_the_message_ends_with_is_read_with_its_parameters() -> None:
+    text = call("First", "execute_bash", command="ls -la")
+    assert text_actions(text) == [("execute_bash", {"command": "ls -la"})]
     assert without_text_actions(text).split() == ["First"]
+    assert text_actions("<function=finish>\n</function>") == [("finish", {})]
+    # generation stops at "</function": a call without its closing tag is still the call
+    assert text_actions(text.removesuffix("</function>")) == [
+        ("execute_bash", {"command": "ls -la"})
+    ]
+    assert text_actions("Use <function=execute_bash> to run a command.") == []
+
+
+def test_a_call_cut_at_its_closing_tag_is_read_as_the_call() -> None:
+    cut = [(role, text.removesuffix("</function>")) for role, text in openhands_session()]
+    summary = summary_of(*cut)
+    assert f"`{RUN}` → exit 0 — earlier: exit 1" in section(summary, "Commands")
+    assert f"`{FIELDS}` — read; edited" in section(summary, "Files modified")
+    assert "<function=" not in summary
+
+
+def test_an_example_of_the_format_in_prose_is_not_a_call() -> None:
+    example = call(
+        "The prompt should show a call such as:",
+        "str_replace_editor",
+        command="create",
+        path="/repo/hello.py",
+        file_text="print(1)",
+    )
+    items = (
+        Message(role="user", content="Document the text tool-call format in prompt.txt"),
+        Message(role="assistant", content="Let me look."),
+        FunctionCall(call_id="c1", name="bash", arguments='{"command": "cat prompt.txt"}'),
+        FunctionCallOutput(call_id="c1", output=FILE),
+        Message(role="assistant", content=example + "\n\nI will add that example next."),
+        Message(role="user", content="ok go ahead"),
+        Message(role="assistant", content="Working on it."),
+        Message(role="user", content="thanks"),
+    )
+    result = DigestCompressor(keep_last_groups=1).compress(MemorySnapshot(items=items))
+    assert result.snapshot is not None and result.snapshot.summary is not None
+    summary = result.snapshot.summary
+    assert "hello.py" not in section(summary, "Files modified")
+    assert "I will add that example next." in summary
+
+
+def test_a_fenced_block_in_an_argument_is_not_a_command_and_the_header_is_not_output() -> None:
+    readme = "# Tool\n\nInstall it:\n\n```bash\nrm -rf build && pip install -e .\n```"
+    summary = summary_of(
+        ("user", "Write a README for the tool."),
+        (
+            "assistant",
+            call(
+                "Create it.",
+                "str_replace_editor",
+                command="create",
+                path="README.md",
+                file_text=readme,
+            ),
+        ),
+        ("user", result("str_replace_editor", f"File created successfully at: README.md\n{FILE}")),
+        ("assistant", call("", "think", thought="Check the result next.")),
+        ("user", result("think", "Your thought has been logged.")),
+        ("user", "Thanks."),
+    )
+    assert "rm -rf build" not in section(summary, "Commands")
+    assert "`README.md` — created" in section(summary, "Files modified")
+    assert "EXECUTION RESULT" not in summary

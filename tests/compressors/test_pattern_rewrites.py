@@ -180,6 +180,8 @@ WRAPPER_PARTS = [
     "OUTPUT: ",
     "  tool result:",
     "Execution Result:",
+    "EXECUTION RESULT of [execute_bash]:",
+    "execution result of [",
     "exit code: -3",
     "<output>",
     "</STDOUT>",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from swe_agent_support import FILE, TASK, observation, section, summary_of
 
 from compactkit.compressors import DigestCompressor
-from compactkit.compressors.digest._files import bare_blocks, without_command
+from compactkit.compressors.digest._files import bare_blocks, tagged_command
 from compactkit.items import Message
 from compactkit.items.snapshot import MemorySnapshot
 
@@ -81,21 +81,73 @@ def test_the_tagged_command_is_neither_a_decision_nor_a_stated_value() -> None:
     assert "`timeout` = 45 (current)" in values  # what the command wrote into a config file
 
 
-def test_the_command_is_between_the_last_tags_as_swe_agent_reads_it() -> None:
-    two = "First\n<command>\nls\n</command>\nthen\n<command>\nopen f.py\n</command>"
+def test_the_command_is_between_the_last_tags_the_message_ends_with() -> None:
+    two = "First\n<command>\nls\n</command>\nthen\n<command>\nopen f.py\n</command>\n"
     assert bare_blocks(two) == [("bash", {"command": "open f.py"})]
+    assert tagged_command(two) == (two.rindex("<command>"), "open f.py")
     fenced_inside = "Edit:\n<command>\nedit 1:1\n```\nx = 1\n```\nend_of_edit\n</command>"
     assert bare_blocks(fenced_inside) == [
         ("bash", {"command": "edit 1:1\n```\nx = 1\n```\nend_of_edit"})
     ]
     assert bare_blocks("<command>\n   \n</command>") == []  # an empty command runs nothing
-    # no closing tag after the last opening one: not SWE-agent's XML format; a bare fenced
-    # block is read as before
-    assert bare_blocks("</command> then <command>\nls\n```\npwd\n```") == [
-        ("bash", {"command": "pwd"})
-    ]
-    assert without_command(two) == "First\n<command>\nls\n</command>\nthen\n "
-    assert without_command("no tags") == "no tags"
+    # prose naming the tags, then SWE-agent's fenced command: the fenced block is the command
+    named = "It reads what lies between <command> and </command>.\n```\nopen f.py\n```"
+    assert bare_blocks(named) == [("bash", {"command": "open f.py"})]
+    assert tagged_command("Split at <command>, then at </command> and go on.") is None
+
+
+def test_prose_that_names_the_tags_is_read_as_prose() -> None:
+    said = (
+        "The parser splits each job at <command>. We decided to use lxml instead of regex for "
+        "the parsing. The timeout should be 30 seconds. Next, I will handle the closing "
+        "</command> tag."
+    )
+    summary = summary_of(
+        ("user", "Make the jobs parser accept an empty job."),
+        ("assistant", f"Here is jobs.xml:\n{FILE}"),
+        ("user", "Go on."),
+        ("assistant", said),
+        ("user", "ok"),
+        ("assistant", "Working on it."),
+        ("user", "Thanks."),
+    )
+    assert "We decided to use lxml instead of regex" in section(summary, "Decisions")
+    assert "`timeout` = 30 seconds" in section(summary, "Values")
+
+
+def test_a_fenced_block_in_a_tagged_message_is_not_its_command() -> None:
+    summary = summary_of(
+        ("user", TASK),
+        ("assistant", xml("Open the README.", "open README.md")),
+        ("user", observation(FILE, "/repo/README.md")),
+        (
+            "assistant",
+            xml(
+                "The docs say:\n```bash\npython -m pytest\n```\nDocument the install step.",
+                "edit 3:3\n```bash\npip install -e .\n```\nend_of_edit",
+            ),
+        ),
+        ("user", observation("File updated. Please review the changes.", "/repo/README.md")),
+        ("assistant", xml("Done.", "submit")),
+        ("user", "Thanks."),
+    )
+    commands = section(summary, "Commands")
+    assert "`edit 3:3" in commands
+    assert "pip install" not in commands and "python -m pytest" not in commands
+    assert "`README.md` — read; edited lines 3-3" in section(summary, "Files modified")
+
+
+def test_a_message_that_is_only_a_command_leaves_the_last_words_before_it() -> None:
+    summary = summary_of(
+        ("user", TASK),
+        ("assistant", xml("Let me open the file.", "open src/fields.py")),
+        ("user", observation(FILE, "/repo/src/fields.py")),
+        ("assistant", "<command>\nedit 12:12\n    return int(round(x))\nend_of_edit\n</command>"),
+        ("user", observation("File updated.", "/repo/src/fields.py")),
+        ("assistant", "Done."),
+        ("user", "Thanks."),
+    )
+    assert "the assistant said: Let me open the file." in section(summary, "Current state")
 
 
 def test_a_value_a_kept_tagged_command_writes_supersedes_the_summarys() -> None:

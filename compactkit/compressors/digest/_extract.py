@@ -198,8 +198,12 @@ class _Digest:
             actions, prose = assistant_prose(text)
             self.pending_actions = actions
             self.fenced = [] if actions else files.bare_blocks(text)
-            if not actions and (not isinstance(following, FunctionCall) or not self.last_assistant):
-                self.last_assistant = prose  # (without SWE-agent's <command>: its thought)
+            if (
+                not actions
+                and prose.strip()  # (without SWE-agent's <command>: its thought, if any)
+                and (not isinstance(following, FunctionCall) or not self.last_assistant)
+            ):
+                self.last_assistant = prose
             sentences = facts_prose.sentences(prose)
             for sentence in facts_prose.saying(facts_prose.DECISION, sentences):
                 self.add("decisions", facts.clip(sentence, 280))

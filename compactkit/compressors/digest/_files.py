@@ -328,23 +328,61 @@ _ACTION_LINE = re.compile(
 
 
 # OpenHands without native function calling: ``<function=NAME>`` then one
-# ``<parameter=KEY>VALUE</parameter>`` per argument, up to ``</function>`` (its converter's patterns).
-_FUNCTION_CALL = re.compile(r"<function=([^>]+)>\n?(.*?)</function>", re.S)
-_PARAMETER = re.compile(r"<parameter=([^>]+)>(.*?)</parameter>", re.S)
+# ``<parameter=KEY>VALUE</parameter>`` per argument, up to ``</function>``.
+_FUNCTION_HEAD = re.compile(r"<function=([^>\n]+)>")
+_PARAMETER_HEAD = re.compile(r"\s*<parameter=([^>\n]+)>")
+_FUNCTION_END = "</function>"
+
+
+def function_call(text: str) -> tuple[int, tuple[str, dict[str, object]]] | None:
+    """The call an assistant's message ends with in OpenHands' text format, and where it
+    starts: ``<function=NAME>``, nothing but ``<parameter=KEY>VALUE</parameter>`` arguments,
+    then ``</function>`` and the message's end (the model stops there). Its generation stops at
+    ``</function``, so the closing tag may be missing; then at least one argument must be
+    there. ``None`` when the message does not end with such a call (an example of the format
+    in prose, followed by more prose, is not a call).
+
+    Cost model: at most two candidate starts (the first ``<function=`` and the last), each
+    read once to the end: linear in the text."""
+    first = text.find("<function=")
+    if first < 0:
+        return None
+    body_end = len(text.rstrip())
+    closed = text.endswith(_FUNCTION_END, 0, body_end)
+    if closed:
+        body_end -= len(_FUNCTION_END)
+    for start in dict.fromkeys((first, text.rfind("<function=", 0, body_end))):
+        if start < 0:
+            continue
+        head = _FUNCTION_HEAD.match(text, start)
+        if head is None:
+            continue
+        arguments: dict[str, object] = {}
+        at = head.end()
+        while (parameter := _PARAMETER_HEAD.match(text, at, body_end)) is not None:
+            close = text.find("</parameter>", parameter.end(), body_end)
+            if close < 0:
+                break
+            arguments[parameter.group(1).strip()] = text[parameter.end() : close].strip()
+            at = close + len("</parameter>")
+        if text[at:body_end].strip() or (not closed and not arguments):
+            continue
+        return start, (head.group(1).strip(), arguments)
+    return None
 
 
 def text_actions(text: str) -> list[tuple[str, dict[str, object]]]:
     """``(tool, arguments)`` of the actions an assistant wrote as text: fenced ``bash`` blocks
-    (mini-swe-agent), ``Action: bash`` / ``Action Input: …`` (ReAct), ``Action: tool[input]``,
-    ``<function=tool>`` with its ``<parameter=name>`` values (OpenHands without native function
-    calling: ``EXECUTION RESULT of [tool]:`` answers it)."""
-    actions: list[tuple[str, dict[str, object]]] = []
+    (mini-swe-agent), ``Action: bash`` / ``Action Input: …`` (ReAct), ``Action: tool[input]``;
+    or the one ``<function=tool>`` call with its ``<parameter=name>`` values the message ends
+    with (OpenHands without native function calling: ``EXECUTION RESULT of [tool]:`` answers
+    it; only that call runs, so a fenced block in the message, an argument's text included, is
+    not read as a command)."""
     if "<function=" in text:
-        for call in _FUNCTION_CALL.finditer(text):
-            arguments: dict[str, object] = {
-                name.strip(): value.strip() for name, value in _PARAMETER.findall(call.group(2))
-            }
-            actions.append((call.group(1).strip(), arguments))
+        call = function_call(text)
+        if call is not None:
+            return [call[1]]
+    actions: list[tuple[str, dict[str, object]]] = []
     for block in _FENCED_ACTION.findall(text):
         if block.strip():
             actions.append(("bash", {"command": block.strip()}))
@@ -379,10 +417,9 @@ def bare_blocks(text: str) -> list[tuple[str, dict[str, object]]]:
     lies between the last ``<command>`` and the last ``</command>``; else the last outermost
     fenced block, when it has no language (fences at a line's start; one with a language
     opens a nested block, a bare one closes the innermost)."""
-    tagged = _command_tags(text)
+    tagged = tagged_command(text)
     if tagged is not None:
-        block = text[tagged[0] + len("<command>") : tagged[1]].strip()
-        return [("bash", {"command": block})] if block else []
+        return [("bash", {"command": tagged[1]})] if tagged[1] else []
     if "```" not in text:
         return []
     opened: list[tuple[int, str]] = []  # where each open block's text starts, its language
@@ -401,22 +438,21 @@ def bare_blocks(text: str) -> list[tuple[str, dict[str, object]]]:
     return [("bash", {"command": block})] if block else []
 
 
-def _command_tags(text: str) -> tuple[int, int] | None:
-    """Where the last ``<command>`` and the last ``</command>`` of ``text`` start, when the
-    first comes before the second (SWE-agent's XML format), else ``None``."""
+def tagged_command(text: str) -> tuple[int, str] | None:
+    """Where SWE-agent's XML format puts the command an assistant's message ends with, and the
+    command: the message ends with ``</command>`` and the command is what lies between the
+    last ``<command>`` and that tag, as its parser reads it; ``None`` for any other message
+    (prose that names the tags and goes on is not a command)."""
     if "<command>" not in text:
         return None
-    start, end = text.rfind("<command>"), text.rfind("</command>")
-    return (start, end) if end >= start + len("<command>") else None
-
-
-def without_command(text: str) -> str:
-    """``text`` without the command SWE-agent reads from its ``<command>`` tags (the tags
-    included): its "thought", as its parser splits it; ``text`` itself when it has none."""
-    tagged = _command_tags(text)
-    if tagged is None:
-        return text
-    return text[: tagged[0]] + " " + text[tagged[1] + len("</command>") :]
+    end = len(text.rstrip())
+    if not text.endswith("</command>", 0, end):
+        return None
+    end -= len("</command>")
+    start = text.rfind("<command>", 0, end)
+    if start < 0:
+        return None
+    return start, text[start + len("<command>") : end].strip()
 
 
 def answered_by(actions: list[tuple[str, dict[str, object]]], text: str) -> bool:
@@ -451,9 +487,12 @@ def swe_agent_ops(command: str, open_file: str | None) -> tuple[FileOp, ...]:
 
 def without_text_actions(text: str) -> str:
     """``text`` without its ``Action: …`` / ``Action Input: …`` blocks (each up to the next
-    ``Observation:``, ``Thought:`` or ``Action:`` line) and its ``<function=…>`` calls."""
+    ``Observation:``, ``Thought:`` or ``Action:`` line), or without the ``<function=…>`` call it
+    ends with (``function_call``)."""
     if "<function=" in text:
-        text = _FUNCTION_CALL.sub(" ", text)
+        call = function_call(text)
+        if call is not None:
+            return text[: call[0]]
     if "Action" not in text:
         return text
     text = _ACTION_LINE.sub(" ", text)

@@ -107,11 +107,16 @@ class _ValueReader:
 def assistant_prose(text: str) -> tuple[list[tuple[str, dict[str, object]]], str]:
     """An assistant message's text actions (``files.text_actions``) and its prose without them:
     a fenced shell block, or an ``Action:`` with its whole (multi-line) ``Action Input:`` — a
-    heredoc or patch in it is file content, not a setting the assistant states; with none, the
-    prose without SWE-agent's ``<command>`` (``files.without_command``)."""
+    heredoc or patch in it is file content, not a setting the assistant states. A message that
+    ends with SWE-agent's ``<command>`` (``files.tagged_command``) has no text action (its
+    command is one once a shell's status answers it: ``files.bare_blocks``), and its prose is
+    the text before the tag."""
+    tagged = files.tagged_command(text)
+    if tagged is not None:  # SWE-agent's <command>: an action once its output answers it
+        return [], text[: tagged[0]]
     actions = files.text_actions(text)
     if not actions:
-        return actions, files.without_command(text)
+        return actions, text
     return actions, files.without_text_actions(_SHELL_BLOCK.sub(" ", text))
 
 
