@@ -393,7 +393,7 @@ def _restore(
             if key == "errors" and "resolved" in entry.partition(" — ")[2]:
                 continue  # only open errors are must-keep
             if have is None:
-                have = {entry_key(e) for e in summary.entries(key)}
+                have = set(map(entry_key, summary.entries(key)))
             found = entry_key(entry) in have
             if not found:  # written in other words around it (no `code` span, a remark)
                 if text is None:

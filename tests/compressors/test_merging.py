@@ -76,3 +76,23 @@ def test_merging_part_after_part_is_the_plain_merges(
             list(doc.omitted),
         )
         assert got.render() == doc.render()
+
+
+@settings(deadline=None, max_examples=300)
+@given(RAW, st.lists(st.lists(RAW, max_size=3), min_size=1, max_size=5))
+def test_compaction_after_compaction_merges_as_the_plain_merges(
+    start: SummaryDocument, compactions: list[list[SummaryDocument]]
+) -> None:
+    """Each compaction merges into the summary the one before wrote (an appended section's
+    folds read on from the ones read last, ``_merging.folds_of``), or into another summary."""
+    doc = SummaryDocument().merge(start)
+    for parts in compactions:
+        merging = Merging(doc)
+        for raw in parts:
+            part = SummaryDocument().merge(raw)
+            doc = doc.merge(part)
+            merging.merge(part)
+            assert merging.document() == doc
+        doc = merging.document()
+        if not parts:  # another summary in between (a session of its own)
+            doc = SummaryDocument().merge(start)

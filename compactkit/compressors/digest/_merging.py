@@ -31,6 +31,7 @@ class Merging:
 
     def __init__(self, doc: SummaryDocument) -> None:
         self.plain: SummaryDocument | None = None if _merged_form(doc) else doc
+        self.source = doc.sections  # (an appended section's folds are read from its entries)
         self.sections = {k: list(v) for k, v in doc.sections.items()}
         self.keyed: dict[SectionKey, dict[str, str]] = {}  # a keyed section's entries by key
         self.seen: dict[SectionKey, set[str]] = {}  # an appended section's folded entries
@@ -112,8 +113,8 @@ class Merging:
                 touched.update(map(_entries.entry_key, new))
         else:
             seen = self.seen.get(key)
-            if seen is None:
-                seen = self.seen[key] = {_entries.fold(e) for e in held}
+            if seen is None:  # (``held`` is still the section's entries as given)
+                seen = self.seen[key] = folds_of(key, self.source.get(key, ()))
             _entries.append_unique_into(held, seen, new)
 
     def _fold_reads(self, touched: set[str]) -> None:
@@ -134,6 +135,28 @@ class Merging:
             held = self.sections[key]
             entries = self.keyed[key] = {_entries.entry_key(e): e for e in held}
         return entries
+
+
+# Per section key, the entries an appended section's folds were read from last, and the folds.
+# The next compaction merges into the summary this one wrote: the same entries with this one's
+# new ones after them, so only those are folded then (a long session's summary holds hundreds of
+# decisions and constraints, and folding each again was O(summary) per compaction).
+_FOLDS: dict[SectionKey, tuple[tuple[str, ...], frozenset[str]]] = {}
+
+
+def folds_of(key: SectionKey, entries: tuple[str, ...]) -> set[str]:
+    """``{fold(e) for e in entries}``, from the folds read last for ``key`` (``_FOLDS``) when
+    ``entries`` starts with their entries: only the entries after those are folded (the plain
+    version folds every entry; tests/compressors/test_merging.py holds them equal)."""
+    held = _FOLDS.get(key)
+    if held is not None and entries[: len(held[0])] == held[0]:
+        folds = set(held[1])
+        folds.update(map(_entries.fold, entries[len(held[0]) :]))
+    else:
+        folds = set(map(_entries.fold, entries))
+    if entries and (held is None or held[0] is not entries):
+        _FOLDS[key] = (entries, frozenset(folds))
+    return folds
 
 
 def _merged_form(doc: SummaryDocument) -> bool:
