@@ -198,7 +198,7 @@ def _other_breaks(text: str) -> bool:
     return not text.isascii() and any(char in text for char in _OTHER_BREAKS_NON_ASCII)
 
 
-_FEW_LINES = 16
+_FEW_LINES = 4  # (measured: fewer lines are read faster whole than searched, more are not)
 
 
 def _hinted_lines(text: str, first: int = 0, few: int = _FEW_LINES) -> list[str]:

@@ -152,13 +152,13 @@ def _digit_runs(text: str) -> _DigitRuns | None:
                     start -= 1
             elif before in _UPPER and end - start >= 8 and text[start : start + 8].isdigit():
                 capital_digits = True
-        if (
-            7 <= end - start <= 40
-            and (start == 0 or not _sha_edge(text[start - 1], _BEFORE_SHA))
-            and (end == size or not _sha_edge(text[end], _AFTER_SHA))
-        ):
+        if 7 <= end - start <= 40:
             sha = text[start:end]
-            if not sha.isdigit():
+            if sha in shas or sha.isdigit():
+                continue  # (a sha found before: its place in the order is taken)
+            if (start == 0 or not _sha_edge(text[start - 1], _BEFORE_SHA)) and (
+                end == size or not _sha_edge(text[end], _AFTER_SHA)
+            ):
                 shas[sha] = None
     dash_digit = "-" in text and _DASH_THEN_DIGIT.search(text) is not None
     return _DigitRuns(list(shas), dash_digit, capital_digits)
