@@ -89,6 +89,11 @@ def test_the_call_the_message_ends_with_is_read_with_its_parameters() -> None:
         ("execute_bash", {"command": "ls -la"})
     ]
     assert text_actions("Use <function=execute_bash> to run a command.") == []
+    # cut inside the closing tag, or wrapped in Qwen3-Coder's <tool_call> tags
+    assert text_actions(text.removesuffix("function>")) == [("execute_bash", {"command": "ls -la"})]
+    wrapped = f"First\n<tool_call>\n{text.split(chr(10), 2)[2]}\n</tool_call>"
+    assert text_actions(wrapped) == [("execute_bash", {"command": "ls -la"})]
+    assert without_text_actions(wrapped).split() == ["First"]
 
 
 def test_a_call_cut_at_its_closing_tag_is_read_as_the_call() -> None:
@@ -146,3 +151,16 @@ def test_a_fenced_block_in_an_argument_is_not_a_command_and_the_header_is_not_ou
     assert "rm -rf build" not in section(summary, "Commands")
     assert "`README.md` — created" in section(summary, "Files modified")
     assert "EXECUTION RESULT" not in summary
+
+
+def test_calls_wrapped_in_tool_call_tags_are_read() -> None:
+    wrapped = [
+        (role, text.replace("<function=", "<tool_call>\n<function=") + "\n</tool_call>")
+        if "<function=" in text
+        else (role, text)
+        for role, text in openhands_session()
+    ]
+    summary = summary_of(*wrapped)
+    assert f"`{RUN}` → exit 0 — earlier: exit 1" in section(summary, "Commands")
+    assert f"`{FIELDS}` — read; edited" in section(summary, "Files modified")
+    assert "tool_call" not in summary

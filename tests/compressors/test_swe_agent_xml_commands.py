@@ -84,7 +84,12 @@ def test_the_tagged_command_is_neither_a_decision_nor_a_stated_value() -> None:
 def test_the_command_is_between_the_last_tags_the_message_ends_with() -> None:
     two = "First\n<command>\nls\n</command>\nthen\n<command>\nopen f.py\n</command>\n"
     assert bare_blocks(two) == [("bash", {"command": "open f.py"})]
-    assert tagged_command(two) == (two.rindex("<command>"), "open f.py")
+    end = two.rindex("</command>") + len("</command>")
+    assert tagged_command(two) == (two.rindex("<command>"), end, "open f.py")
+    # both tags on lines of their own: the thought goes on after the command
+    goes_on = "Look.\n<command>\nls -la\n</command>\nThen I will open it."
+    assert bare_blocks(goes_on) == [("bash", {"command": "ls -la"})]
+    assert tagged_command("Look. <command>ls</command>\nThen I will open it.") is None
     fenced_inside = "Edit:\n<command>\nedit 1:1\n```\nx = 1\n```\nend_of_edit\n</command>"
     assert bare_blocks(fenced_inside) == [
         ("bash", {"command": "edit 1:1\n```\nx = 1\n```\nend_of_edit"})
@@ -171,3 +176,21 @@ def test_a_value_a_kept_tagged_command_writes_supersedes_the_summarys() -> None:
     assert result.snapshot.items[-2].text == write(45)  # the newer write is kept verbatim
     values = section(result.snapshot.summary, "Values")
     assert "`timeout` = 30 (superseded)" in values and "= 30 (current)" not in values
+
+
+def test_the_thought_after_a_command_on_lines_of_its_own_is_read_as_prose() -> None:
+    summary = summary_of(
+        ("user", TASK),
+        (
+            "assistant",
+            "Let me run it.\n<command>\npython reproduce.py\n</command>\n"
+            "We decided to round instead of truncating.",
+        ),
+        ("user", observation(f"{FILE}\nValueError: precision lost for 345 ms")),
+        ("assistant", "Looking."),
+        ("user", "Go on."),
+    )
+    assert "`python reproduce.py`" in section(summary, "Commands")
+    assert "ValueError: precision lost for 345 ms" in section(summary, "Errors")
+    assert "We decided to round instead of truncating." in section(summary, "Decisions")
+    assert "precision lost" not in section(summary, "Constraints")

@@ -332,15 +332,17 @@ _ACTION_LINE = re.compile(
 _FUNCTION_HEAD = re.compile(r"<function=([^>\n]+)>")
 _PARAMETER_HEAD = re.compile(r"\s*<parameter=([^>\n]+)>")
 _FUNCTION_END = "</function>"
+_CALL_WRAPPER = ("<tool_call>", "</tool_call>")
 
 
 def function_call(text: str) -> tuple[int, tuple[str, dict[str, object]]] | None:
     """The call an assistant's message ends with in OpenHands' text format, and where it
     starts: ``<function=NAME>``, nothing but ``<parameter=KEY>VALUE</parameter>`` arguments,
-    then ``</function>`` and the message's end (the model stops there). Its generation stops at
-    ``</function``, so the closing tag may be missing; then at least one argument must be
-    there. ``None`` when the message does not end with such a call (an example of the format
-    in prose, followed by more prose, is not a call).
+    then ``</function>`` and the message's end (the model stops there), perhaps wrapped in
+    ``<tool_call>`` … ``</tool_call>`` (Qwen3-Coder's template). Its generation stops at
+    ``</function``, so the closing tag may be missing or cut short; then at least one argument
+    must be there. ``None`` when the message does not end with such a call (an example of the
+    format in prose, followed by more prose, is not a call).
 
     Cost model: at most two candidate starts (the first ``<function=`` and the last), each
     read once to the end: linear in the text."""
@@ -348,6 +350,8 @@ def function_call(text: str) -> tuple[int, tuple[str, dict[str, object]]] | None
     if first < 0:
         return None
     body_end = len(text.rstrip())
+    if text.endswith(_CALL_WRAPPER[1], 0, body_end):
+        body_end = len(text[: body_end - len(_CALL_WRAPPER[1])].rstrip())
     closed = text.endswith(_FUNCTION_END, 0, body_end)
     if closed:
         body_end -= len(_FUNCTION_END)
@@ -365,8 +369,14 @@ def function_call(text: str) -> tuple[int, tuple[str, dict[str, object]]] | None
                 break
             arguments[parameter.group(1).strip()] = text[parameter.end() : close].strip()
             at = close + len("</parameter>")
-        if text[at:body_end].strip() or (not closed and not arguments):
+        rest = text[at:body_end].strip()
+        if closed and rest:
             continue
+        if not closed and (not arguments or not _FUNCTION_END.startswith(rest)):
+            continue  # (a rest of "</" or "</func": the generation cut inside the closing tag)
+        before = text[:start].rstrip()
+        if before.endswith(_CALL_WRAPPER[0]):
+            start = len(before) - len(_CALL_WRAPPER[0])
         return start, (head.group(1).strip(), arguments)
     return None
 
@@ -419,7 +429,7 @@ def bare_blocks(text: str) -> list[tuple[str, dict[str, object]]]:
     opens a nested block, a bare one closes the innermost)."""
     tagged = tagged_command(text)
     if tagged is not None:
-        return [("bash", {"command": tagged[1]})] if tagged[1] else []
+        return [("bash", {"command": tagged[2]})] if tagged[2] else []
     if "```" not in text:
         return []
     opened: list[tuple[int, str]] = []  # where each open block's text starts, its language
@@ -438,21 +448,34 @@ def bare_blocks(text: str) -> list[tuple[str, dict[str, object]]]:
     return [("bash", {"command": block})] if block else []
 
 
-def tagged_command(text: str) -> tuple[int, str] | None:
-    """Where SWE-agent's XML format puts the command an assistant's message ends with, and the
-    command: the message ends with ``</command>`` and the command is what lies between the
-    last ``<command>`` and that tag, as its parser reads it; ``None`` for any other message
-    (prose that names the tags and goes on is not a command)."""
+def tagged_command(text: str) -> tuple[int, int, str] | None:
+    """Where SWE-agent's XML format puts an assistant's command (``(start, end)`` of the tags
+    and what they hold), as its parser reads it: between the last ``<command>`` and the last
+    ``</command>``. Only when the message ends with ``</command>``, or both tags stand on lines
+    of their own (then the thought goes on after the command); ``None`` for any other message
+    (prose that names the tags inline and goes on is not a command)."""
     if "<command>" not in text:
         return None
-    end = len(text.rstrip())
-    if not text.endswith("</command>", 0, end):
-        return None
-    end -= len("</command>")
-    start = text.rfind("<command>", 0, end)
+    stripped = len(text.rstrip())
+    ends = text.endswith("</command>", 0, stripped)
+    close = stripped - len("</command>") if ends else text.rfind("</command>")
+    start = text.rfind("<command>", 0, close) if close > 0 else -1
     if start < 0:
         return None
-    return start, text[start + len("<command>") : end].strip()
+    end = close + len("</command>")
+    if not ends and not (
+        (start == 0 or text[start - 1] == "\n")
+        and text[close - 1] == "\n"
+        and text.startswith("\n", end)
+    ):
+        return None
+    return start, end, text[start + len("<command>") : close].strip()
+
+
+def command_thought(text: str, tagged: tuple[int, int, str]) -> str:
+    """``text`` without its ``tagged`` command (``tagged_command``): SWE-agent's thought."""
+    start, end, _ = tagged
+    return text[:start] + text[end:] if end < len(text.rstrip()) else text[:start]
 
 
 def answered_by(actions: list[tuple[str, dict[str, object]]], text: str) -> bool:

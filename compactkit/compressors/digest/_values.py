@@ -113,7 +113,7 @@ def assistant_prose(text: str) -> tuple[list[tuple[str, dict[str, object]]], str
     the text before the tag."""
     tagged = files.tagged_command(text)
     if tagged is not None:  # SWE-agent's <command>: an action once its output answers it
-        return [], text[: tagged[0]]
+        return [], files.command_thought(text, tagged)
     actions = files.text_actions(text)
     if not actions:
         return actions, text
