@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from compactkit.compressors import DigestCompressor
 from compactkit.items import Message
 from compactkit.items.snapshot import MemorySnapshot
@@ -35,3 +37,24 @@ def section(summary: str, title: str) -> str:
     """The lines of the summary's section whose heading starts with ``title`` ("" if none)."""
     parts = summary.split("\n## ")
     return next((p for p in parts if p.startswith(title)), "")
+
+
+def values_after_a_kept_write(write: Callable[[int], str]) -> str:
+    """The summary's values section when the command ``write(30)`` is folded and a later
+    ``write(45)`` is kept verbatim (each answered by the shell's status lines)."""
+    items = tuple(
+        Message(role=role, content=text)  # type: ignore[arg-type]
+        for role, text in [
+            ("user", TASK),
+            ("assistant", write(30)),
+            ("user", observation("")),
+            ("assistant", f"Here is the module:\n{FILE}\nThe timeout is too short."),
+            ("user", "Carry on."),
+            ("assistant", write(45)),
+            ("user", observation("")),
+        ]
+    )
+    result = DigestCompressor(keep_last_groups=2).compress(MemorySnapshot(items=items))
+    assert result.snapshot is not None and result.snapshot.summary is not None
+    assert result.snapshot.items[-2].text == write(45)  # the newer write is kept verbatim
+    return section(result.snapshot.summary, "Values")

@@ -5,12 +5,17 @@ message as the command's output, never as the user's words; a person's reply sta
 
 from __future__ import annotations
 
-from swe_agent_support import FILE, STATUS, TASK, observation, section, summary_of
+from swe_agent_support import (
+    FILE,
+    STATUS,
+    TASK,
+    observation,
+    section,
+    summary_of,
+    values_after_a_kept_write,
+)
 
-from compactkit.compressors import DigestCompressor
 from compactkit.compressors.digest._files import bare_blocks
-from compactkit.items import Message
-from compactkit.items.snapshot import MemorySnapshot
 
 
 def swe_agent_session() -> list[tuple[str, str]]:
@@ -119,22 +124,7 @@ def test_a_value_a_kept_swe_agent_command_writes_supersedes_the_summarys() -> No
     def write(timeout: int) -> str:
         return f"Set it.\n```\ncat > settings.toml <<EOF\ntimeout = {timeout}\nEOF\n```"
 
-    items = tuple(
-        Message(role=role, content=text)  # type: ignore[arg-type]
-        for role, text in [
-            ("user", TASK),
-            ("assistant", write(30)),
-            ("user", observation("")),
-            ("assistant", f"Here is the module:\n{FILE}\nThe timeout is too short."),
-            ("user", "Carry on."),
-            ("assistant", write(45)),
-            ("user", observation("")),
-        ]
-    )
-    result = DigestCompressor(keep_last_groups=2).compress(MemorySnapshot(items=items))
-    assert result.snapshot is not None and result.snapshot.summary is not None
-    assert result.snapshot.items[-2].text == write(45)  # the newer write is kept verbatim
-    values = section(result.snapshot.summary, "Values")
+    values = values_after_a_kept_write(write)
     assert "`timeout` = 30 (superseded)" in values and "= 30 (current)" not in values
 
 

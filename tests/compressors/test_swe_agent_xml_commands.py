@@ -6,12 +6,16 @@ command is not a decision or a value the assistant stated."""
 
 from __future__ import annotations
 
-from swe_agent_support import FILE, TASK, observation, section, summary_of
+from swe_agent_support import (
+    FILE,
+    TASK,
+    observation,
+    section,
+    summary_of,
+    values_after_a_kept_write,
+)
 
-from compactkit.compressors import DigestCompressor
 from compactkit.compressors.digest._files import bare_blocks, tagged_command
-from compactkit.items import Message
-from compactkit.items.snapshot import MemorySnapshot
 
 
 def xml(thought: str, command: str) -> str:
@@ -159,22 +163,7 @@ def test_a_value_a_kept_tagged_command_writes_supersedes_the_summarys() -> None:
     def write(timeout: int) -> str:
         return xml("Set it.", f"cat > settings.toml <<EOF\ntimeout = {timeout}\nEOF")
 
-    items = tuple(
-        Message(role=role, content=text)  # type: ignore[arg-type]
-        for role, text in [
-            ("user", TASK),
-            ("assistant", write(30)),
-            ("user", observation("")),
-            ("assistant", f"Here is the module:\n{FILE}\nThe timeout is too short."),
-            ("user", "Carry on."),
-            ("assistant", write(45)),
-            ("user", observation("")),
-        ]
-    )
-    result = DigestCompressor(keep_last_groups=2).compress(MemorySnapshot(items=items))
-    assert result.snapshot is not None and result.snapshot.summary is not None
-    assert result.snapshot.items[-2].text == write(45)  # the newer write is kept verbatim
-    values = section(result.snapshot.summary, "Values")
+    values = values_after_a_kept_write(write)
     assert "`timeout` = 30 (superseded)" in values and "= 30 (current)" not in values
 
 
