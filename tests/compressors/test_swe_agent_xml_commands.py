@@ -94,6 +94,8 @@ def test_the_command_is_between_the_last_tags_the_message_ends_with() -> None:
     goes_on = "Look.\n<command>\nls -la\n</command>\nThen I will open it."
     assert bare_blocks(goes_on) == [("bash", {"command": "ls -la"})]
     assert tagged_command("Look. <command>ls</command>\nThen I will open it.") is None
+    heredoc = "Write it.\n```bash\ncat > job.xml <<'EOF'\n<job>\n<command>\nmake\n</command>\n</job>\nEOF\n```"
+    assert tagged_command(heredoc) is None
     fenced_inside = "Edit:\n<command>\nedit 1:1\n```\nx = 1\n```\nend_of_edit\n</command>"
     assert bare_blocks(fenced_inside) == [
         ("bash", {"command": "edit 1:1\n```\nx = 1\n```\nend_of_edit"})

@@ -452,8 +452,9 @@ def tagged_command(text: str) -> tuple[int, int, str] | None:
     """Where SWE-agent's XML format puts an assistant's command (``(start, end)`` of the tags
     and what they hold), as its parser reads it: between the last ``<command>`` and the last
     ``</command>``. Only when the message ends with ``</command>``, or both tags stand on lines
-    of their own (then the thought goes on after the command); ``None`` for any other message
-    (prose that names the tags inline and goes on is not a command)."""
+    of their own in a message with no fenced block or ``<function=`` call (then the thought goes
+    on after the command); ``None`` for any other message (prose that names the tags inline and
+    goes on is not a command, nor are tags a fenced heredoc writes into an XML file)."""
     if "<command>" not in text:
         return None
     stripped = len(text.rstrip())
@@ -467,6 +468,8 @@ def tagged_command(text: str) -> tuple[int, int, str] | None:
         (start == 0 or text[start - 1] == "\n")
         and text[close - 1] == "\n"
         and text.startswith("\n", end)
+        and "```" not in text  # (tags on lines of their own inside a heredoc or a file's text)
+        and "<function=" not in text
     ):
         return None
     return start, end, text[start + len("<command>") : close].strip()
