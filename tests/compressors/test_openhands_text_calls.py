@@ -9,7 +9,7 @@ from __future__ import annotations
 from swe_agent_support import FILE, section, summary_of
 
 from compactkit.compressors import DigestCompressor
-from compactkit.compressors.digest._files import text_actions, without_text_actions
+from compactkit.compressors.digest._text_actions import text_actions, without_text_actions
 from compactkit.items import FunctionCall, FunctionCallOutput, Message
 from compactkit.items.snapshot import MemorySnapshot
 

@@ -15,7 +15,7 @@ from swe_agent_support import (
     values_after_a_kept_write,
 )
 
-from compactkit.compressors.digest._files import bare_blocks, tagged_command
+from compactkit.compressors.digest._text_actions import bare_blocks, tagged_command
 
 
 def xml(thought: str, command: str) -> str:

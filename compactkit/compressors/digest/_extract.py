@@ -18,6 +18,7 @@ from compactkit.compressors import _facts_ids as facts_ids
 from compactkit.compressors import _facts_prose as facts_prose
 from compactkit.compressors._refs import Spans, provenance_on, spans_of, with_refs
 from compactkit.compressors.digest import _files as files
+from compactkit.compressors.digest import _text_actions as text_acts
 from compactkit.compressors.digest._call_plan import CallPlan, plan_of, planned
 from compactkit.compressors.digest._runs import command_line, covers, family, scope_of
 from compactkit.compressors.digest._values import (
@@ -74,7 +75,7 @@ class _Digest:
         self.file_calls: set[str] = set()  # calls that read or wrote files through a file tool
         self.last_assistant = ""
         self.pending_actions: list[tuple[str, dict[str, object]]] = []
-        self.fenced: list[tuple[str, dict[str, object]]] = []  # ``files.bare_blocks``
+        self.fenced: list[tuple[str, dict[str, object]]] = []  # ``text_acts.bare_blocks``
         self.open_file: str | None = None  # the file SWE-agent's last status lines named
         self.status: str | None = (
             None  # the SWE-agent output answering ``fenced`` (``answered_by``)
@@ -197,7 +198,7 @@ class _Digest:
         else:
             actions, prose = assistant_prose(text)
             self.pending_actions = actions
-            self.fenced = [] if actions else files.bare_blocks(text)
+            self.fenced = [] if actions else text_acts.bare_blocks(text)
             if (
                 not actions
                 and prose.strip()  # (without SWE-agent's <command>: its thought, if any)
@@ -218,7 +219,7 @@ class _Digest:
         answers."""
         if facts_prose.is_observation(text, after_action=bool(self.pending_actions)):
             return True
-        if files.answered_by(self.fenced, text):
+        if text_acts.answered_by(self.fenced, text):
             self.pending_actions, self.status = self.fenced, text
             return True
         return False
@@ -285,7 +286,7 @@ class _Digest:
         for name, args in actions:
             plan = plan_of(name, args)
             if status is not None:  # SWE-agent's commands: ``open``, ``edit`` of the open file
-                extra = files.swe_agent_ops(plan.command or "", self.open_file)
+                extra = text_acts.swe_agent_ops(plan.command or "", self.open_file)
                 plan = plan._replace(ops=plan.ops + extra) if extra else plan
             self.call(plan, observation)
         if status is not None:

@@ -21,8 +21,8 @@ from compactkit.compressors import _facts as facts
 from compactkit.compressors import _facts_prose as facts_prose
 from compactkit.compressors import _facts_values as facts_values
 from compactkit.compressors._refs import Spans, provenance_on, spans_of, with_refs
-from compactkit.compressors.digest import _files as files
 from compactkit.compressors.digest import _shell_files as shell_files
+from compactkit.compressors.digest import _text_actions as text_acts
 from compactkit.compressors.digest._call_plan import CallPlan, plan_of, planned
 from compactkit.compressors.sections import SummaryDocument
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
@@ -58,7 +58,7 @@ class _ValueReader:
         self.outputs = {i.call_id: i for i in items if isinstance(i, FunctionCallOutput)}
         self.values: list[str] = []
         self.pending: list[tuple[str, dict[str, object]]] = []  # an assistant's text actions
-        self.fenced: list[tuple[str, dict[str, object]]] = []  # ``files.bare_blocks``
+        self.fenced: list[tuple[str, dict[str, object]]] = []  # ``text_acts.bare_blocks``
         self.refs: Spans = ()
 
     def add(self, entries: list[str]) -> None:
@@ -92,32 +92,32 @@ class _ValueReader:
         ):
             self.flush()  # the observation answers the pending actions
             return
-        if item.role == "user" and files.answered_by(self.fenced, text):
+        if item.role == "user" and text_acts.answered_by(self.fenced, text):
             self.pending = self.fenced  # a shell's status answers a bare fenced block (SWE-agent)
             self.flush()
             return
         self.flush()
         if item.role not in ("user", "system", "developer"):
             self.pending, prose = assistant_prose(text)
-            self.fenced = [] if self.pending else files.bare_blocks(text)
+            self.fenced = [] if self.pending else text_acts.bare_blocks(text)
             text = prose
         self.add(prose_values(text))
 
 
 def assistant_prose(text: str) -> tuple[list[tuple[str, dict[str, object]]], str]:
-    """An assistant message's text actions (``files.text_actions``) and its prose without them:
+    """An assistant message's text actions (``text_acts.text_actions``) and its prose without them:
     a fenced shell block, or an ``Action:`` with its whole (multi-line) ``Action Input:`` — a
     heredoc or patch in it is file content, not a setting the assistant states. A message that
-    ends with SWE-agent's ``<command>`` (``files.tagged_command``) has no text action (its
-    command is one once a shell's status answers it: ``files.bare_blocks``), and its prose is
+    ends with SWE-agent's ``<command>`` (``text_acts.tagged_command``) has no text action (its
+    command is one once a shell's status answers it: ``text_acts.bare_blocks``), and its prose is
     the text before the tag."""
-    tagged = files.tagged_command(text)
+    tagged = text_acts.tagged_command(text)
     if tagged is not None:  # SWE-agent's <command>: an action once its output answers it
-        return [], files.command_thought(text, tagged)
-    actions = files.text_actions(text)
+        return [], text_acts.command_thought(text, tagged)
+    actions = text_acts.text_actions(text)
     if not actions:
         return actions, text
-    return actions, files.without_text_actions(_SHELL_BLOCK.sub(" ", text))
+    return actions, text_acts.without_text_actions(_SHELL_BLOCK.sub(" ", text))
 
 
 def prose_values(text: str) -> list[str]:
