@@ -77,9 +77,8 @@ class _Digest:
         self.pending_actions: list[tuple[str, dict[str, object]]] = []
         self.fenced: list[tuple[str, dict[str, object]]] = []  # ``text_acts.bare_blocks``
         self.open_file: str | None = None  # the file SWE-agent's last status lines named
-        self.status: str | None = (
-            None  # the SWE-agent output answering ``fenced`` (``answered_by``)
-        )
+        # the SWE-agent output answering ``fenced`` (``answered_by``)
+        self.status: str | None = None
         self.refs: Spans = ()  # the references ``add`` gives an entry: the item being read
 
     def add(self, key: SectionKey, text: str) -> None:

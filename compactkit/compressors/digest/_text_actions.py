@@ -37,7 +37,7 @@ _ACTION_LINE = re.compile(
 _FUNCTION_HEAD = re.compile(r"<function=([^>\n]+)>")
 _PARAMETER_HEAD = re.compile(r"\s*<parameter=([^>\n]+)>")
 _FUNCTION_END = "</function>"
-_CALL_WRAPPER = ("<tool_call>", "</tool_call>")
+_WRAPPER_OPEN, _WRAPPER_CLOSE = "<tool_call>", "</tool_call>"  # (Qwen3-Coder's template)
 
 
 def function_call(text: str) -> tuple[int, tuple[str, dict[str, object]]] | None:
@@ -55,8 +55,8 @@ def function_call(text: str) -> tuple[int, tuple[str, dict[str, object]]] | None
     if first < 0:
         return None
     body_end = len(text.rstrip())
-    if text.endswith(_CALL_WRAPPER[1], 0, body_end):
-        body_end = len(text[: body_end - len(_CALL_WRAPPER[1])].rstrip())
+    if text.endswith(_WRAPPER_CLOSE, 0, body_end):
+        body_end = len(text[: body_end - len(_WRAPPER_CLOSE)].rstrip())
     closed = text.endswith(_FUNCTION_END, 0, body_end)
     if closed:
         body_end -= len(_FUNCTION_END)
@@ -80,8 +80,8 @@ def function_call(text: str) -> tuple[int, tuple[str, dict[str, object]]] | None
         if not closed and (not arguments or not _FUNCTION_END.startswith(rest)):
             continue  # (a rest of "</" or "</func": the generation cut inside the closing tag)
         before = text[:start].rstrip()
-        if before.endswith(_CALL_WRAPPER[0]):
-            start = len(before) - len(_CALL_WRAPPER[0])
+        if before.endswith(_WRAPPER_OPEN):
+            start = len(before) - len(_WRAPPER_OPEN)
         return start, (head.group(1).strip(), arguments)
     return None
 
