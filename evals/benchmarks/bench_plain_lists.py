@@ -65,6 +65,7 @@ import gc
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -556,8 +557,6 @@ def tiktoken_cache_env() -> dict[str, str]:
     """The environment of a process whose ``tiktoken.get_encoding`` finds o200k_base in its
     cache (a user's warm cache, offline), made once per run."""
     if not _TIKTOKEN_CACHE:
-        import tempfile
-
         _TIKTOKEN_CACHE.append(Path(tempfile.mkdtemp(prefix="bench-tiktoken-")))
         tiktoken_cache(_TIKTOKEN_CACHE[0])
     return {"TIKTOKEN_CACHE_DIR": str(_TIKTOKEN_CACHE[0])}
@@ -870,4 +869,8 @@ def report(results: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:  # the tiktoken cache the start-up runs made, if they ran
+        for folder in _TIKTOKEN_CACHE:
+            shutil.rmtree(folder, ignore_errors=True)

@@ -78,8 +78,10 @@ import functools
 import gc
 import json
 import os
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Callable
@@ -246,11 +248,9 @@ class CompactkitSQLStore(Compactkit):
     persistence = "SQLSessionStore, SQLite file"
 
     def _store(self) -> Any:
-        import tempfile
-
         from compactkit import SQLSessionStore
 
-        folder = tempfile.mkdtemp(prefix="bench-runtime-")
+        folder = scratch("bench-runtime-")
         return SQLSessionStore(f"sqlite:///{folder}/sessions.db")
 
 
@@ -262,11 +262,9 @@ class CompactkitFileStore(Compactkit):
     persistence = "FileSessionStore"
 
     def _store(self) -> Any:
-        import tempfile
-
         from compactkit.sessions import FileSessionStore
 
-        return FileSessionStore(tempfile.mkdtemp(prefix="bench-runtime-files-"))
+        return FileSessionStore(scratch("bench-runtime-files-"))
 
 
 class CompactkitRedisStore(Compactkit):
@@ -319,9 +317,8 @@ class SQLiteFloor(Compactkit):
 
     def _store(self) -> Any:
         import sqlite3
-        import tempfile
 
-        folder = tempfile.mkdtemp(prefix="bench-runtime-floor-")
+        folder = scratch("bench-runtime-floor-")
         conn = sqlite3.connect(f"{folder}/floor.db", isolation_level=None)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")
@@ -340,9 +337,7 @@ class FsyncFloor(Compactkit):
     name = "floor: plain append + fsync"
 
     def _store(self) -> Any:
-        import tempfile
-
-        folder = tempfile.mkdtemp(prefix="bench-runtime-floor-")
+        folder = scratch("bench-runtime-floor-")
         fd = os.open(f"{folder}/floor.jnl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
 
         def write(record: bytes) -> None:
@@ -369,7 +364,22 @@ class RedisFloor(Compactkit):
 
 
 REDIS_PREFIXES: list[str] = []
+SCRATCH: list[str] = []
 REDIS_URL = os.environ.get("COMPACTKIT_TEST_REDIS_URL", "")
+
+
+def scratch(prefix: str) -> str:
+    """A new temporary folder for a loop's database or journal, removed by
+    ``remove_scratch`` when the run ends (a run makes hundreds)."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    SCRATCH.append(folder)
+    return folder
+
+
+def remove_scratch() -> None:
+    """Delete the folders ``scratch`` made."""
+    while SCRATCH:
+        shutil.rmtree(SCRATCH.pop(), ignore_errors=True)
 
 
 def drop_redis_keys() -> None:
@@ -391,9 +401,8 @@ def sqlite_commit_floor(rows: int = 400, size: int = 600) -> float:
     database, as ``SQLSessionStore`` opens it (WAL, the driver's default synchronous=FULL):
     the floor a durable save pays, whatever it writes. Median of ``rows`` commits."""
     import sqlite3
-    import tempfile
 
-    folder = tempfile.mkdtemp(prefix="bench-runtime-floor-")
+    folder = scratch("bench-runtime-floor-")
     conn = sqlite3.connect(f"{folder}/floor.db", isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT NOT NULL)")
@@ -412,9 +421,7 @@ def sqlite_commit_floor(rows: int = 400, size: int = 600) -> float:
 def fsync_append_floor(rows: int = 400, size: int = 600) -> float:
     """CPU seconds of one plain append of a ``size``-byte line to a file + ``fsync``: the floor
     of a durable file save. Median of ``rows``."""
-    import tempfile
-
-    folder = tempfile.mkdtemp(prefix="bench-runtime-floor-")
+    folder = scratch("bench-runtime-floor-")
     fd = os.open(f"{folder}/floor.jnl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     line = b"x" * (size - 1) + b"\n"
     costs = []
@@ -1077,4 +1084,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        remove_scratch()
