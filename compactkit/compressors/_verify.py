@@ -26,25 +26,32 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from itertools import chain, filterfalse
-from typing import Any, NamedTuple
+from typing import Any
 
 from compactkit.compressors._entries import VALUE, entry_key, key_of
-from compactkit.compressors._facts_prose import is_observation
 from compactkit.compressors._refs import strip_refs
+from compactkit.compressors._verify_text import (
+    LATER,
+    QUOTES,
+    ROLE,
+    Span,
+    flattened,
+    folded_text,
+    norm,
+    norm_lines,
+    plain,
+)
 from compactkit.compressors.sections import SectionKey, SummaryDocument
-from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
+from compactkit.items import Item
 
-__all__ = ["MUST_KEEP", "Verification", "folded_text", "rules_said_once", "unkept", "verify"]
+__all__ = ["MUST_KEEP", "Verification", "rules_said_once", "unkept", "verify"]
 
 MUST_KEEP: tuple[SectionKey, ...] = ("constraints", "files_modified", "errors", "values")
 """The sections whose facts a summary of a span must hold: the user's constraints, the files
 modified, the errors still open and the current values."""
 
-_ROLE = re.compile(r"^\((?:system|developer|user)\) ")
-_LATER = "Later: "
-_QUOTES = "\"'`\u201c\u201d\u2018\u2019*_ "
 _CLIP = re.compile(r"\s*(?:…|\.\.\.)\s*")
 # Where a clause may start: the text's start, after a sentence end, a semicolon or colon, a
 # line break, an opening quote or bracket, a list marker.
@@ -93,129 +100,6 @@ class Verification:
         return out
 
 
-@dataclass(frozen=True)
-class _Span:
-    """The folded span's text, normalised: what people wrote, and everything."""
-
-    authored: str
-    everything: str
-    known: frozenset[str] = field(default_factory=frozenset)
-
-    @functools.cached_property
-    def flat(self) -> str:
-        """``authored`` with its line breaks as spaces (made once: every ``Later:`` entry of a
-        summary is looked for in it)."""
-        return _flat(self.authored)
-
-
-def folded_text(
-    items: Sequence[Item], previous: SummaryDocument | None = None, *, everything: bool = True
-) -> tuple[str, str]:
-    """``(authored, everything)``: the text people wrote in ``items`` (user messages that are
-    not a tool's output fed back, system and developer messages; plus the previous summary's
-    goal and constraints) and all of the span's text (plus the previous summary).
-
-    With ``everything=False`` the second is ``""``, not built: it is the whole span and the
-    whole previous summary, rendered and normalised (O(span + summary) per compaction), and a
-    caller that does not check facts against the span (the digest) never reads it.
-    """
-    authored: list[str] = []
-    every: list[str] = []
-    for item in items:
-        if isinstance(item, Message):
-            text = item.text
-            if item.role in ("system", "developer") or (
-                item.role == "user" and not is_observation(text)
-            ):
-                authored.append(text)
-            every.append(text)
-        elif everything and isinstance(item, FunctionCall):
-            every.append(f"{item.name} {item.arguments}")
-        elif everything and isinstance(item, FunctionCallOutput):
-            every.append(item.text)
-    kept: tuple[str, ...] = ()  # the previous summary's goal and constraints
-    if previous is not None and not previous.is_empty:
-        kept = previous.entries("goal") + previous.entries("constraints")
-        if everything:
-            every.append(previous.render())
-    return _authored_lines(authored, kept), _norm("\n".join(every)) if everything else ""
-
-
-def _authored_lines(span: list[str], kept: tuple[str, ...]) -> str:
-    """``_lines`` of ``span`` and of ``kept``'s plain texts (``_plain``) joined by line breaks,
-    with the summary's entries (``kept``: mostly the same from one compaction to the next)
-    read once each (``_kept_lines``). ``_lines`` of texts joined by line breaks is the texts'
-    ``_lines`` joined, when every text but the last is whole lines (``_whole_lines``) and the
-    last is not empty; otherwise the texts are joined first."""
-    if not kept:
-        return _lines("\n".join(span))
-    head = "\n".join(span)
-    read = _kept_lines(kept)
-    if not read.last or (span and not _whole_lines(head)) or not read.whole_but_last:
-        return _lines("\n".join([*span, *map(_plain, kept)]))
-    return f"{_lines(head)}\n{read.lines}" if span else read.lines
-
-
-class _KeptLines(NamedTuple):
-    """A summary's goal and constraints entries as ``_authored_lines`` reads them."""
-
-    entries: tuple[str, ...]
-    lines: str
-    """Their plain texts' ``_lines``, joined by line breaks."""
-    whole: bool
-    """Whether every plain text is whole lines (``_whole_lines``)."""
-    whole_but_last: bool
-    """Whether every plain text but the last is."""
-    last: str
-    """The last plain text."""
-
-
-# The goal and constraints read last. The next compaction's previous summary holds the same
-# entries with this one's new requests after them: only those are read then (a long session's
-# summary holds hundreds of constraints, and reading each again was O(summary) per compaction).
-_KEPT: list[_KeptLines | None] = [None]
-
-
-def _kept_lines(entries: tuple[str, ...]) -> _KeptLines:
-    """``entries`` (not empty) read as ``_authored_lines`` reads them: from the entries read
-    last (``_KEPT``) when ``entries`` starts with them, by the new entries alone. The plain
-    version reads every entry (tests/compressors/test_verify_authored.py holds them equal)."""
-    base = _KEPT[0]
-    if base is not None and entries[: len(base.entries)] != base.entries:
-        base = None
-    if base is not None and len(base.entries) == len(entries):
-        return base
-    plain = [_plain(entry) for entry in entries[len(base.entries) if base else 0 :]]
-    read = [_entry_lines(text) for text in plain]
-    lines = "\n".join([lines for lines, _ in read])
-    whole_before = True
-    if base is not None:
-        lines, whole_before = f"{base.lines}\n{lines}", base.whole
-    whole = [whole for _, whole in read]
-    kept = _KeptLines(
-        entries,
-        lines,
-        whole_before and all(whole),
-        whole_before and all(whole[:-1]),
-        plain[-1],
-    )
-    _KEPT[0] = kept
-    return kept
-
-
-@functools.lru_cache(maxsize=1 << 14)
-def _entry_lines(text: str) -> tuple[str, bool]:
-    """``_lines(text)``, and whether ``text`` is whole lines. Remembered: every compaction
-    reads the previous summary's goal and constraints again."""
-    return _lines(text), _whole_lines(text)
-
-
-def _whole_lines(text: str) -> bool:
-    """Whether ``text`` is not empty and does not end in a line break: joined to a next text by
-    a line break, its lines (``str.splitlines``) stay its own and the next text's theirs."""
-    return bool(text) and text[-1].splitlines() != [""]
-
-
 def verify(
     summary: SummaryDocument,
     facts: SummaryDocument,
@@ -245,7 +129,7 @@ def verify(
     authored, everything = text if check_facts else (text[0], "")
     before = previous or SummaryDocument()
     known = frozenset(chain.from_iterable(before.entries(key) for key in summary.sections))
-    span = _Span(authored, everything, known)
+    span = Span(authored, everything, known)
     checked, rejected = _reject(summary, span)
     checked, verified, re_added = _restore(checked, facts)
     return checked, Verification(verified, re_added, rejected)
@@ -268,7 +152,7 @@ _JUDGED_IN_TEXT: frozenset[SectionKey] = frozenset(
 )
 
 
-def _reject(summary: SummaryDocument, span: _Span) -> tuple[SummaryDocument, tuple[str, ...]]:
+def _reject(summary: SummaryDocument, span: Span) -> tuple[SummaryDocument, tuple[str, ...]]:
     """``summary`` without the entries the span does not support (``_unsupported``), and why
     each was refused. Only the sections ``_unsupported`` judges are read: a summary's other
     entries, most of it, are not walked each compaction."""
@@ -297,11 +181,11 @@ def _reject(summary: SummaryDocument, span: _Span) -> tuple[SummaryDocument, tup
     return replace(summary, sections=sections), tuple(rejected)
 
 
-def _unsupported(key: SectionKey, entry: str, span: _Span) -> str | None:
+def _unsupported(key: SectionKey, entry: str, span: Span) -> str | None:
     """Why the span does not support ``entry`` of section ``key``, or ``None``."""
     if key == "constraints":
-        quote = _plain(entry)
-        if entry.startswith(_LATER):  # the user's later words, joined: held word by word
+        quote = plain(entry)
+        if entry.startswith(LATER):  # the user's later words, joined: held word by word
             ok = _supported(quote, span)
             return None if ok else "the folded text does not hold it"
         if len(quote.split()) < 2:
@@ -310,16 +194,16 @@ def _unsupported(key: SectionKey, entry: str, span: _Span) -> str | None:
             return "not a whole clause of text a person wrote"
         return None
     if key == "goal":
-        goal = _plain(entry)
-        if _norm(goal) in span.flat or _supported(goal, span.flat + span.everything):
+        goal = plain(entry)
+        if norm(goal) in span.flat or _supported(goal, span.flat + span.everything):
             return None
         return "the folded text does not hold it"
     if key in ("files_read", "files_modified", "errors", "identifiers") and span.everything:
         fact = key_of(entry)
-        if fact is None or _norm(fact).rstrip("…").strip() in span.everything:
+        if fact is None or norm(fact).rstrip("…").strip() in span.everything:
             return None
         # a clipped fact: what is left of it must be there
-        head = _CLIP.split(_norm(fact))[0]
+        head = _CLIP.split(norm(fact))[0]
         return None if head and head in span.everything else "appears nowhere in the folded text"
     return None
 
@@ -328,14 +212,14 @@ def _whole_clause(quote: str, authored: str) -> bool:
     """Whether every clipped piece of ``quote`` occurs in ``authored`` and the first starts a
     clause there (so no negation or condition before it was cut off); an unclipped quote must
     also end one."""
-    pieces = [p for p in _CLIP.split(_norm(quote)) if p]
+    pieces = [p for p in _CLIP.split(norm(quote)) if p]
     if not pieces:
         return False
     clipped = len(pieces) > 1 or bool(_CLIP.search(quote.rstrip()[-3:]))
-    first = pieces[0].rstrip(".").strip(_QUOTES)
+    first = pieces[0].rstrip(".").strip(QUOTES)
     if not first:
         return False
-    flat = _flat(authored)  # line breaks as spaces, at the same positions
+    flat = flattened(authored)  # line breaks as spaces, at the same positions
     start = 0
     found = False
     while (at := flat.find(first, start)) >= 0:
@@ -346,21 +230,21 @@ def _whole_clause(quote: str, authored: str) -> bool:
             found = True
             break
         start = at + 1
-    return found and all(p.strip(_QUOTES) in flat for p in pieces[1:])
+    return found and all(p.strip(QUOTES) in flat for p in pieces[1:])
 
 
-def _supported(goal: str, text: str | _Span) -> bool:
+def _supported(goal: str, text: str | Span) -> bool:
     """Whether ``text`` holds enough of ``goal``'s content words (or, having none, all of it);
     a span's text with its line breaks as spaces (``flat``). A word holds no space or line
     break, so it occurs in the authored text as written where it occurs in the flat one: the
     flat copy of a long text is made only for a goal without content words."""
     words = {w for w in _WORD.findall(goal.casefold()) if w not in _STOP}
-    if isinstance(text, _Span):
+    if isinstance(text, Span):
         if not words:
-            return _norm(goal) in text.flat
+            return norm(goal) in text.flat
         text = text.authored
     elif not words:
-        return _norm(goal) in text
+        return norm(goal) in text
     held = sum(1 for w in words if w in text)
     return held / len(words) >= _GOAL_SUPPORT
 
@@ -378,7 +262,7 @@ def _restore(
     have_constraints: set[str] | None = None
     goals = summary.entries("goal")
     for entry in facts.entries("constraints"):
-        if entry.startswith(_LATER):
+        if entry.startswith(LATER):
             continue  # a request, not a rule: not must-keep
         if have_constraints is None:
             have_constraints = set(map(_constraint_key, summary.entries("constraints")))
@@ -397,8 +281,8 @@ def _restore(
             found = entry_key(entry) in have
             if not found:  # written in other words around it (no `code` span, a remark)
                 if text is None:
-                    text = _norm("\n".join(summary.entries(key)).replace("`", ""))
-                found = _norm(key_of(entry) or entry).rstrip("…").strip() in text
+                    text = norm("\n".join(summary.entries(key)).replace("`", ""))
+                found = norm(key_of(entry) or entry).rstrip("…").strip() in text
             if found:
                 verified.append(f"{key}: {entry[:160]}")
             else:
@@ -428,7 +312,7 @@ def rules_said_once(doc: SummaryDocument, goals: Sequence[str] | None = None) ->
     constraints = doc.entries("constraints")
     if not goals or not constraints:
         return doc
-    kept = tuple(e for e in constraints if e.startswith(_LATER) or not _in_goal(e, goals))
+    kept = tuple(e for e in constraints if e.startswith(LATER) or not _in_goal(e, goals))
     if len(kept) == len(constraints):
         return doc
     sections = dict(doc.sections)
@@ -442,9 +326,9 @@ def rules_said_once(doc: SummaryDocument, goals: Sequence[str] | None = None) ->
 def _in_goal(entry: str, goals: Sequence[str]) -> bool:
     """Whether a goal entry quotes the constraint ``entry`` verbatim as a whole clause (it
     starts and ends one there, so a goal saying "never do X" does not hold the rule "do X")."""
-    if not goals or _ROLE.match(entry):  # a system or developer rule is never the user's goal
+    if not goals or ROLE.match(entry):  # a system or developer rule is never the user's goal
         return False
-    quote = _plain(entry)
+    quote = plain(entry)
     return len(quote.split()) >= 2 and any(
         _whole_clause(quote, _goal_lines(goal)) for goal in goals
     )
@@ -454,7 +338,7 @@ def _in_goal(entry: str, goals: Sequence[str]) -> bool:
 def _goal_lines(goal: str) -> str:
     """A goal entry's words as ``_whole_clause`` reads a text (remembered: the same goal is
     read by every compaction)."""
-    return _lines(_plain(goal))
+    return norm_lines(plain(goal))
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -463,7 +347,7 @@ def _constraint_key(entry: str) -> str:
 
     Remembered: every compaction matches the whole summary's constraints again (twice, when
     it trims), and the summary keeps most of them from one compaction to the next."""
-    return _norm(_plain(entry)).rstrip(".")
+    return norm(plain(entry)).rstrip(".")
 
 
 def _current_values(entries: Iterable[str]) -> dict[str, tuple[str, str]]:
@@ -474,25 +358,3 @@ def _current_values(entries: Iterable[str]) -> dict[str, tuple[str, str]]:
         if match and match.group("status") != "superseded":
             out[match.group("name")] = (match.group("value").strip(), entry)
     return out
-
-
-@functools.lru_cache(maxsize=1 << 14)
-def _plain(entry: str) -> str:
-    """An entry's quoted words: no role or ``Later:`` label, no surrounding quotes, no
-    references."""
-    text = _ROLE.sub("", strip_refs(entry).strip())
-    text = text.removeprefix(_LATER)
-    return text.strip(_QUOTES)
-
-
-def _norm(text: str) -> str:
-    return " ".join(text.split()).casefold()
-
-
-def _lines(text: str) -> str:
-    """``_norm`` line by line: the line breaks stay (a clause may start after one)."""
-    return "\n".join(" ".join(line.split()) for line in text.splitlines()).casefold()
-
-
-def _flat(text: str) -> str:
-    return text.replace("\n", " ")

@@ -1,7 +1,7 @@
 """The post-condition reads what people wrote in a folded span together with the previous
 summary's goal and constraints. It normalises each summary entry once (the summary keeps
 most of them from one compaction to the next) instead of the joined text every time, and reads
-only the entries a summary added after the ones it read last (``_kept_lines``): the text it
+only the entries a summary added after the ones it read last (``_verify_text._kept_lines``): the text it
 checks against is exactly the joined text normalised, whatever came before."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import re
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from compactkit.compressors import _verify
+from compactkit.compressors import _verify, _verify_text
 from compactkit.compressors._facts_prose import is_observation
 from compactkit.compressors.sections import SummaryDocument
 from compactkit.items import Message
@@ -33,8 +33,8 @@ def _reference(span: list[str], kept: list[str]) -> str:
 def test_entries_normalised_one_by_one_give_the_joined_text_normalised(
     span: list[str], kept: list[str]
 ) -> None:
-    plain = [_verify._plain(e) for e in kept]
-    assert _verify._authored_lines(span, tuple(kept)) == _reference(span, plain)
+    plain = [_verify_text.plain(e) for e in kept]
+    assert _verify_text._authored_lines(span, tuple(kept)) == _reference(span, plain)
 
 
 _entries = st.lists(
@@ -62,9 +62,9 @@ def test_summaries_read_one_after_another_give_the_joined_text_normalised(
         if cut >= 0:
             del kept[cut:]
         kept += grown
-        plain = [_verify._plain(e) for e in kept]
-        assert _verify._authored_lines(said, tuple(kept)) == _reference(said, plain)
-        assert _verify._authored_lines(span, tuple(kept)) == _reference(span, plain)
+        plain = [_verify_text.plain(e) for e in kept]
+        assert _verify_text._authored_lines(said, tuple(kept)) == _reference(said, plain)
+        assert _verify_text._authored_lines(span, tuple(kept)) == _reference(span, plain)
 
 
 @PROPERTY
@@ -78,8 +78,8 @@ def test_folded_text_reads_the_previous_goal_and_constraints_as_written(
 ) -> None:
     items = [Message(role="user", content=text) for text in said]
     previous = SummaryDocument.of(goal=goals, constraints=rules)
-    kept = [_verify._plain(e) for key in ("goal", "constraints") for e in previous.entries(key)]
-    authored, _everything = _verify.folded_text(items, previous, everything=False)
+    kept = [_verify_text.plain(e) for key in ("goal", "constraints") for e in previous.entries(key)]
+    authored, _everything = _verify_text.folded_text(items, previous, everything=False)
     span = [m.text for m in items if not is_observation(m.text)]
     assert authored == _reference(span, kept)
 
@@ -92,14 +92,14 @@ _clauses = st.lists(_clause_pieces, max_size=8).map("".join)
 
 def plain_whole_clause(quote: str, authored: str) -> bool:
     """``_whole_clause`` as first written: the text before and after each find sliced whole."""
-    pieces = [p for p in _verify._CLIP.split(_verify._norm(quote)) if p]
+    pieces = [p for p in _verify._CLIP.split(_verify_text.norm(quote)) if p]
     if not pieces:
         return False
     clipped = len(pieces) > 1 or bool(_verify._CLIP.search(quote.rstrip()[-3:]))
-    first = pieces[0].rstrip(".").strip(_verify._QUOTES)
+    first = pieces[0].rstrip(".").strip(_verify_text.QUOTES)
     if not first:
         return False
-    flat = _verify._flat(authored)
+    flat = _verify_text.flattened(authored)
     start, found = 0, False
     while (at := flat.find(first, start)) >= 0:
         before, after = authored[:at], authored[at + len(first) :]
@@ -109,7 +109,7 @@ def plain_whole_clause(quote: str, authored: str) -> bool:
             found = True
             break
         start = at + 1
-    return found and all(p.strip(_verify._QUOTES) in flat for p in pieces[1:])
+    return found and all(p.strip(_verify_text.QUOTES) in flat for p in pieces[1:])
 
 
 @PROPERTY
@@ -128,5 +128,5 @@ def test_a_whole_clause_is_found_as_the_plain_search_finds_it(quote: str, author
 def test_words_are_found_in_the_authored_text_as_in_its_flat_copy(
     quote: str, authored: str
 ) -> None:
-    span = _verify._Span(authored, "")
+    span = _verify_text.Span(authored, "")
     assert _verify._supported(quote, span) == _verify._supported(quote, span.flat)

@@ -11,7 +11,7 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactkit.compressors import _verify
+from compactkit.compressors import _verify, _verify_text
 from compactkit.compressors._entries import entry_key, key_of
 from compactkit.compressors.sections import SECTIONS, SummaryDocument
 from compactkit.items import Message
@@ -51,7 +51,7 @@ _docs = st.dictionaries(
 
 
 def plain_reject(
-    summary: SummaryDocument, span: _verify._Span
+    summary: SummaryDocument, span: _verify_text.Span
 ) -> tuple[SummaryDocument, tuple[str, ...]]:
     """``_verify._reject`` as written before it skipped sections: every entry judged."""
     rejected: list[str] = []
@@ -83,7 +83,7 @@ def plain_verify(
 ) -> tuple[SummaryDocument, _verify.Verification]:
     authored, everything = text if check_facts else (text[0], "")
     known = frozenset(entry for key in summary.sections for entry in previous.entries(key))
-    checked, rejected = plain_reject(summary, _verify._Span(authored, everything, known))
+    checked, rejected = plain_reject(summary, _verify_text.Span(authored, everything, known))
     checked, verified, re_added = plain_restore(checked, facts)
     return checked, _verify.Verification(verified, re_added, rejected)
 
@@ -97,7 +97,7 @@ def plain_restore(
     have_constraints = set(map(_verify._constraint_key, summary.entries("constraints")))
     goals = summary.entries("goal")
     for entry in facts.entries("constraints"):
-        if entry.startswith(_verify._LATER):
+        if entry.startswith(_verify_text.LATER):
             continue
         if _verify._constraint_key(entry) in have_constraints or _verify._in_goal(entry, goals):
             verified.append(f"constraints: {entry[:160]}")
@@ -113,8 +113,8 @@ def plain_restore(
             if not found:
                 if text is None:
                     joined = "\n".join(summary.entries(key)).replace("`", "")
-                    text = _verify._norm(joined)
-                found = _verify._norm(key_of(entry) or entry).rstrip("…").strip() in text
+                    text = _verify_text.norm(joined)
+                found = _verify_text.norm(key_of(entry) or entry).rstrip("…").strip() in text
             if found:
                 verified.append(f"{key}: {entry[:160]}")
             else:
@@ -153,7 +153,7 @@ def test_verify_judges_as_the_plain_walk(
 ) -> None:
     items = [Message(role="user", content=t) for t in said if t]
     items += [Message(role="assistant", content=t) for t in seen if t]
-    text = _verify.folded_text(items, previous)
+    text = _verify_text.folded_text(items, previous)
     got = _verify.verify(
         summary, facts, items, previous=previous, text=text, check_facts=check_facts
     )
