@@ -38,7 +38,8 @@ import math
 import re
 from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import replace
-from itertools import repeat
+from itertools import compress, repeat
+from operator import is_
 from typing import Any, TypeVar
 
 from compactkit.budget.tokens import TokenCounter
@@ -46,7 +47,7 @@ from compactkit.compressors._entries import runs
 from compactkit.compressors._forms import EXTRA, LATER, SUPERSEDED, barer
 from compactkit.compressors._plan import text_tokens
 from compactkit.compressors._refs import strip_refs
-from compactkit.compressors._trim_costs import form_chains, form_changes, remembered
+from compactkit.compressors._trim_costs import Changes, form_chains, form_changes, remembered
 from compactkit.compressors._trim_state import LATER_PREFIX, TrimmedDocument, TrimState, pool_of
 
 Doc = TypeVar("Doc", bound=TrimmedDocument)
@@ -183,28 +184,52 @@ def _rewrite(
 def _reworded(state: TrimState, tier_pools: list[list[str]]) -> Generator[None, None, bool]:
     """``_rewrite`` with ``shorten``, then ``bare``, then ``no_refs``, from entries none of
     which was changed or dropped yet: each entry's three forms are remembered together
-    (``_trim_costs.form_chains``), so one look-up per entry finds what the three passes change,
-    and the changes are applied in the passes' order, pausing only where the text fits."""
-    table = form_chains()
-    entries = state.entries
+    (``_trim_costs.form_chains``), so one look-up per entry finds what the three passes change
+    (``_changes``), and the changes are applied in the passes' order, pausing only where the
+    text fits."""
     passes: tuple[list[tuple[str, int, str]], ...] = ([], [], [])
-    for tier in tier_pools:
-        for pool in tier:
-            for section, index in state.pools[pool]:
-                key = (pool, entries[section][index])
-                forms = table.get(key)  # type: ignore[arg-type]
-                if forms is None:
-                    forms = table[key] = form_changes(*key)  # type: ignore[arg-type,index]
-                for step, form in forms:
-                    passes[step].append((section, index, form))
+    for section, index, changes in _changes(state, tier_pools):
+        for step, form in changes:
+            passes[step].append((section, index, form))
     paused = False
-    for changes in passes:
-        for section, index, form in changes:
+    for moves in passes:
+        for section, index, form in moves:
             state.replace(section, index, form)
             if state.total <= state.budget:
                 paused = True
                 yield
     return paused  # whether the caller was given the chance to stop on the way
+
+
+def _changes(state: TrimState, tier_pools: list[list[str]]) -> Iterator[tuple[str, int, Changes]]:
+    """``(section, index, form_changes(pool, entry))`` for every entry that a pass changes, pool
+    by pool in ``tier_pools``' order, each pool's oldest first. A pool made of whole sections
+    (``TrimState.runs``) is looked up section by section in C, and only the entries a pass
+    changes are walked: a trim's summary is mostly the entries the trim before left, which no
+    pass changes again. The plain version walks every entry of ``state.pools[pool]``
+    (tests/compressors/test_trim_rewording.py holds them equal)."""
+    table = form_chains()
+    entries = state.entries
+    for tier in tier_pools:
+        for pool in tier:
+            sections = state.runs.get(pool)
+            if sections is None:  # entry by entry (a MIXED section's pools)
+                for section, index in state.pools[pool]:
+                    key = (pool, entries[section][index])
+                    forms = table.get(key)  # type: ignore[arg-type]
+                    if forms is None:
+                        forms = table[key] = form_changes(*key)  # type: ignore[arg-type,index]
+                    if forms:
+                        yield section, index, forms
+                continue
+            for section in sections:
+                values = entries[section]
+                found = list(map(table.get, zip(repeat(pool), values)))  # type: ignore[arg-type]
+                for index in compress(range(len(found)), map(is_, found, repeat(None))):
+                    key = (pool, values[index])
+                    found[index] = table[key] = form_changes(*key)  # type: ignore[arg-type,index]
+                for index in compress(range(len(found)), found):  # (a change: not empty)
+                    yield section, index, found[index]  # type: ignore[misc]
 
 
 def _barer(state: TrimState) -> Callable[[str, str], str]:

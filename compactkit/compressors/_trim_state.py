@@ -61,6 +61,9 @@ class TrimState:
         self.entries: dict[str, list[str | None]] = {}
         self.costs: dict[str, list[int]] = {}
         self.pools: dict[str, list[tuple[str, int]]] = {}  # pool -> (section, index), oldest first
+        # pool -> the sections whose entries, all of them in order, are its (section, index)
+        # list; None for a pool made entry by entry (of a MIXED section)
+        self.runs: dict[str, list[str] | None] = {}
         self.mixed: dict[tuple[str, int], str] = {}  # the pool of each entry of a MIXED section
         self.sizes: dict[str, int] = {}  # pool -> the costs of its entries not dropped
         self.omitted: dict[str, int] = dict(doc.omitted)
@@ -95,9 +98,13 @@ class TrimState:
                 name = self.mixed[section, index] = pool_of(pool, entry)
                 self.pools.setdefault(name, []).append((section, index))
                 self.sizes[name] = self.sizes.get(name, 0) + costs[index]
+                self.runs[name] = None
         else:  # the whole section one pool
             self.pools.setdefault(pool, []).extend(zip(repeat(section), range(len(values))))
             self.sizes[pool] = self.sizes.get(pool, 0) + sum(costs)
+            run = self.runs.setdefault(pool, [])
+            if run is not None:
+                run.append(section)
 
     def pool(self, section: str, index: int) -> str:
         """The pool of the entry at ``section``, ``index``."""
