@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable, Sequence
-from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from compactkit.budget.profiles import ProfileRegistry
@@ -25,6 +24,7 @@ from compactkit.integrations._compacted import (
     Seen,
     check_governor,
 )
+from compactkit.integrations._originals import kept, remember
 from compactkit.integrations._seen import SeenList
 from compactkit.integrations._wire import (
     MessageFormat,
@@ -49,8 +49,6 @@ if TYPE_CHECKING:  # the preview loads with its first use (it pulls in the summa
     from compactkit.runtime.background import BackgroundCompaction  # (asyncio: with its use)
 
 __all__ = ["COMPACTOR_OPTIONS", "CompactedMessages", "MessageCompactor"]
-
-_seq_of = attrgetter("seq")
 
 
 class MessageCompactor:
@@ -410,33 +408,7 @@ class MessageCompactor:
         while those items are sent unchanged (``summaries=False``: the caller knows that none
         of the items is a summary message, which is not stored as an item; ``stored``: the
         items as the memory stored them, when the caller has them)."""
-        originals = self._originals
-        if not summaries and stored is not None and len(stored) == sum(map(len, per_message)):
-            # The usual call: every item was stored as it is, in order (no counts to take).
-            at = 0
-            for message, items in zip(fresh, per_message, strict=True):
-                if items:
-                    first = stored[at]
-                    if first.seq is not None:
-                        originals[first.seq] = (message, *stored[at : at + len(items)])
-                    at += len(items)
-            return
-        counts = (
-            [sum(not is_summary_message(i) for i in items) for items in per_message]
-            if summaries
-            else list(map(len, per_message))
-        )
-        total = sum(counts)
-        if not total:
-            return
-        if stored is None or len(stored) != total:
-            stored = self._memory.snapshot().items[-total:]
-        at = 0
-        for message, items, count in zip(fresh, per_message, counts, strict=True):
-            mine = stored[at : at + count]
-            at += count
-            if count and count == len(items) and mine[0].seq is not None:
-                originals[mine[0].seq] = (message, *mine)
+        remember(self._originals, self._memory, fresh, per_message, summaries, stored)
 
     def _converter_for(self, fresh: Sequence[Any]) -> WireConverter:
         if not self._decided:
@@ -477,27 +449,26 @@ class MessageCompactor:
         converter = self._converter
         # Responses: the instructions go as the request's instructions, not as items.
         skip = len(prepared.instructions) if converter.format == "responses" else 0
+        compacted = step.compacted  # (a scan of the step's events: read once)
+        whole = compacted or not self._seen[0].exact  # the history is returned rendered
+        snapshot = self._memory.snapshot() if whole else None
+        if compacted:
+            # The folded messages' entries go: the kept ones are those of the items still
+            # active, in a new map (a new object: no earlier conversion resumes with it), made
+            # before this call's conversions, which the next call then resumes.
+            self._originals = kept(self._originals, snapshot.items)  # type: ignore[union-attr]
         system, send = converter.from_items(step.items, self._originals, skip=skip)
         history: list[Any]
-        compacted = step.compacted  # (a scan of the step's events: read once)
-        if compacted or not self._seen[0].exact:
-            snapshot = self._memory.snapshot()
-            if compacted:
-                # The folded messages' entries go: the kept ones are those of the items still
-                # active, in a new map (a new object: the converter resumes from nothing).
-                old: SeqMap[Original] = self._originals
-                originals: SeqMap[Original] = SeqMap()
-                for seq in sorted(map(_seq_of, snapshot.items)):
-                    original = old.get(seq)
-                    if original is not None:
-                        originals[seq] = original
-                self._originals = originals
+        if snapshot is not None:
             # Anthropic's summary stays in the messages (a user block), so the list is whole.
             role: SummaryRole = (
                 "user" if converter.format == "anthropic" else self.governor.projector.summary_role
             )
             rendered = snapshot.render_items(summary_role=role)
-            _, history = converter.from_items(rendered, self._originals, slot="history")
+            like = converter.converted_like(rendered, self._originals, like="send", slot="history")
+            if like is None:
+                _, like = converter.from_items(rendered, self._originals, slot="history")
+            history = like
             self._seen = [Seen(SeenList(messages), exact=False), Seen(SeenList(history))]
         else:
             history = messages if isinstance(messages, list) else list(messages)

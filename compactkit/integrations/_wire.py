@@ -14,6 +14,8 @@ import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import compress
+from operator import is_not
 from typing import Any, Literal, TypeAlias
 
 from compactkit.errors import ConfigError, FormatError
@@ -288,6 +290,33 @@ class WireConverter:
         self._resumes[slot] = _Resume(items, skip, index, out, sent, mark_system, originals, merged)
         return system, result
 
+    def converted_like(
+        self, items: Sequence[Item], originals: Mapping[int, Original], *, like: str, slot: str
+    ) -> list[Any] | None:
+        """``from_items(items, originals, slot=slot)[1]``, taken from the last call of slot
+        ``like`` when it converted the same items under the same ``originals`` (the very
+        objects, but for equal items without a seq, which convert alike: a summary message
+        rendered again); ``None`` otherwise (convert them). Not for Anthropic (its turns merge
+        by role, and its summary goes as a user turn). ``slot`` resumes from it as from its own.
+
+        A compaction's prompt is often its whole new history, which the compactor converts
+        twice (what to send, the history to return): O(window) once instead of twice.
+        """
+        resume = self._resumes.get(like)
+        if (
+            self.format == "anthropic"
+            or resume is None
+            or resume.originals is not originals
+            or resume.skip
+            or not _alike(items, resume.items)
+        ):
+            return None
+        out = resume.out
+        self._resumes[slot] = _Resume(
+            items, 0, resume.index, list(out), resume.sent, resume.system, originals, []
+        )
+        return list(out)
+
     # -- helpers ---------------------------------------------------------------------------
 
     def _convert(self, run: list[Item]) -> tuple[Any, list[Any]]:
@@ -418,6 +447,18 @@ def _starts_with(items: Sequence[Item], seen: Sequence[Item], n: int) -> bool:
     if items[n - 1] is not seen[n - 1] or items[0] is not seen[0]:
         return False
     return tuple(items[:n]) == tuple(seen[:n])  # in C, identity first
+
+
+def _alike(items: Sequence[Item], seen: Sequence[Item]) -> bool:
+    """Whether ``items`` are ``seen``'s, position by position: the very objects, or equal
+    items without a seq (no original stands for them: each is converted from its fields)."""
+    if len(items) != len(seen):
+        return False
+    for at in compress(range(len(items)), map(is_not, items, seen)):  # (in C up to a mismatch)
+        item, other = items[at], seen[at]
+        if item.seq is not None or other.seq is not None or item != other:
+            return False
+    return True
 
 
 def _fold_turns(out: list[Any], messages: Iterable[Any]) -> None:

@@ -1,6 +1,7 @@
 """The governor's plain step (``_governor_plain.plain_step``: a step that compacts nothing, in one
 pass) sends what the generic step sends and reports the same: a compactor on the plain path and
-one forced onto the generic path, given the same calls, answer each call alike."""
+one forced onto the generic path, given the same calls, answer each call alike. The reference
+also converts every list it returns from nothing (no resumed or shared conversion)."""
 
 from __future__ import annotations
 
@@ -96,6 +97,20 @@ def _general_remember(compactor: MessageCompactor) -> None:
     compactor._remember = general  # type: ignore[method-assign]
 
 
+def _convert_afresh(compactor: MessageCompactor) -> None:
+    """Make ``compactor`` convert every list of items it returns from nothing: no conversion
+    resumes an earlier one, and none is taken from another (``WireConverter.converted_like``)."""
+    converter = compactor._converter
+    from_items = converter.from_items
+
+    def afresh(*args: Any, **kwargs: Any) -> Any:
+        converter._resumes.clear()
+        return from_items(*args, **kwargs)
+
+    converter.from_items = afresh  # type: ignore[method-assign]
+    converter.converted_like = lambda *args, **kwargs: None  # type: ignore[method-assign]
+
+
 def _originals(compactor: MessageCompactor) -> list[tuple[Any, ...]]:
     """Each message the compactor sends as given, by the seq of its first stored item, with
     those items."""
@@ -113,6 +128,7 @@ def _session(turns: list[tuple[tuple[str, Any], str]], budget: int) -> list[dict
     )
     generic.governor._plain_steps = False  # the reference: every step through the scheduler
     _general_remember(generic)
+    _convert_afresh(generic)
     answers: list[dict[str, Any]] = []
     lists: dict[int, list[dict[str, Any]]] = {id(plain): [], id(generic): []}
     instructions, tools = "You are terse.", TOOLS
@@ -141,6 +157,7 @@ def _session(turns: list[tuple[tuple[str, Any], str]], budget: int) -> list[dict
                 continue
             if extra == "observed":  # the provider counted more: the budget tightens
                 compactor.observe_usage(result.tokens * 5 // 4)
+            assert result.history is not result.send  # (the caller may append to either)
             if extra == "history" or result.compacted:
                 lists[id(compactor)] = list(result.history)
             results.append(_answer(result))
