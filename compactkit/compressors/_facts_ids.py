@@ -28,10 +28,11 @@ _SHA = re.compile(r"[0-9a-f](?<![\w/.-][0-9a-f])(?<!0x[0-9a-f])[0-9a-f]{6,39}(?!
 _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I)
 _TICKET = re.compile(r"\b([A-Z][A-Z0-9]{1,9})-(\d{1,6})\b")
 _ISSUE = re.compile(r"(?:(?<=\s)|^)#(\d{2,6})\b|\b(?:issue|PR|pull request) #?(\d{1,6})\b", re.I)
-_PREFIXED = re.compile(
-    r"\b(?:req|run|msg|resp|job|build|deploy|order|user|usr|cus|evt|txn|sess|trace|span|inc)"
-    r"[_-](?=[A-Za-z0-9]*\d)[A-Za-z0-9]{4,}\b"
-)
+_ID_PREFIXES = (
+    "req", "run", "msg", "resp", "job", "build", "deploy", "order",
+    "user", "usr", "cus", "evt", "txn", "sess", "trace", "span", "inc",
+)  # fmt: skip
+_PREFIXED = re.compile(rf"\b(?:{'|'.join(_ID_PREFIXES)})[_-](?=[A-Za-z0-9]*\d)[A-Za-z0-9]{{4,}}\b")
 # Random-looking ids: snap_XFahxzMuJksC (a prefix and 8+ mixed-case or digit characters), and
 # carrier-style codes: JJD503141950010498, 1Z999AA10123456784.
 _RANDOM_ID = re.compile(r"\b[a-z]{2,10}_(?=[A-Za-z0-9]*(?:\d|[A-Z]))[A-Za-z0-9]{8,40}\b")
@@ -199,11 +200,8 @@ def _add_ids(
             prefix, number = match.groups()
             if prefix not in _NOT_TICKETS:
                 found.setdefault(f"{prefix}-{number}", "ticket")
-    if (underscore and _PREFIXED_HINTS[0].search(text)) or (
-        dash and _PREFIXED_HINTS[1].search(text)
-    ):
-        for match in _prefixed_ids(text):
-            found.setdefault(match.group(0), "id")
+    for match in _prefixed_ids(text):
+        found.setdefault(match.group(0), "id")
     if underscore and _RANDOM_ID_HINT.search(text):
         for match in _random_ids(text):
             ident = match.group(0)
@@ -219,7 +217,23 @@ def _add_ids(
 _LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
 _UPPER_OR_DIGIT = _UPPER | frozenset("0123456789")
 _DASH_DIGIT = re.compile(r"-\d")
-_SEPARATED_DIGIT = re.compile(r"[_-][A-Za-z0-9]*\d")
+_PREFIX_SET = frozenset(_ID_PREFIXES)
+_PREFIX_SIZES = sorted({len(prefix) for prefix in _ID_PREFIXES})
+
+
+def _prefix_end(separator: str) -> re.Pattern[str]:
+    """A ``separator`` right after one of ``_ID_PREFIXES`` and before letters and digits that
+    hold a digit: where a ``_PREFIXED`` match's separator stands. It opens with the separator
+    (a fast scan) and looks back for a prefix of each size, so the regex engine answers at each
+    separator, where the plain hint (``_PREFIXED_HINTS``) stops at every ``x_1`` of a script."""
+    behind = "|".join(
+        f"(?<=(?:{'|'.join(p for p in _ID_PREFIXES if len(p) == size)}){separator})"
+        for size in _PREFIX_SIZES
+    )
+    return re.compile(rf"{separator}(?:{behind})(?=[A-Za-z0-9]*\d)")
+
+
+_PREFIX_ENDS = (_prefix_end("_"), _prefix_end("-"))
 
 
 def _tickets(text: str) -> list[re.Match[str]]:
@@ -229,9 +243,20 @@ def _tickets(text: str) -> list[re.Match[str]]:
 
 
 def _prefixed_ids(text: str) -> list[re.Match[str]]:
-    """``_PREFIXED.finditer(text)``: tried at the lowercase prefix (3-6 letters) before each
-    "_" or "-" that letters and digits holding a digit follow."""
-    return _after_run(text, _PREFIXED, _SEPARATED_DIGIT, _LOWER, 3, 6)
+    """``_PREFIXED.finditer(text)``: tried at each of ``_ID_PREFIXES`` that stands right before
+    a "_" or "-" that letters and digits holding a digit follow (``_PREFIX_ENDS``), in a text
+    that holds such a "_" or "-" at all (``_PREFIXED_HINTS``, a fast scan)."""
+    starts = []
+    for separator, hint, ends in zip("_-", _PREFIXED_HINTS, _PREFIX_ENDS, strict=True):
+        if separator in text and hint.search(text):
+            for found in ends.finditer(text):
+                at = found.start()
+                starts += [
+                    at - size
+                    for size in _PREFIX_SIZES
+                    if size <= at and text[at - size : at] in _PREFIX_SET
+                ]
+    return matches_at(_PREFIXED, text, starts) if starts else []
 
 
 def _random_ids(text: str) -> list[re.Match[str]]:

@@ -155,6 +155,20 @@ ID_PARTS = [
     "xy_abcdefghZ",
     "xy_abcdefgh\u0663",
     "ab_Cdefghij",
+    # every prefix size before each separator (the look-behinds of ``_PREFIX_ENDS``)
+    "msg_12ab",
+    "resp-9abc",
+    "sess_ab12",
+    "build-12345",
+    "trace_x1y2z3",
+    "deploy_20240101",
+    "xdeploy-1234",
+    "order_abcd",
+    "_inc-1234",
+    "reqs_1234",
+    "req-req_1234",
+    "a-user-77777",
+    "job_abcd1",
 ]
 
 
