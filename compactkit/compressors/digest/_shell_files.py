@@ -270,12 +270,16 @@ def _simple_ops(part: str) -> list[FileOp]:
     targets = _redirect_targets(rest)
     verb = "appended (>>)" if ">>" in part else "written (>)"
     ops = [FileOp(t, True, verb) for t in targets]
-    paths = [t for t in rest if looks_like_path(t) and t not in targets and not t.startswith(">")]
     special = _SPECIAL_PROGRAMS.get(program)
-    found = special(program, rest, paths) if special is not None else None
-    if found is not None:
-        return ops + found
-    rule = _rule_for(program, rest)
+    rule = _rule_for(program, rest) if special is None else None
+    if special is None and rule is None:
+        return ops  # (most commands: ``cd``, ``ls``, ``python x.py``: their words are not read)
+    paths = [t for t in rest if looks_like_path(t) and t not in targets and not t.startswith(">")]
+    if special is not None:
+        found = special(program, rest, paths)
+        if found is not None:
+            return ops + found
+        rule = _rule_for(program, rest)
     if rule is None or not paths:
         return ops
     return ops + _rule_ops(rule, program, rest, paths)
