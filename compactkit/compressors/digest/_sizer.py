@@ -15,7 +15,8 @@ holds them equal.
 from __future__ import annotations
 
 import re
-from itertools import islice
+from itertools import compress, islice, repeat
+from operator import is_
 
 from compactkit.budget.tokens import TiktokenCounter, TokenCounter
 from compactkit.compressors._plan import counts_by_lines, summary_tokens
@@ -133,18 +134,17 @@ class SummarySizer:
         """Tokens of ``entries``' bullets, each counted once per sizer (``None``: an entry
         holds a ``\r``)."""
         known = self.entries
-        try:
-            return sum(map(known.__getitem__, entries))
-        except KeyError:
-            total = 0
-            for entry in entries:
-                tokens = known.get(entry)
-                if tokens is None:
-                    if "\r" in entry:
-                        return None
-                    tokens = known[entry] = self._count(entry)
-                total += tokens
-            return total
+        tokens: list[int | None] = list(map(known.get, entries))  # (in C)
+        if None in tokens:  # counted here, only the entries not known yet (mostly new ones)
+            for index in compress(range(len(tokens)), map(is_, tokens, repeat(None))):
+                entry = entries[index]
+                if "\r" in entry:
+                    return None
+                counted = known.get(entry)  # (a repeat of an entry counted just before)
+                if counted is None:
+                    counted = known[entry] = self._count(entry)
+                tokens[index] = counted
+        return sum(tokens)  # type: ignore[arg-type]
 
     def _count(self, entry: str) -> int:
         """Tokens of ``entry``'s bullet: from its trim cost when a trim costed it already
