@@ -181,24 +181,42 @@ def until_next_change(
     count = 1 if room <= 0 else min(MAX_HORIZON, max(1, -(-room // growth)))
     requests = int(count)
 
-    def cached(previous: float) -> int:
-        return caching.cached_tokens(int(previous)) if caching is not None else 0
-
     # ``request_cost`` of each request, its prices read once (up to MAX_HORIZON requests a
-    # compaction): the same arithmetic, so the same floats.
+    # compaction): the same arithmetic, so the same floats. A request's cached prefix is the
+    # one before it (``after + (k - 1) * growth``, the very float the step before computed, so
+    # its cached tokens are taken from there: one cache look-up per request and side).
     write, read = _token_prices(prices, caching)
+    cached_tokens = caching.cached_tokens if caching is not None else None
+    # ``PromptCaching.cached_tokens`` itself, inline (a subclass's own is called instead)
+    inline = type(caching) is PromptCaching
+    least = max(1, caching.min_prefix_tokens) if caching is not None else 0
+    first = caching.min_prefix_tokens if caching is not None else 0
+    grain = caching.granularity_tokens if caching is not None else 1
     change = 0.0
+    cached_with = cached_without = 0  # of the previous request's sizes
     for k in range(requests):
         size_with = int(after + k * growth)
         size_without = min(ceiling, int(before + k * growth))
-        hit_with = 0 if k == 0 else min(size_with, cached(after + (k - 1) * growth))
-        previous_without = min(ceiling, before + (k - 1) * growth) if k else before
-        hit_without = min(size_without, cached(previous_without)) if (k or cache_warm) else 0
-        for size, hit in ((size_with, hit_with), (size_without, hit_without)):
-            if not 0 <= hit <= size:  # (as request_cost refuses it)
-                raise ConfigError(f"cached_tokens must be in [0, {size}], got {hit!r}")
+        hit_with = min(size_with, cached_with) if k else 0
+        if k:
+            hit_without = min(size_without, cached_without)
+        elif cache_warm:
+            hit_without = min(size_without, cached_tokens(int(before)) if cached_tokens else 0)
+        else:
+            hit_without = 0
+        if not 0 <= hit_with <= size_with:  # (as request_cost refuses it)
+            raise ConfigError(f"cached_tokens must be in [0, {size_with}], got {hit_with!r}")
+        if not 0 <= hit_without <= size_without:
+            raise ConfigError(f"cached_tokens must be in [0, {size_without}], got {hit_without!r}")
         change += ((size_with - hit_with) * write + hit_with * read) / 1_000_000
         change -= ((size_without - hit_without) * write + hit_without * read) / 1_000_000
+        if inline:
+            cached_with = 0 if size_with < least else first + (size_with - first) // grain * grain
+            cached_without = (
+                0 if size_without < least else first + (size_without - first) // grain * grain
+            )
+        elif cached_tokens is not None:
+            cached_with, cached_without = cached_tokens(size_with), cached_tokens(size_without)
     return change, requests
 
 

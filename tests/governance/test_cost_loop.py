@@ -1,6 +1,7 @@
 """``until_next_change`` reads its prices once for the whole horizon: the same floats, bit for
 bit, as summing ``request_cost`` of every request (its earlier form, kept here as the
-reference), for OpenAI-style and breakpoint-style caching, with and without cached prices."""
+reference), for OpenAI-style and breakpoint-style caching, with and without cached prices, and
+for a caching class whose ``cached_tokens`` is its own."""
 
 from __future__ import annotations
 
@@ -51,14 +52,25 @@ PRICES = st.builds(
     cache_write=st.none() | st.floats(0.01, 30),
     source=st.just("test"),
 )
-CACHING = st.none() | st.builds(
-    PromptCaching,
-    mode=st.sampled_from(["automatic", "breakpoints"]),
-    min_prefix_tokens=st.integers(0, 4096),
-    granularity_tokens=st.integers(1, 256),
-    cached_input_ratio=st.floats(0.05, 1),
-    cache_write_ratio=st.floats(1, 2),
-    source=st.just("test"),
+
+
+class _CoarseCaching(PromptCaching):
+    """A provider's caching with rules of its own (``until_next_change`` calls its method)."""
+
+    def cached_tokens(self, prefix_tokens: int) -> int:
+        return super().cached_tokens(prefix_tokens) // 1000 * 1000
+
+
+CACHING = st.none() | st.sampled_from([PromptCaching, PromptCaching, _CoarseCaching]).flatmap(
+    lambda kind: st.builds(
+        kind,
+        mode=st.sampled_from(["automatic", "breakpoints"]),
+        min_prefix_tokens=st.integers(0, 4096),
+        granularity_tokens=st.integers(1, 256),
+        cached_input_ratio=st.floats(0.05, 1),
+        cache_write_ratio=st.floats(1, 2),
+        source=st.just("test"),
+    )
 )
 HORIZONS = st.builds(
     Horizon,
@@ -93,3 +105,25 @@ def test_the_same_floats_as_request_cost_per_request(
         "cache_warm": warm,
     }
     assert until_next_change(prices, caching, **options) == _reference(prices, caching, **options)
+
+
+def test_requests_that_cross_the_cached_minimum_one_token_at_a_time() -> None:
+    prices = Prices(input=2.5, output=10, cached_input=1.25, source="test")
+    caching = PromptCaching(
+        mode="automatic",
+        min_prefix_tokens=1024,
+        granularity_tokens=128,
+        cached_input_ratio=0.5,
+        source="test",
+    )
+    horizon = Horizon(growth=1.0, next_at=1300, budget=1200, overhead=4)
+    for warm in (True, False):
+        options = {
+            "tokens_before": 1000,
+            "tokens_after": 1010,
+            "horizon": horizon,
+            "cache_warm": warm,
+        }
+        assert until_next_change(prices, caching, **options) == _reference(
+            prices, caching, **options
+        )
