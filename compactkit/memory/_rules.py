@@ -11,6 +11,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import compress
+from operator import attrgetter, not_
 
 from compactkit.errors import ConcurrencyError, ConfigError
 from compactkit.formats import shown
@@ -25,6 +27,9 @@ from compactkit.items.snapshot import (
     require_snapshot,
 )
 from compactkit.memory._inputs import CallIndex, assign_seqs
+
+_SEQ = attrgetter("seq")
+_PINNED = attrgetter("pinned")
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,9 @@ def plan_apply(
         while cut and _seq_of(active[cut - 1]) >= appended_from:
             cut -= 1
         active, appended = active[:cut], list(active[cut:])
+    fast = _kept_as_stored(active, result.snapshot.items, next_seq)
+    if fast is not None:
+        return ApplyPlan(items=[*fast.items, *appended], archived=fast.archived, next_seq=next_seq)
     stored = {item.seq: item for item in active}
     kept: set[int] = set()
     items: list[Item] = []
@@ -95,6 +103,29 @@ def plan_apply(
     items, next_seq = assign_seqs(items, next_seq)
     archived = [i for i in active if i.seq not in kept]
     return ApplyPlan(items=[*items, *appended], archived=archived, next_seq=next_seq)
+
+
+def _kept_as_stored(
+    active: Sequence[Item], result: Sequence[Item], next_seq: int
+) -> ApplyPlan | None:
+    """``plan_apply``'s plan (before the appended items) for the usual result, worked out in C
+    loops: every item of it is an active item (its seq once, none new), and no pinned item is
+    dropped or unpinned. ``None`` for any other result (the general walk decides, and says
+    what is wrong)."""
+    seqs = list(map(_SEQ, result))
+    kept = set(seqs)
+    if len(kept) != len(seqs):
+        return None
+    active_seqs = list(map(_SEQ, active))
+    if not kept.issubset(active_seqs):  # (a new item's seq, None, is no active one's)
+        return None
+    pinned = {item.seq for item in filter(_PINNED, active)}
+    if pinned and (
+        not kept.issuperset(pinned) or not all(item.pinned for item in result if item.seq in pinned)
+    ):
+        return None
+    archived = list(compress(active, map(not_, map(kept.__contains__, active_seqs))))
+    return ApplyPlan(items=list(result), archived=archived, next_seq=next_seq)
 
 
 def _seq_of(item: Item) -> int:
