@@ -136,10 +136,19 @@ def _digit_runs(text: str) -> _DigitRuns | None:
 
     Only the runs ``_SHA_RUN`` finds are read: most runs are short numbers (line numbers,
     counts), and a run shorter than seven with no hex letter before it is no sha, and no code
-    id (eight digits); whether a "-" stands before a digit is one search of its own.
+    id (eight digits); whether a "-" stands before a digit is one search of its own. In ASCII
+    text they are found without the regex engine (``_long_runs``).
     """
     if _DIGIT.search(text) is None:
         return None
+    shas, capital_digits = _long_runs(text) if text.isascii() else _lettered_runs(text)
+    dash_digit = "-" in text and _DASH_THEN_DIGIT.search(text) is not None
+    return _DigitRuns(shas, dash_digit, capital_digits)
+
+
+def _lettered_runs(text: str) -> tuple[list[str], bool]:
+    """``_DigitRuns.shas`` and ``.capital_digits`` of ``text`` (which holds a digit), read from
+    the runs ``_SHA_RUN`` finds."""
     shas: dict[str, None] = {}
     capital_digits = False
     size = len(text)
@@ -161,8 +170,52 @@ def _digit_runs(text: str) -> _DigitRuns | None:
                 end == size or not _sha_edge(text[end], _AFTER_SHA)
             ):
                 shas[sha] = None
-    dash_digit = "-" in text and _DASH_THEN_DIGIT.search(text) is not None
-    return _DigitRuns(list(shas), dash_digit, capital_digits)
+    return list(shas), capital_digits
+
+
+# ASCII text with each hex digit (0-9, a-f) an "x" and every other character a space: where
+# seven "x" stand in a row a run of seven or more hex digits starts (a search for seven bytes).
+_HEX_MARKS = bytes(ord("x") if chr(c) in _HEX else ord(" ") for c in range(256))
+_SEVEN_HEX = b"x" * 7
+
+
+def _long_runs(text: str) -> tuple[list[str], bool]:
+    """``_lettered_runs`` of an ASCII ``text``, read from its whole runs of hex digits (as long
+    as they go) of seven or more that hold a digit: those, and only those, are where a sha or a
+    code id's eight digits stand (tests/compressors/test_digit_runs_ascii.py: the same as
+    ``_lettered_runs``).
+
+    Why: a ``_SHA_RUN`` match runs to the end of its whole run, from the run's first digit (a
+    run of seven or more that holds one: after a hex letter, or seven long from it) or later
+    (a shorter run, where what it reads is shorter than a sha, or than eight digits); walked
+    back over the run's letters before that digit, a sha candidate is the whole run. The runs
+    are found by byte searches in the text translated to ``_HEX_MARKS`` (C speed, about 1 ns a
+    character), where ``_SHA_RUN``'s class makes the regex engine test every character and try
+    the pattern at every digit.
+    """
+    marks = text.encode("ascii").translate(_HEX_MARKS)
+    shas: dict[str, None] = {}
+    capital_digits = False
+    size = len(text)
+    start = marks.find(_SEVEN_HEX)
+    while start >= 0:
+        end = marks.find(b" ", start + 7)
+        end = size if end < 0 else end
+        run = text[start:end]
+        if not run.isalpha():  # (it holds a digit)
+            before = text[start - 1] if start else ""
+            if before in _UPPER and end - start >= 8 and run[:8].isdigit():
+                capital_digits = True
+            if (
+                end - start <= 40
+                and not run.isdigit()
+                and run not in shas
+                and before not in _BEFORE_SHA
+                and (end == size or text[end] not in _AFTER_SHA)
+            ):
+                shas[run] = None
+        start = marks.find(_SEVEN_HEX, end)
+    return list(shas), capital_digits
 
 
 def _sha_edge(char: str, ascii_edges: frozenset[str]) -> bool:
