@@ -282,7 +282,25 @@ def paragraphs(text: str) -> list[str]:
 
 def sentences(text: str) -> list[str]:
     """``text`` split into sentences and list items, fenced code removed, hard wraps joined."""
-    text = unwrap(without_fences(text))
+    return _split(unwrap(without_fences(text)))
+
+
+def sentences_saying(pattern: re.Pattern[str], text: str) -> list[str]:
+    """``saying(pattern, sentences(text))``: the sentences of ``text`` in which ``pattern`` (as
+    ``says``) is found.
+
+    A text in which the pattern is found nowhere (hard wraps joined, fenced code removed: what
+    ``sentences`` splits) is not split: each sentence is a stretch of that text between
+    whitespace, list markers or "#"/">" (none a word character), so where a phrase is found in
+    a sentence it is found there too (tests/compressors/test_sentences_saying.py: the same
+    sentences). Most of an agent's messages say no decision, and most messages no next step.
+    """
+    unwrapped = unwrap(without_fences(text))
+    return saying(pattern, _split(unwrapped)) if says(pattern, unwrapped) else []
+
+
+def _split(text: str) -> list[str]:
+    """``sentences`` of an unwrapped ``text`` without fenced code."""
     out = []
     for piece in _SENTENCE_END.split(text):
         piece = _LIST_ITEM.sub("", piece).strip().lstrip("#> ").strip()

@@ -147,8 +147,7 @@ class _Digest:
                 "As of the last folded turn, the assistant said: "
                 + facts.clip(self.last_assistant, 400),
             )
-            sentences = facts_prose.sentences(self.last_assistant)
-            steps = facts_prose.saying(facts_prose.NEXT_STEP, sentences)
+            steps = facts_prose.sentences_saying(facts_prose.NEXT_STEP, self.last_assistant)
             for step in steps[:3]:
                 self.add("next_steps", facts.clip(step, 200))
 
@@ -204,8 +203,7 @@ class _Digest:
                 and (not isinstance(following, FunctionCall) or not self.last_assistant)
             ):
                 self.last_assistant = prose
-            sentences = facts_prose.sentences(prose)
-            for sentence in facts_prose.saying(facts_prose.DECISION, sentences):
+            for sentence in facts_prose.sentences_saying(facts_prose.DECISION, prose):
                 self.add("decisions", facts.clip(sentence, 280))
             text = prose
         for entry in prose_values(text):
