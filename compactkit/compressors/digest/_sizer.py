@@ -134,6 +134,10 @@ class SummarySizer:
         """Tokens of ``entries``' bullets, each counted once per sizer (``None``: an entry
         holds a ``\r``)."""
         known = self.entries
+        try:  # (mostly every entry is known: one pass in C)
+            return sum(map(known.__getitem__, entries))
+        except KeyError:
+            pass
         tokens: list[int | None] = list(map(known.get, entries))  # (in C)
         if None in tokens:  # counted here, only the entries not known yet (mostly new ones)
             for index in compress(range(len(tokens)), map(is_, tokens, repeat(None))):
