@@ -13,7 +13,8 @@ from __future__ import annotations
 import functools
 import operator
 from collections.abc import Mapping
-from itertools import repeat
+from itertools import compress, repeat
+from operator import eq, ne
 from typing import Any, Protocol
 
 from compactkit.budget.tokens import TokenCounter
@@ -94,17 +95,31 @@ class TrimState:
         if not values:
             return
         if pool in MIXED:  # entry by entry: a pool of its own for some
-            for index, entry in enumerate(values):
-                name = self.mixed[section, index] = pool_of(pool, entry)
-                self.pools.setdefault(name, []).append((section, index))
-                self.sizes[name] = self.sizes.get(name, 0) + costs[index]
-                self.runs[name] = None
+            self._add_mixed(section, values, pool, costs)
         else:  # the whole section one pool
             self.pools.setdefault(pool, []).extend(zip(repeat(section), range(len(values))))
             self.sizes[pool] = self.sizes.get(pool, 0) + sum(costs)
             run = self.runs.setdefault(pool, [])
             if run is not None:
                 run.append(section)
+
+    def _add_mixed(
+        self, section: str, values: tuple[str, ...], pool: str, costs: list[int]
+    ) -> None:
+        """A MIXED section's entries added to their pools (``pool_of``, remembered per entry),
+        each pool's positions and costs picked out in C; only the entries of a pool other
+        than the section's own are listed in ``mixed`` (``pool`` finds the others by default).
+        The plain version walks the entries one by one (tests/compressors/test_trim_rewording.py
+        holds them equal)."""
+        names = list(map(_pool_of, repeat(pool), values))
+        positions = list(zip(repeat(section), range(len(values))))
+        for position in compress(positions, map(ne, names, repeat(section))):
+            self.mixed[position] = names[position[1]]
+        for name in dict.fromkeys(names):  # (in the order each pool first appears)
+            mine = list(map(eq, names, repeat(name)))
+            self.pools.setdefault(name, []).extend(compress(positions, mine))
+            self.sizes[name] = self.sizes.get(name, 0) + sum(compress(costs, mine))
+            self.runs[name] = None
 
     def pool(self, section: str, index: int) -> str:
         """The pool of the entry at ``section``, ``index``."""
@@ -180,3 +195,6 @@ def pool_of(key: str, entry: str) -> str:
     if key in ("goal", "constraints") and entry.startswith(LATER_PREFIX):
         return LATER
     return key
+
+
+_pool_of = functools.lru_cache(maxsize=1 << 15)(pool_of)  # (a trim reads each entry's again)
