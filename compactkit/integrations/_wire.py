@@ -12,10 +12,9 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import compress
-from operator import is_not
 from typing import Any, Literal, TypeAlias
 
 from compactkit.errors import ConfigError, FormatError
@@ -33,8 +32,9 @@ from compactkit.formats import (
     tools_from_responses,
 )
 from compactkit.formats.chat import plain_chat_message_items
+from compactkit.integrations._wire_resume import OUT_END, Resume, starts_with, unlike
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, Tool
-from compactkit.items.view import same_history, sliceable
+from compactkit.items.view import sliceable
 
 __all__ = ["MessageFormat", "Original", "Passthrough", "WireConverter", "detect_format"]
 
@@ -130,7 +130,7 @@ class WireConverter:
         # Runs converted before (masked outputs, the summary), by the ids of their items: the
         # same run recurs every call until the next compaction replaces it.
         self._converted: dict[tuple[int, ...], tuple[tuple[Item, ...], Any, list[Any]]] = {}
-        self._resumes: dict[str, _Resume] = {}  # by slot: the last call to resume from
+        self._resumes: dict[str, Resume] = {}  # by slot: the last call to resume from
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -220,13 +220,15 @@ class WireConverter:
             and resume.originals is originals
             and resume.skip == skip
             and resume.index <= n
-            and _starts_with(items, resume.items, resume.index)
+            and starts_with(items, resume.items, resume.index)
         ):
             start, system, out = resume.index, resume.system, resume.out
             del out[resume.sent :]  # the previous call's list was copied before it was returned
             merged_before: list[Any] = resume.merged
+            runs = resume.runs
+            del runs[bisect_right(runs, resume.sent, key=OUT_END) :]
         else:
-            start, system, out, merged_before = skip, None, [], []
+            start, system, out, merged_before, runs = skip, None, [], [], []
         resumed_at = len(out)
         mark = (start, len(out), system)
         run: list[Item] = []
@@ -246,6 +248,7 @@ class WireConverter:
                 self._converted[key] = (tuple(run), run_system, messages)
             if run_system is not None:
                 system = _join_system(system, run_system)
+            runs.append((i - len(run), i, len(out), len(out) + len(messages)))
             out.extend(messages)
             run.clear()
 
@@ -287,7 +290,9 @@ class WireConverter:
             _fold_turns(result, out[sent:])
         else:
             result = list(out)  # ``out`` is kept for the next call
-        self._resumes[slot] = _Resume(items, skip, index, out, sent, mark_system, originals, merged)
+        self._resumes[slot] = Resume(
+            items, skip, index, out, sent, mark_system, originals, merged, runs
+        )
         return system, result
 
     def converted_like(
@@ -303,19 +308,30 @@ class WireConverter:
         twice (what to send, the history to return): O(window) once instead of twice.
         """
         resume = self._resumes.get(like)
-        if (
-            self.format == "anthropic"
-            or resume is None
-            or resume.originals is not originals
-            or resume.skip
-            or not _alike(items, resume.items)
-        ):
+        if self.format == "anthropic" or resume is None or resume.originals is not originals:
             return None
-        out = resume.out
-        self._resumes[slot] = _Resume(
-            items, 0, resume.index, list(out), resume.sent, resume.system, originals, []
+        differ = unlike(items, resume.items)
+        if resume.skip or differ is None:
+            return None
+        out = list(resume.out)
+        if differ:  # runs holding an equal copy are converted again, as a call of their own
+            # would: their messages are new objects, not the ones ``like`` sent (a caller may
+            # edit the one list in place and not the other)
+            for first, stop, at, end in resume.runs:
+                if differ[bisect_left(differ, first) : bisect_left(differ, stop)]:
+                    out[at:end] = self._convert(list(items[first:stop]))[1]
+        self._resumes[slot] = Resume(
+            items,
+            0,
+            resume.index,
+            list(out),
+            resume.sent,
+            resume.system,
+            originals,
+            [],
+            list(resume.runs),
         )
-        return list(out)
+        return out
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -423,42 +439,6 @@ def _call_ids(plain: Any) -> list[str]:
             if isinstance(block, Mapping) and block.get("type") == "tool_use"
         ]
     return [i for i in ids if isinstance(i, str) and i]
-
-
-@dataclass
-class _Resume:
-    """Where the last ``from_items`` may be resumed: its items up to ``index`` went out as
-    ``out[:sent]`` (Anthropic: merged into ``merged``), with ``system`` so far."""
-
-    items: Sequence[Item]
-    skip: int
-    index: int
-    out: list[Any]
-    sent: int
-    system: Any
-    originals: Mapping[int, Original]
-    merged: list[Any]
-
-
-def _starts_with(items: Sequence[Item], seen: Sequence[Item], n: int) -> bool:
-    """Whether the first ``n`` items of ``items`` are those of ``seen`` (the very objects)."""
-    if n == 0 or same_history(items, seen):  # one list grown in place: O(1)
-        return True
-    if items[n - 1] is not seen[n - 1] or items[0] is not seen[0]:
-        return False
-    return tuple(items[:n]) == tuple(seen[:n])  # in C, identity first
-
-
-def _alike(items: Sequence[Item], seen: Sequence[Item]) -> bool:
-    """Whether ``items`` are ``seen``'s, position by position: the very objects, or equal
-    items without a seq (no original stands for them: each is converted from its fields)."""
-    if len(items) != len(seen):
-        return False
-    for at in compress(range(len(items)), map(is_not, items, seen)):  # (in C up to a mismatch)
-        item, other = items[at], seen[at]
-        if item.seq is not None or other.seq is not None or item != other:
-            return False
-    return True
 
 
 def _fold_turns(out: list[Any], messages: Iterable[Any]) -> None:

@@ -4,11 +4,13 @@ from nothing gives, and the slot it fills resumes as if it had converted them it
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from compactkit.integrations import MessageCompactor
 from compactkit.integrations._wire import WireConverter
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
 
@@ -79,6 +81,13 @@ def test_taken_like_converted_afresh(n: int, changes: list[str], every: int, mor
     if like is not None:
         assert like == _fresh(other, originals)
         assert like is not sent
+        # The messages it shares with ``sent`` are those converting ``other`` itself shares.
+        reference = WireConverter("chat")
+        shared = reference.from_items(items, originals)[1]
+        converted = reference.from_items(other, originals, slot="history")[1]
+        assert [a is b for a, b in zip(like, sent, strict=True)] == [
+            a is b for a, b in zip(converted, shared, strict=True)
+        ]
     else:  # (only a list that differs by more than equal seq-less copies is refused)
         assert any(
             a is not b and (a.seq is not None or a != b) for a, b in zip(items, other, strict=True)
@@ -90,6 +99,14 @@ def test_taken_like_converted_afresh(n: int, changes: list[str], every: int, mor
     for slot, base in (("history", other), ("send", items), ("history", other)):
         longer = [*base, *grown]
         assert converter.from_items(longer, originals, slot=slot)[1] == _fresh(longer, originals)
+    # Taken again from a prompt that resumed an earlier one (its runs: the earlier ones kept).
+    last = [*other, *grown[:-1]]
+    converter.from_items([*items, *grown[:-1]], originals)
+    fresh = WireConverter("chat")
+    fresh.from_items([*items, *grown[:-1]], originals)
+    assert converter._resumes["send"].runs == fresh._resumes["send"].runs  # (resumed: the same)
+    again = converter.converted_like(last, originals, like="send", slot="history")
+    assert again is None or again == _fresh(last, originals)
 
 
 def test_refused_for_anthropic_and_other_originals() -> None:
@@ -103,3 +120,42 @@ def test_refused_for_anthropic_and_other_originals() -> None:
     converter.from_items(items, originals)
     assert converter.converted_like(items, dict(originals), like="send", slot="history") is None
     assert converter.converted_like(items, originals, like="send", slot="history") is not None
+
+
+def _compacted_turn() -> tuple[MessageCompactor, Any, list[dict[str, Any]]]:
+    """A compactor just after a compaction, its result, and the conversation so far."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a coding agent."}]
+    compactor = MessageCompactor("gpt-4o", budget=3000)
+    for step in range(60):
+        messages = [
+            *messages,
+            {"role": "user", "content": f"step {step}: " + "details " * 150},
+            {"role": "assistant", "content": f"done {step}"},
+        ]
+        turn = compactor(messages)
+        if turn.compacted:
+            return compactor, turn, messages
+        messages = list(turn.history)
+    raise AssertionError("no compaction")
+
+
+def test_a_history_edited_in_place_leaves_the_next_prompt_alone() -> None:
+    compactor, turn, messages = _compacted_turn()
+    mine = {id(message) for message in messages}
+    sent = json.dumps(turn.send)
+    for message in turn.history:  # the caller marks compactkit's messages of its history
+        if id(message) not in mine and isinstance(message.get("content"), str):
+            message["content"] = "EDITED " + message["content"]
+    summary = next(m for m in json.loads(sent) if "compactkit_summary" in str(m["content"]))
+    again = compactor([*turn.history, {"role": "user", "content": "next"}])
+    assert summary in again.send  # as compactkit wrote it
+
+
+def test_marks_added_to_the_prompt_stay_out_of_the_history() -> None:
+    _, turn, messages = _compacted_turn()
+    mine = {id(message) for message in messages}
+    for message in turn.send:  # request-only marks on compactkit's messages
+        if id(message) not in mine:
+            message["cache_control"] = {"type": "ephemeral"}
+    assert any(id(message) not in mine for message in turn.history)
+    assert not any("cache_control" in message for message in turn.history)
