@@ -269,6 +269,11 @@ class TextCounts:
             self._remember(text, tokens)
         return tokens
 
+    def remember(self, text: str, tokens: int) -> None:
+        """Take ``tokens`` as ``text``'s count: the caller counted it exactly another way (what
+        ``count(text)`` returns, which it must be)."""
+        self._remember(text, tokens)
+
     def clear(self) -> None:
         """Forget every count (benchmarks measure a cold process with it)."""
         with self._lock:

@@ -225,6 +225,15 @@ class TiktokenCounter(_BaseCounter):
         return schema_approximation(tools)
 
 
+def remember_text_tokens(counter: TokenCounter, text: str, tokens: int) -> None:
+    """Let a plain ``TiktokenCounter`` take ``tokens`` as ``text``'s count from now on (its
+    encoding's process-wide counts), when the caller counted ``text`` exactly another way: a
+    summary counted bullet by bullet, which the counter would otherwise encode again line by
+    line. ``tokens`` must be what ``counter.count_text(text)`` returns. Other counters: nothing."""
+    if type(counter) is TiktokenCounter:
+        counter._encode.remember(text, tokens)
+
+
 def _utf8_bound(text: str) -> int:
     """``len(text.encode("utf-8"))`` with lone surrogates as 3 bytes: at least the tokens of
     ``text`` in any byte-level BPE encoding."""

@@ -96,3 +96,24 @@ def test_a_long_summary_counted_by_lines_is_its_whole_count(lines: list[str], na
     assert counter.count_item(message) == expected
     if "\r" not in text:  # counted by lines: its pieces are remembered
         assert text.split("\n", 1)[0] + "\n" in text_counts(name)._counts
+
+
+def test_a_remembered_count_is_given_back_without_encoding() -> None:
+    encoder = Encoder()
+    counts = TextCounts(encoder)
+    counts.remember("counted another way", 4)
+    assert counts("".join(["counted ", "another way"])) == 4
+    counts.remember("counted another way", 99)  # (the first count stays)
+    assert counts("counted another way") == 4
+    assert encoder.calls == []
+
+
+def test_remember_text_tokens_reaches_only_a_tiktoken_counters_counts() -> None:
+    from compactkit.budget.tokens import EstimateCounter, remember_text_tokens
+
+    text = "a summary counted bullet by bullet " * 20
+    counter = TiktokenCounter("o200k_base")
+    remember_text_tokens(counter, text, counter.count_text(text))
+    assert text_counts("o200k_base")._counts[text] == counter.count_text(text)
+    remember_text_tokens(EstimateCounter(4), "other " * 30, 1)  # nothing to reach
+    assert "other " * 30 not in text_counts("o200k_base")._counts

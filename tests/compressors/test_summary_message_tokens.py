@@ -1,5 +1,6 @@
 """The digest counts the summary message it sends from the summary's own count
-(``SummarySizer.message_tokens``): always exactly what counting the sealed message gives."""
+(``SummarySizer.message_tokens``): always exactly what counting the sealed message gives, and
+the count it leaves the counter for the sealed text (``remember_text_tokens``) is that too."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactkit.budget import EstimateCounter, TiktokenCounter, line_pieces
+from compactkit.budget._encodings import text_counts
 from compactkit.compressors._plan import summary_tokens
 from compactkit.compressors.digest import _sizer
 from compactkit.compressors.digest._sizer import SummarySizer
@@ -60,9 +62,14 @@ def test_the_summary_message_counts_as_sealed(
         trimmed=trimmed,
         omitted={"files_read": trimmed} if trimmed else {},
     )
+    counts = text_counts(counter.encoding_name)
     for doc in (raw, SummaryDocument().merge(raw)):
+        counts.clear()  # (the sizer leaves the sealed text's count to the counter: not yet)
+        expected = summary_tokens(doc.render(), counter)
+        counts.clear()
         tokens = sizer(doc) if given_count else None
-        assert sizer.message_tokens(doc, tokens) == summary_tokens(doc.render(), counter)
+        assert sizer.message_tokens(doc, tokens) == expected
+        assert summary_tokens(doc.render(), counter) == expected  # the count it left
 
 
 @settings(deadline=None, max_examples=500)

@@ -18,7 +18,7 @@ import re
 from itertools import compress, islice, repeat
 from operator import is_
 
-from compactkit.budget.tokens import TiktokenCounter, TokenCounter
+from compactkit.budget.tokens import TiktokenCounter, TokenCounter, remember_text_tokens
 from compactkit.compressors._plan import counts_by_lines, summary_tokens
 from compactkit.compressors._trim_costs import LINE_COUNTS, known_cost, to_line
 from compactkit.compressors.sections import SummaryDocument
@@ -128,7 +128,11 @@ class SummarySizer:
         if tokens is None:
             tokens = self(doc)
         body = tokens - count(last) + count(last + "\n")
-        return self._message + count(head) + body + count(tail[1:])
+        sealed = count(head) + body + count(tail[1:])
+        # The sealed text's count, for whoever counts the summary message next (the governor,
+        # the projector): the counter would encode every bullet this sizer counted its own way.
+        remember_text_tokens(counter, head + text + tail, sealed)
+        return self._message + sealed
 
     def _one_by_one(self, entries: tuple[str, ...]) -> int | None:
         """Tokens of ``entries``' bullets, each counted once per sizer (``None``: an entry
