@@ -65,9 +65,4 @@ def remember(
 def kept(old: SeqMap[Original], items: Sequence[Item]) -> SeqMap[Original]:
     """The entries of ``old`` whose first item is among ``items`` (the active ones), in a new
     map, by seq."""
-    originals: SeqMap[Original] = SeqMap()
-    for seq in sorted(map(_seq_of, items)):
-        original = old.get(seq)
-        if original is not None:
-            originals[seq] = original
-    return originals
+    return old.subset(sorted(map(_seq_of, items)))

@@ -18,7 +18,8 @@ The plain version is a ``dict``; ``tests/memory/test_seq_history.py`` holds this
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, MutableMapping
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from typing import TypeVar
 
 from compactkit.items import Item
@@ -96,6 +97,26 @@ class SeqMap(MutableMapping[int, V]):
             return
         for offset, value in enumerate(values):
             self[seq + offset] = value
+
+    def subset(self, seqs: Sequence[int]) -> SeqMap[V]:
+        """A new map of this one's values at ``seqs`` (ascending, distinct), those it holds: one
+        copy of the span they cover, then holes over every gap between them."""
+        out: SeqMap[V] = SeqMap()
+        items, base = self._items, self._base
+        if not seqs or not items:
+            return out
+        start, end = max(seqs[0], base), min(seqs[-1], base + len(items) - 1)
+        if start > end:
+            return out
+        span = items[start - base : end - base + 1]
+        after = start  # the first seq of the span not known to be among ``seqs``
+        for seq in seqs[bisect_left(seqs, start) : bisect_right(seqs, end)]:
+            if seq > after:  # the seqs between are not among them: holes
+                span[after - start : seq - start] = [None] * (seq - after)
+            after = seq + 1
+        del span[after - start :]  # (past the last of them: none of them)
+        out._base, out._items, out._size = start, span, len(span) - span.count(None)
+        return out
 
     def __delitem__(self, seq: int) -> None:
         if seq not in self:

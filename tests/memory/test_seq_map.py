@@ -1,5 +1,6 @@
 """``SeqMap`` (values by seq in a list: ``InMemoryMemory``'s history, ``MessageCompactor``'s map
-of messages) held to a ``dict`` over random writes, batches written at once, deletes and reads; ``history_of`` keeps a
+of messages) held to a ``dict`` over random writes, batches written at once, deletes, reads and
+subsets (a new map of the values at some seqs); ``history_of`` keeps a
 sparse history as a dict; a memory's lazily indexed recall finds every item stored, whenever it
 is asked."""
 
@@ -15,7 +16,9 @@ from compactkit.memory._history import SeqMap, history_of, items_from
 
 SEQS = st.integers(min_value=0, max_value=60)
 OPS = st.lists(
-    st.tuples(st.sampled_from(["set", "del", "get", "in", "from", "run"]), SEQS, st.integers()),
+    st.tuples(
+        st.sampled_from(["set", "del", "get", "in", "from", "run", "subset"]), SEQS, st.integers()
+    ),
     max_size=60,
 )
 
@@ -49,6 +52,14 @@ def test_a_seq_map_reads_as_a_dict_by_seq(ops: list[tuple[str, int, int]]) -> No
             assert lean.get(seq, -1) == plain.get(seq, -1)
         elif op == "in":
             assert (seq in lean) == (seq in plain)
+        elif op == "subset":  # a new map of the values at some seqs (ascending)
+            seqs = sorted({seq + k * (abs(value) % 5 + 1) - 20 for k in range(abs(value) % 40)})
+            part = lean.subset(seqs)
+            expected = {key: plain[key] for key in seqs if key in plain}
+            assert dict(part.items()) == expected and list(part) == sorted(expected)
+            assert len(part) == len(expected)
+            part[61] = 0  # (a map of its own: writing it leaves the one it came from alone)
+            assert dict(lean.items()) == plain
         else:
             assert list(items_from(lean, seq)) == sorted(
                 (key, item) for key, item in plain.items() if key >= seq
