@@ -120,7 +120,7 @@ class WireConverter:
                 f"format must be 'chat', 'responses' or 'anthropic' (or None to detect it), "
                 f"got {format!r}"
             )
-        self.format: MessageFormat = format
+        self._format: MessageFormat = format
         self._raw: dict[str, Any] = {}
         self._call_ids: set[str] = set()  # calls of passed-through messages
         # Every call id read (renamed ones as renamed; their number is part of a renamed id):
@@ -131,6 +131,21 @@ class WireConverter:
         # same run recurs every call until the next compaction replaces it.
         self._converted: dict[tuple[int, ...], tuple[tuple[Item, ...], Any, list[Any]]] = {}
         self._resumes: dict[str, Resume] = {}  # by slot: the last call to resume from
+
+    @property
+    def format(self) -> MessageFormat:
+        """The format messages are written in (see the class)."""
+        return self._format
+
+    @format.setter
+    def format(self, format: MessageFormat) -> None:
+        if format != self._format:
+            # What was written in the format so far is written anew: a resumed prompt would
+            # keep messages of the other format (Anthropic's were never merged), and a run
+            # converted before would come back in it.
+            self._resumes.clear()
+            self._converted.clear()
+        self._format = format
 
     # -- reading ---------------------------------------------------------------------------
 
