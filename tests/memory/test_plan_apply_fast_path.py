@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from compactkit.errors import ConfigError
@@ -86,6 +86,8 @@ def _same(fast: Any, general: Any) -> bool:
 
 
 @settings(max_examples=300, deadline=None)
+@example(pins=[True, False, False], fates=["unpin"], appended=0)  # a pin taken off
+@example(pins=[False, True, False], fates=["keep", "drop"], appended=0)  # a pin dropped
 @given(
     pins=st.lists(st.integers(0, 7).map(lambda n: n == 0), min_size=1, max_size=12),
     fates=st.lists(FATE, max_size=12),
