@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable, Sequence
+from copy import deepcopy
 from typing import TYPE_CHECKING, Any
 
 from compactkit.budget.profiles import ProfileRegistry
@@ -131,7 +132,7 @@ class MessageCompactor:
         self._decided = format is not None
         self._tools_given = tools
         self._tool_cache: tuple[tuple[int, ...], list[Any], list[Tool]] | None = None
-        self._instruction_cache: tuple[Any, list[Message]] | None = None
+        self._instruction_cache: tuple[str, Any, list[Message]] | None = None
         self._lock = threading.Lock()
         self._last_projection: Projection | None = None
         self._reset()
@@ -420,16 +421,16 @@ class MessageCompactor:
         return self._converter
 
     def _instructions(self, key: tuple[str, Any]) -> list[Message]:
-        cached = self._instruction_cache
-        if cached is not None and cached[0][0] == key[0] and cached[0][1] is key[1]:
-            return cached[1]
         kind, value = key
+        cached = self._instruction_cache  # (compared with a copy: blocks refreshed in place)
+        if cached is not None and cached[0] == kind and cached[1] == value:
+            return cached[2]
         if kind == "system":
             items = self._converter.system_items(value)
             messages = [item for item in items if isinstance(item, Message)]
         else:
             messages = [Message(role="system", content=value)] if value else []
-        self._instruction_cache = (key, messages)
+        self._instruction_cache = (kind, deepcopy(value), messages)
         return messages
 
     def _tools(self, tools: Sequence[Any] | None) -> list[Tool]:
