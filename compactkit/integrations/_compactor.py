@@ -405,10 +405,7 @@ class MessageCompactor:
         summaries: bool = True,
         stored: Sequence[Item] | None = None,
     ) -> None:
-        """Map each new message to the stored items it became, so that it is sent as given
-        while those items are sent unchanged (``summaries=False``: the caller knows that none
-        of the items is a summary message, which is not stored as an item; ``stored``: the
-        items as the memory stored them, when the caller has them)."""
+        """``_originals.remember`` on this compactor's map and memory."""
         remember(self._originals, self._memory, fresh, per_message, summaries, stored)
 
     def _converter_for(self, fresh: Sequence[Any]) -> WireConverter:
