@@ -187,11 +187,6 @@ def until_next_change(
     # its cached tokens are taken from there: one cache look-up per request and side).
     write, read = _token_prices(prices, caching)
     cached_tokens = caching.cached_tokens if caching is not None else None
-    # ``PromptCaching.cached_tokens`` itself, inline (a subclass's own is called instead)
-    inline = type(caching) is PromptCaching
-    least = max(1, caching.min_prefix_tokens) if caching is not None else 0
-    first = caching.min_prefix_tokens if caching is not None else 0
-    grain = caching.granularity_tokens if caching is not None else 1
     change = 0.0
     cached_with = cached_without = 0  # of the previous request's sizes
     for k in range(requests):
@@ -210,12 +205,7 @@ def until_next_change(
             raise ConfigError(f"cached_tokens must be in [0, {size_without}], got {hit_without!r}")
         change += ((size_with - hit_with) * write + hit_with * read) / 1_000_000
         change -= ((size_without - hit_without) * write + hit_without * read) / 1_000_000
-        if inline:
-            cached_with = 0 if size_with < least else first + (size_with - first) // grain * grain
-            cached_without = (
-                0 if size_without < least else first + (size_without - first) // grain * grain
-            )
-        elif cached_tokens is not None:
+        if cached_tokens is not None and k + 1 < requests:  # (the next request's prefix)
             cached_with, cached_without = cached_tokens(size_with), cached_tokens(size_without)
     return change, requests
 

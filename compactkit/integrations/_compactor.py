@@ -464,9 +464,11 @@ class MessageCompactor:
             )
             rendered = snapshot.render_items(summary_role=role)
             like = converter.converted_like(rendered, self._originals, like="send", slot="history")
-            if like is None:
-                _, like = converter.from_items(rendered, self._originals, slot="history")
-            history = like
+            history = (
+                like
+                if like is not None
+                else converter.from_items(rendered, self._originals, slot="history")[1]
+            )
             self._seen = [Seen(SeenList(messages), exact=False), Seen(SeenList(history))]
         else:
             history = messages if isinstance(messages, list) else list(messages)
