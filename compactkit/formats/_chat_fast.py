@@ -66,15 +66,18 @@ def _built(cls: type[_T], names: tuple[str, ...], values: tuple[Any, ...], given
     a memory that takes the item as it is (numbering it in place:
     ``InMemoryMemory.add_read_items(fresh=True)``) holds the compact layout without copying
     it."""
-    item = cls.__new__(cls)
-    store = object.__setattr__  # the generic store: BaseModel's own refuses (frozen)
-    for name, value in zip(names, values, strict=True):
-        store(item, name, value)
+    item = _new(cls)
+    for name, value in zip(names, values, strict=False):  # (equal lengths: the layouts')
+        _store(item, name, value)
     _set_extra(item, None)
     _set_fields_set(item, given)
     _set_private(item, None)
     return item
 
+
+_new = object.__new__  # (the item classes define no ``__new__``: checked at import below)
+_store = object.__setattr__  # the generic store: BaseModel's own refuses (frozen)
+assert all(cls.__new__ is _new for cls in (Message, FunctionCall, FunctionCallOutput))
 
 # BaseModel's slots, stored through their descriptors (about half the cost of
 # ``object.__setattr__``'s generic look-up: three per item read).

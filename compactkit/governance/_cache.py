@@ -40,7 +40,7 @@ from compactkit.governance._incremental import sum_counts
 from compactkit.governance._prefix import PrefixTracker, extends, same_tools
 from compactkit.governance._prompt import Projection, ProjectionReport
 from compactkit.items import FunctionCallOutput, Item, Message, Tool
-from compactkit.items.groups import Group, group_items
+from compactkit.items.groups import Group, group_items, group_slice
 from compactkit.items.snapshot import MemorySnapshot
 from compactkit.items.view import ItemsView, same_history
 
@@ -183,12 +183,15 @@ class StablePrefix:
             return None
         old, items = plan.items, snapshot.items
         prompt = plan.prompt
-        if not _ends_with(prompt.items, old[-1]):
-            return None
-        last = _appended(items, len(old) if plan.closed else plan.tail_start)
-        if not last:
+        if not _ends_with(prompt.items, _last(old)):
             return None
         new = items[len(old) :]
+        # (a closed last group: the new items start groups of their own, grouped as they are)
+        last = _appended_groups(
+            group_slice(new, len(old)) if plan.closed else group_items(items, plan.tail_start)
+        )
+        if not last:
+            return None
         tokens = prompt.tokens + sum_counts(self._counter, new)  # (counted: a loop in C)
         if tokens > budget:
             return None
@@ -325,7 +328,11 @@ def _appended(items: Sequence[Item], tail_start: int) -> Group | Literal[False] 
     started), or ``False`` when the groups from there cannot extend a prompt as they are: a
     closed group with a call never answered, or an output answering no call (the projector
     repairs both); ``None`` when there is no group."""
-    groups = group_items(items, tail_start)
+    return _appended_groups(group_items(items, tail_start))
+
+
+def _appended_groups(groups: list[Group]) -> Group | Literal[False] | None:
+    """``_appended`` of the groups from the prompt's last group on."""
     for group in groups[:-1]:
         if group.pending or group.kind == "orphan":
             return False
@@ -363,11 +370,19 @@ def _same(a: Instructions, b: Instructions) -> bool:
     return tuple(a) == tuple(b)
 
 
+def _last(items: Sequence[Item]) -> Item:
+    """``items[-1]`` of a non-empty sequence (a view's: read from its list, without the
+    view's indexing, a Python call)."""
+    if type(items) is ItemsView:
+        return items._source[items._stop - 1]
+    return items[-1]
+
+
 def _ends_with(prompt: Sequence[Item], last: Item) -> bool:
     """Whether ``prompt`` ends with ``last`` as sent (itself, or its masked placeholder)."""
     if not prompt:
         return False
-    end = prompt[-1]
+    end = _last(prompt)
     if end is last:
         return True
     return (

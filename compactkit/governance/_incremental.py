@@ -93,7 +93,15 @@ class ItemsTally:
     def __call__(self, counter: TokenCounter, items: Sequence[Item]) -> int:
         """The summed item tokens of ``items``."""
         with self._lock:
-            for position, (seen_counter, seen, total) in enumerate(self._entries):
+            entries = self._entries
+            if entries:  # the usual call: the front entry's history, grown (kept in front)
+                seen_counter, seen, total = entries[0]
+                if seen_counter is counter and (seen is items or extends(items, seen)):
+                    if len(items) > len(seen):
+                        total += sum_counts(counter, items[len(seen) :])
+                    entries[0] = (counter, items, total)
+                    return total
+            for position, (seen_counter, seen, total) in enumerate(entries):
                 if seen_counter is counter and (seen is items or extends(items, seen)):
                     total += sum_counts(counter, items[len(seen) :])
                     del self._entries[position]

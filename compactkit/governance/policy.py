@@ -228,7 +228,7 @@ class CompactPolicy:
             head.extend(instructions)
         if snapshot.summary:
             head.append(self._messages.get(summary_role, snapshot.summary, summary=True))
-        tokens = sum(counter.count_item(message) for message in head)
+        tokens = sum(map(counter.count_item, head)) if head else 0
         tokens += self._tally(counter, snapshot.items) + self._overhead(counter, tools)
         return PolicyState(
             tokens=tokens,

@@ -270,7 +270,9 @@ class MessageCompactor:
         instructions: str | None,
         system: Any,
     ) -> Prepared:
-        if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        if type(messages) is not list and (  # (a list: no ABC check, every call)
+            isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence)
+        ):
             raise ConfigError(
                 f"messages must be a list of messages, got {type(messages).__name__}"
                 + ("; wrap a single message in a list" if isinstance(messages, dict) else "")
@@ -301,8 +303,12 @@ class MessageCompactor:
 
     def _ingest(self, messages: Sequence[Any], events: list[Event]) -> None:
         """Bring the memory up to ``messages``, reading only what it has not seen."""
-        known = next((seen for seen in self._seen if seen.messages.starts(messages)), None)
-        if known is None:  # (starts is O(1): see SeenList)
+        known: Seen | None = None
+        for seen in self._seen:  # (starts is O(1): see SeenList)
+            if seen.messages.starts(messages):
+                known = seen
+                break
+        if known is None:
             self._reset()
             if self._read_cold(messages):
                 return
@@ -311,20 +317,24 @@ class MessageCompactor:
         fresh = messages[new_start:]
         converter = self._converter_for(fresh)
         passed: list[Passthrough] = []
-        per_message = [
-            converter.to_items(message, new_start + offset, passed.append)
-            for offset, message in enumerate(fresh)
-        ]
+        per_message: list[list[Item]] = []
+        items: list[Item] = []
+        # Items read from plain dicts are new objects this call alone holds: the memory numbers
+        # them in place (any other message, an item object say, may be read back as itself).
+        owned = True
+        to_items, keep, add = converter.to_items, per_message.append, items.extend
+        for offset, message in enumerate(fresh, new_start):  # (one pass: each is O(new))
+            message_items = to_items(message, offset, passed.append)
+            keep(message_items)
+            add(message_items)
+            if type(message) is not dict:
+                owned = False
         for passthrough in passed:
             event = PassthroughEvent(
                 index=passthrough.index, reason=passthrough.reason, format=converter.format
             )
             events.append(emit(event, self.on_event))
-        items = [item for message_items in per_message for item in message_items]
-        summaries = any(is_summary_message(item) for item in items)  # (a summary pasted in)
-        # Items read from plain dicts are new objects this call alone holds: the memory numbers
-        # them in place (any other message, an item object say, may be read back as itself).
-        owned = all(type(message) is dict for message in fresh)
+        summaries = any(map(is_summary_message, items))  # (a summary pasted in)
         stored = self._append(items, restart=new_start == 0, summaries=summaries, fresh=owned)
         self._remember(fresh, per_message, summaries=summaries, stored=stored)
         known.messages.extend(fresh)

@@ -381,20 +381,25 @@ class WireConverter:
         """Items with a reused call id (servers that number calls per response: ``call_0``
         every turn) renamed inside compactkit, so no rule mistakes a later call for a
         duplicate; the id goes out as it came in."""
-        out: list[Item] = []
-        for item in items:
-            if isinstance(item, FunctionCall):
-                if item.call_id in self._seen_calls:
-                    renamed = f"{item.call_id}{_ID_SEP}{len(self._seen_calls)}"
-                    self._renamed[item.call_id] = renamed
-                    item = item.model_copy(update={"call_id": renamed})
-                else:
-                    self._renamed.pop(item.call_id, None)
-                self._seen_calls[item.call_id] = None
-            elif isinstance(item, FunctionCallOutput) and item.call_id in self._renamed:
-                item = item.model_copy(update={"call_id": self._renamed[item.call_id]})
-            out.append(item)
-        return out
+        seen, renames = self._seen_calls, self._renamed
+        for index, item in enumerate(items):  # (``items`` is the reader's new list: renamed
+            cls = type(item)  # in place; a message, the usual item, is passed by its type)
+            if cls is Message:
+                continue
+            if cls is FunctionCall or (
+                cls is not FunctionCallOutput and isinstance(item, FunctionCall)
+            ):
+                call_id = item.call_id  # type: ignore[union-attr]
+                if call_id in seen:
+                    renamed = f"{call_id}{_ID_SEP}{len(seen)}"
+                    renames[call_id] = renamed
+                    item = items[index] = item.model_copy(update={"call_id": renamed})
+                elif renames:
+                    renames.pop(call_id, None)
+                seen[item.call_id] = None  # type: ignore[union-attr]
+            elif isinstance(item, FunctionCallOutput) and item.call_id in renames:
+                items[index] = item.model_copy(update={"call_id": renames[item.call_id]})
+        return items
 
     def _placeholder(self, message: Any, plain: Any) -> Message:
         key = uuid.uuid4().hex  # unique across processes: a stored placeholder outlives this one

@@ -28,7 +28,7 @@ from compactkit.items.model import (
     Reasoning,
 )
 
-__all__ = ["Group", "group_items"]
+__all__ = ["Group", "group_items", "group_slice"]
 
 GroupKind = Literal["system", "developer", "user", "assistant", "orphan"]
 
@@ -112,10 +112,15 @@ def group_items(items: Sequence[Item], start: int = 0) -> list[Group]:
     Linear in the number of items. Each item's class is read once, by ``type`` (``_class_of``
     for subclasses), and each call id once.
     """
-    groups: list[Group] = []
     # One slice, then plain indexing: ``items`` may be an ``ItemsView`` (a memory's snapshot),
     # whose items cost a Python call each to index.
-    rest, offset = items[start:], start
+    return group_slice(items[start:], start)
+
+
+def group_slice(rest: Sequence[Item], offset: int) -> list[Group]:
+    """``group_items(items, offset)`` given ``rest``, the slice ``items[offset:]`` the caller
+    already holds (a list or tuple: indexed item by item)."""
+    groups: list[Group] = []
     n = len(rest)
     classes = [
         (_RESPONSE if item.role == "assistant" else _OWN)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, TypeAlias, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
@@ -78,13 +79,13 @@ def output_items(values: Iterable[object], *, summaries_checked: bool = False) -
     order). ``summaries_checked``: the caller made sure that no value is an item holding a
     rendered summary (``MessageCompactor`` does), so a list of items is not checked for one
     again."""
-    if type(values) is list and all(type(value) in _EXACT_ITEM_TYPES for value in values):
+    if type(values) is list and all(map(_EXACT_ITEM_TYPES.__contains__, map(type, values))):
         # Items only (what ``MessageCompactor`` hands its memory): no SDK object or dict to
         # convert, and an item never joins a run of Anthropic blocks, so ``_converted_outputs``
         # would hand back each one as it is. (Exact types: a subclass takes the general path;
         # an exact list passes the checks below, which cost more than this one.)
         if summaries_checked:
-            return [_storable(value) for value in values]
+            return list(map(_storable, values))
         return [_checked(value) for value in values]
     if values is None or not isinstance(values, Iterable):
         raise ConfigError(
@@ -204,9 +205,9 @@ def _check_storable(item: Item) -> None:
     data nested too deeply to serialise. Cheap on the append path: strings are only encoded."""
     fields = _PLAIN_TEXT.get(type(item))
     if fields is not None:
-        extra, *texts = fields(item)
+        texts = fields(item)  # (its extra first: ``None`` passes the loop's test)
         # Most items: no extra, and the content (the output, the arguments) is a string.
-        if extra is None and type(texts[-1]) is str:
+        if texts[0] is None and type(texts[-1]) is str:
             for text in texts:
                 # UnicodeEncodeError (a ValueError) on a lone surrogate; an ASCII string holds
                 # none (``isascii`` reads a flag of the string: O(1), where encoding copies it)
@@ -217,9 +218,9 @@ def _check_storable(item: Item) -> None:
 
 
 _PLAIN_TEXT: dict[type, Callable[[Any], tuple[Any, ...]]] = {
-    Message: lambda item: (item.extra, item.name, item.content),
-    FunctionCall: lambda item: (item.extra, item.call_id, item.name, item.arguments),
-    FunctionCallOutput: lambda item: (item.extra, item.call_id, item.name, item.output),
+    Message: attrgetter("extra", "name", "content"),
+    FunctionCall: attrgetter("extra", "call_id", "name", "arguments"),
+    FunctionCallOutput: attrgetter("extra", "call_id", "name", "output"),
 }
 """An item of each exact class's extra, then its text fields in the order the general check
 reads them, its content (or output, or arguments) last: with no extra and a string content,
@@ -320,6 +321,8 @@ def check_batch(
     calls: set[str] = set()
     answered: set[str] = set()
     for item in items:
+        if type(item) is Message:  # (by type: a failed isinstance against a pydantic class
+            continue  # goes through ABCMeta, several times the cost)
         if isinstance(item, FunctionCall):
             if item.call_id in calls or item.call_id in stored_calls:
                 raise ConfigError(
