@@ -124,6 +124,10 @@ def merge_keyed_into(entries: dict[str, str], new: Iterable[str]) -> None:
     # head and details. An entry that only counts the last detail again (a file edited once
     # more, an id seen again) adds to its count, the rest unread (``_counted_again``).
     written: dict[str, tuple[str, list[str]]] = {}
+    # Per key, the entry counted again last, the detail it wrote (compared by identity: no
+    # other merge wrote since), that detail's text and count, and what the entry adds: the same
+    # entry once more (a fact repeated item after item) adds as much, neither read again.
+    again: dict[str, tuple[str, str, str, int, int]] = {}
     for entry in new:
         key = entry_key(entry)
         old = entries.get(key)
@@ -131,10 +135,18 @@ def merge_keyed_into(entries: dict[str, str], new: Iterable[str]) -> None:
             entries[key] = entry
             continue
         known = written.get(key)
-        if known is not None and not entry.endswith("]") and _counted_again(known, entry):
-            del entries[key]
-            entries[key] = join_details(*known)
-            continue
+        if known is not None and not entry.endswith("]"):
+            details, last = known[1], again.get(key)
+            if last is not None and last[0] == entry and details[-1] is last[1]:
+                counted: tuple[str, int, int] | None = (last[2], last[3] + last[4], last[4])
+                details[-1] = f"{last[2]} \N{MULTIPLICATION SIGN}{last[3] + last[4]}"
+            else:
+                counted = _counted_again(known, entry)
+            if counted is not None:
+                again[key] = (entry, details[-1], *counted)
+                del entries[key]
+                entries[key] = join_details(*known)
+                continue
         old_text, old_refs = split_refs(old)
         new_text, new_refs = split_refs(entry)
         head, details = split_details(old_text)
@@ -142,6 +154,7 @@ def merge_keyed_into(entries: dict[str, str], new: Iterable[str]) -> None:
         details, changed = add_details(details, more)
         refs = merge_spans(old_refs, new_refs) if new_refs else old_refs
         written.pop(key, None)
+        again.pop(key, None)
         if changed:
             del entries[key]
             entries[key] = with_refs(join_details(head, details), refs)
@@ -156,9 +169,10 @@ def merge_keyed_into(entries: dict[str, str], new: Iterable[str]) -> None:
             entries[key] = with_refs(old_text, refs)
 
 
-def _counted_again(known: tuple[str, list[str]], entry: str) -> bool:
-    """Whether ``entry`` (no references) adds one detail, the same as the last one of the entry
-    ``known`` describes; if so, that detail's count is added to in ``known``.
+def _counted_again(known: tuple[str, list[str]], entry: str) -> tuple[str, int, int] | None:
+    """When ``entry`` (no references) adds one detail, the same as the last one of the entry
+    ``known`` describes: that detail's count is added to in ``known``, and returned are its
+    text, its count now and what ``entry`` added; else ``None``.
 
     ``known``'s details read back as they are written (``add_details`` leaves them as they
     are) and its head holds no " — ": reading it back and adding the detail, as
@@ -168,14 +182,14 @@ def _counted_again(known: tuple[str, list[str]], entry: str) -> bool:
     _new_head, sep, tail = entry.partition(" — ")
     more = [d.strip() for d in tail.split("; ") if d.strip()] if sep else []
     if len(more) != 1 or _OMITTED.match(more[0]):
-        return False
+        return None
     details = known[1]
     text, count = _times(details[-1])
     detail, n = _times(more[0])
     if fold(detail) != fold(text):
-        return False
+        return None
     details[-1] = f"{text} \N{MULTIPLICATION SIGN}{count + n}"
-    return True
+    return text, count + n, n
 
 
 def with_read(entry: str, read: str = "") -> str:
