@@ -67,8 +67,9 @@ def _built(cls: type[_T], names: tuple[str, ...], values: tuple[Any, ...], given
     ``InMemoryMemory.add_read_items(fresh=True)``) holds the compact layout without copying
     it."""
     item = _new(cls)
+    store = _store  # (a local in the loop: measured a quarter faster than the global)
     for name, value in zip(names, values, strict=False):  # (equal lengths: the layouts')
-        _store(item, name, value)
+        store(item, name, value)
     _set_extra(item, None)
     _set_fields_set(item, given)
     _set_private(item, None)
@@ -129,28 +130,34 @@ def _assistant_items(message: dict[str, Any], content: Any, name: str | None) ->
         values = (*_MESSAGE_HEAD, "assistant", text, name, None)
         items.append(_built(Message, _MESSAGE, values, _MESSAGE_SET))
     for call in calls:
-        call_id = plain_call_id(call)
-        if call_id is None:
+        read = _plain_call(call)
+        if read is None:
             return None
-        function = call["function"]
-        arguments = function.get("arguments", "{}")
-        values = (*_CALL_HEAD, call_id, function["name"], arguments, None)
+        values = (*_CALL_HEAD, *read, None)
         items.append(_built(FunctionCall, _CALL, values, _CALL_SET))
     return items
+
+
+def _plain_call(call: Any) -> tuple[str, str, str] | None:
+    """``(id, name, arguments)`` of a plain chat tool call (``plain_call_id``'s rules);
+    ``None`` for any other call."""
+    if type(call) is not dict or not call.keys() <= _CALL_KEYS:
+        return None
+    if call.get("type", "function") != "function":
+        return None
+    function = call.get("function")
+    if type(function) is not dict:
+        return None
+    name, arguments = function.get("name"), function.get("arguments", "{}")
+    if type(name) is not str or type(arguments) is not str:
+        return None
+    call_id = call.get("id")
+    return (call_id, name, arguments) if type(call_id) is str and call_id else None
 
 
 def plain_call_id(call: Any) -> str | None:
     """The id of a plain chat tool call (a dict of the keys ``chat_to_items`` models, a
     function with a string name and string arguments, a non-empty string id); ``None`` for any
     other call."""
-    if type(call) is not dict or not call.keys() <= _CALL_KEYS:
-        return None
-    if call.get("type", "function") != "function":
-        return None
-    function = call.get("function")
-    if type(function) is not dict or type(function.get("name")) is not str:
-        return None
-    if type(function.get("arguments", "{}")) is not str:
-        return None
-    call_id = call.get("id")
-    return call_id if type(call_id) is str and call_id else None
+    read = _plain_call(call)
+    return read[0] if read is not None else None
