@@ -103,7 +103,10 @@ class _BaseCounter(ABC):
 
     def count_items(self, items: Iterable[Item]) -> int:
         """``sum(count_item(item) for item in items)``; a loop in C when every item is cached."""
-        if type(items) is tuple and items and id(items[-1]) not in self._tokens:
+        if iter(items) is items:  # an iterator: read once (the C loop would consume it)
+            items = list(items)
+        fresh = isinstance(items, (tuple, list)) and items and id(items[-1]) not in self._tokens
+        if fresh:
             # New items (a grown history's tail, counted first by the policy's tally): item by
             # item at once, not after the C loop's KeyError (which costs more than the loop).
             return sum(map(self.count_item, items))
@@ -114,6 +117,8 @@ class _BaseCounter(ABC):
 
     def item_counts(self, items: Iterable[Item]) -> list[int]:
         """``[count_item(item) for item in items]``; a loop in C when every item is cached."""
+        if iter(items) is items:  # an iterator: read once (the C loop would consume it)
+            items = list(items)
         try:
             return list(map(self._tokens.__getitem__, map(id, items)))
         except KeyError:

@@ -14,7 +14,7 @@ from operator import is_
 from compactkit.budget.tokens import TokenCounter
 from compactkit.items import Item, Message, Role, Tool
 from compactkit.items.snapshot import summary_message
-from compactkit.items.view import same_history
+from compactkit.items.view import ItemsView, same_history
 
 __all__ = ["ItemsTally", "MessageCache", "OverheadCache", "extends", "item_counts", "sum_counts"]
 
@@ -52,6 +52,14 @@ def extends(items: Sequence[Item], seen: Sequence[Item]) -> bool:
     if len(items) == n:
         return tuple(items) == tuple(seen)
     return tuple(items[:n]) == tuple(seen)
+
+
+def _tail(items: Sequence[Item], start: int) -> Sequence[Item]:
+    """``items[start:]`` (a view's: a slice of its list, without the view's indexing and its
+    tuple copy)."""
+    if type(items) is ItemsView:
+        return items._source[start : items._stop]
+    return items[start:]
 
 
 class OverheadCache:
@@ -98,7 +106,7 @@ class ItemsTally:
                 seen_counter, seen, total = entries[0]
                 if seen_counter is counter and (seen is items or extends(items, seen)):
                     if len(items) > len(seen):
-                        total += sum_counts(counter, items[len(seen) :])
+                        total += sum_counts(counter, _tail(items, len(seen)))
                     entries[0] = (counter, items, total)
                     return total
             for position, (seen_counter, seen, total) in enumerate(entries):

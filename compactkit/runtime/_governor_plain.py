@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from operator import is_
+from operator import attrgetter, is_
 from typing import TYPE_CHECKING, Protocol
 
 from compactkit.governance.projector import ContextProjector
@@ -61,6 +61,7 @@ class PlainParts(StepParts, Protocol):
 
 _SEAM = ("prepare", "finish", "compressor_for", "emit", "_track", "_factor")
 """Methods of the governor a replaced (or overridden) one of sends to the generic step."""
+_SEAM_OF = attrgetter(*_SEAM)
 
 
 def plain_step(
@@ -161,8 +162,11 @@ def _custom(governor: PlainParts) -> bool:
     checked that it is no subclass), on the default scheduler's class or on the scheduler."""
     if not vars(governor).keys().isdisjoint(_SEAM):
         return True
-    own = type(governor).__dict__
-    if not all(map(is_, map(own.get, _SEAM), _ORIGINALS)):  # (by identity, in C)
+    try:  # (the class's own functions: the caller checked that it is no subclass)
+        found = _SEAM_OF(type(governor))  # (one tuple, in C; the type's attribute cache)
+    except AttributeError:  # one deleted from the class
+        return True
+    if not all(map(is_, found, _ORIGINALS)):  # (by identity, in C)
         return True
     scheduler = governor.scheduler
     return ForegroundCompaction.__dict__["step"] is not _FOREGROUND_STEP or "step" in getattr(

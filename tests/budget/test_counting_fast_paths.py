@@ -48,6 +48,27 @@ def test_count_items_of_a_tuple_is_the_sum_of_each_count(
     assert counter.count_items(items) == sum(expected)  # (the C loop, every item cached)
     assert counter.count_items(list(items)) == sum(expected)
     assert counter.count_items(iter(items)) == sum(expected)
+    other = TiktokenCounter("o200k_base")  # a list of new items
+    assert other.count_items(list(items)) == sum(expected)
+
+
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 400)), min_size=1, max_size=8))
+@settings(deadline=None, max_examples=30)
+@example([(0, 1)])
+@example([(2, 3), (1, 4)])
+def test_an_iterator_of_new_items_is_counted_whole(specs: list[tuple[int, int]]) -> None:
+    """A bug fixed by call19: the C loop over cached counts consumed an iterator up to the
+    first new item, and the item-by-item count that followed read only what was left (a
+    generator of new items was counted 0)."""
+    items = [make(kind, n) for kind, n in specs]
+    expected = [fresh_count(item) for item in items]
+    counter = TiktokenCounter("o200k_base")
+    counter.count_item(items[0])  # the first one cached, the rest new
+    assert counter.count_items(iter(items)) == sum(expected)
+    assert counter.count_items(item for item in items) == sum(expected)
+    other = TiktokenCounter("o200k_base")
+    assert other.item_counts(iter(items)) == expected
+    assert other.item_counts(item for item in items) == expected
 
 
 class NamedMessage(Message):
