@@ -96,9 +96,35 @@ a measured quantity and its runs was the first extra to go, being the lightest t
 identifiers fell to 0.585."""
 
 
-def _steps(state: TrimState, budget: int, keep: frozenset[str]) -> Iterator[None]:
+class _Keeping:
+    """Whether the steps taken so far are those the steps without ``keep`` take
+    (``fit_keeping``). ``keep`` changes the steps in two ways only: through the drops' quotas
+    (its pools, not dropped, take none of the room ``_quotas`` hands out), and by dropping its
+    pools once every other pool is empty. A pool's quota is read only as ``len(queue) >
+    quota``, and its queue only shrinks: where both quotas give the same answer for every
+    length the queue had, the drops are the same."""
+
+    def __init__(self) -> None:
+        self.ran_out = False  # the steps ran out: without keep, its pools would go next
+        # the pools whose quotas differ: (queue, its length then, quota, quota without keep)
+        self.quotas: list[tuple[list[tuple[str, int]], int, int, int]] = []
+
+    def alike(self) -> bool:
+        if self.ran_out:
+            return False
+        for queue, length, mine, theirs in self.quotas:
+            low, high = min(mine, theirs), max(mine, theirs)
+            if len(queue) <= high and length > low:  # a length in (low, high]: answers differ
+                return False
+        return True
+
+
+def _steps(
+    state: TrimState, budget: int, keep: frozenset[str], keeping: _Keeping | None = None
+) -> Iterator[None]:
     """Every change trimming may make, in order; the caller stops as soon as the text fits.
-    The pools in ``keep`` are shortened like the others but never dropped."""
+    The pools in ``keep`` are shortened like the others but never dropped. ``keeping`` is
+    told the drops' quotas without ``keep`` (``fit_keeping``)."""
     pools = state.pools
     tier_pools = [[p for p in tier if p in pools] for tier in TIERS]
     # 1. context shortened, 2. every fact alone, 3. the references go
@@ -111,9 +137,32 @@ def _steps(state: TrimState, budget: int, keep: frozenset[str]) -> Iterator[None
     # 4. the entries beyond each pool's quota dropped, tier by tier (least important first,
     # from the pool holding the most tokens): every class keeps its most important entries
     # while a later tier still has extras to give; then 5. the quotas, tier by tier.
-    tier_pools = [[p for p in tier if p not in keep] for tier in tier_pools]
+    every = tier_pools
+    tier_pools = [[p for p in tier if p not in keep] for tier in every]
     queues = {p: _by_importance(state, p) for tier in tier_pools for p in tier}
     weights = {p: WEIGHTS[t] for t, tier in enumerate(tier_pools[:-1]) for p in tier}
+    quotas = _floored_quotas(state, budget, tier_pools, queues)
+    if keeping is not None and tier_pools != every:  # the quotas the steps without keep use
+        kept = {p: _by_importance(state, p) for tier in every for p in tier if p in keep}
+        alike = _floored_quotas(state, budget, every, {**queues, **kept})
+        keeping.quotas = [
+            (queues[p], len(queues[p]), quotas[p], alike[p])
+            for p in weights
+            if alike[p] != quotas[p]
+        ]
+    yield from _drop_weighted(state, weights, queues, quotas)
+    for tier in tier_pools:  # (every pool of a tier alike, none kept)
+        yield from _drop_weighted(state, dict.fromkeys(tier, 1), queues, dict.fromkeys(tier, 0))
+
+
+def _floored_quotas(
+    state: TrimState,
+    budget: int,
+    tier_pools: list[list[str]],
+    queues: Mapping[str, list[tuple[str, int]]],
+) -> dict[str, int]:
+    """``_quotas``, raised to the floors: under heavy pressure the small classes' ``FLOORS``,
+    and every class but ``UNGUARANTEED`` its most important entry."""
     quotas = _quotas(state, budget, tier_pools, queues)
     if state.total > budget * HEAVY:  # small classes keep their floors too
         for pool, share in FLOORS.items():
@@ -121,9 +170,7 @@ def _steps(state: TrimState, budget: int, keep: frozenset[str]) -> Iterator[None
                 quotas[pool] = max(quotas[pool], math.ceil(len(queues[pool]) * share))
     for pool in quotas.keys() - UNGUARANTEED:  # every class its most important entry
         quotas[pool] = max(quotas[pool], min(1, len(queues[pool])))
-    yield from _drop_weighted(state, weights, queues, quotas)
-    for tier in tier_pools:  # (every pool of a tier alike, none kept)
-        yield from _drop_weighted(state, dict.fromkeys(tier, 1), queues, dict.fromkeys(tier, 0))
+    return quotas
 
 
 def _drop_weighted(
@@ -302,32 +349,57 @@ def fit(
     keep: frozenset[str] = frozenset(),
     measure: Callable[[Doc], int] | None = None,
 ) -> Doc:
+    """``fit_keeping``'s document."""
+    return fit_keeping(doc, cap_tokens, counter, headings, label, keep=keep, measure=measure)[0]
+
+
+def fit_keeping(
+    doc: Doc,
+    cap_tokens: int,
+    counter: TokenCounter,
+    headings: Mapping[str, str],
+    label: tuple[str, frozenset[str]],
+    *,
+    keep: frozenset[str] = frozenset(),
+    measure: Callable[[Doc], int] | None = None,
+) -> tuple[Doc, bool]:
     """``doc`` within ``cap_tokens`` of rendered text (see the module docstring); ``doc`` itself
     when it fits already. When even the title does not fit, every entry is dropped but those
     of the pools in ``keep`` (the result is then over the cap). ``headings`` maps section keys
     to their rendered headings; ``label`` is the quoted-data line and the sections whose
     entries make it appear. ``measure(d)`` is ``text_tokens(d.render(), counter)`` (a caller
     that sizes documents incrementally passes its own: the same counts, without rendering and
-    splitting the whole text on every check)."""
+    splitting the whole text on every check).
+
+    Also returned: whether ``fit`` without ``keep`` returns the same document (``True``
+    without ``keep``). It does when the text fit before the steps ran out and every quota
+    read gave the answer the quotas without ``keep`` give (``_Keeping``): every step up to
+    there is the same, and so is every check of the text against the cap.
+    ``DigestCompressor._fit`` trims without the user's words kept when the summary kept with
+    them is over its own ceiling: then it need not trim again
+    (tests/compressors/test_trim_keep_free.py)."""
     if measure is None:
         measure = functools.partial(_rendered_tokens, counter=counter)
     tokens = measure(doc)
     if tokens <= cap_tokens:  # mostly counted while it grew
-        return doc
+        return doc, True
     state = _rewritten(doc, cap_tokens, counter, headings, label)
     if state is None:
         state = TrimState(doc, counter, headings, label, tokens)
-    steps = _steps(state, cap_tokens, keep)
+    keeping = _Keeping()
+    steps = _steps(state, cap_tokens, keep, keeping)
     budget = cap_tokens
     for _attempt in range(6):
         state.budget = budget
         for _ in steps:
             if state.total <= budget:
                 break
+        else:
+            keeping.ran_out = True
         result: Doc = state.build()
         real = measure(result)
         if real <= cap_tokens:
-            return result
+            return result, not keep or keeping.alike()
         budget -= real - cap_tokens + 4  # the estimate drifted: aim lower and go on
         if state.total <= budget:
             continue
@@ -339,7 +411,7 @@ def fit(
     result = state.build()
     if measure(result) > cap_tokens:
         result = replace(result, omitted={})  # type: ignore[type-var,unused-ignore]
-    return result
+    return result, not keep
 
 
 # The last trim's state when its rewriting passes were done (none of its steps had paused):
@@ -365,6 +437,12 @@ def _rewritten(
         return None
     _REWRITTEN[0] = None  # used once (the second trim): the process holds no summary for long
     return state.copy()
+
+
+def forget_rewritten() -> None:
+    """Drop the state ``_REWRITTEN`` holds (a caller that will not trim the same document
+    again: the process holds no summary for long)."""
+    _REWRITTEN[0] = None
 
 
 def _rendered_tokens(doc: TrimmedDocument, counter: TokenCounter) -> int:

@@ -341,8 +341,22 @@ class SummaryDocument:
         ``measure(doc)``, when given, is the tokens of ``doc.render()`` under ``counter`` (a
         caller that sizes summaries incrementally passes its sizer); the result is the same.
         """
+        return self.trim_keeping(cap_tokens, counter, keep=keep, measure=measure)[0]
+
+    def trim_keeping(
+        self,
+        cap_tokens: int,
+        counter: TokenCounter,
+        *,
+        keep: frozenset[str] = frozenset(),
+        measure: Callable[[SummaryDocument], int] | None = None,
+    ) -> tuple[SummaryDocument, bool]:
+        """``trim_to``'s document, and whether ``trim_to`` without ``keep`` returns the same
+        one (``_trim.fit_keeping``: when ``keep`` changed none of the steps taken)."""
         label = (QUOTED_NOTE, QUOTING)
-        return _trim.fit(self, cap_tokens, counter, HEADINGS, label, keep=keep, measure=measure)
+        return _trim.fit_keeping(
+            self, cap_tokens, counter, HEADINGS, label, keep=keep, measure=measure
+        )
 
 
 def _fold_reads(sections: dict[SectionKey, tuple[str, ...]]) -> dict[SectionKey, tuple[str, ...]]:

@@ -64,6 +64,7 @@ from compactkit.compressors._plan import (
     split_by_need,
     summary_cap,
 )
+from compactkit.compressors._trim import forget_rewritten
 from compactkit.compressors._verify import Verification, rules_said_once, unkept, verify
 from compactkit.compressors.digest._extract import digest_items, values_in
 from compactkit.compressors.digest._merging import Merging
@@ -338,19 +339,21 @@ class DigestCompressor:
         # The target is a wish, the budget the law: the user's goal and rules are never dropped
         # to meet a target (an explicit summary cap is the user's own word, and holds).
         keep = USER_WORDS if self.summary_cap_tokens is None else frozenset()
-        trimmed = (
-            merged
-            if merged_tokens <= cap
-            else merged.trim_to(cap, counter, keep=keep, measure=size)
-        )
+        trimmed, alike = merged, True  # (alike: the same trimmed without ``keep``)
+        if merged_tokens > cap:
+            trimmed, alike = merged.trim_keeping(cap, counter, keep=keep, measure=size)
         summary = trimmed.render()
         if keep and trimmed is not merged and size.message_tokens(trimmed) > self.cap:
             # ...but within the summary's own ceiling: a long session's goals and rules alone
             # can outgrow it, and kept whole they would outgrow any budget (the projection
-            # never cuts a summary). Then they are trimmed like the rest, newest kept.
+            # never cuts a summary). Then they are trimmed like the rest, newest kept (the
+            # same document when keeping them changed no step of the trim: not trimmed again).
             keep = frozenset()
-            trimmed = merged.trim_to(cap, counter, measure=size)
-            summary = trimmed.render()
+            if alike:
+                forget_rewritten()
+            else:
+                trimmed = merged.trim_to(cap, counter, measure=size)
+                summary = trimmed.render()
         # The request is the kept items, the summary message and the overhead: the kept part is
         # counted once, each trim recounts only the summary.
         counted = split.kept_tokens
