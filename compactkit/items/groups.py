@@ -28,7 +28,7 @@ from compactkit.items.model import (
     Reasoning,
 )
 
-__all__ = ["Group", "group_items", "group_slice"]
+__all__ = ["Group", "group_items"]  # (group_slice: the cache-aware projection's, not public)
 
 GroupKind = Literal["system", "developer", "user", "assistant", "orphan"]
 
