@@ -277,8 +277,11 @@ def adjacent_order(items: list[Item], *, turns: bool = False) -> list[Item]:
     another call) waits until they are all in, and a new call or reasoning joins the waiting
     calls. With ``turns`` (Anthropic, where an assistant turn holds text and calls together),
     assistant text stays with the calls instead of waiting. Nothing is dropped; a history
-    without such interleaving comes back unchanged.
+    without such interleaving comes back unchanged. A call no later output answers (an agent
+    stopped before running it) waits for nothing: it stays where it is, and what follows it
+    keeps its order instead of gathering behind it to the end of the history.
     """
+    answered_later = _answered_later(items)
     out: list[Item] = []
     pending: set[str] = set()
     deferred: list[Item] = []
@@ -306,7 +309,19 @@ def adjacent_order(items: list[Item], *, turns: bool = False) -> list[Item]:
         else:
             out.append(item)
             join_at = len(out)
-        if isinstance(item, FunctionCall):
+        if isinstance(item, FunctionCall) and id(item) in answered_later:
             pending.add(item.call_id)
     out.extend(deferred)
     return out
+
+
+def _answered_later(items: list[Item]) -> set[int]:
+    """The ids (``id()``) of the calls some later output in ``items`` answers."""
+    found: set[int] = set()
+    outputs: set[str] = set()
+    for item in reversed(items):
+        if isinstance(item, FunctionCallOutput):
+            outputs.add(item.call_id)
+        elif isinstance(item, FunctionCall) and item.call_id in outputs:
+            found.add(id(item))
+    return found
