@@ -339,20 +339,6 @@ def _quotas(
     return quotas
 
 
-def fit(
-    doc: Doc,
-    cap_tokens: int,
-    counter: TokenCounter,
-    headings: Mapping[str, str],
-    label: tuple[str, frozenset[str]],
-    *,
-    keep: frozenset[str] = frozenset(),
-    measure: Callable[[Doc], int] | None = None,
-) -> Doc:
-    """``fit_keeping``'s document."""
-    return fit_keeping(doc, cap_tokens, counter, headings, label, keep=keep, measure=measure)[0]
-
-
 def fit_keeping(
     doc: Doc,
     cap_tokens: int,
@@ -371,7 +357,7 @@ def fit_keeping(
     that sizes documents incrementally passes its own: the same counts, without rendering and
     splitting the whole text on every check).
 
-    Also returned: whether ``fit`` without ``keep`` returns the same document (``True``
+    Also returned: whether the trim without ``keep`` returns the same document (``True``
     without ``keep``). It does when the text fit before the steps ran out and every quota
     read gave the answer the quotas without ``keep`` give (``_Keeping``): every step up to
     there is the same, and so is every check of the text against the cap.

@@ -1,6 +1,6 @@
 """What trimming computes per entry, remembered across trims: costs and rewritten forms.
 
-Cost model: ``_trim.fit`` costs every entry of the document it trims (``entry_cost``: the
+Cost model: ``_trim.fit_keeping`` costs every entry of the document it trims (``entry_cost``: the
 tokens of its bullet, plus one for its line break) and rewrites them form by form
 (``_forms.shorten``, ``_forms.bare``, ``strip_refs``) until the text fits; about 2,700 entries
 and four passes per trim in a long agent session, 10-20 ms each time. Every compaction trims the

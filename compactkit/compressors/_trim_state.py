@@ -76,7 +76,7 @@ class TrimState:
         self.live = {name: len(values) for name, values in self.entries.items()}
         self.quoted = sum(n for name, n in self.live.items() if self._quotes(name))
         self.total = total  # the tokens of ``doc.render()``
-        self.budget = total  # what ``fit`` aims at now: steps pause only once within it
+        self.budget = total  # what ``fit_keeping`` aims at now: steps pause only once within it
         self.rewritten = False  # whether the rewriting passes (1-3) are done
 
     def copy(self) -> TrimState:

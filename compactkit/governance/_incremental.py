@@ -102,22 +102,19 @@ class ItemsTally:
         """The summed item tokens of ``items``."""
         with self._lock:
             entries = self._entries
-            if entries:  # the usual call: the front entry's history, grown (kept in front)
-                seen_counter, seen, total = entries[0]
+            for position, (seen_counter, seen, total) in enumerate(entries):
                 if seen_counter is counter and (seen is items or extends(items, seen)):
                     if len(items) > len(seen):
                         total += sum_counts(counter, _tail(items, len(seen)))
-                    entries[0] = (counter, items, total)
-                    return total
-            for position, (seen_counter, seen, total) in enumerate(entries):
-                if seen_counter is counter and (seen is items or extends(items, seen)):
-                    total += sum_counts(counter, items[len(seen) :])
-                    del self._entries[position]
+                    if position == 0:  # the usual call: the front history, grown, stays in front
+                        entries[0] = (counter, items, total)
+                        return total
+                    del entries[position]
                     break
             else:
                 total = sum_counts(counter, items)
-            self._entries.insert(0, (counter, items, total))
-            del self._entries[self._size :]
+            entries.insert(0, (counter, items, total))
+            del entries[self._size :]
             return total
 
 

@@ -11,13 +11,13 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from merge_oracle import merge_keyed_reference
 
 from compactkit.compressors import _entries
 from compactkit.compressors import _facts as facts
 from compactkit.compressors import _facts_ids as facts_ids
 from compactkit.compressors import _facts_prose as facts_prose
 from compactkit.compressors import _facts_values as facts_values
-from compactkit.compressors._refs import merge_spans, split_refs, with_refs
 from compactkit.compressors.digest import _call_arguments as call_arguments
 from compactkit.compressors.digest import _files as files
 from compactkit.items import FunctionCall
@@ -281,27 +281,6 @@ def test_call_arguments_read_from_their_text_are_what_the_call_parses(text: str)
     assert call_arguments.arguments_text(text) == call.parsed_arguments()
 
 
-def _merge_keyed_reference(entries: dict[str, str], new: list[str]) -> None:
-    """``merge_keyed_into`` as first written: every entry read back and merged."""
-    for entry in new:
-        key = _entries.entry_key(entry)
-        old = entries.get(key)
-        if old is None:
-            entries[key] = entry
-            continue
-        old_text, old_refs = split_refs(old)
-        new_text, new_refs = split_refs(entry)
-        head, details = _entries.split_details(old_text)
-        _, more = _entries.split_details(new_text)
-        details, changed = _entries.add_details(details, more)
-        refs = merge_spans(old_refs, new_refs) if new_refs else old_refs
-        if changed:
-            del entries[key]
-            entries[key] = with_refs(_entries.join_details(head, details), refs)
-        elif refs != old_refs:
-            entries[key] = with_refs(old_text, refs)
-
-
 KEYED_DETAILS = [
     "read",
     "Read",
@@ -340,7 +319,7 @@ def test_keyed_entries_counted_again_merge_as_merging_each_one(
     fast: dict[str, str] = {}
     slow: dict[str, str] = {}
     _entries.merge_keyed_into(fast, new)
-    _merge_keyed_reference(slow, new)
+    merge_keyed_reference(slow, new)
     assert list(fast.items()) == list(slow.items())
 
 
@@ -361,7 +340,7 @@ def test_each_written_entry_counted_again_is_what_merging_it_writes(new: list[st
     fast: dict[str, str] = {}
     slow: dict[str, str] = {}
     _entries.merge_keyed_into(fast, new)
-    _merge_keyed_reference(slow, new)
+    merge_keyed_reference(slow, new)
     assert list(fast.items()) == list(slow.items())
 
 
