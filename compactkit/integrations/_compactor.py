@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from compactkit.budget.profiles import ProfileRegistry
 from compactkit.compressors import without_provenance
 from compactkit.compressors.base import CompressorLike
-from compactkit.errors import ConfigError
+from compactkit.errors import ConfigError, FormatError
 from compactkit.governance.policy import CompactPolicy, TriggerLike
 from compactkit.governance.projector import ContextProjector, Projection
 from compactkit.integrations._cold import COLD_FROM, read_cold, shift_report
@@ -323,12 +323,17 @@ class MessageCompactor:
         # them in place (any other message, an item object say, may be read back as itself).
         owned = True
         to_items, keep, add = converter.to_items, per_message.append, items.extend
-        for offset, message in enumerate(fresh, new_start):  # (one pass: each is O(new))
-            message_items = to_items(message, offset, passed.append)
-            keep(message_items)
-            add(message_items)
-            if type(message) is not dict:
-                owned = False
+        mark = converter.checkpoint()
+        try:
+            for offset, message in enumerate(fresh, new_start):  # (one pass: each is O(new))
+                message_items = to_items(message, offset, passed.append)
+                keep(message_items)
+                add(message_items)
+                if type(message) is not dict:
+                    owned = False
+        except FormatError:  # (a repeated call id): nothing was stored; a corrected list is
+            converter.rollback(mark)  # read as if this one never came
+            raise
         for passthrough in passed:
             event = PassthroughEvent(
                 index=passthrough.index, reason=passthrough.reason, format=converter.format

@@ -15,7 +15,7 @@ import uuid
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, NamedTuple, TypeAlias
 
 from compactkit.errors import ConfigError, FormatError
 from compactkit.formats import (
@@ -127,6 +127,9 @@ class WireConverter:
         # a dict used as a set, a fifth of a set's memory at 5,000 ids.
         self._seen_calls: dict[str, None] = {}
         self._renamed: dict[str, str] = {}  # a reused call id -> its latest call's inner id
+        # The calls read since the last output or user/system message, by call id as given
+        # (-> the index of their message): a call reusing one of their ids is ambiguous
+        self._open_calls: dict[str, int] = {}
         # Runs converted before (masked outputs, the summary), by the ids of their items: the
         # same run recurs every call until the next compaction replaces it.
         self._converted: dict[tuple[int, ...], tuple[tuple[Item, ...], Any, list[Any]]] = {}
@@ -157,16 +160,39 @@ class WireConverter:
         if self.format == "chat" and not self._call_ids:  # (no call passed through to answer)
             fast = plain_chat_message_items(message)  # a plain dict: built unvalidated
             if fast is not None:
-                return self._unique_ids(fast)
+                return self._unique_ids(fast, message, index)
         plain = to_plain(message)
         reason = self._answers_passed_call(plain)
         if reason is None:
             try:
-                return self._unique_ids(_READERS[self.format]([plain]))
+                items = _READERS[self.format]([plain])
             except (FormatError, ValueError, TypeError, AttributeError) as exc:
                 reason = str(exc).removeprefix("message 0: ").removeprefix("input item 0: ")
+            else:  # (outside the try: a repeated call id is an error, never a passthrough)
+                return self._unique_ids(items, plain, index)
         on_passthrough(Passthrough(index=index, reason=reason))
         return [self._placeholder(message, plain)]
+
+    def checkpoint(self) -> Checkpoint:
+        """What ``to_items`` changes, as it is now: ``rollback`` undoes the reading of the
+        messages read since (a call that raised on one of them reads them again)."""
+        return Checkpoint(
+            len(self._seen_calls),
+            dict(self._renamed) if self._renamed else None,
+            set(self._call_ids) if self._call_ids else None,
+            len(self._raw),
+            dict(self._open_calls) if self._open_calls else None,
+        )
+
+    def rollback(self, mark: Checkpoint) -> None:
+        """Forget what ``to_items`` read since ``mark`` (``checkpoint``): renamed ids, calls
+        and placeholders (dicts keep their order: the newest entries are popped)."""
+        for kept, grown in ((mark.seen, self._seen_calls), (mark.raw, self._raw)):
+            while len(grown) > kept:
+                grown.popitem()
+        self._renamed = dict(mark.renamed or {})
+        self._call_ids = set(mark.call_ids or ())
+        self._open_calls = dict(mark.open_calls or {})
 
     def system_items(self, system: Any) -> list[Item]:
         """Anthropic's top-level ``system`` as leading system messages.
@@ -367,6 +393,7 @@ class WireConverter:
         """Record calls read without this converter (``_cold.read_cold``), in order, as
         ``to_items`` would have: a later call reusing one of their ids is renamed as it would
         be. The caller made sure none of them reuses an id (no renaming was due)."""
+        self._open_calls.clear()
         for call_id in call_ids:
             self._renamed.pop(call_id, None)
             self._seen_calls[call_id] = None
@@ -377,19 +404,32 @@ class WireConverter:
         each message's items depended on that message alone."""
         return not self._raw and not self._renamed and not self._call_ids
 
-    def _unique_ids(self, items: list[Item]) -> list[Item]:
+    def _unique_ids(self, items: list[Item], message: Any, at: int) -> list[Item]:
         """Items with a reused call id (servers that number calls per response: ``call_0``
         every turn) renamed inside compactkit, so no rule mistakes a later call for a
-        duplicate; the id goes out as it came in."""
+        duplicate; the id goes out as it came in.
+
+        Raises:
+            FormatError: a call shares its id with an earlier call no output or user message
+                came after yet (two calls of one assistant message, or of one response): no
+                output could say which of them it answers. Calls reusing the id of a call
+                answered before (or left unanswered before a user message) are renamed.
+        """
         seen, renames = self._seen_calls, self._renamed
+        calls = self._open_calls
         for index, item in enumerate(items):  # (``items`` is the reader's new list: renamed
             cls = type(item)  # in place; a message, the usual item, is passed by its type)
             if cls is Message:
+                if calls and item.role != "assistant":  # type: ignore[union-attr]
+                    calls.clear()
                 continue
             if cls is FunctionCall or (
                 cls is not FunctionCallOutput and isinstance(item, FunctionCall)
             ):
                 call_id = item.call_id  # type: ignore[union-attr]
+                if call_id in calls:
+                    raise _repeated_call(self._format, call_id, message, at, calls[call_id])
+                calls[call_id] = at
                 if call_id in seen:
                     renamed = f"{call_id}{_ID_SEP}{len(seen)}"
                     renames[call_id] = renamed
@@ -397,8 +437,11 @@ class WireConverter:
                 elif renames:
                     renames.pop(call_id, None)
                 seen[item.call_id] = None  # type: ignore[union-attr]
-            elif isinstance(item, FunctionCallOutput) and item.call_id in renames:
-                items[index] = item.model_copy(update={"call_id": renames[item.call_id]})
+            elif isinstance(item, FunctionCallOutput):
+                if calls:
+                    calls.clear()
+                if item.call_id in renames:
+                    items[index] = item.model_copy(update={"call_id": renames[item.call_id]})
         return items
 
     def _placeholder(self, message: Any, plain: Any) -> Message:
@@ -434,6 +477,49 @@ class WireConverter:
             return None
         self._call_ids.difference_update(hit)
         return f"answers call {hit[0]!r}, which was passed through"
+
+
+class Checkpoint(NamedTuple):
+    """A converter's reading state (``WireConverter.checkpoint``)."""
+
+    seen: int
+    renamed: dict[str, str] | None
+    call_ids: set[str] | None
+    raw: int
+    open_calls: dict[str, int] | None
+
+
+def _repeated_call(
+    format: MessageFormat, call_id: str, message: Any, at: int, first: int
+) -> FormatError:
+    """The error for a call sharing ``call_id`` with the open call of list item ``first``
+    (``WireConverter._unique_ids``); ``message`` is list item ``at``."""
+    why = (
+        "the provider refuses a repeated id, and no output could say which of the calls it answers"
+    )
+    if format == "responses":
+        return FormatError(
+            f"input items {first} and {at}: two function_call items of one response share the "
+            f"call_id {call_id!r}; give each call its own call_id ({why})"
+        )
+    if first != at:
+        return FormatError(
+            f"messages {first} and {at}: two tool calls share the id {call_id!r} and no tool "
+            f"output comes between them; give each call its own id ({why})"
+        )
+    plain = to_plain(message)
+    key = "tool_calls" if format == "chat" else "content"
+    parts = plain.get(key) if isinstance(plain, Mapping) else None
+    where = [
+        f"{key}[{position}]"
+        for position, part in enumerate(parts if isinstance(parts, list) else ())
+        if isinstance(part, Mapping) and part.get("id") == call_id
+    ]
+    named = " and ".join(where[:2]) if len(where) >= 2 else "two tool calls"
+    return FormatError(
+        f"message {at}: {named} share the id {call_id!r}; give each call in one assistant "
+        f"message its own id ({why})"
+    )
 
 
 def passthrough_key(item: Item) -> str | None:

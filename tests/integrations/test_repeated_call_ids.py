@@ -1,0 +1,234 @@
+"""Two tool calls sharing one id before any output answers them (two calls of one assistant
+message, or of one Responses response): ``MessageCompactor`` and ``compact_messages`` refuse
+the list with a ``FormatError`` that names the id as written and where it is, and store
+nothing; a corrected list then governs as if the bad one never came. Ids reused one round trip
+after another (call c, output c, call c, output c) go out as given, as before."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from compactkit.errors import ConfigError, FormatError
+from compactkit.formats import to_plain
+from compactkit.integrations import CompactedMessages, MessageCompactor, compact_messages
+from compactkit.memory import InMemoryMemory
+
+MODEL = "gpt-4o"
+FORMATS = ("chat", "responses", "anthropic")
+ENTRIES = ("stateful", "stateless")
+Govern = Callable[[list[Any]], CompactedMessages]
+
+
+def head(format: str) -> list[Any]:
+    if format == "chat":
+        return [{"role": "system", "content": "You are an agent."}, user("Do the task.")]
+    return [user("Do the task.")]
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def then_user(format: str, messages: list[Any], text: str) -> list[Any]:
+    """``messages`` and a user message (Anthropic: the text joins the tool results' turn,
+    turns alternate)."""
+    last = messages[-1]
+    if format == "anthropic" and last["role"] == "user" and isinstance(last["content"], list):
+        return [
+            *messages[:-1],
+            {**last, "content": [*last["content"], {"type": "text", "text": text}]},
+        ]
+    return [*messages, user(text)]
+
+
+def round_trip(format: str, ids: list[str], tag: str) -> list[Any]:
+    """One assistant message (Responses: one response) calling ``ids``, then their outputs."""
+    outputs = [f"{tag} output {k}: " + "x " * 40 for k in range(len(ids))]
+    if format == "chat":
+        calls = [
+            {
+                "id": i,
+                "type": "function",
+                "function": {"name": "bash", "arguments": f'{{"n": {k}}}'},
+            }
+            for k, i in enumerate(ids)
+        ]
+        return [
+            {"role": "assistant", "content": None, "tool_calls": calls},
+            *(
+                {"role": "tool", "tool_call_id": i, "content": o}
+                for i, o in zip(ids, outputs, strict=True)
+            ),
+        ]
+    if format == "responses":
+        return [
+            *(
+                {
+                    "type": "function_call",
+                    "call_id": i,
+                    "name": "bash",
+                    "arguments": f'{{"n": {k}}}',
+                }
+                for k, i in enumerate(ids)
+            ),
+            *(
+                {"type": "function_call_output", "call_id": i, "output": o}
+                for i, o in zip(ids, outputs, strict=True)
+            ),
+        ]
+    uses = [
+        {"type": "tool_use", "id": i, "name": "bash", "input": {"n": k}} for k, i in enumerate(ids)
+    ]
+    results = [
+        {"type": "tool_result", "tool_use_id": i, "content": o}
+        for i, o in zip(ids, outputs, strict=True)
+    ]
+    return [{"role": "assistant", "content": uses}, {"role": "user", "content": results}]
+
+
+def governor(format: str, entry: str) -> Govern:
+    system = {"system": "You are an agent."} if format == "anthropic" else {}
+    if entry == "stateful":
+        compactor = MessageCompactor(MODEL, format=format)  # type: ignore[arg-type]
+        return lambda messages: compactor(messages, **system)
+    return lambda messages: compact_messages(messages, model=MODEL, **system)
+
+
+def fresh(format: str, messages: list[Any]) -> CompactedMessages:
+    return governor(format, "stateful")(messages)
+
+
+def sent(turn: CompactedMessages) -> list[Any]:
+    return [to_plain(message) for message in turn.send]
+
+
+# Where the second call of each format's list is named (chat: after the system message).
+WHERE = {
+    "chat": "message 2: tool_calls[0] and tool_calls[1]",
+    "responses": "input items 1 and 2",
+    "anthropic": "message 1: content[0] and content[1]",
+}
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+@pytest.mark.parametrize("format", FORMATS)
+def test_two_calls_sharing_an_id_are_a_format_error_then_a_corrected_list_works(
+    format: str, entry: str
+) -> None:
+    govern = governor(format, entry)
+    bad = [*head(format), *round_trip(format, ["call_0", "call_0"], "first")]
+    with pytest.raises(FormatError) as raised:
+        govern(bad)
+    message = str(raised.value)
+    assert WHERE[format] in message and "'call_0'" in message and "its own" in message
+    assert "\u2063" not in message  # the id as the user wrote it, never compactkit's inner one
+    assert isinstance(raised.value, ConfigError)  # misuse, like the memory's refusal below
+
+    corrected = [*head(format), *round_trip(format, ["call_0", "call_1"], "first")]
+    turn = govern(corrected)
+    assert sent(turn) == corrected  # both calls, each with its own output, as given
+    again = fresh(format, corrected)
+    assert (turn.tokens, turn.history) == (again.tokens, again.history)
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+@pytest.mark.parametrize("format", FORMATS)
+def test_a_repeated_id_in_a_later_call_stores_nothing_and_the_conversation_goes_on(
+    format: str, entry: str
+) -> None:
+    govern = governor(format, entry)
+    first = then_user(format, [*head(format), *round_trip(format, ["call_0"], "one")], "Next.")
+    kept = govern(first).history
+    with pytest.raises(FormatError, match="'call_9'"):
+        govern([*kept, *round_trip(format, ["call_9", "call_9"], "two")])
+    # The same conversation, corrected: read as if the refused list never came (its first
+    # call, read before the error, does not make this one a reuse).
+    corrected = then_user(format, [*kept, *round_trip(format, ["call_9", "call_8"], "two")], "On.")
+    turn = govern(corrected)
+    again = fresh(format, corrected)
+    assert sent(turn) == sent(again) == corrected
+    assert turn.tokens == again.tokens
+
+
+@pytest.mark.parametrize("format", FORMATS)
+def test_a_refused_list_leaves_the_compactors_memory_as_it_was(format: str) -> None:
+    compactor = MessageCompactor(MODEL, format=format)  # type: ignore[arg-type]
+    system = {"system": "You are an agent."} if format == "anthropic" else {}
+    first = then_user(format, [*head(format), *round_trip(format, ["call_0"], "one")], "Next.")
+    compactor(first, **system)
+    before = compactor.governed_memory().snapshot()
+    with pytest.raises(FormatError):
+        compactor([*first, *round_trip(format, ["call_1", "call_2", "call_1"], "x")], **system)
+    assert compactor.governed_memory().snapshot() == before
+
+
+def test_two_chat_messages_calling_one_id_before_any_output_are_refused_naming_both() -> None:
+    call = {"id": "c", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+    messages = [
+        *head("chat"),
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c", "content": "1"},
+        {"role": "tool", "tool_call_id": "c", "content": "2"},
+    ]
+    for govern in (governor("chat", "stateful"), governor("chat", "stateless")):
+        with pytest.raises(FormatError, match=r"messages 2 and 3: .* id 'c'"):
+            govern(messages)
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+@pytest.mark.parametrize("format", FORMATS)
+def test_ids_reused_round_trip_after_round_trip_go_out_as_given(format: str, entry: str) -> None:
+    govern = governor(format, entry)
+    messages = head(format)
+    for number in range(4):  # SWE-agent's replayed trajectories: "call_0" every round trip
+        trip = round_trip(format, ["call_0"], f"r{number}")
+        messages = then_user(format, [*messages, *trip], f"q{number}")
+        turn = govern(messages)
+        assert sent(turn) == messages
+        text = json.dumps(sent(turn), ensure_ascii=False)
+        assert "\u2063" not in text
+        messages = turn.history
+
+
+@pytest.mark.parametrize("format", FORMATS)
+def test_a_call_left_unanswered_then_reused_after_a_user_message_is_no_error(format: str) -> None:
+    pending = round_trip(format, ["call_0"], "lost")[:1]  # the call, never its output
+    messages = [*head(format), *pending, user("Start over."), *round_trip(format, ["call_0"], "b")]
+    turn = governor(format, "stateful")(messages)
+    # The call nobody answered is left out of the prompt; the later round trip goes as given.
+    assert sent(turn)[-2:] == messages[-2:]
+
+
+def test_the_memory_refuses_the_same_input_with_a_config_error_and_keeps_what_it_held() -> None:
+    memory = InMemoryMemory()
+    memory.add_user_input("Do the task.")
+    before = memory.snapshot()
+    assistant = round_trip("chat", ["call_0", "call_0"], "m")[0]
+    with pytest.raises(ConfigError, match="'call_0'"):
+        memory.add_output_items([assistant])
+    assert memory.snapshot() == before
+
+
+@pytest.mark.parametrize("at", ["early", "late"])
+def test_a_long_list_read_from_its_reachable_end_refuses_a_repeated_id_anywhere(at: str) -> None:
+    # Compaction off and a budget: a long list is read from the end a prompt can reach
+    # (_cold.py); a repeated id among the messages it would leave unread is refused as well.
+    def trips(bad: int) -> list[Any]:
+        messages = head("chat")
+        for number in range(200):
+            ids = ["a", "a"] if number == bad else [f"c{number}", f"d{number}"]
+            messages = [*messages, *round_trip("chat", ids, f"r{number}"), user(f"q{number}")]
+        return messages
+
+    bad = 3 if at == "early" else 198  # early: among the messages no prompt could reach
+    compactor = MessageCompactor(MODEL, compaction=False, budget=1500)
+    with pytest.raises(FormatError, match=rf"message {2 + 4 * bad}: .* 'a'"):
+        compactor(trips(bad))
+    assert not compactor.governed_memory().snapshot().items
+    turn = compactor(trips(-1))
+    assert sent(turn)[-4:] == trips(-1)[-4:] and turn.tokens <= 1500
