@@ -1,7 +1,8 @@
 """``MessageCompactor`` and its result, ``CompactedMessages``: the stateful form of governing a
 plain message list (public from ``compactkit.integrations.messages``, which also holds the
 stateless ``compact_messages``). It remembers the conversation it governed, so each call on a
-growing list converts, counts and indexes only the new messages."""
+growing list converts, counts and indexes only the new messages (reading them into its memory
+is ``_compactor_read.ListReader``; this module prepares a call and builds its result)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from compactkit.budget.profiles import ProfileRegistry
 from compactkit.compressors import without_provenance
 from compactkit.compressors.base import CompressorLike
-from compactkit.errors import ConfigError, FormatError
+from compactkit.errors import ConfigError
 from compactkit.governance.policy import CompactPolicy, TriggerLike
 from compactkit.governance.projector import ContextProjector, Projection
-from compactkit.integrations._cold import COLD_FROM, read_cold, shift_report
+from compactkit.integrations._cold import shift_report
 from compactkit.integrations._compacted import (
     COMPACTOR_OPTIONS,
     CompactedMessages,
@@ -25,24 +26,14 @@ from compactkit.integrations._compacted import (
     Seen,
     check_governor,
 )
-from compactkit.integrations._originals import kept, remember
+from compactkit.integrations._compactor_read import ListReader
+from compactkit.integrations._originals import kept
 from compactkit.integrations._seen import SeenList
-from compactkit.integrations._wire import (
-    MessageFormat,
-    Original,
-    Passthrough,
-    WireConverter,
-    detect_format,
-)
-from compactkit.items import Item, Message, Tool
-from compactkit.items.snapshot import (
-    MemorySnapshot,
-    SummaryRole,
-    is_summary_message,
-)
+from compactkit.integrations._wire import MessageFormat, WireConverter
+from compactkit.items import Message, Tool
+from compactkit.items.snapshot import SummaryRole
 from compactkit.memory.base import AgentMemory
-from compactkit.memory.in_memory import InMemoryMemory, SeqMap
-from compactkit.runtime.events import Event, PassthroughEvent, ProjectionEvent, emit
+from compactkit.runtime.events import Event, ProjectionEvent
 from compactkit.runtime.governor import GovernedStep, Governor
 
 if TYPE_CHECKING:  # the preview loads with its first use (it pulls in the summarizer)
@@ -52,7 +43,7 @@ if TYPE_CHECKING:  # the preview loads with its first use (it pulls in the summa
 __all__ = ["COMPACTOR_OPTIONS", "CompactedMessages", "MessageCompactor"]
 
 
-class MessageCompactor:
+class MessageCompactor(ListReader):
     """Governs one growing conversation: call it with the whole list before every model call.
 
     Args:
@@ -251,18 +242,6 @@ class MessageCompactor:
 
     # -- internals -----------------------------------------------------------------------------
 
-    def _reset(self) -> None:
-        self._memory = InMemoryMemory(accept_unknown_call_ids=True)
-        self._seen: list[Seen] = []
-        # seq of a message's first item -> (the message, *its items); a list by seq (a dict
-        # by seq took three times the memory: the compactor holds one entry per message)
-        self._originals: SeqMap[Original] = SeqMap()
-        self._converter = WireConverter(self._format or "chat")
-        self._decided = self._format is not None
-        self._unread: tuple[int, int] | None = None
-        """Items the memory does not hold (a cold read left them unread), and where they
-        would be: the report counts them as the whole list's would."""
-
     def _prepare(
         self,
         messages: Sequence[Any],
@@ -300,137 +279,6 @@ class MessageCompactor:
             prepared.instructions = self._instructions(("instructions", instructions))
         prepared.tools = self._tools(tools if tools is not None else self._tools_given)
         return prepared
-
-    def _ingest(self, messages: Sequence[Any], events: list[Event]) -> None:
-        """Bring the memory up to ``messages``, reading only what it has not seen."""
-        known: Seen | None = None
-        for seen in self._seen:  # (starts is O(1): see SeenList)
-            if seen.messages.starts(messages):
-                known = seen
-                break
-        if known is None:
-            self._reset()
-            if self._read_cold(messages):
-                return
-            known = Seen()
-        new_start = len(known.messages)
-        fresh = messages[new_start:]
-        converter = self._converter_for(fresh)
-        passed: list[Passthrough] = []
-        per_message: list[list[Item]] = []
-        items: list[Item] = []
-        # Items read from plain dicts are new objects this call alone holds: the memory numbers
-        # them in place (any other message, an item object say, may be read back as itself).
-        owned = True
-        to_items, keep, add = converter.to_items, per_message.append, items.extend
-        mark = converter.checkpoint()
-        try:
-            for offset, message in enumerate(fresh, new_start):  # (one pass: each is O(new))
-                message_items = to_items(message, offset, passed.append)
-                keep(message_items)
-                add(message_items)
-                if type(message) is not dict:
-                    owned = False
-        except FormatError:  # (a repeated call id): nothing was stored; a corrected list is
-            converter.rollback(mark)  # read as if this one never came
-            raise
-        for passthrough in passed:
-            event = PassthroughEvent(
-                index=passthrough.index, reason=passthrough.reason, format=converter.format
-            )
-            events.append(emit(event, self.on_event))
-        summaries = any(map(is_summary_message, items))  # (a summary pasted in)
-        stored = self._append(items, restart=new_start == 0, summaries=summaries, fresh=owned)
-        self._remember(fresh, per_message, summaries=summaries, stored=stored)
-        known.messages.extend(fresh)
-        self._seen = [known]
-
-    def _read_cold(self, messages: Sequence[Any]) -> bool:
-        """Read only the part of a long list a prompt can reach (``_cold.py``), when nothing
-        can ever need the rest: compaction is off (no policy, no compressor, no status line:
-        nothing measures the whole history) and no callback sees the unshifted report.
-        Returns whether it did; else the caller reads the whole list."""
-        governor = self.governor
-        projector = governor.projector
-        budget = projector.budget
-        if (
-            len(messages) < COLD_FROM
-            or budget is None
-            or governor.policy is not None
-            or governor.compressor is not None
-            or governor.status is not None
-            or governor.on_event is not None
-            or self.on_event is not None
-            or projector.validate == "raise"  # (its errors name positions)
-            or self._converter_for(messages).format != "chat"
-        ):
-            return False
-        read = read_cold(messages, projector, budget)
-        if read is None:
-            return False
-        self._append([item for items in read.items for item in items], restart=True)
-        self._remember(read.messages, read.items)
-        self._converter.note_calls(read.call_ids)
-        known = Seen()
-        known.messages.extend(messages)
-        self._seen = [known]
-        self._unread = (read.skipped, read.lead_items)
-        return True
-
-    def _append(
-        self,
-        items: list[Item],
-        *,
-        restart: bool,
-        summaries: bool | None = None,
-        fresh: bool = False,
-    ) -> list[Item] | None:
-        """Store ``items`` (``summaries``: whether any of them is a summary message, when the
-        caller knows; ``fresh``: no one else holds them, so they may be numbered in place);
-        returns them as stored when they were appended as they are (``None`` when the memory
-        was restored instead)."""
-        if not items:
-            return None
-        memory = self._memory
-        if summaries is None:
-            summaries = any(is_summary_message(item) for item in items)
-        if restart or summaries:
-            snapshot = memory.snapshot()
-            old = (
-                [*snapshot.render_items(), *items] if snapshot.items or snapshot.summary else items
-            )
-            memory.restore(MemorySnapshot.from_items(old))
-            return None
-        try:  # (no summary among them: ``restart or summaries`` restored above)
-            return memory.add_read_items(items, fresh=fresh, summaries_checked=True)
-        except ConfigError:
-            # A write the memory refuses (a call answered twice): restore takes the list as it
-            # is, and the projector repairs the prompt (the history keeps every message).
-            snapshot = memory.snapshot()
-            memory.restore(
-                MemorySnapshot(summary=snapshot.summary, items=(*snapshot.items, *items))
-            )
-            return None
-
-    def _remember(
-        self,
-        fresh: Sequence[Any],
-        per_message: list[list[Item]],
-        *,
-        summaries: bool = True,
-        stored: Sequence[Item] | None = None,
-    ) -> None:
-        """``_originals.remember`` on this compactor's map and memory."""
-        remember(self._originals, self._memory, fresh, per_message, summaries, stored)
-
-    def _converter_for(self, fresh: Sequence[Any]) -> WireConverter:
-        if not self._decided:
-            # Plain text messages read the same in every format: chat until a message decides.
-            format = detect_format(fresh)
-            if format is not None:
-                self._converter.format = format
-                self._decided = True
-        return self._converter
 
     def _instructions(self, key: tuple[str, Any]) -> list[Message]:
         kind, value = key
