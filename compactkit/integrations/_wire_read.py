@@ -65,6 +65,9 @@ class WireReader:
         # The calls read since the last output or user/system message, by call id as given
         # (-> the index of their message): a call reusing one of their ids is ambiguous
         self._open_calls: dict[str, int] = {}
+        # The outputs read since the last call or user/system message, likewise: an output
+        # answering one of their calls again answers a call already answered
+        self._answered: dict[str, int] = {}
 
     def to_items(
         self, message: Any, index: int, on_passthrough: Callable[[Passthrough], None]
@@ -96,6 +99,7 @@ class WireReader:
             set(self._call_ids) if self._call_ids else None,
             len(self._raw),
             dict(self._open_calls) if self._open_calls else None,
+            dict(self._answered) if self._answered else None,
         )
 
     def rollback(self, mark: Checkpoint) -> None:
@@ -107,6 +111,7 @@ class WireReader:
         self._renamed = dict(mark.renamed or {})
         self._call_ids = set(mark.call_ids or ())
         self._open_calls = dict(mark.open_calls or {})
+        self._answered = dict(mark.answered or {})
 
     def system_items(self, system: Any) -> list[Item]:
         """Anthropic's top-level ``system`` as leading system messages.
@@ -168,24 +173,29 @@ class WireReader:
         Raises:
             FormatError: a call shares its id with an earlier call no output or user message
                 came after yet (two calls of one assistant message, or of one response): no
-                output could say which of them it answers. Calls reusing the id of a call
-                answered before (or left unanswered before a user message) are renamed.
+                output could say which of them it answers; or an output answers a call an
+                output read since the last call (or user message) answered already. Calls
+                reusing the id of a call answered before (or left unanswered before a user
+                message) are renamed.
         """
         seen, renames = self._seen_calls, self._renamed
-        calls = self._open_calls
+        calls, answered = self._open_calls, self._answered
         for index, item in enumerate(items):  # (``items`` is the reader's new list: renamed
             cls = type(item)  # in place; a message, the usual item, is passed by its type)
             if cls is Message:
-                if calls and item.role != "assistant":  # type: ignore[union-attr]
+                if (calls or answered) and item.role != "assistant":  # type: ignore[union-attr]
                     calls.clear()
+                    answered.clear()
                 continue
             if cls is FunctionCall or (
                 cls is not FunctionCallOutput and isinstance(item, FunctionCall)
             ):
                 call_id = item.call_id  # type: ignore[union-attr]
                 if call_id in calls:
-                    raise _repeated_call(self._format, call_id, message, at, calls[call_id])
+                    raise _repeated(self._format, call_id, message, at, calls[call_id])
                 calls[call_id] = at
+                if answered:
+                    answered.clear()
                 if call_id in seen:
                     renamed = f"{call_id}{_ID_SEP}{len(seen)}"
                     renames[call_id] = renamed
@@ -196,6 +206,10 @@ class WireReader:
             elif isinstance(item, FunctionCallOutput):
                 if calls:
                     calls.clear()
+                if item.call_id in answered:
+                    first = answered[item.call_id]
+                    raise _repeated(self._format, item.call_id, message, at, first, output=True)
+                answered[item.call_id] = at
                 if item.call_id in renames:
                     items[index] = item.model_copy(update={"call_id": renames[item.call_id]})
         return items
@@ -237,39 +251,47 @@ class Checkpoint(NamedTuple):
     call_ids: set[str] | None
     raw: int
     open_calls: dict[str, int] | None
+    answered: dict[str, int] | None
 
 
-def _repeated_call(
-    format: MessageFormat, call_id: str, message: Any, at: int, first: int
+def _repeated(
+    format: MessageFormat, call_id: str, message: Any, at: int, first: int, *, output: bool = False
 ) -> FormatError:
-    """The error for a call sharing ``call_id`` with the open call of list item ``first``
-    (``WireConverter._unique_ids``); ``message`` is list item ``at``."""
-    why = (
-        "the provider refuses a repeated id, and no output could say which of the calls it answers"
-    )
+    """The error for a call (``output``: an output) sharing ``call_id`` with the call (output)
+    of list item ``first`` (``WireReader._unique_ids``); ``message`` is list item ``at``."""
+    if output:
+        fix = "keep one output per call (the provider refuses a repeated id, and no call is "
+        fix += "left for the second output)"
+    else:
+        fix = "give each call its own id (the provider refuses a repeated id, and no output "
+        fix += "could say which of the calls it answers)"
     if format == "responses":
+        kind = (
+            "function_call_output items answer"
+            if output
+            else "function_call items of one response share"
+        )
         return FormatError(
-            f"input items {first} and {at}: two function_call items of one response share the "
-            f"call_id {call_id!r}; give each call its own call_id ({why})"
+            f"input items {first} and {at}: two {kind} the call_id {call_id!r}; {fix}"
         )
     if first != at:
-        return FormatError(
-            f"messages {first} and {at}: two tool calls share the id {call_id!r} and no tool "
-            f"output comes between them; give each call its own id ({why})"
-        )
+        kind = "tool outputs answer the call" if output else "tool calls share the id"
+        between = "" if output else " and no tool output comes between them"
+        return FormatError(f"messages {first} and {at}: two {kind} {call_id!r}{between}; {fix}")
     plain = to_plain(message)
     key = "tool_calls" if format == "chat" else "content"
+    field = "tool_use_id" if output else "id"
     parts = plain.get(key) if isinstance(plain, Mapping) else None
     where = [
         f"{key}[{position}]"
         for position, part in enumerate(parts if isinstance(parts, list) else ())
-        if isinstance(part, Mapping) and part.get("id") == call_id
+        if isinstance(part, Mapping) and part.get(field) == call_id
     ]
-    named = " and ".join(where[:2]) if len(where) >= 2 else "two tool calls"
-    return FormatError(
-        f"message {at}: {named} share the id {call_id!r}; give each call in one assistant "
-        f"message its own id ({why})"
-    )
+    named = " and ".join(where[:2]) if len(where) >= 2 else "two parts"
+    verb = "answer the call" if output else "share the id"
+    if not output:
+        fix = fix.replace("each call", "each call in one assistant message", 1)
+    return FormatError(f"message {at}: {named} {verb} {call_id!r}; {fix}")
 
 
 def _call_ids(plain: Any) -> list[str]:

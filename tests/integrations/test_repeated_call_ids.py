@@ -232,3 +232,50 @@ def test_a_long_list_read_from_its_reachable_end_refuses_a_repeated_id_anywhere(
     assert not compactor.governed_memory().snapshot().items
     turn = compactor(trips(-1))
     assert sent(turn)[-4:] == trips(-1)[-4:] and turn.tokens <= 1500
+
+
+def answered_twice(format: str) -> list[Any]:
+    """One call, its output, and the same output again (a retry appended it twice)."""
+    trip = round_trip(format, ["call_0"], "once")
+    if format == "anthropic":
+        results = trip[1]["content"]
+        return [*head(format), trip[0], {"role": "user", "content": [*results, *results]}]
+    return [*head(format), *trip, trip[-1]]
+
+
+ANSWERED_WHERE = {
+    "chat": "messages 3 and 4: two tool outputs answer the call 'call_0'",
+    "responses": "input items 2 and 3: two function_call_output items answer the call_id 'call_0'",
+    "anthropic": "message 2: content[0] and content[1] answer the call 'call_0'",
+}
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+@pytest.mark.parametrize("format", FORMATS)
+def test_a_call_answered_twice_is_a_format_error_naming_both_outputs(
+    format: str, entry: str
+) -> None:
+    govern = governor(format, entry)
+    with pytest.raises(FormatError) as raised:
+        govern(answered_twice(format))
+    assert ANSWERED_WHERE[format] in str(raised.value)
+    assert "keep one output per call" in str(raised.value)
+    corrected = [*head(format), *round_trip(format, ["call_0"], "once")]
+    turn = govern(corrected)
+    assert sent(turn) == corrected
+    assert turn.tokens == fresh(format, corrected).tokens
+
+
+@pytest.mark.parametrize("format", FORMATS)
+def test_an_output_repeated_in_a_later_call_is_refused_and_nothing_is_stored(format: str) -> None:
+    compactor = MessageCompactor(MODEL, format=format)  # type: ignore[arg-type]
+    system = {"system": "You are an agent."} if format == "anthropic" else {}
+    first = [*head(format), *round_trip(format, ["call_0", "call_1"], "one")]
+    compactor(first, **system)
+    before = compactor.governed_memory().snapshot()
+    again = first[-1]  # the last output once more
+    with pytest.raises(FormatError, match="answer"):
+        compactor([*first, again], **system)
+    assert compactor.governed_memory().snapshot() == before
+    follow = then_user(format, first, "Next.")
+    assert sent(compactor(follow, **system)) == follow
