@@ -6,7 +6,9 @@ after another (call c, output c, call c, output c) go out as given, as before.""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -279,3 +281,16 @@ def test_an_output_repeated_in_a_later_call_is_refused_and_nothing_is_stored(for
     assert compactor.governed_memory().snapshot() == before
     follow = then_user(format, first, "Next.")
     assert sent(compactor(follow, **system)) == follow
+
+
+@pytest.mark.parametrize("format", FORMATS)
+def test_the_preview_and_the_async_call_refuse_the_same_list(format: str) -> None:
+    system = {"system": "You are an agent."} if format == "anthropic" else {}
+    bad = [*head(format), *round_trip(format, ["call_0", "call_0"], "first")]
+    with pytest.raises(FormatError, match=re.escape(WHERE[format])):
+        compact_messages(bad, model=MODEL, dry_run=True, **system)
+    compactor = MessageCompactor(MODEL, format=format)  # type: ignore[arg-type]
+    with pytest.raises(FormatError, match=re.escape(WHERE[format])):
+        asyncio.run(compactor.acall(bad, **system))
+    corrected = [*head(format), *round_trip(format, ["call_0", "call_1"], "first")]
+    assert sent(asyncio.run(compactor.acall(corrected, **system))) == corrected
