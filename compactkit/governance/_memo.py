@@ -47,6 +47,7 @@ class ProjectionMemo:
         self._tools: tuple[Tool, ...] = ()
         self._prefixes = PrefixTracker()
         self._stable = StablePrefix(counter, refill)
+        self._fitted: tuple[tuple[str, str, int], Message | None] | None = None
 
     def view(self, items: Sequence[Item]) -> View:
         """The structure of ``items``, reusing what is known of a history it extends."""
@@ -98,6 +99,25 @@ class ProjectionMemo:
     def summary(self, role: SummaryRole, text: str) -> Message:
         """The summary's own marked message."""
         return self._messages.get(role, text, summary=True)
+
+    def fitted_summary(self, role: SummaryRole, text: str, tokens: int) -> Message | None:
+        """The summary message of ``text`` trimmed to at most ``tokens`` (``shrink_summary``),
+        or ``None`` when it cannot be; remembered for the last request that asked (a session
+        under pressure asks the same until it compacts or its newest group changes)."""
+        key = (role, text, tokens)
+        fitted = self._fitted
+        if fitted is not None and fitted[0] == key:
+            return fitted[1]
+        # (imported here: only a request over budget needs the summary's trimming)
+        from compactkit.compressors.shrink import shrink_summary
+
+        def size(summary: str) -> int:
+            return self.counter.count_item(self.summary(role, summary))
+
+        shrunk = shrink_summary(text, tokens, size, self.counter)
+        message = None if shrunk is None else self.summary(role, shrunk)
+        self._fitted = (key, message)
+        return message
 
     def cached_prefix(self, items: Sequence[Item], tools: Sequence[Tool], tokens: int) -> int:
         """Tokens of this request that repeat the session's previous prompt byte for byte

@@ -13,7 +13,7 @@ larger than the budget leaves is cut (with a marker saying so), not dropped.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors.masking import cut_output
@@ -65,6 +65,8 @@ class Plan:
     """Tokens the budget leaves for the window."""
     observe: Callable[[Sequence[Item], int], int] | None
     """Measures the finished prompt's cached prefix (``None``: report 0)."""
+    shrunk: tuple[int, int] | None = None
+    """The summary's tokens as stored and as sent, when it was fitted to the room left."""
 
 
 def plan(
@@ -95,16 +97,17 @@ def plan(
     needed = {index: pieces.get(index).min_tokens for index in required}
     n_closed = view.n_closed
     tail = pieces.get(n_closed) if view.tail is not None else None
-    cuts: dict[int, Item] = {}
-    if tail is not None and n_closed in required:
-        # The newest group is sent whole, never masked; an output of it larger than what
-        # the budget leaves is cut (with a marker saying so), not dropped or masked.
-        needed[n_closed] = tail.min_tokens + sum(mask.saving for mask in tail.masks)
-        over = fixed + sum(needed.values()) - limit
-        if over > 0:
-            cuts, saved_by_cut = cut_newest(counter, tail, over)
-            needed[n_closed] -= saved_by_cut
+    newest = tail if tail is not None and n_closed in required else None
+    if newest is not None:
+        # The newest group is sent whole, never masked (its outputs cut if need be).
+        needed[n_closed] = newest.min_tokens + sum(mask.saving for mask in newest.masks)
     total = fixed + sum(needed.values())
+    room = _Room()
+    if total > limit:
+        room = _make_room(head, snapshot.summary, newest, total - limit, memo, rules)
+        if room.saved_by_cut:
+            needed[n_closed] -= room.saved_by_cut
+        total -= room.saved
     if total > limit:
         raise budget_error(counter, snapshot, head, tools, pieces, required, limit, needed)
     return Plan(
@@ -118,10 +121,64 @@ def plan(
         required,
         needed,
         tail,
-        cuts,
+        room.cuts,
         limit - total,
         observe,
+        room.shrunk,
     )
+
+
+@dataclass(slots=True)
+class _Room:
+    """What ``_make_room`` freed: cuts of the newest outputs, a summary fitted."""
+
+    cuts: dict[int, Item] = field(default_factory=dict)
+    saved_by_cut: int = 0
+    shrunk: tuple[int, int] | None = None
+    """The summary's tokens as stored and as sent."""
+
+    @property
+    def saved(self) -> int:
+        shrunk = self.shrunk
+        return self.saved_by_cut + (shrunk[0] - shrunk[1] if shrunk is not None else 0)
+
+
+def _make_room(
+    head: list[Item],
+    summary: str,
+    newest: Piece | None,
+    over: int,
+    memo: ProjectionMemo,
+    rules: Rules,
+) -> _Room:
+    """Room for what is never dropped, ``over`` tokens over the budget: first the summary sent
+    trimmed (``head[-1]`` replaced; the stored one unchanged) when that alone makes the room;
+    else the newest group's outputs cut (an output larger than what the budget leaves, with a
+    marker saying so: never dropped or masked), and the summary fitted to what is still over."""
+    room = _Room()
+    if summary:
+        room.shrunk = _fit_summary(head, summary, over, memo, rules)
+        if room.shrunk is not None:
+            return room
+    if newest is not None:
+        room.cuts, room.saved_by_cut = cut_newest(rules.counter, newest, over)
+        if summary and room.saved_by_cut < over:
+            room.shrunk = _fit_summary(head, summary, over - room.saved_by_cut, memo, rules)
+    return room
+
+
+def _fit_summary(
+    head: list[Item], summary: str, over: int, memo: ProjectionMemo, rules: Rules
+) -> tuple[int, int] | None:
+    """The summary message of ``summary`` (``head[-1]``) replaced by one ``over`` tokens
+    smaller or more (``ProjectionMemo.fitted_summary``): its tokens before and after, or
+    ``None`` (``head`` unchanged) when even the shortest summary is not that much smaller."""
+    tokens = rules.counter.count_item(head[-1])
+    fitted = memo.fitted_summary(rules.summary_role, summary, tokens - over)
+    if fitted is None:
+        return None
+    head[-1] = fitted
+    return tokens, rules.counter.count_item(fitted)
 
 
 def cut_newest(counter: TokenCounter, tail: Piece, over: int) -> tuple[dict[int, Item], int]:

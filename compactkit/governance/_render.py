@@ -45,6 +45,12 @@ def render(selection: Selection) -> Projection:
     if plan.cuts:
         ids = ", ".join(repr(getattr(item, "call_id", "")) for item in plan.cuts.values())
         notes.append(f"cut the newest output(s) {ids} to fit the budget (marked in the text)")
+    if plan.shrunk is not None:
+        stored, sent_tokens = plan.shrunk
+        notes.append(
+            f"sent the summary trimmed to fit the budget ({sent_tokens:,} of its {stored:,} "
+            "tokens; the stored summary is unchanged)"
+        )
     last = tail if selection.tail_in_window else None
     items: Sequence[Item] = ItemsChain.joined(runs)
     room, n_masked, masked_ids = selection.room, selection.n_masked, selection.masked_ids

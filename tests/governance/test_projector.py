@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from compactkit.budget.tokens import TiktokenCounter
 from compactkit.compressors.masking import cut_output, is_cut, is_masked, mask_output
+from compactkit.compressors.sections import SummaryDocument
 from compactkit.errors import BudgetError, ConfigError, FormatError
 from compactkit.formats.chat import items_to_chat, validate_chat
 from compactkit.formats.validate import validate_items
@@ -139,21 +140,38 @@ def min_tokens(group: Group, items: Sequence[Item]) -> int:
     return total
 
 
-def irreducible(case: Case) -> int:
+def irreducible(case: Case, *, summary: str | None = None, cut: bool = True) -> int:
+    """What may never be dropped, in tokens: the head with ``summary`` (default: the shortest
+    the projection may send, ``shortest_summary``), the groups never dropped with bulky outputs
+    masked, and the newest group whole or (``cut``) with its outputs cut down to the marker."""
     items = case.snapshot.items
     lead = lead_of(items)
     head: list[Item] = list(items[:lead])
     if case.instructions:
         head.append(Message(role="system", content=case.instructions))
     if case.snapshot.summary:
-        head.append(summary_message(case.snapshot.summary))
+        text = shortest_summary(case.snapshot.summary) if summary is None else summary
+        head.append(summary_message(text))
     groups = group_items(items, lead)
     total = COUNTER.count(head, tools=case.tools).tokens
     newest = len(groups) - 1
+    whole = newest_min_tokens if cut else min_tokens_whole
     return total + sum(
-        newest_min_tokens(groups[i], items) if i == newest else min_tokens(groups[i], items)
+        whole(groups[i], items) if i == newest else min_tokens(groups[i], items)
         for i in required_groups(items, lead)
     )
+
+
+def shortest_summary(summary: str) -> str:
+    """The smallest summary the projection may send for ``summary``: itself, or the documented
+    floor of a fitted one (every entry trimmed, the trimming note left)."""
+    floor = SummaryDocument.parse(summary).trim_to(1, COUNTER).render()
+    size = COUNTER.count_item
+    return min(summary, floor, key=lambda text: size(summary_message(text)))
+
+
+def min_tokens_whole(group: Group, items: Sequence[Item]) -> int:
+    return sum(map(COUNTER.count_item, group.slice(items)))
 
 
 def newest_min_tokens(group: Group, items: Sequence[Item]) -> int:
@@ -207,8 +225,14 @@ def test_projection_invariants(case: Case) -> None:
     head += items[:lead]
     assert out[: len(head)] == head
     body = out[len(head) :]
-    if case.snapshot.summary:
-        assert is_summary_message(body[0]) and unseal_summary(body[0].text) == case.snapshot.summary
+    summary = case.snapshot.summary
+    if summary:
+        assert is_summary_message(body[0])
+        sent = unseal_summary(body[0].text)
+        if sent != summary:  # fitted: only when what is never dropped is over with it whole
+            assert irreducible(case, summary=summary, cut=False) > case.budget
+            assert COUNTER.count_text(sent) < COUNTER.count_text(summary)
+            assert any("summary trimmed" in note for note in result.report.notes)
         body = body[1:]
     assert not any(is_summary_message(item) for item in body)
 
@@ -223,6 +247,8 @@ def test_projection_invariants(case: Case) -> None:
             assert isinstance(item, FunctionCallOutput) and item.call_id == original.call_id
             if index >= group_items(items, lead)[-1].start:  # the newest group: cut, never masked
                 assert is_cut(item) and not is_masked(item)
+                # ...and only when even the shortest summary leaves it no room whole
+                assert irreducible(case, cut=False) > case.budget
             else:
                 assert not original.pinned
                 assert is_masked(item) and "read_file" in item.text

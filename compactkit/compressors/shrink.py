@@ -1,0 +1,51 @@
+"""A running summary fitted to the room one request leaves it: ``shrink_summary``.
+
+The stored summary is sized by the compressor against its target; a later request can hold
+less room for it (the newest group grew: a long tool output, a long new task). The projection
+then sends the summary trimmed to what is left, rather than cutting the newest output or
+refusing a request everything else of which fits. The trim is the digest's own (``trim_to``:
+context shortened before any fact goes, then by class, oldest first, with a note counting what
+was left out); the user's goal and rules go only when nothing else is left, oldest first.
+Nothing stored changes: the next request with room sends the summary whole again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from compactkit.budget.tokens import TokenCounter
+from compactkit.compressors._document import parsed
+
+__all__ = ["shrink_summary"]
+
+_RETRIES = 4  # re-trims when the rendered text's tokens drift from the cap (joins, notes)
+
+
+def shrink_summary(
+    text: str, limit: int, size: Callable[[str], int], counter: TokenCounter
+) -> str | None:
+    """``text`` (a rendered summary: compactkit's or any other) trimmed so that
+    ``size(result) <= limit``, or ``None`` when even the trimming note alone is larger.
+
+    ``size(text)`` is the tokens of the message that sends ``text`` (the summary message, as
+    the request counts it); ``counter`` counts the text alone, for the trim's cap. The trim is
+    ``SummaryDocument.trim_to``'s: the user's goal and constraints go only when nothing else is
+    left, oldest first.
+    """
+    overhead = max(0, size(text) - counter.count_text(text))  # the message's own tokens
+    doc = parsed(text)
+    cap, last = limit - overhead, None
+    for _attempt in range(_RETRIES):
+        if cap < 1:
+            break
+        trimmed = doc.trim_to(cap, counter)
+        if trimmed == last:  # nothing more to trim
+            break
+        out = trimmed.render()
+        over = size(out) - limit
+        if over <= 0:
+            return out
+        if trimmed.is_empty:
+            break
+        cap, last = cap - over, trimmed
+    return None
