@@ -34,6 +34,8 @@ def shrink_summary(
     """
     overhead = max(0, size(text) - counter.count_text(text))  # the message's own tokens
     doc = parsed(text)
+    if not doc.sections:  # prose: one entry per paragraph, too coarse to trim by entries
+        return _cut_prose(text, limit, size, counter)
     cap, last = limit - overhead, None
     for _attempt in range(_RETRIES):
         if cap < 1:
@@ -49,3 +51,37 @@ def shrink_summary(
             break
         cap, last = cap - over, trimmed
     return None
+
+
+def _cut_prose(
+    text: str, limit: int, size: Callable[[str], int], counter: TokenCounter
+) -> str | None:
+    """A summary with no sections of compactkit's (an LLM's prose, a hand-written note) cut
+    to ``limit``: its head (a third) and its newest part (two thirds) kept whole-word, with a
+    marker between them saying how much was left out; the longest such cut that fits (binary
+    search over the characters kept: O(log n) counts)."""
+    best, low, high = None, 0, len(text) - 1
+    while low <= high:
+        keep = (low + high) // 2
+        out = _cut_at(text, keep, counter)
+        if size(out) <= limit:
+            best, low = out, keep + 1
+        else:
+            high = keep - 1
+    return best
+
+
+def _cut_at(text: str, keep: int, counter: TokenCounter) -> str:
+    """``text`` with about ``keep`` characters kept around one cut, at word boundaries."""
+    head = keep // 3
+    start = text.rfind(" ", 0, head + 1) if head else 0
+    end = text.find(" ", len(text) - (keep - head))
+    start = max(start, 0)
+    end = len(text) if end < 0 else end
+    if end <= start:
+        return text
+    left_out = counter.count_text(text[start:end])
+    return f"{text[:start].rstrip()}{_GAP.format(left_out)}{text[end:].lstrip()}"
+
+
+_GAP = "\n\n[... {:,} tokens of this summary left out here to fit this request's budget ...]\n\n"

@@ -41,7 +41,7 @@ from compactkit.governance._prefix import PrefixTracker, extends, same_tools
 from compactkit.governance._prompt import Projection, ProjectionReport
 from compactkit.items import FunctionCallOutput, Item, Message, Tool
 from compactkit.items.groups import Group, group_items, group_slice
-from compactkit.items.snapshot import MemorySnapshot
+from compactkit.items.snapshot import MemorySnapshot, is_summary_message
 from compactkit.items.view import ItemsView, same_history
 
 __all__ = [
@@ -316,11 +316,23 @@ class StablePrefix:
             step = plain(snapshot, instructions=instructions, tools=tools, budget=low)
         except BudgetError:
             return full  # the parts never dropped need more than the refill share
+        if snapshot.summary and _summary_sent(step.items) != _summary_sent(full.items):
+            return full  # the lower fill would trim the summary the full plan sends whole
         newest = len(snapshot.items) - _tail_start(snapshot.items)
         if newest and step.items[-newest:] != full.items[-newest:]:
             return full  # the lower fill would drop or mask the newest group: keep the full plan
         # The projection is judged against the real budget; only its fill was lower.
         return replace(step, budget=budget)
+
+
+def _summary_sent(items: Sequence[Item]) -> Item | None:
+    """The summary message of a prompt: after the instructions and leading system messages."""
+    for item in items:
+        if is_summary_message(item):
+            return item
+        if not (isinstance(item, Message) and item.role in ("system", "developer")):
+            return None
+    return None
 
 
 def _appended(items: Sequence[Item], tail_start: int) -> Group | Literal[False] | None:

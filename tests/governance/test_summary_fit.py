@@ -192,3 +192,45 @@ def test_the_rules_stay_whole_while_other_last_trimmed_facts_can_make_the_room()
     kept = SummaryDocument.parse(sent_summary(items))
     assert kept.entries("constraints") == tuple(rules) and kept.entries("goal") == (GOAL,)
     assert len(kept.entries("values")) < len(values)
+
+
+def test_a_summary_in_one_paragraph_keeps_its_head_and_its_newest_part() -> None:
+    # An LLM's or a user's summary has no sections to trim by: it is cut once, at word
+    # boundaries, its head and newest part kept, with a marker, to the room left.
+    sentences = [
+        f"In step {n} the agent read src/module_{n}.py and kept the API." for n in range(80)
+    ]
+    summary = " ".join(sentences)
+    whole = ContextProjector(COUNTER, budget=10**9).project(snapshot(summary, 900)).tokens
+    budget = whole - COUNTER.count_text(summary) // 2
+    sent = ContextProjector(COUNTER, budget=budget).project(snapshot(summary, 900))
+    items = list(sent.items)
+    assert sent.tokens <= budget and items[-1] == output(900)
+    text = sent_summary(items)
+    assert text.startswith("In step 0 the agent") and text.endswith(sentences[-1])
+    assert "left out here to fit" in text
+    # the cut uses the room it has: the request is nearly full, not a stub of the summary
+    assert sent.tokens >= budget - 20
+
+
+def test_a_cache_aware_replan_sends_the_summary_whole_when_the_budget_holds_it() -> None:
+    # The cache-aware projector re-plans a window at a lower fill (room to grow); that fill
+    # must not trim a summary the real budget holds whole.
+    summary = digest(files=150)
+    items: list[Item] = [Message(role="user", content="Fix the parser; keep the tests green.")]
+    for n in range(12):
+        items.append(FunctionCall(call_id=f"old{n}", name="read_file", arguments="{}"))
+        items.append(FunctionCallOutput(call_id=f"old{n}", output=f"line of code {n}\n" * 120))
+    items += [
+        FunctionCall(call_id="c9", name="read_file", arguments='{"path": "src/dates.py"}'),
+        output(1_800),
+    ]
+    state = MemorySnapshot.of(items, summary)
+    head = ContextProjector(COUNTER, budget=10**9).project(snapshot(summary, 1_800)).tokens
+    budget = head * 100 // 85  # summary and newest group: 85 % of the budget
+    plain = ContextProjector(COUNTER, budget=budget).project(state)
+    aware = ContextProjector(COUNTER, budget=budget, cache_aware=True).project(state)
+    assert plain.report.omitted or plain.report.masked  # (so the re-plan runs)
+    assert sent_summary(list(plain.items)) == summary
+    assert sent_summary(list(aware.items)) == summary
+    assert aware.tokens <= budget and aware.items[-1] == output(1_800)
