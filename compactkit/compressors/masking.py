@@ -118,7 +118,7 @@ class PlaceholderCache:
 
 
 placeholders = PlaceholderCache()
-"""The process's placeholders, shared by the projection (``governance._projection.Masker``) and
+"""The process's placeholders, shared by the projection (``governance._pieces.Masker``) and
 the masking rung."""
 
 

@@ -24,8 +24,9 @@ from compactkit.budget.tokens import TokenCounter
 from compactkit.errors import ConfigError
 from compactkit.governance._cache import StablePrefix
 from compactkit.governance._incremental import MessageCache, OverheadCache
+from compactkit.governance._pieces import Masker
 from compactkit.governance._prefix import PrefixTracker
-from compactkit.governance._projection import Masker, View, ViewCache
+from compactkit.governance._projection import View, ViewCache
 from compactkit.governance._prompt import Projection
 from compactkit.items import Item, Message, Tool
 from compactkit.items.snapshot import MemorySnapshot, SummaryRole

@@ -19,7 +19,8 @@ from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors.masking import cut_output
 from compactkit.errors import BudgetError
 from compactkit.governance._memo import ProjectionMemo
-from compactkit.governance._projection import Piece, Pieces, View
+from compactkit.governance._pieces import Pieces
+from compactkit.governance._projection import Piece, View
 from compactkit.governance._prompt import ValidateMode
 from compactkit.governance._sums import Sums
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, Tool

@@ -33,8 +33,8 @@ from compactkit.governance._cache import DEFAULT_REFILL
 from compactkit.governance._fast import with_cached_prefix
 from compactkit.governance._memo import ProjectionMemo
 from compactkit.governance._memo import checked_tools as checked_tools  # (the governor uses it)
+from compactkit.governance._pieces import unreachable_from
 from compactkit.governance._plan import Rules, plan
-from compactkit.governance._projection import unreachable_from
 from compactkit.governance._prompt import Projection, ProjectionReport, ValidateMode
 from compactkit.governance._render import render
 from compactkit.governance._select import select

@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from compactkit.budget.tokens import TiktokenCounter
 from compactkit.errors import BudgetError
+from compactkit.governance._pieces import Pieces
 from compactkit.governance._plan import budget_error, cut_newest
-from compactkit.governance._projection import Mask, Piece, Pieces
+from compactkit.governance._projection import Mask, Piece
 from compactkit.governance._render import report_notes, send_valid
 from compactkit.governance._select import refuse_problems
 from compactkit.governance._sums import MinTree, Sums, window_start
