@@ -72,16 +72,32 @@ def _cut_prose(
 
 
 def _cut_at(text: str, keep: int, counter: TokenCounter) -> str:
-    """``text`` with about ``keep`` characters kept around one cut, at word boundaries."""
+    """``text`` with about ``keep`` characters kept around one cut, made at whitespace near
+    each end of the cut (a word boundary), else at the character (scripts without spaces)."""
     head = keep // 3
-    start = text.rfind(" ", 0, head + 1) if head else 0
-    end = text.find(" ", len(text) - (keep - head))
-    start = max(start, 0)
-    end = len(text) if end < 0 else end
+    start = _boundary(text, head, -1)
+    end = _boundary(text, len(text) - (keep - head), 1)
     if end <= start:
         return text
     left_out = counter.count_text(text[start:end])
     return f"{text[:start].rstrip()}{_GAP.format(left_out)}{text[end:].lstrip()}"
 
 
+def _boundary(text: str, at: int, step: int) -> int:
+    """The whitespace nearest ``at`` within ``_NEAR`` characters, going back (``step`` -1) or
+    forward (1), else ``at`` itself."""
+    if step < 0:
+        found = max(
+            text.rfind(" ", max(0, at - _NEAR), at + 1),
+            text.rfind("\n", max(0, at - _NEAR), at + 1),
+        )
+    else:
+        hits = [
+            i for i in (text.find(" ", at, at + _NEAR), text.find("\n", at, at + _NEAR)) if i >= 0
+        ]
+        found = min(hits, default=-1)
+    return found if found >= 0 else at
+
+
+_NEAR = 40  # characters searched for a word boundary around a cut
 _GAP = "\n\n[... {:,} tokens of this summary left out here to fit this request's budget ...]\n\n"

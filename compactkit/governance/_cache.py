@@ -41,7 +41,7 @@ from compactkit.governance._prefix import PrefixTracker, extends, same_tools
 from compactkit.governance._prompt import Projection, ProjectionReport
 from compactkit.items import FunctionCallOutput, Item, Message, Tool
 from compactkit.items.groups import Group, group_items, group_slice
-from compactkit.items.snapshot import MemorySnapshot, is_summary_message
+from compactkit.items.snapshot import MemorySnapshot, is_summary_message, unseal_summary
 from compactkit.items.view import ItemsView, same_history
 
 __all__ = [
@@ -157,7 +157,10 @@ class StablePrefix:
             plans = self._plans
             if plan is not None and plan in plans:  # (by identity: wherever another thread
                 plans.remove(plan)  # may have moved it meanwhile)
-            plans.insert(0, new)
+            # A prompt that sent the summary trimmed (the newest group left it no room) is not
+            # extended: the next turn re-plans, and sends it whole once there is room again.
+            if extended is not None or not _summary_trimmed(prompt, snapshot.summary):
+                plans.insert(0, new)
             del plans[self._size :]
         return prompt
 
@@ -333,6 +336,12 @@ def _summary_sent(items: Sequence[Item]) -> Item | None:
         if not (isinstance(item, Message) and item.role in ("system", "developer")):
             return None
     return None
+
+
+def _summary_trimmed(prompt: Projection, summary: str) -> bool:
+    """Whether ``prompt`` sent ``summary`` trimmed to fit its budget."""
+    sent = _summary_sent(prompt.items) if summary else None
+    return isinstance(sent, Message) and unseal_summary(sent.text) != summary
 
 
 def _appended(items: Sequence[Item], tail_start: int) -> Group | Literal[False] | None:

@@ -210,6 +210,11 @@ def cut_newest(counter: TokenCounter, tail: Piece, over: int) -> tuple[dict[int,
     return cuts, saved
 
 
+_NOT_NAMED = frozenset({"summary", "reply priming"})
+"""Parts a ``BudgetError`` names only when nothing else takes room: the summary is already at
+its shortest, and the reply priming is the API's own."""
+
+
 def budget_error(
     counter: TokenCounter,
     snapshot: MemorySnapshot,
@@ -234,7 +239,10 @@ def budget_error(
         size = sizes[index] if sizes is not None else pieces.get(index).min_tokens
         parts[part] = parts.get(part, 0) + size
     total = sum(parts.values())
-    part, tokens = max(parts.items(), key=lambda entry: entry[1])
+    # The summary is sent trimmed to its shortest before this is raised: the part to name is
+    # the largest of the rest (the summary only when nothing else takes any room).
+    named = {n: size for n, size in parts.items() if n not in _NOT_NAMED and size} or parts
+    part, tokens = max(named.items(), key=lambda entry: entry[1])
     others = ", ".join(f"{name} {size:,}" for name, size in parts.items() if size)
     return BudgetError(
         f"{part}: {tokens:,} tokens; budget {limit:,} (irreducible total {total:,}: "

@@ -139,12 +139,6 @@ def test_the_cache_aware_projection_sends_the_same_fitted_summary() -> None:
     aware = ContextProjector(COUNTER, budget=budget, cache_aware=True)
     first = aware.project(snapshot(summary, 1_500))
     assert list(first.items) == list(plain.items) and first.tokens <= budget
-    grown = MemorySnapshot.of(
-        [*snapshot(summary, 1_500).items, Message(role="user", content="Next.")], summary
-    )
-    second = aware.project(grown)
-    assert second.tokens <= budget and second.items[-1] == grown.items[-1]
-    assert sent_summary(list(second.items)).startswith(sent_summary(list(first.items))[:40])
 
 
 @settings(deadline=None, max_examples=60)
@@ -234,3 +228,56 @@ def test_a_cache_aware_replan_sends_the_summary_whole_when_the_budget_holds_it()
     assert sent_summary(list(plain.items)) == summary
     assert sent_summary(list(aware.items)) == summary
     assert aware.tokens <= budget and aware.items[-1] == output(1_800)
+
+
+def test_a_summary_in_a_script_without_spaces_is_cut_at_a_character() -> None:
+    summary = "".join(
+        f"手順{n}でエージェントはファイルを読み、公開APIを変えなかった。" for n in range(120)
+    )
+    whole = ContextProjector(COUNTER, budget=10**9).project(snapshot(summary, 900)).tokens
+    budget = whole - COUNTER.count_text(summary) // 2
+    sent = ContextProjector(COUNTER, budget=budget).project(snapshot(summary, 900))
+    items = list(sent.items)
+    assert sent.tokens <= budget and items[-1] == output(900)
+    text = sent_summary(items)
+    assert text.startswith("手順0で") and text.endswith(
+        "手順119でエージェントはファイルを読み、公開APIを変えなかった。"
+    )
+    assert sent.tokens >= budget - 20  # not the marker alone: the room is used
+
+
+def test_a_budget_error_names_the_part_that_keeps_the_request_over_not_the_summary() -> None:
+    # The summary is trimmed to its shortest before the error: what is over is the rest.
+    instructions = "Follow the house rules. " * 500  # about 2,500 tokens
+    with pytest.raises(BudgetError) as raised:
+        ContextProjector(COUNTER, budget=2_000).project(
+            snapshot(digest(), 10), instructions=instructions
+        )
+    assert raised.value.part == "system instructions"
+    assert "make the system instructions smaller" in str(raised.value)
+
+
+def test_a_cache_aware_session_sends_the_summary_whole_again_once_there_is_room() -> None:
+    # A turn whose newest output left the summary no room sends it trimmed; the next turns
+    # (the output no longer the newest, so it may be masked) send it whole, as a fresh plan
+    # does, even when the short new message would fit the trimmed prompt's slack.
+    summary = digest(files=60)
+    first = snapshot(summary, 2_400)
+    whole = ContextProjector(COUNTER, budget=10**9).project(first).tokens
+    for give in range(600, 700):  # a budget whose trimmed prompt leaves a few tokens of slack
+        budget = whole - give
+        trimmed = ContextProjector(COUNTER, budget=budget).project(first)
+        if budget - trimmed.tokens >= 8:
+            break
+    else:
+        raise AssertionError("no budget leaves slack")
+    aware = ContextProjector(COUNTER, budget=budget, cache_aware=True)
+    assert sent_summary(list(aware.project(first).items)) != summary  # trimmed for this turn
+    items = list(first.items)
+    for _turn in range(3):
+        items.append(Message(role="user", content="ok"))
+        state = MemorySnapshot.of(items, summary)
+        sent = aware.project(state)
+        plain = ContextProjector(COUNTER, budget=budget).project(state)
+        assert sent.tokens <= budget
+        assert sent_summary(list(sent.items)) == sent_summary(list(plain.items)) == summary
