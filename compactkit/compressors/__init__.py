@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
         without_provenance,
         without_refs,
     )
+    from compactkit.compressors.shrink import shrink_summary
     from compactkit.compressors.summary import (
         LLM,
         PROMPT_VERSION,
@@ -79,6 +80,7 @@ _LAZY: dict[str, str] = {
     "without_provenance": "compactkit.compressors._refs",  # (sections loads its parsers)
     "without_refs": "compactkit.compressors.sections",
     "WindowedCompressor": "compactkit.compressors.window",
+    "shrink_summary": "compactkit.compressors.shrink",
     "digest_items": "compactkit.compressors.digest",
     "is_masked": "compactkit.compressors.masking",
     "mask_output": "compactkit.compressors.masking",
@@ -131,6 +133,7 @@ __all__ = [
     "export_portable",
     "is_masked",
     "mask_output",
+    "shrink_summary",
     "summary_prompt",
     "without_provenance",
     "without_refs",
