@@ -16,7 +16,7 @@ from collections.abc import Callable
 from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors._document import parsed
 
-__all__ = ["shrink_summary"]
+__all__ = ["shortest_summary", "shrink_summary"]
 
 _RETRIES = 4  # re-trims when the rendered text's tokens drift from the cap (joins, notes)
 
@@ -51,6 +51,15 @@ def shrink_summary(
             break
         cap, last = cap - over, trimmed
     return None
+
+
+def shortest_summary(text: str, counter: TokenCounter) -> str:
+    """The shortest form ``shrink_summary`` gives of ``text``: a digest with every entry
+    trimmed (its note counting them), or a summary without sections cut to the marker."""
+    doc = parsed(text)
+    if not doc.sections:
+        return _cut_at(text, 0, counter)
+    return doc.trim_to(1, counter).render()
 
 
 def _cut_prose(

@@ -316,11 +316,11 @@ class StablePrefix:
         if low >= budget or low <= 0:
             return full
         try:
-            step = plain(snapshot, instructions=instructions, tools=tools, budget=low)
-        except BudgetError:
+            step = plain(
+                snapshot, instructions=instructions, tools=tools, budget=low, fit_summary=False
+            )
+        except BudgetError:  # (with the summary whole: the lower fill never trims it)
             return full  # the parts never dropped need more than the refill share
-        if snapshot.summary and _summary_sent(step.items) != _summary_sent(full.items):
-            return full  # the lower fill would trim the summary the full plan sends whole
         newest = len(snapshot.items) - _tail_start(snapshot.items)
         if newest and step.items[-newest:] != full.items[-newest:]:
             return full  # the lower fill would drop or mask the newest group: keep the full plan

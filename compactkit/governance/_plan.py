@@ -79,10 +79,13 @@ def plan(
     memo: ProjectionMemo,
     view: View,
     observe: Callable[[Sequence[Item], int], int] | None = None,
+    fit_summary: bool = True,
 ) -> Plan:
     """The head and the groups never dropped, their tokens, and the room left.
 
     ``view``: ``snapshot``'s structure, held by the caller (``ProjectionMemo.held_view``).
+    ``fit_summary=False``: the summary is sent whole or the plan raises (a cache-aware re-plan's
+    lower fill, which keeps the full plan then).
 
     Raises:
         BudgetError: what is never dropped does not fit ``limit``.
@@ -105,7 +108,9 @@ def plan(
     total = fixed + sum(needed.values())
     room = _Room()
     if total > limit:
-        room = _make_room(head, snapshot.summary, newest, total - limit, memo, rules)
+        alone = (newest, needed[n_closed] - limit) if newest is not None else None
+        summary = snapshot.summary if fit_summary else ""
+        room = _make_room(head, summary, alone, total - limit, memo, rules)
         if room.saved_by_cut:
             needed[n_closed] -= room.saved_by_cut
         total -= room.saved
@@ -147,25 +152,47 @@ class _Room:
 def _make_room(
     head: list[Item],
     summary: str,
-    newest: Piece | None,
+    newest: tuple[Piece, int] | None,
     over: int,
     memo: ProjectionMemo,
     rules: Rules,
 ) -> _Room:
     """Room for what is never dropped, ``over`` tokens over the budget: first the summary sent
-    trimmed (``head[-1]`` replaced; the stored one unchanged) when that alone makes the room;
-    else the newest group's outputs cut (an output larger than what the budget leaves, with a
-    marker saying so: never dropped or masked), and the summary fitted to what is still over."""
+    trimmed (``head[-1]`` replaced; the stored one unchanged) when that alone makes the room.
+    Else the newest group's outputs are cut (with a marker saying so: never dropped or masked).
+    ``newest`` is its piece and how far it alone is over the budget: a group the budget could
+    hold whole is cut only after the summary went to its shortest; an output larger than the
+    budget is cut beside the whole summary (it can be read again in parts), and the summary
+    then fitted to what is still over."""
     room = _Room()
     if summary:
         room.shrunk = _fit_summary(head, summary, over, memo, rules)
         if room.shrunk is not None:
             return room
-    if newest is not None:
-        room.cuts, room.saved_by_cut = cut_newest(rules.counter, newest, over)
-        if summary and room.saved_by_cut < over:
-            room.shrunk = _fit_summary(head, summary, over - room.saved_by_cut, memo, rules)
+    if newest is None:
+        return room
+    piece, alone_over = newest
+    if summary and alone_over <= 0:
+        room.shrunk = _shortest_summary(head, summary, memo, rules)
+        over -= room.saved
+    room.cuts, room.saved_by_cut = cut_newest(rules.counter, piece, over)
+    if summary and room.shrunk is None and room.saved_by_cut < over:
+        room.shrunk = _fit_summary(head, summary, over - room.saved_by_cut, memo, rules)
     return room
+
+
+def _shortest_summary(
+    head: list[Item], summary: str, memo: ProjectionMemo, rules: Rules
+) -> tuple[int, int] | None:
+    """``head[-1]``, the summary message of ``summary``, replaced by its shortest form: its
+    tokens before and after, or ``None`` (unchanged) when that is not shorter."""
+    count = rules.counter.count_item
+    shortest = memo.shortest_summary(rules.summary_role, summary)
+    before, after = count(head[-1]), count(shortest)
+    if after >= before:
+        return None
+    head[-1] = shortest
+    return before, after
 
 
 def _fit_summary(

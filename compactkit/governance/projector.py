@@ -212,9 +212,11 @@ class ContextProjector:
         tools: Sequence[Tool] = (),
         budget: int | None = None,
         observe: bool = False,
+        fit_summary: bool = True,
     ) -> Projection:
         """The prompt by the rules alone (``project`` adds cache-aware mode); ``observe``
-        measures its cached prefix (for a prompt sent as it is).
+        measures its cached prefix (for a prompt sent as it is); ``fit_summary=False`` raises
+        rather than trim the summary (``_plan.plan``).
 
         Three steps, each a function of what the one before returned: ``plan`` (the head, the
         groups never dropped, the room left: ``_plan.py``), ``select`` (where the window
@@ -239,7 +241,11 @@ class ContextProjector:
         )
         with memo.held_view(snapshot.items) as view:  # one thread at a time per history
             return render(
-                select(plan(snapshot, head, tools, limit, self._rules, memo, view, observer))
+                select(
+                    plan(
+                        snapshot, head, tools, limit, self._rules, memo, view, observer, fit_summary
+                    )
+                )
             )
 
     def unreachable_from(self, items: Sequence[Item], budget: int | None = None) -> int | None:
