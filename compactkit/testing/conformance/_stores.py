@@ -210,6 +210,10 @@ def _a_checkpoint_round_trips_whole(kit: StoreKit) -> None:
         resumed.memory.add_tool_output("c1", "again")
 
 
+_LOADS = 100
+"""Loads the tearing rule makes while two threads save (at least)."""
+
+
 @rule(
     "concurrent-saves-never-tear",
     "While two threads save different states of one session, every load returns one of them "
@@ -223,21 +227,30 @@ def _concurrent_saves_never_tear(kit: StoreKit) -> None:
     store.save(sessions[0])
     errors: list[BaseException] = []
     torn: list[str] = []
+    enough = threading.Event()  # the reader has loaded _LOADS times: the writers may stop
 
     def save(t: int) -> None:
         try:
-            for _ in range(15):
+            saves = 0
+            while saves < 15 or not enough.is_set():
                 store.save(sessions[t])
+                saves += 1
         except BaseException as exc:  # reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=save, args=(t,)) for t in range(2)]
     for thread in threads:
         thread.start()
-    while any(thread.is_alive() for thread in threads):
+    # (the writers go on until the reader has loaded often enough: on a busy machine a fixed
+    # number of saves can end before the reader ever runs between two of them)
+    loads = 0
+    while not enough.is_set() or any(thread.is_alive() for thread in threads):
         state = store.load("torn")
         if state.metadata.get("writer") != len(state.memory.items):
             torn.append(f"metadata says {state.metadata} but {len(state.memory.items)} items")
+        loads += 1
+        if loads >= _LOADS or errors:
+            enough.set()
     for thread in threads:
         thread.join()
     if errors:
