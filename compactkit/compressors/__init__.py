@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
         without_provenance,
         without_refs,
     )
-    from compactkit.compressors.shrink import shrink_summary
+    from compactkit.compressors.shrink import shortest_summary, shrink_summary
     from compactkit.compressors.summary import (
         LLM,
         PROMPT_VERSION,
@@ -80,6 +80,7 @@ _LAZY: dict[str, str] = {
     "without_provenance": "compactkit.compressors._refs",  # (sections loads its parsers)
     "without_refs": "compactkit.compressors.sections",
     "WindowedCompressor": "compactkit.compressors.window",
+    "shortest_summary": "compactkit.compressors.shrink",
     "shrink_summary": "compactkit.compressors.shrink",
     "digest_items": "compactkit.compressors.digest",
     "is_masked": "compactkit.compressors.masking",
@@ -133,6 +134,7 @@ __all__ = [
     "export_portable",
     "is_masked",
     "mask_output",
+    "shortest_summary",
     "shrink_summary",
     "summary_prompt",
     "without_provenance",

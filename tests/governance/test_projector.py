@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactkit.budget.tokens import TiktokenCounter
+from compactkit.compressors import shrink
 from compactkit.compressors.masking import cut_output, is_cut, is_masked, mask_output
-from compactkit.compressors.sections import SummaryDocument
 from compactkit.errors import BudgetError, ConfigError, FormatError
 from compactkit.formats.chat import items_to_chat, validate_chat
 from compactkit.formats.validate import validate_items
@@ -142,7 +142,7 @@ def min_tokens(group: Group, items: Sequence[Item]) -> int:
 
 def irreducible(case: Case, *, summary: str | None = None, cut: bool = True) -> int:
     """What may never be dropped, in tokens: the head with ``summary`` (default: the shortest
-    the projection may send, ``shortest_summary``), the groups never dropped with bulky outputs
+    the projection may send, ``least_summary``), the groups never dropped with bulky outputs
     masked, and the newest group whole or (``cut``) with its outputs cut down to the marker."""
     items = case.snapshot.items
     lead = lead_of(items)
@@ -150,7 +150,7 @@ def irreducible(case: Case, *, summary: str | None = None, cut: bool = True) -> 
     if case.instructions:
         head.append(Message(role="system", content=case.instructions))
     if case.snapshot.summary:
-        text = shortest_summary(case.snapshot.summary) if summary is None else summary
+        text = least_summary(case.snapshot.summary) if summary is None else summary
         head.append(summary_message(text))
     groups = group_items(items, lead)
     total = COUNTER.count(head, tools=case.tools).tokens
@@ -162,10 +162,10 @@ def irreducible(case: Case, *, summary: str | None = None, cut: bool = True) -> 
     )
 
 
-def shortest_summary(summary: str) -> str:
+def least_summary(summary: str) -> str:
     """The smallest summary the projection may send for ``summary``: itself, or the documented
-    floor of a fitted one (every entry trimmed, the trimming note left)."""
-    floor = SummaryDocument.parse(summary).trim_to(1, COUNTER).render()
+    floor of a fitted one (``shortest_summary``: every entry trimmed, or the cut's marker)."""
+    floor = shrink.shortest_summary(summary, COUNTER)
     size = COUNTER.count_item
     return min(summary, floor, key=lambda text: size(summary_message(text)))
 
