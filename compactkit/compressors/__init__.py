@@ -39,7 +39,11 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
         without_provenance,
         without_refs,
     )
-    from compactkit.compressors.shrink import shortest_summary, shrink_summary
+    from compactkit.compressors.shrink import (
+        shortest_summary,
+        shrink_summary,
+        user_words_summary,
+    )
     from compactkit.compressors.summary import (
         LLM,
         PROMPT_VERSION,
@@ -82,6 +86,7 @@ _LAZY: dict[str, str] = {
     "WindowedCompressor": "compactkit.compressors.window",
     "shortest_summary": "compactkit.compressors.shrink",
     "shrink_summary": "compactkit.compressors.shrink",
+    "user_words_summary": "compactkit.compressors.shrink",
     "digest_items": "compactkit.compressors.digest",
     "is_masked": "compactkit.compressors.masking",
     "mask_output": "compactkit.compressors.masking",
@@ -137,6 +142,7 @@ __all__ = [
     "shortest_summary",
     "shrink_summary",
     "summary_prompt",
+    "user_words_summary",
     "without_provenance",
     "without_refs",
 ]

@@ -15,8 +15,9 @@ from collections.abc import Callable
 
 from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors._document import parsed
+from compactkit.compressors.digest.compressor import USER_WORDS
 
-__all__ = ["shortest_summary", "shrink_summary"]
+__all__ = ["shortest_summary", "shrink_summary", "user_words_summary"]
 
 _RETRIES = 4  # re-trims when the rendered text's tokens drift from the cap (joins, notes)
 
@@ -60,6 +61,16 @@ def shortest_summary(text: str, counter: TokenCounter) -> str:
     if not doc.sections:
         return _cut_at(text, 0, counter)
     return doc.trim_to(1, counter).render()
+
+
+def user_words_summary(text: str, counter: TokenCounter) -> str | None:
+    """``text`` with only the user's goal and rules left (every other entry trimmed, the note
+    counting them), or ``None`` for a summary without compactkit's sections (prose: where its
+    goal and rules are is not known)."""
+    doc = parsed(text)
+    if not doc.sections:
+        return None
+    return doc.trim_to(1, counter, keep=USER_WORDS).render()
 
 
 def _cut_prose(

@@ -49,7 +49,7 @@ class ProjectionMemo:
         self._prefixes = PrefixTracker()
         self._stable = StablePrefix(counter, refill)
         self._fitted: tuple[tuple[str, str, int], Message | None] | None = None
-        self._shortest: tuple[tuple[str, str], Message] | None = None
+        self._floor: tuple[tuple[str, str], Message | None] | None = None
 
     def view(self, items: Sequence[Item]) -> View:
         """The structure of ``items``, reusing what is known of a history it extends."""
@@ -121,16 +121,17 @@ class ProjectionMemo:
         self._fitted = (key, message)
         return message
 
-    def shortest_summary(self, role: SummaryRole, text: str) -> Message:
-        """The summary message of ``text`` at its shortest (``shortest_summary``), remembered
-        for the last text asked."""
-        shortest = self._shortest
-        if shortest is not None and shortest[0] == (role, text):
-            return shortest[1]
-        from compactkit.compressors.shrink import shortest_summary  # (see fitted_summary)
+    def user_words_summary(self, role: SummaryRole, text: str) -> Message | None:
+        """The summary message of ``text`` with only the user's goal and rules left
+        (``user_words_summary``; ``None`` for prose), remembered for the last text asked."""
+        floor = self._floor
+        if floor is not None and floor[0] == (role, text):
+            return floor[1]
+        from compactkit.compressors.shrink import user_words_summary  # (see fitted_summary)
 
-        message = self.summary(role, shortest_summary(text, self.counter))
-        self._shortest = ((role, text), message)
+        kept = user_words_summary(text, self.counter)
+        message = None if kept is None else self.summary(role, kept)
+        self._floor = ((role, text), message)
         return message
 
     def cached_prefix(self, items: Sequence[Item], tools: Sequence[Tool], tokens: int) -> int:

@@ -157,56 +157,45 @@ def _make_room(
     memo: ProjectionMemo,
     rules: Rules,
 ) -> _Room:
-    """Room for what is never dropped, ``over`` tokens over the budget: first the summary sent
-    trimmed (``head[-1]`` replaced; the stored one unchanged) when that alone makes the room.
-    Else the newest group's outputs are cut (with a marker saying so: never dropped or masked).
-    ``newest`` is its piece and how far it alone is over the budget: a group the budget could
-    hold whole is cut only after the summary went to its shortest; an output larger than the
-    budget is cut beside the whole summary (it can be read again in parts), and the summary
-    then fitted to what is still over."""
+    """Room for what is never dropped, ``over`` tokens over the budget (``head[-1]``, the
+    summary message, replaced when the summary is sent trimmed; the stored one unchanged):
+
+    1. the summary trimmed, when that alone makes the room (its goal and rules too, if need be:
+       the newest group then goes whole);
+    2. else the newest group's outputs are cut (with a marker saying so: never dropped or
+       masked), after the summary gave every fact but the user's goal and rules — when the
+       budget could hold the group whole (``newest``: its piece and how far it alone is over
+       the budget); an output larger than the budget is cut beside the whole summary (it can
+       be read again in parts);
+    3. and if the cut output is still over, the summary fitted to what is left, goal and rules
+       too (else the request could not be sent at all).
+    """
     room = _Room()
-    if summary:
-        room.shrunk = _fit_summary(head, summary, over, memo, rules)
-        if room.shrunk is not None:
-            return room
+    count = rules.counter.count_item
+    stored = count(head[-1]) if summary else 0
+
+    def fit(tokens: int) -> bool:
+        fitted = memo.fitted_summary(rules.summary_role, summary, tokens)
+        if fitted is not None:
+            head[-1] = fitted
+            room.shrunk = (stored, count(fitted))
+        return fitted is not None
+
+    if summary and fit(stored - over):
+        return room
     if newest is None:
         return room
     piece, alone_over = newest
     if summary and alone_over <= 0:
-        room.shrunk = _shortest_summary(head, summary, memo, rules)
-        over -= room.saved
-    room.cuts, room.saved_by_cut = cut_newest(rules.counter, piece, over)
-    if summary and room.shrunk is None and room.saved_by_cut < over:
-        room.shrunk = _fit_summary(head, summary, over - room.saved_by_cut, memo, rules)
+        floor = memo.user_words_summary(rules.summary_role, summary)
+        if floor is not None and count(floor) < stored:
+            head[-1] = floor
+            room.shrunk = (stored, count(floor))
+    still = over - room.saved
+    room.cuts, room.saved_by_cut = cut_newest(rules.counter, piece, still)
+    if summary and room.saved_by_cut < still:
+        fit(count(head[-1]) - (still - room.saved_by_cut))
     return room
-
-
-def _shortest_summary(
-    head: list[Item], summary: str, memo: ProjectionMemo, rules: Rules
-) -> tuple[int, int] | None:
-    """``head[-1]``, the summary message of ``summary``, replaced by its shortest form: its
-    tokens before and after, or ``None`` (unchanged) when that is not shorter."""
-    count = rules.counter.count_item
-    shortest = memo.shortest_summary(rules.summary_role, summary)
-    before, after = count(head[-1]), count(shortest)
-    if after >= before:
-        return None
-    head[-1] = shortest
-    return before, after
-
-
-def _fit_summary(
-    head: list[Item], summary: str, over: int, memo: ProjectionMemo, rules: Rules
-) -> tuple[int, int] | None:
-    """The summary message of ``summary`` (``head[-1]``) replaced by one ``over`` tokens
-    smaller or more (``ProjectionMemo.fitted_summary``): its tokens before and after, or
-    ``None`` (``head`` unchanged) when even the shortest summary is not that much smaller."""
-    tokens = rules.counter.count_item(head[-1])
-    fitted = memo.fitted_summary(rules.summary_role, summary, tokens - over)
-    if fitted is None:
-        return None
-    head[-1] = fitted
-    return tokens, rules.counter.count_item(fitted)
 
 
 def cut_newest(counter: TokenCounter, tail: Piece, over: int) -> tuple[dict[int, Item], int]:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from compactkit.budget import counter_for
 from compactkit.compressors.masking import is_cut
 from compactkit.compressors.sections import SummaryDocument
-from compactkit.compressors.shrink import shortest_summary
+from compactkit.compressors.shrink import user_words_summary
 from compactkit.errors import BudgetError
 from compactkit.governance.projector import ContextProjector
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message
@@ -284,19 +284,24 @@ def test_a_cache_aware_session_sends_the_summary_whole_again_once_there_is_room(
         assert sent_summary(list(sent.items)) == sent_summary(list(plain.items)) == summary
 
 
-def test_an_output_the_budget_could_hold_is_cut_only_after_the_summary_is_at_its_shortest() -> None:
-    # A long new task crowds the newest output: the summary goes to its shortest first, and
-    # the output keeps all the rest of the room (not cut to its marker beside a summary).
+def test_an_output_the_budget_could_hold_is_cut_only_after_every_other_fact_gave_way() -> None:
+    # A long new task crowds the newest output: every fact of the summary but the user's goal
+    # and rules goes first, and the output keeps all the rest of the room (not cut to its
+    # marker beside a summary of files and commands; the user's words not dropped for a few
+    # more tokens of an output cut anyway).
     summary = digest()
     task = Message(role="user", content="Rules for this task: " + "keep the API stable. " * 300)
     call = FunctionCall(call_id="c9", name="read_file", arguments='{"path": "src/dates.py"}')
     state = MemorySnapshot.of([task, call, output(1_000)], summary)
-    shortest = shortest_summary(summary, COUNTER)
-    at_shortest = MemorySnapshot.of([task, call, output(1_000)], shortest)
-    floor = ContextProjector(COUNTER, budget=10**9).project(at_shortest).tokens
-    budget = floor - 200  # even the shortest summary leaves the output 200 tokens short
+    words = user_words_summary(summary, COUNTER)
+    assert words is not None
+    at_floor = MemorySnapshot.of([task, call, output(1_000)], words)
+    floor = ContextProjector(COUNTER, budget=10**9).project(at_floor).tokens
+    budget = floor - 200  # the goal and rules leave the output 200 tokens short
     sent = ContextProjector(COUNTER, budget=budget).project(state)
     items = list(sent.items)
     assert sent.tokens <= budget
-    assert sent_summary(items) == shortest
-    assert is_cut(items[-1]) and COUNTER.count_item(items[-1]) > 600  # most of it is sent
+    kept = SummaryDocument.parse(sent_summary(items))
+    assert kept.entries("goal") == (GOAL,) and kept.entries("constraints") == tuple(RULES)
+    assert set(kept.sections) == {"goal", "constraints"}
+    assert is_cut(items[-1]) and sent.tokens >= budget - 60  # the output keeps the rest
