@@ -9,8 +9,11 @@ A module of its own (not a conftest): the suites of every entry point share it.
 
 from __future__ import annotations
 
+import json
+import lzma
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from compactkit.budget import counter_for
@@ -137,3 +140,19 @@ class RequestChecker:
         calls = [item for item in items if isinstance(item, FunctionCall)]
         # Only the last response's calls may still wait for their outputs.
         return {call.call_id for call in calls[-4:] if call.call_id not in answered}
+
+
+REAL_SESSION = (
+    Path(__file__).resolve().parents[1]
+    / "evals"
+    / "benchmarks"
+    / "data"
+    / "mini-swe-agent-deepseek.jsonl.xz"
+)
+"""The bundled real session (mini-SWE-agent runs, Chat Completions messages, one per line)."""
+
+
+def real_prefix(count: int, path: Path = REAL_SESSION) -> list[dict[str, Any]]:
+    """The first ``count`` messages of a session file (``.jsonl.xz``)."""
+    with lzma.open(path, "rt", encoding="utf-8") as lines:
+        return [json.loads(line) for line, _ in zip(lines, range(count), strict=False)]

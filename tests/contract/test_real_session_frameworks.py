@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import lzma
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
+from contract_support import real_prefix
 
 from compactkit.budget import counter_for
 from compactkit.formats.chat import chat_to_items
@@ -34,13 +33,6 @@ from compactkit.formats.responses import responses_to_items
 from compactkit.items import FunctionCall, FunctionCallOutput, Item, Message, Tool
 from compactkit.items.snapshot import is_summary_message
 
-DATA = (
-    Path(__file__).resolve().parents[2]
-    / "evals"
-    / "benchmarks"
-    / "data"
-    / "mini-swe-agent-deepseek.jsonl.xz"
-)
 MODEL = "gpt-4o"
 BUDGET = 6_000
 COUNTER = counter_for(MODEL)
@@ -50,8 +42,7 @@ DONE = "done"
 def history(count: int) -> list[dict[str, Any]]:
     """The first ``count`` messages of the bundled session (Chat Completions), every call no
     output answers given as a text reply."""
-    with lzma.open(DATA, "rt", encoding="utf-8") as lines:
-        messages = [json.loads(line) for line, _ in zip(lines, range(count), strict=False)]
+    messages = real_prefix(count)
     out: list[dict[str, Any]] = []
     for n, message in enumerate(messages):
         calls = message.get("tool_calls") or []

@@ -11,31 +11,23 @@ state. NOT LANDED: a failing test for the owners of the projection / compaction 
 
 from __future__ import annotations
 
-import json
-import lzma
 from pathlib import Path
+from typing import Any
 
 import pytest
+from contract_support import real_prefix
 
 from compactkit.budget import counter_for
 from compactkit.formats.chat import chat_to_items
 from compactkit.integrations import compact_messages
 from compactkit.items.snapshot import is_summary_message
 
-DATA = (
-    Path(__file__).resolve().parents[2]
-    / "evals"
-    / "benchmarks"
-    / "data"
-    / "mini-swe-agent-deepseek.jsonl.xz"
-)
 MODEL = "gpt-4o"
 BUDGET = 6_000
 
 
-def prefix(count: int) -> list[dict[str, object]]:
-    with lzma.open(DATA, "rt", encoding="utf-8") as lines:
-        return [json.loads(line) for line, _ in zip(lines, range(count), strict=False)]
+def prefix(count: int) -> list[dict[str, Any]]:
+    return real_prefix(count)
 
 
 @pytest.mark.parametrize("count", [1316, 2670])  # newest outputs of 317 and 176 tokens
@@ -75,8 +67,7 @@ def test_a_real_session_whose_newest_group_fits_beside_a_smaller_summary_is_sent
     3,023 tokens" / "latest user input: 2,757 tokens") whose own breakdown shows that
     everything but the summary fits (4,405 / 3,529 / 3,743 tokens): the summary (1,773 /
     2,559 tokens) is counted as irreducible instead of being fitted to the room left."""
-    with lzma.open(REST, "rt", encoding="utf-8") as lines:
-        messages = [json.loads(line) for line, _ in zip(lines, range(count), strict=False)]
+    messages = real_prefix(count, REST)
     turn = compact_messages(messages, model=MODEL, budget=BUDGET)
     assert turn.tokens <= BUDGET
     assert turn.send[-1]["content"] == messages[-1]["content"]
