@@ -197,6 +197,25 @@ def test_ids_reused_round_trip_after_round_trip_go_out_as_given(format: str, ent
         messages = turn.history
 
 
+@pytest.mark.parametrize("entry", ENTRIES)
+@pytest.mark.parametrize("format", FORMATS)
+def test_ids_reused_response_after_response_with_no_user_message_between_go_out_as_given(
+    format: str, entry: str
+) -> None:
+    # A server that numbers calls per response ("call_0" each time) in one tool loop: the
+    # output answering a call closes it, so the next response may reuse its id.
+    govern = governor(format, entry)
+    messages = head(format)
+    for number in range(4):
+        messages = [*messages, *round_trip(format, ["call_0"], f"r{number}")]
+        turn = govern(messages)
+        assert sent(turn) == messages
+        assert "\u2063" not in json.dumps(sent(turn), ensure_ascii=False)
+        messages = turn.history
+    # ... and one list holding all the trips, read in one call, likewise
+    assert sent(governor(format, entry)(messages)) == messages
+
+
 @pytest.mark.parametrize("format", FORMATS)
 def test_a_call_left_unanswered_then_reused_after_a_user_message_is_no_error(format: str) -> None:
     pending = round_trip(format, ["call_0"], "lost")[:1]  # the call, never its output
