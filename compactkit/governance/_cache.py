@@ -328,20 +328,17 @@ class StablePrefix:
         return replace(step, budget=budget)
 
 
-def _summary_sent(items: Sequence[Item]) -> Item | None:
-    """The summary message of a prompt: after the instructions and leading system messages."""
-    for item in items:
-        if is_summary_message(item):
-            return item
-        if not (isinstance(item, Message) and item.role in ("system", "developer")):
-            return None
-    return None
-
-
 def _summary_trimmed(prompt: Projection, summary: str) -> bool:
-    """Whether ``prompt`` sent ``summary`` trimmed to fit its budget."""
-    sent = _summary_sent(prompt.items) if summary else None
-    return isinstance(sent, Message) and unseal_summary(sent.text) != summary
+    """Whether ``prompt`` sent ``summary`` trimmed to fit its budget (its summary message comes
+    after the instructions and the leading system messages)."""
+    if not summary:
+        return False
+    for item in prompt.items:
+        if is_summary_message(item):
+            return unseal_summary(item.text) != summary  # type: ignore[union-attr]
+        if not (isinstance(item, Message) and item.role in ("system", "developer")):
+            return False
+    return False
 
 
 def _appended(items: Sequence[Item], tail_start: int) -> Group | Literal[False] | None:

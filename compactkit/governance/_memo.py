@@ -29,7 +29,7 @@ from compactkit.governance._prefix import PrefixTracker
 from compactkit.governance._projection import View, ViewCache
 from compactkit.governance._prompt import Projection
 from compactkit.items import Item, Message, Tool
-from compactkit.items.snapshot import MemorySnapshot, SummaryRole
+from compactkit.items.snapshot import MemorySnapshot, SummaryRole, summary_message
 
 __all__ = ["ProjectionMemo", "checked_tools"]
 
@@ -113,8 +113,8 @@ class ProjectionMemo:
         # (imported here: only a request over budget needs the summary's trimming)
         from compactkit.compressors.shrink import shrink_summary
 
-        def size(summary: str) -> int:
-            return self.counter.count_item(self.summary(role, summary))
+        def size(summary: str) -> int:  # (candidates: not kept in the message cache)
+            return self.counter.count_item(summary_message(summary, role))
 
         shrunk = shrink_summary(text, tokens, size, self.counter)
         message = None if shrunk is None else self.summary(role, shrunk)

@@ -189,22 +189,29 @@ def test_the_rules_stay_whole_while_other_last_trimmed_facts_can_make_the_room()
     assert len(kept.entries("values")) < len(values)
 
 
-def test_a_summary_in_one_paragraph_keeps_its_head_and_its_newest_part() -> None:
-    # An LLM's or a user's summary has no sections to trim by: it is cut once, at word
-    # boundaries, its head and newest part kept, with a marker, to the room left.
-    sentences = [
-        f"In step {n} the agent read src/module_{n}.py and kept the API." for n in range(80)
-    ]
-    summary = " ".join(sentences)
+WORDS = [f"In step {n} the agent read src/module_{n}.py and kept the API." for n in range(80)]
+NO_SPACES = [f"手順{n}でエージェントはファイルを読み、公開APIを変えなかった。" for n in range(120)]
+
+
+@pytest.mark.parametrize(
+    ("sentences", "joiner"), [(WORDS, " "), (NO_SPACES, "")], ids=["words", "no-spaces"]
+)
+def test_a_summary_without_sections_keeps_its_head_and_its_newest_part(
+    sentences: list[str], joiner: str
+) -> None:
+    # An LLM's or a user's summary has no sections to trim by: it is cut once, at a word
+    # boundary (at a character in scripts without spaces), its head and newest part kept, with
+    # a marker, to the room left.
+    summary = joiner.join(sentences)
     whole = ContextProjector(COUNTER, budget=10**9).project(snapshot(summary, 900)).tokens
     budget = whole - COUNTER.count_text(summary) // 2
     sent = ContextProjector(COUNTER, budget=budget).project(snapshot(summary, 900))
     items = list(sent.items)
     assert sent.tokens <= budget and items[-1] == output(900)
     text = sent_summary(items)
-    assert text.startswith("In step 0 the agent") and text.endswith(sentences[-1])
+    assert text.startswith(sentences[0][:6]) and text.endswith(sentences[-1])
     assert "left out here to fit" in text
-    # the cut uses the room it has: the request is nearly full, not a stub of the summary
+    # the cut uses the room it has: the request is nearly full, not the marker alone
     assert sent.tokens >= budget - 20
 
 
@@ -229,22 +236,6 @@ def test_a_cache_aware_replan_sends_the_summary_whole_when_the_budget_holds_it()
     assert sent_summary(list(plain.items)) == summary
     assert sent_summary(list(aware.items)) == summary
     assert aware.tokens <= budget and aware.items[-1] == output(1_800)
-
-
-def test_a_summary_in_a_script_without_spaces_is_cut_at_a_character() -> None:
-    summary = "".join(
-        f"手順{n}でエージェントはファイルを読み、公開APIを変えなかった。" for n in range(120)
-    )
-    whole = ContextProjector(COUNTER, budget=10**9).project(snapshot(summary, 900)).tokens
-    budget = whole - COUNTER.count_text(summary) // 2
-    sent = ContextProjector(COUNTER, budget=budget).project(snapshot(summary, 900))
-    items = list(sent.items)
-    assert sent.tokens <= budget and items[-1] == output(900)
-    text = sent_summary(items)
-    assert text.startswith("手順0で") and text.endswith(
-        "手順119でエージェントはファイルを読み、公開APIを変えなかった。"
-    )
-    assert sent.tokens >= budget - 20  # not the marker alone: the room is used
 
 
 def test_a_budget_error_names_the_part_that_keeps_the_request_over_not_the_summary() -> None:

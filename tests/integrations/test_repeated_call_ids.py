@@ -182,37 +182,26 @@ def test_two_chat_messages_calling_one_id_before_any_output_are_refused_naming_b
             govern(messages)
 
 
+@pytest.mark.parametrize("between", ["a user message", "nothing"])
 @pytest.mark.parametrize("entry", ENTRIES)
 @pytest.mark.parametrize("format", FORMATS)
-def test_ids_reused_round_trip_after_round_trip_go_out_as_given(format: str, entry: str) -> None:
-    govern = governor(format, entry)
-    messages = head(format)
-    for number in range(4):  # SWE-agent's replayed trajectories: "call_0" every round trip
-        trip = round_trip(format, ["call_0"], f"r{number}")
-        messages = then_user(format, [*messages, *trip], f"q{number}")
-        turn = govern(messages)
-        assert sent(turn) == messages
-        text = json.dumps(sent(turn), ensure_ascii=False)
-        assert "\u2063" not in text
-        messages = turn.history
-
-
-@pytest.mark.parametrize("entry", ENTRIES)
-@pytest.mark.parametrize("format", FORMATS)
-def test_ids_reused_response_after_response_with_no_user_message_between_go_out_as_given(
-    format: str, entry: str
+def test_ids_reused_round_trip_after_round_trip_go_out_as_given(
+    format: str, entry: str, between: str
 ) -> None:
-    # A server that numbers calls per response ("call_0" each time) in one tool loop: the
-    # output answering a call closes it, so the next response may reuse its id.
+    # SWE-agent's replayed trajectories ("call_0" every round trip, a user message between),
+    # and a server numbering calls per response in one tool loop (nothing between: the output
+    # answering a call closes it, so the next response may reuse its id).
     govern = governor(format, entry)
     messages = head(format)
     for number in range(4):
         messages = [*messages, *round_trip(format, ["call_0"], f"r{number}")]
+        if between == "a user message":
+            messages = then_user(format, messages, f"q{number}")
         turn = govern(messages)
         assert sent(turn) == messages
         assert "\u2063" not in json.dumps(sent(turn), ensure_ascii=False)
         messages = turn.history
-    # ... and one list holding all the trips, read in one call, likewise
+    # ... and the whole list read in one call, likewise
     assert sent(governor(format, entry)(messages)) == messages
 
 
