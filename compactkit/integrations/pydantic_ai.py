@@ -20,8 +20,9 @@ A prompt that would lose the newest tool returns (they do not fit even masked) r
 ``BudgetError`` instead of letting the model call its tools again forever.
 
 ``CompactkitHistory`` is the same governance as a history processor for
-``capabilities=[ProcessHistory(history.process)]`` (or ``history.aprocess``); pydantic-ai makes
-a processor's output the history, so it suits ``mode="compact"``.
+``capabilities=[ProcessHistory(history.process_with_context)]`` (the step's tool schemas
+counted; ``history.process`` / ``history.aprocess`` cannot see them); pydantic-ai makes a
+processor's output the history, so it suits ``mode="compact"``.
 
 Install with ``pip install 'compactkit[pydantic-ai]'``.
 """
@@ -153,20 +154,46 @@ class CompactkitHistory:
 
     def process(self, messages: list[ModelMessage]) -> list[ModelMessage]:
         """A sync history processor: ``ProcessHistory(history.process)``. Returns the prompt;
-        pydantic-ai makes it the history."""
+        pydantic-ai makes it the history. A processor without the run's context cannot see the
+        tool schemas the request will carry: ``process_with_context`` counts them."""
+        return self._process(messages, [])
+
+    async def aprocess(self, messages: list[ModelMessage]) -> list[ModelMessage]:
+        """An async history processor: ``ProcessHistory(history.aprocess)`` (no tool schemas
+        counted: see ``aprocess_with_context``)."""
+        return await self._aprocess(messages, [])
+
+    def process_with_context(
+        self, ctx: RunContext[Any], messages: list[ModelMessage]
+    ) -> list[ModelMessage]:
+        """``process`` taking the run's context, as ``ProcessHistory(history.process_with_context)``
+        calls it: the step's tool schemas (function and output tools) are counted in the budget,
+        as the capability counts them."""
+        return self._process(messages, self._step_tools(ctx))
+
+    async def aprocess_with_context(
+        self, ctx: RunContext[Any], messages: list[ModelMessage]
+    ) -> list[ModelMessage]:
+        """The async ``process_with_context``."""
+        return await self._aprocess(messages, self._step_tools(ctx))
+
+    def _process(self, messages: list[ModelMessage], tools: list[Tool]) -> list[ModelMessage]:
         self._check_processor()
         mirror, governor, instructions = self._begin(messages, None, None)
         with without_provenance():  # a mirror: no references (docs/recall.md)
-            step = governor.step(mirror.memory, instructions=instructions, usage=_usage(messages))
+            step = governor.step(
+                mirror.memory, instructions=instructions, tools=tools, usage=_usage(messages)
+            )
         return self._finish(mirror, step, instructions)[0]
 
-    async def aprocess(self, messages: list[ModelMessage]) -> list[ModelMessage]:
-        """An async history processor: ``ProcessHistory(history.aprocess)``."""
+    async def _aprocess(
+        self, messages: list[ModelMessage], tools: list[Tool]
+    ) -> list[ModelMessage]:
         self._check_processor()
         mirror, governor, instructions = await asyncio.to_thread(self._begin, messages, None, None)
         with without_provenance():  # a mirror: no references (docs/recall.md)
             step = await governor.astep(
-                mirror.memory, instructions=instructions, usage=_usage(messages)
+                mirror.memory, instructions=instructions, tools=tools, usage=_usage(messages)
             )
         return self._finish(mirror, step, instructions)[0]
 
@@ -270,7 +297,19 @@ class CompactkitHistory:
     def _tool_schemas(self, parameters: ModelRequestParameters | None) -> list[Tool]:
         if parameters is None:
             return []
-        definitions = (*parameters.function_tools, *parameters.output_tools)
+        return self._schemas((*parameters.function_tools, *parameters.output_tools))
+
+    def _step_tools(self, ctx: RunContext[Any]) -> list[Tool]:
+        """The tools of the run step ``ctx`` belongs to (function and output tools: what the
+        model request carries); none when the run has no prepared tool manager."""
+        manager = getattr(ctx, "tool_manager", None)
+        try:
+            definitions = tuple(manager.tool_defs) if manager is not None else ()
+        except ValueError:  # (a manager not prepared for a run step: no tools yet)
+            definitions = ()
+        return self._schemas(definitions) if definitions else []
+
+    def _schemas(self, definitions: tuple[Any, ...]) -> list[Tool]:
         cached, schemas = self._tools
         if len(cached) == len(definitions) and all(
             a is b for a, b in zip(cached, definitions, strict=True)

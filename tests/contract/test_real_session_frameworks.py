@@ -188,9 +188,10 @@ def via_pydantic_ai(messages: list[dict[str, Any]], mode: str) -> Seen:
             parts: list[Any] = [TextPart(message["content"])] if message.get("content") else []
             parts += [ToolCallPart(n, a, tool_call_id=i) for i, n, a in calls(message)]
             past.append(ModelResponse(parts=parts))
-    if mode == "processor":
+    if mode in ("processor", "processor with context"):
+        history = CompactkitHistory(MODEL, mode="compact", budget=BUDGET)
         capability: Any = ProcessHistory(
-            CompactkitHistory(MODEL, mode="compact", budget=BUDGET).process
+            history.process if mode == "processor" else history.process_with_context
         )
     else:
         capability = CompactkitCapability(MODEL, mode=mode, budget=BUDGET)  # type: ignore[arg-type]
@@ -276,6 +277,9 @@ ENTRIES: dict[str, Callable[[list[dict[str, Any]]], Seen]] = {
     "pydantic-ai capability project": lambda m: via_pydantic_ai(m, "project"),
     "pydantic-ai capability compact": lambda m: via_pydantic_ai(m, "compact"),
     "pydantic-ai history processor": lambda m: via_pydantic_ai(m, "processor"),
+    "pydantic-ai history processor with context": lambda m: via_pydantic_ai(
+        m, "processor with context"
+    ),
     "Agents SDK input filter": lambda m: via_openai_agents(m, "filter"),
 }
 
@@ -292,7 +296,7 @@ def test_a_small_newest_output_of_a_real_session_reaches_the_framework_model_ver
     assert len(seen) == 1, "one model call"
     items, tools = seen[0]
     if entry == "pydantic-ai history processor":
-        tools = []  # a processor never sees the tool schemas (docs/pydantic-ai.md)
+        tools = []  # without the run's context it cannot see the tool schemas (docs/pydantic-ai.md)
     assert COUNTER.count(items, tools=tools).tokens <= BUDGET
     assert items[0] == Message(role="system", content=messages[0]["content"])
     assert any(is_summary_message(item) for item in items), "the prefix was folded"

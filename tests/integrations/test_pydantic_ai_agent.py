@@ -126,6 +126,16 @@ def make_agent(script: Script, capabilities: list[Any]) -> Agent[None, str]:
     return agent
 
 
+def search_docs(query: str) -> str:
+    return "nothing found"
+
+
+search_docs.__doc__ = "Search the project's documentation. " + " ".join(
+    f"Rule {n}: the query must name a module, a function or a concept of section {n}."
+    for n in range(40)
+)
+
+
 def run(agent: Agent[None, str], *, asynchronous: bool = False) -> list[list[ModelMessage]]:
     histories: list[list[ModelMessage]] = []
     history: list[ModelMessage] = []
@@ -188,6 +198,25 @@ def test_the_history_processor_form_governs_through_process_history(asynchronous
     processor = history.aprocess if asynchronous else history.process
     histories = run(make_agent(script, [ProcessHistory(processor)]), asynchronous=asynchronous)
     assert max(script.prompt_tokens()) <= BUDGET + 400  # the processor cannot see tool schemas
+    script.assert_pairs_intact()
+    assert len(histories[-1]) < (2 + 2 * CALLS_PER_QUESTION) * len(QUESTIONS)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_a_processor_taking_the_run_context_keeps_every_request_with_its_tools_in_budget(
+    asynchronous: bool,
+) -> None:
+    # The agent also has a tool with a long schema (~700 tokens: the plain processor, which
+    # cannot see it, sends requests up to ~2,700 tokens of a 2,500 budget in this loop).
+    # Taking the run's context, the processor counts the step's tools, so every request as a
+    # provider would receive it (instructions, messages, tool schemas) fits the budget.
+    script = Script()
+    history = CompactkitHistory(MODEL, mode="compact", budget=BUDGET)
+    processor = history.aprocess_with_context if asynchronous else history.process_with_context
+    agent = make_agent(script, [ProcessHistory(processor)])
+    agent.tool_plain(search_docs)
+    histories = run(agent, asynchronous=asynchronous)
+    assert max(script.prompt_tokens()) <= BUDGET
     script.assert_pairs_intact()
     assert len(histories[-1]) < (2 + 2 * CALLS_PER_QUESTION) * len(QUESTIONS)
 
