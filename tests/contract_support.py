@@ -156,3 +156,120 @@ def real_prefix(count: int, path: Path = REAL_SESSION) -> list[dict[str, Any]]:
     """The first ``count`` messages of a session file (``.jsonl.xz``)."""
     with lzma.open(path, "rt", encoding="utf-8") as lines:
         return [json.loads(line) for line, _ in zip(lines, range(count), strict=False)]
+
+
+SWE_AGENT = Path(__file__).resolve().parent / "data" / "swe-agent-trajectories.jsonl.xz"
+"""SWE-agent's own 22 trajectories as Chat Completions sessions (tests/data/swe-agent-trajectories.md)."""
+
+
+def swe_agent_sessions() -> dict[str, list[dict[str, Any]]]:
+    """Each SWE-agent trajectory's messages, by its path in SWE-agent's repository."""
+    with lzma.open(SWE_AGENT, "rt", encoding="utf-8") as lines:
+        return {row["source"]: row["messages"] for row in map(json.loads, lines)}
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _replying(item: Item) -> bool:
+    return isinstance(item, FunctionCall) or (
+        isinstance(item, Message) and item.role == "assistant"
+    )
+
+
+@dataclass
+class SessionChecker:
+    """Rows a, b, d, e, f, g and the order on each request of a recorded session replayed.
+
+    ``ref`` is the session as replayed (instructions first); each request stands for
+    ``ref[:upto]``, the history before the reply at ``upto``. Row b: the newest item (the
+    newest user input or tool output) last, verbatim (an output larger than the budget may be
+    cut with the marker, its head kept), with the other outputs of the newest assistant turn;
+    row d: the task (the first user message) verbatim, or its head as the summary's goal;
+    row e: no pairing problem the recorded session does not have itself; order: every item but
+    the summary is one of the session's, in the session's order.
+    """
+
+    ref: list[Item]
+    model: str
+    budget: int
+    checked: int = 0
+    folded: bool = False
+
+    def __post_init__(self) -> None:
+        first = self.ref[0]
+        assert isinstance(first, Message) and first.role == "system"
+        self.instructions = first.text
+        self.task = next(i.text for i in self.ref if isinstance(i, Message) and i.role == "user")
+        _, problems = validate_items(self.ref, format="responses", mode="repair")
+        self.recorded = {(p.kind, p.call_id) for p in problems}
+
+    def check(self, items: Sequence[Item], tools: Sequence[Tool], upto: int) -> None:
+        where = f"request {self.checked} (before item {upto})"
+        items = list(items)
+        texts = [text_of(item) for item in items]
+        tokens = counter_for(self.model).count(items, tools=tools).tokens
+        assert tokens <= self.budget, f"{where}: {tokens:,} tokens over the budget {self.budget:,}"
+        self._newest(texts, upto, where)
+        assert isinstance(items[-1], FunctionCallOutput | Message), f"{where}: ends with a call"
+        summaries = [item for item in items if is_summary_message(item)]
+        joined = _words("\n".join(texts))
+        assert _words(self.task)[:150] in joined, f"{where}: the task is missing"
+        _, problems = validate_items(items, format="responses", mode="repair")
+        bad = [p for p in problems if (p.kind, p.call_id) not in self.recorded]
+        assert not bad, f"{where}: {'; '.join(map(str, bad))}"
+        assert len(summaries) <= 1, f"{where}: the summary was sent {len(summaries)} times"
+        if summaries:
+            self.folded = True
+            assert unseal_summary(text_of(summaries[0])) is not None, f"{where}: summary sealed"
+        assert summaries or not self.folded, f"{where}: the summary is missing after a fold"
+        first = items[0]
+        assert isinstance(first, Message) and first.role in ("system", "developer"), where
+        assert first.text == self.instructions, f"{where}: the instructions were changed"
+        self._order(items, where)
+        self.checked += 1
+
+    def _newest(self, texts: list[str], upto: int, where: str) -> None:
+        last = max(k for k in range(upto) if k == 0 or _replying(self.ref[k]))
+        group = self.ref[last + 1 : upto]
+        if not group:
+            return
+        newest = text_of(group[-1])
+        if texts[-1] != newest:
+            size = counter_for(self.model).count_text(newest)
+            cut = CUT_MARKER in texts[-1] and texts[-1][:100] == newest[:100]
+            assert cut and size > self.budget, (
+                f"{where}: the newest {type(group[-1]).__name__} ({size:,} tokens) is not last "
+                "verbatim"
+            )
+        tail = texts[-len(group) - 1 :]
+        for item in group[:-1]:
+            if isinstance(item, FunctionCallOutput):
+                assert text_of(item) in tail, f"{where}: an output of the newest turn is missing"
+
+    def _order(self, items: list[Item], where: str) -> None:
+        at = 1
+        for item in items[1:]:
+            if is_summary_message(item):
+                continue
+            found = next((k for k in range(at, len(self.ref)) if _same(item, self.ref[k])), None)
+            assert found is not None, (
+                f"{where}: {text_of(item)[:60]!r} is out of order or not recorded"
+            )
+            at = found + 1
+
+
+def _same(item: Item, recorded: Item) -> bool:
+    """Whether ``item`` as sent is ``recorded`` (a cut output keeps its call and its head)."""
+    if isinstance(item, FunctionCall) and isinstance(recorded, FunctionCall):
+        return (item.call_id, item.name) == (recorded.call_id, recorded.name)
+    if isinstance(item, FunctionCallOutput) and isinstance(recorded, FunctionCallOutput):
+        return item.call_id == recorded.call_id
+    if isinstance(item, Message) and isinstance(recorded, Message):
+        if recorded.role == "system" and item.role == "user":
+            # pydantic-ai sends a system prompt after the first message as user text, so tagged
+            return item.text == f"<system>{recorded.text}</system>"
+        cut = CUT_MARKER in item.text and item.text[:100] == recorded.text[:100]
+        return item.role == recorded.role and (item.text == recorded.text or cut)
+    return False
