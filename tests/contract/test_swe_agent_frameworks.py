@@ -1,7 +1,7 @@
 """The request contract through the three framework entry points, over SWE-agent's trajectories.
 
 docs/agent.md, "The request contract": every request the LangChain middleware, the pydantic-ai
-capability (and history processor) and the OpenAI Agents SDK input filter let reach a model keeps
+capability (and history processors) and the OpenAI Agents SDK input filter let reach a model keeps
 rows a-g. inv21's sweep (session 21) replayed SWE-agent's own 22 trajectories (tests/data:
 text-action runs whose observations are user messages, two with a demonstration before the
 issue; function-calling runs, three reusing a call id after its output; system prompts of up to
@@ -281,10 +281,10 @@ def via_pydantic_ai(replay: Replay, mode: str) -> int:
         parts += [ToolCallPart(n, a, tool_call_id=i) for i, n, a in calls(reply)]
         return ModelResponse(parts=parts)
 
-    if mode == "processor":
-        capability: Any = ProcessHistory(
-            CompactkitHistory(MODEL, mode="compact", budget=BUDGET).process
-        )
+    if mode in ("processor", "processor with context"):
+        governed = CompactkitHistory(MODEL, mode="compact", budget=BUDGET)
+        processor = governed.process if mode == "processor" else governed.process_with_context
+        capability: Any = ProcessHistory(processor)
     else:
         capability = CompactkitCapability(MODEL, mode=mode, budget=BUDGET)  # type: ignore[arg-type]
     tools = [
@@ -389,6 +389,9 @@ ENTRIES: dict[str, Callable[[list[Chat]], int]] = {
     # a history processor never sees the tool schemas (docs/pydantic-ai.md): row a without them
     "pydantic-ai history processor": lambda m: via_pydantic_ai(
         Replay(m, with_tools=False), "processor"
+    ),
+    "pydantic-ai history processor with context": lambda m: via_pydantic_ai(
+        Replay(m), "processor with context"
     ),
     "Agents SDK input filter": lambda m: via_openai_agents(Replay(unique_ids(m)), "filter"),
 }
