@@ -14,11 +14,15 @@ require("agents", extra="openai-agents", integration="compactkit.integrations.op
 
 from agents import (  # noqa: E402
     Agent,
+    AgentOutputSchema,
+    AgentOutputSchemaBase,
     FunctionTool,
+    Handoff,
     ModelResponse,
     RunContextWrapper,
     RunHooks,
     function_tool,
+    handoff,
 )
 from agents.run_config import CallModelData, ModelInputData  # noqa: E402
 
@@ -201,8 +205,14 @@ class CompactkitInputFilter:
             self._compactor.observe_usage(prompt_tokens)
 
     def _agent_tools(self, agent: Agent[Any]) -> list[Tool]:
+        """The schemas the SDK sends with this agent's model call: its function tools, a tool
+        per handoff, and its output type's JSON schema (sent as the response format; counted
+        as one function's schema, no count of that form being published)."""
         tools = list(getattr(agent, "tools", None) or ())
-        key = tuple(id(tool) for tool in tools)
+        handoffs = list(getattr(agent, "handoffs", None) or ())
+        output_type = getattr(agent, "output_type", None)
+        held = [*tools, *handoffs, output_type]
+        key = tuple(id(part) for part in held)
         cached = self._tools
         if cached is not None and cached[0] == key:
             return cached[2]
@@ -211,7 +221,24 @@ class CompactkitInputFilter:
             for t in tools
             if isinstance(t, FunctionTool)  # hosted tools are sized by the provider
         ]
-        self._tools = (key, tools, converted)
+        for target in handoffs:
+            made = target if isinstance(target, Handoff) else handoff(target)
+            converted.append(
+                Tool(
+                    name=made.tool_name,
+                    description=made.tool_description or None,
+                    parameters=made.input_json_schema or None,
+                )
+            )
+        if output_type is not None and output_type is not str:
+            schema = (
+                output_type
+                if isinstance(output_type, AgentOutputSchemaBase)
+                else AgentOutputSchema(output_type)
+            )
+            if not schema.is_plain_text():
+                converted.append(Tool(name=schema.name(), parameters=schema.json_schema()))
+        self._tools = (key, held, converted)
         return converted
 
 

@@ -261,6 +261,36 @@ def to_tools(tools: Sequence[Any]) -> list[Tool]:
     return out
 
 
+def output_tools(response_format: Any) -> list[Tool]:
+    """The schemas an agent's ``response_format`` adds to a model call (their tokens count).
+
+    ``ToolStrategy``: LangChain binds one tool per schema beside the request's tools, after the
+    middleware sees the request. ``ProviderStrategy`` sends the schema as the provider's
+    response format, counted here as one function's schema (no count of that form is
+    published). A bare schema (``AutoStrategy``) becomes either: counted as its tools.
+    """
+    if response_format is None:
+        return []
+    from langchain.agents.structured_output import AutoStrategy, ProviderStrategy, ToolStrategy
+
+    if isinstance(response_format, ProviderStrategy):
+        specs = [response_format.schema_spec]
+    elif isinstance(response_format, ToolStrategy):
+        specs = list(response_format.schema_specs)
+    else:  # an AutoStrategy, or a bare schema a middleware's override left in the request
+        schema = (
+            response_format.schema if isinstance(response_format, AutoStrategy) else response_format
+        )
+        try:
+            specs = list(ToolStrategy(schema=schema).schema_specs)
+        except Exception:  # (a schema LangChain itself refuses: nothing to count)
+            return []
+    return [
+        Tool(name=spec.name, description=spec.description or None, parameters=spec.json_schema)
+        for spec in specs
+    ]
+
+
 # -- helpers ------------------------------------------------------------------------------------
 
 

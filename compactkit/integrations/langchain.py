@@ -312,7 +312,7 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> tuple[Mirror[BaseMessage], MemorySnapshot, list[Message], list[Tool]]:
         mirror = self._mirrors.get(_thread(request.runtime))
         instructions = self._instructions(request.system_message)
-        tools = self._tool_schemas(request.tools)
+        tools = self._tool_schemas(request.tools, request.response_format)
         with mirror.lock:
             snapshot = self._read_cold(mirror, request.messages, instructions, tools)
             if snapshot is None:
@@ -415,12 +415,14 @@ class CompactkitMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self._system = (system, items)
         return items
 
-    def _tool_schemas(self, tools: Sequence[Any]) -> list[Tool]:
-        key = tuple(tools)
+    def _tool_schemas(self, tools: Sequence[Any], response_format: Any = None) -> list[Tool]:
+        """The schemas the model call carries: the request's tools and what its response
+        format adds (``convert.output_tools``)."""
+        key = (*tools, response_format)
         cached, schemas = self._tools
         if len(cached) == len(key) and all(a is b for a, b in zip(cached, key, strict=True)):
             return schemas
-        schemas = convert.to_tools(key)
+        schemas = [*convert.to_tools(key[:-1]), *convert.output_tools(response_format)]
         self._tools = (key, schemas)
         return schemas
 

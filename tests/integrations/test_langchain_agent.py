@@ -17,8 +17,9 @@ from langchain_core.messages import ChatMessage, HumanMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
+from pydantic import BaseModel, Field
 
-from compactkit import ConfigError, SummaryCompressor, chat_to_items, counter_for
+from compactkit import ConfigError, SummaryCompressor, Tool, chat_to_items, counter_for
 from compactkit.formats import tools_from_chat
 from compactkit.integrations.langchain import CompactkitMiddleware, LangChainLLM
 from compactkit.runtime.events import CompactionEvent, Event, PassthroughEvent
@@ -440,3 +441,63 @@ def test_a_middleware_built_inside_a_running_loop_never_blocks_it(tmp_path: Any)
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "done"
+
+
+class Answer(BaseModel):
+    """The final answer about a module."""
+
+    text: str = Field(
+        description="The answer. "
+        + " ".join(
+            f"Rule {n}: name the module, the function and the value it computes, section {n}."
+            for n in range(40)
+        )
+    )
+
+
+class StructuredOpenAI(ScriptedOpenAI):
+    """The same endpoint, answering an ``Answer``: through the structured-output tool LangChain
+    binds for ``ToolStrategy(Answer)``, or as JSON content for ``ProviderStrategy(Answer)``."""
+
+    def __init__(self, strategy: str) -> None:
+        super().__init__()
+        self._strategy = strategy
+
+    def _reply(self, message: dict[str, Any], reason: str) -> httpx2.Response:
+        if reason == "stop" and self.requests:
+            arguments = json.dumps({"text": message["content"]})
+            if self._strategy == "provider":
+                message = {"role": "assistant", "content": arguments}
+            else:
+                call = {"id": f"answer_{len(self.requests)}", "type": "function"}
+                call["function"] = {"name": "Answer", "arguments": arguments}  # type: ignore[assignment]
+                message = {"role": "assistant", "content": None, "tool_calls": [call]}
+                reason = "tool_calls"
+        return super()._reply(message, reason)
+
+
+@pytest.mark.parametrize("strategy", ["tool", "provider"])
+def test_the_response_formats_schema_counts_in_the_budget(strategy: str) -> None:
+    # LangChain binds a ToolStrategy's schema as a tool (a ProviderStrategy's as the provider's
+    # response format) after the middleware saw the request: ~700 tokens the request carries.
+    from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
+
+    server = StructuredOpenAI(strategy)
+    response_format: Any = ToolStrategy(Answer) if strategy == "tool" else ProviderStrategy(Answer)
+    agent = create_agent(
+        llm(server),
+        tools=[read_file],
+        system_prompt="You answer questions about the repository. Be brief.",
+        middleware=[CompactkitMiddleware(MODEL, budget=BUDGET)],
+        checkpointer=InMemorySaver(),
+        response_format=response_format,
+    )
+    run(agent)
+    counter = counter_for(MODEL)
+    for body in server.requests:
+        tools = tools_from_chat(body.get("tools", []))
+        schema = body.get("response_format", {}).get("json_schema")
+        if schema:  # the provider's response format, counted as one function's schema
+            tools.append(Tool(name=schema["name"], parameters=schema["schema"]))
+        assert {t.name for t in tools} >= {"read_file", "Answer"}
+        assert counter.count(chat_to_items(body["messages"]), tools=tools).tokens <= BUDGET

@@ -19,8 +19,9 @@ from agents import (
     set_tracing_disabled,
 )
 from openai import AsyncOpenAI
+from pydantic import BaseModel, Field
 
-from compactkit import MemorySnapshot, Message
+from compactkit import MemorySnapshot, Message, Tool
 from compactkit.formats import responses_to_items, tools_from_responses, validate_responses
 from compactkit.integrations import CompactkitSession
 from compactkit.testing import block_network
@@ -200,3 +201,72 @@ def test_reported_usage_calibrates_the_count_through_the_hooks() -> None:
     assert budget is not None
     # Once calibrated (a few calls in), what the provider counts fits the budget too.
     assert max(api.reported[5:]) <= budget
+
+
+class Verdict(BaseModel):
+    """What was fixed."""
+
+    summary: str = Field(
+        description="What was fixed. "
+        + " ".join(
+            f"Rule {n}: name the test, the module and the line that changed, section {n}."
+            for n in range(100)
+        )
+    )
+
+
+class StructuredResponsesAPI(FakeResponsesAPI):
+    """The same endpoint, whose final message is a ``Verdict`` as JSON."""
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        response = super().__call__(request)
+        body = json.loads(response.content)
+        for item in body["output"]:
+            if item["type"] == "message":
+                item["content"][0]["text"] = json.dumps({"summary": "all fixed"})
+        return httpx2.Response(200, json=body)
+
+
+def test_handoffs_and_the_output_schema_count_in_the_budget() -> None:
+    # The SDK sends a tool per handoff and the output type's JSON schema with every call,
+    # beside the agent's tools: ~1,000 tokens here, counted by the filter.
+    api = StructuredResponsesAPI(reads=15)
+    client = AsyncOpenAI(
+        api_key="sk-test",
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(api)),
+    )
+    session = CompactkitSession(SQLiteSession("handoffs"), model=MODEL)
+    specialists = [
+        Agent(name=f"specialist {n}", handoff_description=f"Knows module {n} well. " * 20)
+        for n in range(3)
+    ]
+    agent = Agent(
+        name="fixer",
+        instructions="Fix the failing tests.",
+        model=OpenAIResponsesModel(model="gpt-4.1", openai_client=client),
+        tools=[read_file],
+        handoffs=specialists,  # type: ignore[arg-type]
+        output_type=Verdict,
+    )
+    result = asyncio.run(
+        Runner.run(
+            agent,
+            "fix the tests",
+            session=session,
+            run_config=RunConfig(call_model_input_filter=session.input_filter()),
+            max_turns=30,
+        )
+    )
+    assert result.final_output == Verdict(summary="all fixed")
+    budget = session.governor.projector.budget
+    assert budget is not None
+    counter = session.governor.projector.counter
+    for body in api.requests:
+        tools = tools_from_responses(body["tools"])
+        assert len(tools) == 4  # read_file and a tool per handoff
+        schema = body["text"]["format"]  # the response format: counted as one function's schema
+        tools.append(Tool(name=schema["name"], parameters=schema["schema"]))
+        items = [Message(role="system", content=body["instructions"])]
+        items += responses_to_items(body["input"])
+        assert counter.count(items, tools=tools).tokens <= budget
