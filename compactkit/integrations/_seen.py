@@ -10,11 +10,21 @@ eight most recent ones, and eight positions spread over the list whose offset mo
 (so every position is checked once within ``n / 8`` calls). Lists below
 ``full_compare_below`` messages (a few µs) are compared whole, as the plain check does.
 
-What the sampled check cannot see: an old message (not among the recent ones) replaced by
-another, unequal object at a position not sampled on that call. It is noticed by a later call
-(within ``n / 8`` calls), which then reads the list again from the start. Appends, truncations,
-a new list, edits of the recent messages and lists that do not start with the seen ones are
-always told apart.
+A message object is also edited in place (``messages[0]["content"] = ...`` every turn, text
+appended to the last user message, an assistant message filled as it streams, ``msg.content =
+...`` on a LangChain or pydantic message): the same object, so identity says nothing. For the
+first message and the eight most recent ones (the positions every call checks) ``SeenList``
+keeps a ``mark`` taken when they were read: their values, a few levels down (a tuple of
+references, not a copy of the text), compared by identity then equality. An edit there makes
+``starts`` false, and the list is read again. Nine marks in all, whatever the list's length:
+nothing is kept per message.
+
+What the check cannot see: an old message (not among the recent ones) replaced by another,
+unequal object at a position not sampled on that call. It is noticed by a later call (within
+``n / 8`` calls), which then reads the list again from the start. An old message edited in
+place (past the eight most recent, not the first) is not noticed at all. Appends, truncations,
+a new list, replacements and in-place edits of the first and the recent messages and lists
+that do not start with the seen ones are always told apart.
 """
 
 from __future__ import annotations
@@ -22,12 +32,39 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["FULL_COMPARE_BELOW", "SeenList"]
+__all__ = ["FULL_COMPARE_BELOW", "SeenList", "mark"]
 
 FULL_COMPARE_BELOW = 1024
 """Below this many seen messages the whole prefix is compared (≤ ~5 µs)."""
 _RECENT = 8
 _SPREAD = 8
+_DEPTH = 4
+"""How many levels under a message ``mark`` follows (an Anthropic tool result's text block is
+four down: message, content list, block, its content list)."""
+_LEAVES = frozenset({str, int, float, bool, type(None), bytes})
+
+
+def mark(value: Any, depth: int = _DEPTH) -> Any:
+    """What ``value`` holds, ``depth`` levels down: a dict's values, a list's items and an
+    object's fields (``__dict__``: pydantic models, LangChain messages, dataclasses) as tuples of
+    the same, with strings and numbers by reference. Two marks compare equal while nothing in
+    those levels was assigned anew (a tuple compares its items by identity first: O(1) per
+    unchanged string, however long)."""
+    kind = type(value)
+    if kind in _LEAVES:
+        return value
+    if kind is dict:
+        values: Any = value.values()
+    elif kind is list or kind is tuple:
+        values = value
+    else:
+        fields = getattr(value, "__dict__", None) if depth else None
+        if type(fields) is not dict:
+            return value
+        values = fields.values()
+    if not depth:
+        return tuple(values)
+    return tuple([v if type(v) in _LEAVES else mark(v, depth - 1) for v in values])
 
 
 class SeenList:
@@ -38,7 +75,7 @@ class SeenList:
         full_compare_below: Compare the whole prefix while fewer messages were seen.
     """
 
-    __slots__ = ("_calls", "_full_below", "messages")
+    __slots__ = ("_calls", "_full_below", "_marks", "messages")
 
     def __init__(
         self, messages: Sequence[Any] = (), *, full_compare_below: int = FULL_COMPARE_BELOW
@@ -46,13 +83,20 @@ class SeenList:
         self.messages: list[Any] = list(messages)
         self._full_below = full_compare_below
         self._calls = 0
+        self._marks: dict[int, Any] = {}
+        """position -> ``mark`` of the message read there: the first and the recent ones."""
+        self._mark_from(0)
 
     def __len__(self) -> int:
         return len(self.messages)
 
     def starts(self, messages: Sequence[Any]) -> bool:
-        """Whether ``messages`` starts with the seen messages (see the module docstring for
-        what the sampled check covers)."""
+        """Whether ``messages`` starts with the seen messages, the first and the recent ones
+        unedited since they were read (see the module docstring for what the check covers)."""
+        return self._same_objects(messages) and self._unedited(messages)
+
+    def _same_objects(self, messages: Sequence[Any]) -> bool:
+        """``starts`` by identity or equality alone (an object edited in place passes)."""
         seen = self.messages
         n = len(seen)
         if n == 0:
@@ -77,14 +121,34 @@ class SeenList:
 
     def continued_by(self, messages: Sequence[Any]) -> bool:
         """Whether ``messages`` holds the very last seen message at its place (not an equal
-        copy) and ``starts`` with the seen messages."""
+        copy) and starts with the seen messages, by identity or equality: the same
+        conversation, even with a message edited in place (which ``starts`` then tells)."""
         n = len(self.messages)
         return (
             0 < n <= len(messages)
             and messages[n - 1] is self.messages[-1]
-            and self.starts(messages)
+            and self._same_objects(messages)
         )
 
     def extend(self, fresh: Sequence[Any]) -> None:
-        """Record the messages read after the seen ones."""
+        """Record the messages read after the seen ones (and the marks of the recent ones)."""
+        start = len(self.messages)
         self.messages.extend(fresh)
+        self._mark_from(start)
+
+    def _unedited(self, messages: Sequence[Any]) -> bool:
+        """Whether the first and the recent messages hold what they held when read."""
+        return all(mark(messages[position]) == old for position, old in self._marks.items())
+
+    def _mark_from(self, start: int) -> None:
+        """Mark the messages read from ``start`` on that are the first or recent; forget the
+        marks of those no longer recent."""
+        seen, marks = self.messages, self._marks
+        n = len(seen)
+        recent = max(1, n - _RECENT)
+        for position in [p for p in marks if 0 < p < recent]:  # (at most nine marks)
+            del marks[position]
+        if start == 0 and n:
+            marks[0] = mark(seen[0])
+        for position in range(max(start, recent), n):
+            marks[position] = mark(seen[position])
