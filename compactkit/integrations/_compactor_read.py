@@ -19,7 +19,7 @@ from compactkit.integrations._wire import (
     WireConverter,
     detect_format,
 )
-from compactkit.items import Item
+from compactkit.items import FunctionCallOutput, Item
 from compactkit.items.snapshot import MemorySnapshot, is_summary_message
 from compactkit.memory.in_memory import InMemoryMemory, SeqMap
 from compactkit.runtime.events import Event, PassthroughEvent, emit
@@ -117,7 +117,13 @@ class ListReader:
             return False
         self._append([item for items in read.items for item in items], restart=True)
         self._remember(read.messages, read.items)
-        self._converter.note_calls(read.call_ids)
+        answered = [
+            item.call_id
+            for items in read.items
+            for item in items
+            if isinstance(item, FunctionCallOutput)
+        ]
+        self._converter.note_calls(read.call_ids, answered)
         known = Seen()
         known.messages.extend(messages)
         self._seen = [known]

@@ -58,9 +58,9 @@ class WireReader:
         self._format: MessageFormat = format
         self._raw: dict[str, Any] = {}
         self._call_ids: set[str] = set()  # calls of passed-through messages
-        # Every call id read (renamed ones as renamed; their number is part of a renamed id):
-        # a dict used as a set, a fifth of a set's memory at 5,000 ids.
-        self._seen_calls: dict[str, None] = {}
+        # Every call id read (renamed ones as renamed; their number is part of a renamed id)
+        # -> True once an output answered it: a dict, a fifth of a set's memory at 5,000 ids.
+        self._seen_calls: dict[str, bool | None] = {}
         self._renamed: dict[str, str] = {}  # a reused call id -> its latest call's inner id
         # The calls read since the last output or user/system message, by call id as given
         # (-> the index of their message): a call reusing one of their ids is ambiguous
@@ -68,6 +68,9 @@ class WireReader:
         # The outputs read since the last call or user/system message, likewise: an output
         # answering one of their calls again answers a call already answered
         self._answered: dict[str, int] = {}
+        # The calls answered since the last ``checkpoint`` (their ids as read), to be marked
+        # unanswered again by ``rollback``; ``None`` when no checkpoint was taken.
+        self._answered_since: list[str] | None = None
 
     def to_items(
         self, message: Any, index: int, on_passthrough: Callable[[Passthrough], None]
@@ -93,6 +96,7 @@ class WireReader:
     def checkpoint(self) -> Checkpoint:
         """What ``to_items`` changes, as it is now: ``rollback`` undoes the reading of the
         messages read since (a call that raised on one of them reads them again)."""
+        self._answered_since = []
         return Checkpoint(
             len(self._seen_calls),
             dict(self._renamed) if self._renamed else None,
@@ -100,12 +104,18 @@ class WireReader:
             len(self._raw),
             dict(self._open_calls) if self._open_calls else None,
             dict(self._answered) if self._answered else None,
+            self._answered_since,
         )
 
     def rollback(self, mark: Checkpoint) -> None:
-        """Forget what ``to_items`` read since ``mark`` (``checkpoint``): renamed ids, calls
-        and placeholders (dicts keep their order: the newest entries are popped)."""
-        for kept, grown in ((mark.seen, self._seen_calls), (mark.raw, self._raw)):
+        """Forget what ``to_items`` read since ``mark`` (the latest ``checkpoint``): renamed
+        ids, calls, the answers to calls and placeholders (dicts keep their order: the newest
+        entries are popped)."""
+        seen = self._seen_calls
+        for call_id in mark.answered_since:
+            if call_id in seen:
+                seen[call_id] = None
+        for kept, grown in ((mark.seen, seen), (mark.raw, self._raw)):
             while len(grown) > kept:
                 grown.popitem()
         self._renamed = dict(mark.renamed or {})
@@ -150,14 +160,18 @@ class WireReader:
                 continue  # a built-in tool (web search, …): the provider sizes it, not us
         return out
 
-    def note_calls(self, call_ids: Iterable[str]) -> None:
+    def note_calls(self, call_ids: Iterable[str], answered: Iterable[str] = ()) -> None:
         """Record calls read without this converter (``_cold.read_cold``), in order, as
         ``to_items`` would have: a later call reusing one of their ids is renamed as it would
-        be. The caller made sure none of them reuses an id (no renaming was due)."""
+        be, and a later output for one of them ``answered`` (ids among ``call_ids``) is
+        refused. The caller made sure none of them reuses an id (no renaming was due)."""
         self._open_calls.clear()
         for call_id in call_ids:
             self._renamed.pop(call_id, None)
             self._seen_calls[call_id] = None
+        for call_id in answered:
+            if call_id in self._seen_calls:
+                self._seen_calls[call_id] = True
 
     @property
     def clean(self) -> bool:
@@ -206,12 +220,21 @@ class WireReader:
             elif isinstance(item, FunctionCallOutput):
                 if calls:
                     calls.clear()
-                if item.call_id in answered:
-                    first = answered[item.call_id]
-                    raise _repeated(self._format, item.call_id, message, at, first, output=True)
-                answered[item.call_id] = at
-                if item.call_id in renames:
-                    items[index] = item.model_copy(update={"call_id": renames[item.call_id]})
+                call_id = item.call_id
+                if call_id in answered:
+                    first = answered[call_id]
+                    raise _repeated(self._format, call_id, message, at, first, output=True)
+                answered[call_id] = at
+                inner = renames.get(call_id, call_id)
+                state = seen.get(inner, False)
+                if state:  # the latest call with this id was answered (before a call or input)
+                    raise _answered_before(self._format, call_id, message, at)
+                if state is None:  # (False: a call never read, which the prompt repairs)
+                    seen[inner] = True  # (a value of the dict: no memory per call)
+                    if self._answered_since is not None:
+                        self._answered_since.append(inner)
+                if inner is not call_id:
+                    items[index] = item.model_copy(update={"call_id": inner})
         return items
 
     def _placeholder(self, message: Any, plain: Any) -> Message:
@@ -252,6 +275,8 @@ class Checkpoint(NamedTuple):
     raw: int
     open_calls: dict[str, int] | None
     answered: dict[str, int] | None
+    answered_since: list[str]
+    """The calls answered since (the reader appends to it)."""
 
 
 def _repeated(
@@ -292,6 +317,32 @@ def _repeated(
     if not output:
         fix = fix.replace("each call", "each call in one assistant message", 1)
     return FormatError(f"message {at}: {named} {verb} {call_id!r}; {fix}")
+
+
+def _answered_before(format: MessageFormat, call_id: str, message: Any, at: int) -> FormatError:
+    """The error for an output of list item ``at`` answering ``call_id`` when an output read
+    before a later call or user message answered that call already."""
+    fix = (
+        "keep one output per call (the provider refuses a second output for one call); to call "
+        "again with the same id, put the new call before its output"
+    )
+    if format == "responses":
+        what = f"input item {at}: a function_call_output answers the call_id {call_id!r}"
+    elif format == "chat":
+        what = f"message {at}: a tool output answers the call {call_id!r}"
+    else:
+        plain = to_plain(message)
+        parts = plain.get("content") if isinstance(plain, Mapping) else None
+        where = next(
+            (
+                f"content[{position}]"
+                for position, part in enumerate(parts if isinstance(parts, list) else ())
+                if isinstance(part, Mapping) and part.get("tool_use_id") == call_id
+            ),
+            "a tool_result",
+        )
+        what = f"message {at}: {where} answers the call {call_id!r}"
+    return FormatError(f"{what}, which an earlier output answered already; {fix}")
 
 
 def _call_ids(plain: Any) -> list[str]:

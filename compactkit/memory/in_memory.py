@@ -7,7 +7,7 @@ from collections.abc import MutableMapping, Sequence
 
 from compactkit.compressors.base import CompressorLike
 from compactkit.errors import ArchiveDroppedError, ConfigError
-from compactkit.items import Item, item_text
+from compactkit.items import FunctionCall, FunctionCallOutput, Item, item_text
 from compactkit.items.model import constructed
 from compactkit.items.snapshot import (
     DEFAULT_SUMMARY_ROLE,
@@ -114,7 +114,11 @@ class InMemoryMemory(BaseMemory):
     def _append_stored(self, items: Sequence[Item], *, fresh: bool = False) -> list[Item]:
         """``_append``, returning the items as stored (numbered; ``fresh``: in place)."""
         with self._lock:
-            self._calls.check(items, accept_unknown=self.accept_unknown_call_ids)
+            try:
+                self._calls.check(items, accept_unknown=self.accept_unknown_call_ids)
+            except ConfigError as exc:  # (the rules' message, and where in this write)
+                where = _where_refused(items, self._history, self.accept_unknown_call_ids)
+                raise ConfigError(f"{exc}: {where}") from None
             if fresh:  # numbered in place and indexed in one pass, kept in one step
                 stored, first = list(items), self._next_seq
                 add, seq = self._calls.add, first
@@ -376,6 +380,47 @@ def _constructed_snapshot(summary: str, items: ItemsView, version: int) -> Memor
     Held to ``model_construct`` by tests/memory/test_snapshot_reuse.py."""
     values = {"summary": summary, "items": items, "version": version}
     return constructed(MemorySnapshot, values, set(_SNAPSHOT_FIELDS))
+
+
+def _where_refused(
+    items: Sequence[Item], history: MutableMapping[int, Item], accept_unknown: bool
+) -> str:
+    """Where a write the call-id rules refused (``_inputs.check_batch``) goes wrong: the call
+    or output of ``items`` by its place in the write (a call by its name and arguments too)
+    and the one it collides with, in the write or stored (looked up only once refused)."""
+    found: dict[tuple[str, str], int] = {}  # (type, call id) -> its place in the write
+    for index, item in enumerate(items):
+        if not isinstance(item, (FunctionCall, FunctionCallOutput)):
+            continue
+        key = (item.type, item.call_id)
+        this = f"this write's item {index} ({_named(item)})"
+        stored = None if key in found else _stored(history, *key)
+        if key in found or stored is not None:
+            first = (
+                f"its item {found[key]} ({_named(items[found[key]])})"
+                if stored is None
+                else f"the stored item seq {stored.seq} ({_named(stored)})"
+            )
+            return f"{this} and {first} share the id"
+        if isinstance(item, FunctionCallOutput) and not accept_unknown:
+            call = ("function_call", item.call_id)
+            if call not in found and _stored(history, *call) is None:
+                return f"{this} answers no call"
+        found[key] = index
+    return "this write"
+
+
+def _stored(history: MutableMapping[int, Item], type: str, call_id: str) -> Item | None:
+    """The latest stored call or output (``type``) with ``call_id``."""
+    same = [old for old in history.values() if old.type == type and old.call_id == call_id]  # type: ignore[union-attr]
+    return same[-1] if same else None
+
+
+def _named(item: Item) -> str:
+    """A call by its name and arguments; an output by its call id."""
+    if isinstance(item, FunctionCall):
+        return f"a call to {item.name}({item.arguments:.60})"
+    return f"an output for {item.call_id!r}"  # type: ignore[union-attr]
 
 
 def _seq(item: Item) -> int:

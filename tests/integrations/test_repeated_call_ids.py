@@ -302,3 +302,122 @@ def test_the_preview_and_the_async_call_refuse_the_same_list(format: str) -> Non
         asyncio.run(compactor.acall(bad, **system))
     corrected = [*head(format), *round_trip(format, ["call_0", "call_1"], "first")]
     assert sent(asyncio.run(compactor.acall(corrected, **system))) == corrected
+
+
+# -- an output repeated after a later call or user message ------------------------------------
+
+
+def output_again(format: str, messages: list[Any], call_id: str) -> list[Any]:
+    """``messages`` and the output of ``call_id`` once more (Anthropic: in a user message of
+    its own), as a retry that appends an output twice leaves them."""
+    for message in reversed(messages):
+        plain = to_plain(message)
+        if format == "chat" and plain.get("tool_call_id") == call_id:
+            return [*messages, dict(plain)]
+        output = plain.get("type") == "function_call_output"
+        if format == "responses" and output and plain["call_id"] == call_id:
+            return [*messages, dict(plain)]
+        if format == "anthropic" and isinstance(plain.get("content"), list):
+            blocks = [b for b in plain["content"] if b.get("tool_use_id") == call_id]
+            if blocks:
+                return [*messages, {"role": "user", "content": blocks}]
+    raise AssertionError(call_id)
+
+
+def before_repeat(format: str, between: str) -> list[Any]:
+    """A round trip of ``call_0``, then ``between``: what an output of ``call_0`` repeats after."""
+    messages = [*head(format), *round_trip(format, ["call_0"], "one")]
+    if between == "a user message":
+        return then_user(format, messages, "Next.")
+    if between == "a later call":
+        return [*messages, *round_trip(format, ["call_1"], "two")[:1]]
+    if between == "a later round trip":
+        return [*messages, *round_trip(format, ["call_1"], "two")]
+    # the same id called again after its output (a legitimate reuse), answered, then an input
+    return then_user(format, [*messages, *round_trip(format, ["call_0"], "two")], "Next.")
+
+
+REPEATED_AT = {"chat": "message 6", "responses": "input item 5", "anthropic": "message 5"}
+BETWEEN = ("a user message", "a later call", "a later round trip", "the id reused")
+
+
+@pytest.mark.parametrize("between", BETWEEN)
+@pytest.mark.parametrize("entry", ENTRIES)
+@pytest.mark.parametrize("format", FORMATS)
+def test_an_output_repeated_after_a_later_call_or_input_is_a_format_error(
+    format: str, entry: str, between: str
+) -> None:
+    # It ended in restore()'s ConfigError naming an internal seq (and, after a reuse, the
+    # renamed id with an invisible U+2063).
+    govern = governor(format, entry)
+    messages = before_repeat(format, between)
+    bad = output_again(format, messages, "call_0")
+    with pytest.raises(FormatError) as raised:
+        govern(bad)
+    message = str(raised.value)
+    assert "'call_0'" in message and "answered already" in message
+    assert "\u2063" not in message and "seq" not in message and "restore" not in message
+    if between == "a later round trip":  # (the other lists end with a message of their own)
+        assert message.startswith(REPEATED_AT[format])
+    # The list without the repeat governs as a fresh compactor governs it.
+    turn = govern(messages)
+    assert sent(turn) == sent(fresh(format, messages))
+    assert turn.tokens == fresh(format, messages).tokens
+
+
+@pytest.mark.parametrize("format", FORMATS)
+def test_a_refused_repeat_leaves_the_call_it_answered_unanswered(format: str) -> None:
+    # The refused list answered call_1 before the repeat: the corrected list answers it again
+    # (the reader rolled the answer back, as it rolls back the calls it read).
+    compactor = MessageCompactor(MODEL, format=format)  # type: ignore[arg-type]
+    system = {"system": "You are an agent."} if format == "anthropic" else {}
+    messages = [*head(format), *round_trip(format, ["call_0"], "one")]
+    pending = round_trip(format, ["call_1"], "two")
+    compactor([*messages, pending[0]], **system)
+    before = compactor.governed_memory().snapshot()
+    answered = then_user(format, [*messages, *pending], "Next.")
+    with pytest.raises(FormatError, match="'call_1'"):
+        compactor(output_again(format, answered, "call_1"), **system)
+    assert compactor.governed_memory().snapshot() == before
+    turn = compactor(answered, **system)
+    assert sent(turn) == answered
+
+
+def test_a_repeat_after_a_long_list_read_from_its_reachable_end_is_a_format_error() -> None:
+    # Compaction off: the first call reads only the end a prompt can reach (_cold.py); an
+    # output of one of its calls repeated on the next call is refused like any other.
+    messages = head("chat")
+    for number in range(200):
+        trip = round_trip("chat", [f"c{number}"], f"r{number}")
+        messages = [*messages, *trip, user(f"q{number}")]
+    compactor = MessageCompactor(MODEL, compaction=False, budget=1500)
+    compactor(messages)
+    with pytest.raises(FormatError, match=r"message 602: .* 'c199', which an earlier output"):
+        compactor(output_again("chat", messages, "c199"))
+    turn = compactor([*messages, user("go on")])
+    assert sent(turn)[-4:] == [*messages[-3:], user("go on")]
+
+
+def test_the_memory_names_where_in_the_write_the_calls_sharing_an_id_are() -> None:
+    memory = InMemoryMemory()
+    memory.add_user_input("Do the task.")
+    assistant = round_trip("chat", ["call_0", "call_0"], "m")[0]
+    with pytest.raises(ConfigError) as raised:
+        memory.add_output_items([assistant])
+    assert str(raised.value).endswith(
+        'this write\'s item 1 (a call to bash({"n": 1})) and its item 0 '
+        '(a call to bash({"n": 0})) share the id'
+    )
+    # ... and which stored call or output a later write collides with
+    memory.add_output_items(round_trip("chat", ["call_1"], "m"))
+    before = memory.snapshot()
+    with pytest.raises(
+        ConfigError, match=r"item 0 \(a call to bash\(\{\"n\": 0\}\)\) and the stored item seq 2 "
+    ):
+        memory.add_output_items([round_trip("chat", ["call_1"], "again")[0]])
+    with pytest.raises(
+        ConfigError,
+        match=r"already has an output.*: this write's item 0 \(an output for 'call_1'\) and the stored item seq 3",
+    ):
+        memory.add_tool_output("call_1", "again")
+    assert memory.snapshot() == before
