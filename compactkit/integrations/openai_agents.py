@@ -222,6 +222,9 @@ class CompactkitSession:
 
         Raises:
             TypeError: an item is not JSON (nothing of the call is stored).
+            FormatError: with a compactkit memory as the store, two calls share one id before
+                an output, or a call is answered twice (nothing of the call is stored, and the
+                next call reads its items as if this one never came).
         """
         if self._memory is not None:
             self._check_open()
@@ -291,10 +294,16 @@ class CompactkitSession:
         memory = self._memory
         assert memory is not None
         converted: list[Item] = []
-        for index, item in enumerate(items):
-            converted.extend(keep_wire(item, self._converter.to_items(item, index, self._warn)))
-        if converted:
-            memory.add_output_items(converted)
+        converter = self._converter
+        mark = converter.checkpoint()
+        try:
+            for index, item in enumerate(items):
+                converted.extend(keep_wire(item, converter.to_items(item, index, self._warn)))
+            if converted:
+                memory.add_output_items(converted)
+        except ConfigError:  # (a repeated call id; a write the memory refused): nothing was
+            converter.rollback(mark)  # stored, and a corrected write reads as if this one
+            raise  # never came
 
     def _memory_pop(self) -> Any:
         memory = self._memory
