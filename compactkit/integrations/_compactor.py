@@ -159,15 +159,20 @@ class MessageCompactor(ListReader):
         """
         with self._lock:
             prepared = self._prepare(messages, tools, instructions, system)
+            version = self._memory.version
             # The mirror's seqs are nobody's to expand, and a new reader of the returned list
             # numbers it afresh: summaries of plain lists carry no references.
-            with without_provenance():
-                step = self.governor.step(
-                    self._memory,
-                    instructions=prepared.instructions,
-                    tools=prepared.tools,
-                    usage=usage,
-                )
+            try:
+                with without_provenance():
+                    step = self.governor.step(
+                        self._memory,
+                        instructions=prepared.instructions,
+                        tools=prepared.tools,
+                        usage=usage,
+                    )
+            except BaseException:
+                self._raised(version)
+                raise
             return self._finish(messages, prepared, step)
 
     async def acall(
@@ -182,10 +187,18 @@ class MessageCompactor(ListReader):
         """``__call__`` for async code: an async compressor is awaited, and counting and a sync
         compressor run off the event loop (``Governor.astep``)."""
         prepared = self._prepare(messages, tools, instructions, system)
-        with without_provenance():  # (see ``__call__``)
-            step = await self.governor.astep(
-                self._memory, instructions=prepared.instructions, tools=prepared.tools, usage=usage
-            )
+        version = self._memory.version
+        try:
+            with without_provenance():  # (see ``__call__``)
+                step = await self.governor.astep(
+                    self._memory,
+                    instructions=prepared.instructions,
+                    tools=prepared.tools,
+                    usage=usage,
+                )
+        except BaseException:
+            self._raised(version)
+            raise
         return self._finish(messages, prepared, step)
 
     def preview(
@@ -303,6 +316,19 @@ class MessageCompactor(ListReader):
         converted = self._converter.tools(tools)
         self._tool_cache = (key, list(tools), converted)  # the list keeps the ids valid
         return converted
+
+    def _raised(self, version: int) -> None:
+        """A step that raised (a ``BudgetError`` after a compaction, say): when it changed the
+        memory first, the lists read no longer hold exactly what the memory holds, so the next
+        call returns the history rendered from the memory (its summary and kept messages, as
+        after a compaction) instead of the list given, whose prompt would carry a summary the
+        list has not."""
+        if self._memory.version == version:
+            return
+        for seen in self._seen:
+            seen.exact = False
+        # (as after a compaction: the folded messages' entries go, in a new map)
+        self._originals = kept(self._originals, self._memory.snapshot().items)
 
     def _finish(
         self, messages: Sequence[Any], prepared: Prepared, step: GovernedStep
