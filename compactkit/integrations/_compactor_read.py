@@ -19,7 +19,7 @@ from compactkit.integrations._wire import (
     WireConverter,
     detect_format,
 )
-from compactkit.items import FunctionCallOutput, Item
+from compactkit.items import FunctionCallOutput, Item, Message
 from compactkit.items.snapshot import MemorySnapshot, is_summary_message
 from compactkit.memory.in_memory import InMemoryMemory, SeqMap
 from compactkit.runtime.events import Event, PassthroughEvent, emit
@@ -51,8 +51,9 @@ class ListReader:
     def _ingest(self, messages: Sequence[Any], events: list[Event]) -> None:
         """Bring the memory up to ``messages``, reading only what it has not seen."""
         known: Seen | None = None
-        for seen in self._seen:  # (starts is O(1): see SeenList)
-            if seen.messages.starts(messages):
+        for seen in self._seen:  # (edited is O(1): see SeenList)
+            edited = seen.messages.edited(messages)
+            if edited == [] or (edited and self._read_edited(seen, messages, edited)):
                 known = seen
                 break
         if known is None:
@@ -91,6 +92,68 @@ class ListReader:
         self._remember(fresh, per_message, summaries=summaries, stored=stored)
         known.messages.extend(fresh)
         self._seen = [known]
+
+    def _read_edited(self, seen: Seen, messages: Sequence[Any], positions: list[int]) -> bool:
+        """Read again the messages edited in place at ``positions`` (the first, recent ones),
+        replacing their items in the memory (same seqs; the summary and every other item kept),
+        when each is a plain message still active whose items stay plain messages (a system
+        prompt rewritten, text appended to a user or assistant message). Returns whether it
+        did; else the caller reads the whole list again. Costs a restore of the active items:
+        no message is converted or counted again but the edited ones, nothing is compacted."""
+        memory = self._memory
+        snapshot = memory.snapshot()
+        active = snapshot.items
+        probe = WireConverter(self._converter.format)  # (no call ids: nothing to remember)
+        replaced: dict[int, Item] = {}  # seq -> the item read again, and the one it replaces
+        olds: dict[int, Item] = {}
+        entries: list[tuple[int, Original]] = []
+        for position in positions:
+            message = messages[position]
+            found = self._active_entry(message, active, from_end=position > 0)
+            passed: list[Passthrough] = []
+            new = probe.to_items(message, position, passed.append)
+            if found is None or passed or len(new) != len(found) - 1:
+                return False
+            items: list[Item] = []
+            for old, item in zip(found[1:], new, strict=True):
+                if type(old) is not Message or type(item) is not Message:
+                    return False
+                if is_summary_message(item) or old.seq is None:
+                    return False
+                items.append(item.model_copy(update={"seq": old.seq, "pinned": old.pinned}))
+                replaced[old.seq] = items[-1]
+                olds[old.seq] = old
+            entries.append((items[0].seq, (message, *items)))  # type: ignore[arg-type]
+        kept: list[Item] = []
+        for item in active:
+            new_item = replaced.get(item.seq)  # type: ignore[arg-type]
+            if new_item is None:
+                kept.append(item)
+            elif item is olds[item.seq]:  # type: ignore[index]
+                kept.append(new_item)
+            else:  # (a compaction changed it: what it holds is no longer that message's)
+                return False
+        # The archive: what the active items do not hold as they are (folded items, the
+        # originals of items a compaction replaced); the rest restore takes from the items.
+        held = {id(item) for item in active}
+        history = [item for item in memory.history() if id(item) not in held]
+        memory.restore(MemorySnapshot(summary=snapshot.summary, items=kept), history=history)
+        for seq, entry in entries:
+            self._originals[seq] = entry
+        seen.messages.remark(positions)
+        return True
+
+    def _active_entry(
+        self, message: Any, active: Sequence[Item], *, from_end: bool
+    ) -> Original | None:
+        """The ``_originals`` entry of ``message`` among the active items (searched from the
+        end for a recent message, from the start for the first one), or ``None``."""
+        originals = self._originals
+        for item in reversed(active) if from_end else active:
+            entry = originals.get(item.seq)
+            if entry is not None and entry[0] is message:
+                return entry
+        return None
 
     def _read_cold(self, messages: Sequence[Any]) -> bool:
         """Read only the part of a long list a prompt can reach (``_cold.py``), when nothing

@@ -95,6 +95,19 @@ class SeenList:
         unedited since they were read (see the module docstring for what the check covers)."""
         return self._same_objects(messages) and self._unedited(messages)
 
+    def edited(self, messages: Sequence[Any]) -> list[int] | None:
+        """The positions of the first and the recent messages edited in place since they were
+        read, when ``messages`` otherwise starts with the seen messages (``[]``: ``starts``);
+        ``None`` when it does not start with them."""
+        if not self._same_objects(messages):
+            return None
+        return [p for p, old in self._marks.items() if mark(messages[p]) != old]
+
+    def remark(self, positions: Sequence[int]) -> None:
+        """Take the marks at ``positions`` again (their messages were read again)."""
+        for position in positions:
+            self._marks[position] = mark(self.messages[position])
+
     def _same_objects(self, messages: Sequence[Any]) -> bool:
         """``starts`` by identity or equality alone (an object edited in place passes)."""
         seen = self.messages

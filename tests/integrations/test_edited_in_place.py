@@ -317,3 +317,41 @@ def test_in_place_edits_of_the_first_and_recent_messages_are_governed_as_fresh(
             assert turn.tokens == expected.tokens
             assert turn.send == expected.send
         messages = list(turn.history)
+
+
+def tool_session(steps: int) -> list[list[dict[str, Any]]]:
+    """``steps`` tool round trips (each ~400 tokens), one per model call."""
+    return [
+        [call(f"c{n}"), {"role": "tool", "tool_call_id": f"c{n}", "content": f"f{n}\n" * 200}]
+        for n in range(steps)
+    ]
+
+
+@pytest.mark.parametrize("keep_history", [False, True], ids=["own list", "history"])
+def test_a_system_message_rewritten_every_turn_compacts_no_more_than_one_left_alone(
+    keep_history: bool,
+) -> None:
+    # A plain message edited in place is read again alone (its items replaced, the summary and
+    # the other items kept): a caller keeping its own list is not compacted again on every
+    # call, as it would be if the whole list were read again, and the archive keeps what the
+    # compactions folded.
+    counts = []
+    for edit in (False, True):
+        compactor = MessageCompactor(MODEL, budget=BUDGET)
+        messages: list[Any] = start()
+        compactions = 0
+        for n, trip in enumerate(tool_session(30)):
+            if edit:
+                messages[0]["content"] = f"You are a coding agent. Turn {n}. " + "memo " * n
+            messages = [*messages, *trip]
+            turn = compactor(messages)
+            compactions += turn.compacted
+            assert turn.tokens <= turn.budget
+            assert turn.send[0]["content"] == messages[0]["content"]
+            if keep_history:
+                messages = list(turn.history)
+        archived = compactor.governed_memory().history()  # type: ignore[attr-defined]
+        assert sum(item.type == "function_call_output" for item in archived) == 31  # (+ start's)
+        counts.append(compactions)
+    assert counts[0] > 0  # (the session does compact)
+    assert counts[1] == counts[0]
