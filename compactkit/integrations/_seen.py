@@ -16,8 +16,9 @@ appended to the last user message, an assistant message filled as it streams, ``
 first message and the eight most recent ones (the positions every call checks) ``SeenList``
 keeps a ``mark`` taken when they were read: their values, a few levels down (a tuple of
 references, not a copy of the text), compared by identity then equality. An edit there makes
-``starts`` false, and the list is read again. Nine marks in all, whatever the list's length:
-nothing is kept per message.
+``starts`` false; ``edited`` names the positions, and the compactor reads those messages
+again alone or the whole list again (``_compactor_read.ListReader``). Nine marks in all,
+whatever the list's length: nothing is kept per message.
 
 What the check cannot see: an old message (not among the recent ones) replaced by another,
 unequal object at a position not sampled on that call. It is noticed by a later call (within
