@@ -168,6 +168,11 @@ def swe_agent_sessions() -> dict[str, list[dict[str, Any]]]:
         return {row["source"]: row["messages"] for row in map(json.loads, lines)}
 
 
+TASK_HEAD = 60
+"""How much of the task's head the summary's goal must hold (SWE-agent's goal entries are the
+task clipped at its first sentences: 143 characters for marshmallow-1867's issue)."""
+
+
 def _words(text: str) -> str:
     return " ".join(text.split())
 
@@ -186,7 +191,8 @@ class SessionChecker:
     ``ref[:upto]``, the history before the reply at ``upto``. Row b: the newest item (the
     newest user input or tool output) last, verbatim (an output larger than the budget may be
     cut with the marker, its head kept), with the other outputs of the newest assistant turn;
-    row d: the task (the first user message) verbatim, or its head as the summary's goal;
+    row d: the task (the first user message) verbatim, or its head (``TASK_HEAD`` characters,
+    whitespace collapsed: the goal entry is the task clipped at a sentence) in the summary;
     row e: no pairing problem the recorded session does not have itself; order: every item but
     the summary is one of the session's, in the session's order.
     """
@@ -215,7 +221,7 @@ class SessionChecker:
         assert isinstance(items[-1], FunctionCallOutput | Message), f"{where}: ends with a call"
         summaries = [item for item in items if is_summary_message(item)]
         joined = _words("\n".join(texts))
-        assert _words(self.task)[:150] in joined, f"{where}: the task is missing"
+        assert _words(self.task)[:TASK_HEAD] in joined, f"{where}: the task is missing"
         _, problems = validate_items(items, format="responses", mode="repair")
         bad = [p for p in problems if (p.kind, p.call_id) not in self.recorded]
         assert not bad, f"{where}: {'; '.join(map(str, bad))}"
