@@ -112,8 +112,8 @@ class ListReader:
             found = self._active_entry(message, active, from_end=position > 0)
             passed: list[Passthrough] = []
             new = probe.to_items(message, position, passed.append)
-            if found is None or passed or len(new) != len(found) - 1:
-                return False
+            if found is None or passed or len(new) != len(found) - 1 or found[1].seq in olds:
+                return False  # (the last: one object at two places; only a full read numbers both)
             items: list[Item] = []
             for old, item in zip(found[1:], new, strict=True):
                 if type(old) is not Message or type(item) is not Message:

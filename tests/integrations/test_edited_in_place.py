@@ -355,3 +355,16 @@ def test_a_system_message_rewritten_every_turn_compacts_no_more_than_one_left_al
         counts.append(compactions)
     assert counts[0] > 0  # (the session does compact)
     assert counts[1] == counts[0]
+
+
+@stateless
+def test_one_message_object_at_two_recent_places_edited_is_counted_at_both(
+    stateless: bool,
+) -> None:
+    govern = entry(stateless)
+    nudge = {"role": "user", "content": "continue"}  # the same dict appended twice
+    messages: list[Any] = [*start(), nudge, {"role": "assistant", "content": "b"}, nudge]
+    govern(messages)
+    nudge["content"] = "continue, and here is the log:\n" + "log line\n" * 300
+    turn = govern(messages)
+    assert_governed_as_fresh(turn, messages)
