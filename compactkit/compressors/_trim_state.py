@@ -34,12 +34,20 @@ class TrimmedDocument(Protocol):
     def trimmed(self) -> int: ...
     @property
     def omitted(self) -> Mapping[str, int]: ...
+    @property
+    def stored_trimmed(self) -> int | None: ...
     def render(self) -> str: ...
 
 
 _NOTE = (
     "_Note: 10 older entries were trimmed to keep this summary within its token cap; not listed: ._"
 )
+_FIT_NOTES = (
+    "_Note: 10 older entries were trimmed to fit this request; not listed: ._",
+    "_Note: 10 older entries were trimmed (10 of them to fit this request); not listed: ._",
+)
+"""The note as a summary fitted to one request has it (``trim_note``): when its stored form
+had trimmed none, and when it had."""
 
 
 class TrimState:
@@ -144,8 +152,8 @@ class TrimState:
         if not self.omitted.get(name):
             self.total += 6  # "12 files read, " in the trimming note
         self.omitted[name] = self.omitted.get(name, 0) + 1
-        if not self.dropped and not self.doc.trimmed:  # the trimming note appears
-            self.total += self.counter.count_text(_NOTE) + 1
+        if not self.dropped:  # the trimming note appears, or says the request trimmed too
+            self.total += self._note_change()
         self.dropped += 1
         self.live[section] -= 1
         if not self.live[section]:  # the heading goes with the last entry
@@ -155,6 +163,14 @@ class TrimState:
             self.quoted -= 1
             if not self.quoted:  # and the quoted-data label with the last quoting entry
                 self.total -= self.counter.count_text(self.label) + 1
+
+    def _note_change(self) -> int:
+        """The tokens the trimming note adds when the first entry is dropped."""
+        count, doc = self.counter.count_text, self.doc
+        if doc.stored_trimmed is None:  # a summary as stored: the note appears
+            return 0 if doc.trimmed else count(_NOTE) + 1
+        before = count(_NOTE) if doc.trimmed else -1
+        return count(_FIT_NOTES[1] if doc.stored_trimmed else _FIT_NOTES[0]) - before
 
     def _quotes(self, section: str) -> bool:
         return section.startswith("extra:") or section in self.quoting
@@ -177,6 +193,7 @@ class TrimState:
             extra=extra,
             trimmed=self.doc.trimmed + self.dropped,
             omitted=self.omitted,
+            stored_trimmed=self.doc.stored_trimmed,
         )
 
 

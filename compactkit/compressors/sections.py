@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import chain, repeat
 
 from compactkit.budget.tokens import TokenCounter
@@ -38,6 +38,7 @@ from compactkit.compressors._summary_format import (
     ALIASES,
     BULLET,
     COUNT,
+    FIT_NOTE,
     HEADINGS,
     KEY_OF_NOUN,
     KEYS,
@@ -56,6 +57,7 @@ from compactkit.compressors._summary_format import (
     clean_entry,
     merge_rule,
     normalise_heading,
+    trim_note,
     without_refs,
 )
 
@@ -99,6 +101,11 @@ class SummaryDocument:
     omitted: Mapping[str, int] = field(default_factory=dict)
     """Entries trimming dropped, per section key (or unknown heading), over every compaction;
     rendered in the trimming note (``…; not listed: 12 files read, 3 commands._``)."""
+    stored_trimmed: int | None = None
+    """For a summary trimmed to fit one request's room (``shrink``; never stored): how many of
+    ``trimmed`` its stored form had trimmed to keep within its cap, the rest being left out for
+    this request (the note says which is which). ``None``: a summary as stored (what merging
+    returns)."""
     _rendered: str | None = field(default=None, init=False, compare=False, repr=False)
 
     # -- building and reading --------------------------------------------------------------
@@ -144,7 +151,7 @@ class SummaryDocument:
         sections: dict[SectionKey, list[str]] = {}
         extra: dict[str, list[str]] = {}
         omitted: dict[str, int] = {}
-        trimmed = 0
+        trimmed, stored = 0, None
         current: list[str] = extra.setdefault(NOTES_HEADING, [])
         open_entry = False
         indent = 0
@@ -157,16 +164,11 @@ class SummaryDocument:
             if line.startswith("# ") and not line.startswith("## "):
                 open_entry = False
                 continue  # the title
-            note = TRIM_NOTE.match(stripped) if stripped[0] in "_N" else None
+            note = _read_note(stripped, omitted) if stripped[0] in "_N" else None
             if note:
-                trimmed += int(note.group(1))
-                listed = NOT_LISTED.search(stripped)
-                for part in listed.group(1).split(", ") if listed else ():
-                    count = COUNT.match(part)
-                    if count:
-                        name = count.group("heading") or KEY_OF_NOUN.get(count.group("noun"))
-                        if name:
-                            omitted[name] = omitted.get(name, 0) + int(count.group(1))
+                trimmed += note[0]
+                if note[1] is not None:
+                    stored = (stored or 0) + note[1]
                 continue
             if stripped in (QUOTED_NOTE, REFS_NOTE):
                 continue
@@ -195,7 +197,8 @@ class SummaryDocument:
         known = cls(sections={k: tuple(v) for k, v in sections.items()})
         foreign = cls(extra={k: tuple(v) for k, v in extra.items() if v})
         # (merging nothing into what a merge returned would return the same document)
-        return doc.merge(known).merge(foreign) if foreign.extra else doc.merge(known)
+        doc = doc.merge(known).merge(foreign) if foreign.extra else doc.merge(known)
+        return doc if stored is None else replace(doc, stored_trimmed=stored)
 
     def render(self) -> str:
         """The summary as Markdown: the title, a trimming note when entries were trimmed (with
@@ -217,18 +220,13 @@ class SummaryDocument:
         line labelling `code` spans as quoted data."""
         lines = [SUMMARY_TITLE]
         if self.trimmed:
-            noun = "entry was" if self.trimmed == 1 else "entries were"
             counts = [f"{self.omitted[key]} {NOUNS[key]}" for key in KEYS if self.omitted.get(key)]
             counts += [
                 f"{n} under {heading}"
                 for heading, n in self.omitted.items()
                 if heading not in NOUNS
             ]
-            listed = f"; not listed: {', '.join(counts)}" if counts else ""
-            lines.append(
-                f"_Note: {self.trimmed} older {noun} trimmed to keep this summary "
-                f"within its token cap{listed}._"
-            )
+            lines.append(trim_note(self.trimmed, counts, self.stored_trimmed))
         if self.extra or any(self.sections.get(k) for k in QUOTING):
             lines.append(QUOTED_NOTE)
         if self.has_refs:
@@ -333,8 +331,9 @@ class SummaryDocument:
         the current state; the goal, the constraints and the current values last. Within a
         tier the oldest entry of the section holding the most tokens goes first. Dropped
         entries are counted under their section's heading and in the trimming note. When even
-        an empty document does not fit, every entry is removed. The document itself is
-        returned when it fits already.
+        an empty document does not fit, every entry is removed (and the note keeps only its
+        total when its counts do not fit either). The document itself is returned when it fits
+        already.
 
         ``keep`` names trimming pools (``"goal"``, ``"constraints"``) whose entries are never
         dropped: when the cap cannot hold them, the result is over the cap with them whole.
@@ -357,6 +356,25 @@ class SummaryDocument:
         return _trim.fit_keeping(
             self, cap_tokens, counter, HEADINGS, label, keep=keep, measure=measure
         )
+
+
+def _read_note(line: str, omitted: dict[str, int]) -> tuple[int, int | None] | None:
+    """A trimming note's counts (``trim_note``: every form compactkit wrote): the entries
+    trimmed, and for a summary fitted to one request how many its stored form had trimmed
+    (else ``None``); the counts per section it lists are added to ``omitted``. ``None`` when
+    ``line`` is no note."""
+    note = TRIM_NOTE.match(line)
+    if not note:
+        return None
+    listed = NOT_LISTED.search(line)
+    for part in listed.group(1).split(", ") if listed else ():
+        count = COUNT.match(part)
+        if count:
+            name = count.group("heading") or KEY_OF_NOUN.get(count.group("noun"))
+            if name:
+                omitted[name] = omitted.get(name, 0) + int(count.group(1))
+    trimmed, fit = int(note.group(1)), FIT_NOTE.search(line)
+    return trimmed, None if fit is None else max(0, trimmed - int(fit.group(1) or trimmed))
 
 
 def _fold_reads(sections: dict[SectionKey, tuple[str, ...]]) -> dict[SectionKey, tuple[str, ...]]:

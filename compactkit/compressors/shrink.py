@@ -6,16 +6,23 @@ then sends the summary trimmed to what is left, rather than cutting the newest o
 refusing a request everything else of which fits. The trim is the digest's own (``trim_to``:
 context shortened before any fact goes, then by class, oldest first, with a note counting what
 was left out); the user's goal and rules go only when nothing else is left, oldest first.
-Nothing stored changes: the next request with room sends the summary whole again.
+Nothing stored changes: the next request with room sends the summary whole again. The note of a
+summary trimmed here says which entries went to fit this request (``trim_note``: "40 older
+entries were trimmed to fit this request", or "52 … were trimmed (40 of them to fit this
+request)" when the stored summary had trimmed some itself), and counts them per section ("not
+listed: 30 files read, 2 constraints") while the counts fit: they go last, after the user's
+goal and rules (``shortest_summary``: the floor, its note a total).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from compactkit.budget.tokens import TokenCounter
 from compactkit.compressors._document import parsed
 from compactkit.compressors.digest.compressor import USER_WORDS
+from compactkit.compressors.sections import SummaryDocument
 
 __all__ = ["shortest_summary", "shrink_summary", "user_words_summary"]
 
@@ -34,7 +41,7 @@ def shrink_summary(
     left, oldest first.
     """
     overhead = max(0, size(text) - counter.count_text(text))  # the message's own tokens
-    doc = parsed(text)
+    doc = _for_request(text)
     if not doc.sections:  # prose: one entry per paragraph, too coarse to trim by entries
         return _cut_prose(text, limit, size, counter)
     cap, last = limit - overhead, None
@@ -56,8 +63,9 @@ def shrink_summary(
 
 def shortest_summary(text: str, counter: TokenCounter) -> str:
     """The shortest form ``shrink_summary`` gives of ``text``: a digest with every entry
-    trimmed (its note counting them), or a summary without sections cut to the marker."""
-    doc = parsed(text)
+    trimmed (its note saying how many, not how many per section: the counts are the last
+    thing a request gives up), or a summary without sections cut to the marker."""
+    doc = _for_request(text)
     if not doc.sections:
         return _cut_at(text, 0, counter)
     return doc.trim_to(1, counter).render()
@@ -65,12 +73,21 @@ def shortest_summary(text: str, counter: TokenCounter) -> str:
 
 def user_words_summary(text: str, counter: TokenCounter) -> str | None:
     """``text`` with only the user's goal and rules left (every other entry trimmed, the note
-    counting them), or ``None`` for a summary without compactkit's sections (prose: where its
+    giving their total), or ``None`` for a summary without compactkit's sections (prose: where its
     goal and rules are is not known)."""
-    doc = parsed(text)
+    doc = _for_request(text)
     if not doc.sections:
         return None
     return doc.trim_to(1, counter, keep=USER_WORDS).render()
+
+
+def _for_request(text: str) -> SummaryDocument:
+    """``text`` parsed, to be trimmed for one request: its note will say which entries went
+    for the request (``SummaryDocument.stored_trimmed``: those it counted already did not)."""
+    doc = parsed(text)
+    if doc.stored_trimmed is not None:  # (a summary fitted already: as it says)
+        return doc
+    return replace(doc, stored_trimmed=doc.trimmed)
 
 
 def _cut_prose(
