@@ -118,8 +118,8 @@ class ListReader:
             for old, item in zip(found[1:], new, strict=True):
                 if type(old) is not Message or type(item) is not Message:
                     return False
-                if is_summary_message(item) or old.seq is None:
-                    return False
+                if is_summary_message(item) or old.seq is None or item.role != old.role:
+                    return False  # (a role changed: where the summary belongs may move)
                 items.append(item.model_copy(update={"seq": old.seq, "pinned": old.pinned}))
                 replaced[old.seq] = items[-1]
                 olds[old.seq] = old

@@ -12,7 +12,7 @@ from operator import attrgetter
 from typing import Any
 
 from compactkit.integrations._wire import Original
-from compactkit.items import Item
+from compactkit.items import Item, Message
 from compactkit.items.snapshot import is_summary_message
 from compactkit.memory.base import AgentMemory
 from compactkit.memory.in_memory import SeqMap
@@ -44,11 +44,10 @@ def remember(
                     originals[first.seq] = (message, *stored[at : at + len(items)])
                 at += len(items)
         return
-    counts = (
-        [sum(not is_summary_message(i) for i in items) for items in per_message]
-        if summaries
-        else list(map(len, per_message))
-    )
+    if summaries:
+        stored, counts = _stored_of(memory, per_message)
+    else:
+        counts = list(map(len, per_message))
     total = sum(counts)
     if not total:
         return
@@ -60,6 +59,29 @@ def remember(
         at += count
         if count and count == len(items) and mine[0].seq is not None:
             originals[mine[0].seq] = (message, *mine)
+
+
+def _stored_of(memory: AgentMemory, per_message: list[list[Item]]) -> tuple[list[Item], list[int]]:
+    """The stored items the new messages became (the memory's last ones), and how many each
+    message has there. A summary message read in became the memory's summary, unless it was
+    not at a summary's place (after a message that is not an instruction): then it is stored
+    as an item, quoted text. Walked from the end, a summary message counts when the stored item
+    at its place holds its text."""
+    active = memory.snapshot().items
+    at = len(active)
+    counts = [0] * len(per_message)
+    for index in range(len(per_message) - 1, -1, -1):
+        for item in reversed(per_message[index]):
+            if at == 0:
+                break
+            held = active[at - 1]
+            if is_summary_message(item) and not (
+                isinstance(held, Message) and held.content == getattr(item, "content", None)
+            ):
+                continue  # (it became the summary)
+            counts[index] += 1
+            at -= 1
+    return list(active[at:]), counts
 
 
 def kept(old: SeqMap[Original], items: Sequence[Item]) -> SeqMap[Original]:
