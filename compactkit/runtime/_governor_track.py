@@ -277,6 +277,11 @@ def ladder_target(
         instructions = [Message(role="system", content=instructions)] if instructions else []
     head = sum(counter.count_item(message) for message in instructions or ())
     target -= head
+    if head and budget:
+        # The policy's share of what the instructions leave of the budget, not what they
+        # leave of the target (a long system prompt would leave the history nothing).
+        share = policy.target_tokens() / budget
+        target = max(target, int((budget / factor - head) * share))
     # The newest group and the latest user input are never folded: when they alone fill
     # most of the target, the summary would have no room left for the user's goal and
     # rules. Aim higher then, up to what the projection can send whole.
