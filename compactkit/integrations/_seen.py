@@ -43,11 +43,15 @@ _DEPTH = 4
 """How many levels under a message ``mark`` follows (an Anthropic tool result's text block is
 four down: message, content list, block, its content list)."""
 _LEAVES = frozenset({str, int, float, bool, type(None), bytes})
+_UNCOUNTED = "cache_control"
+"""A key ``mark`` leaves out: Anthropic's prompt-caching mark, which the usual recipe puts on the
+last block of the request it sends (``turn.send`` holds the caller's own messages) and which
+adds no token to what the model reads."""
 
 
 def mark(value: Any, depth: int = _DEPTH) -> Any:
-    """What ``value`` holds, ``depth`` levels down: a dict's values, a list's items and an
-    object's fields (``__dict__``: pydantic models, LangChain messages, dataclasses) as tuples of
+    """What ``value`` holds, ``depth`` levels down: a dict's values (but a ``cache_control``
+    mark), a list's items and an object's fields (``__dict__``: pydantic models, LangChain messages, dataclasses) as tuples of
     the same, with strings and numbers by reference. Two marks compare equal while nothing in
     those levels was assigned anew (a tuple compares its items by identity first: O(1) per
     unchanged string, however long)."""
@@ -56,6 +60,8 @@ def mark(value: Any, depth: int = _DEPTH) -> Any:
         return value
     if kind is dict:
         values: Any = value.values()
+        if _UNCOUNTED in value:  # (a caching mark put on a block of a request once sent)
+            values = [v for k, v in value.items() if k != _UNCOUNTED]
     elif kind is list or kind is tuple:
         values = value
     else:
