@@ -34,7 +34,7 @@ from agents.memory.session_settings import coerce_session_settings  # noqa: E402
 
 from compactkit.budget.profiles import ProfileRegistry  # noqa: E402
 from compactkit.compressors.base import CompressorLike  # noqa: E402
-from compactkit.errors import ConfigError  # noqa: E402
+from compactkit.errors import ConfigError, StorageError  # noqa: E402
 from compactkit.governance.policy import CompactPolicy, TriggerLike  # noqa: E402
 from compactkit.integrations._agents_filter import (  # noqa: E402
     SHARED_OPTIONS,
@@ -301,9 +301,11 @@ class CompactkitSession:
                 converted.extend(keep_wire(item, converter.to_items(item, index, self._warn)))
             if converted:
                 memory.add_output_items(converted)
-        except ConfigError:  # (a repeated call id; a write the memory refused): nothing was
-            converter.rollback(mark)  # stored, and a corrected write reads as if this one
-            raise  # never came
+        except (ConfigError, StorageError):  # (a repeated call id, a write the memory refused,
+            # or could not make: busy, a lease lost, the database down): nothing was stored,
+            # and a corrected or retried write reads as if this one never came
+            converter.rollback(mark)
+            raise
 
     def _memory_pop(self) -> Any:
         memory = self._memory

@@ -6,6 +6,7 @@ the SDK's ``ScriptedModel`` before and after."""
 from __future__ import annotations
 
 import asyncio
+import tempfile
 from collections.abc import Iterator
 from typing import Any
 
@@ -75,3 +76,35 @@ def call(call_id: str, path: str) -> dict[str, Any]:
 
 def output(call_id: str, path: str) -> dict[str, Any]:
     return {"type": "function_call_output", "call_id": call_id, "output": f"contents of {path}"}
+
+
+def test_a_write_retried_after_another_worker_held_the_session_is_stored() -> None:
+    # A real SQLite SQLMemory written under lease_writes: the first write of a turn meets
+    # another worker's lease (SessionBusyError: it writes nothing); the caller retries the same
+    # items once the lease is free. Before, the session's reader kept the call read and
+    # refused the retry as a second call sharing its id, on every retry (review21, F2).
+    from compactkit.errors import SessionBusyError
+    from compactkit.sql import SQLMemory
+
+    async def scenario(url: str) -> None:
+        memory, other = SQLMemory(url, "s-1"), SQLMemory(url, "s-1")
+        session = CompactkitSession(memory, model=MODEL, session_id="s-1")
+        await session.add_items([{"role": "user", "content": "Read b.py."}])
+        with other.lease_writes(holder="worker-b", timeout=0.0):
+            other.add_user_input("worker b's turn")  # (takes the lease)
+            with (
+                memory.lease_writes(holder="worker-a", timeout=0.0),
+                pytest.raises(SessionBusyError),
+            ):
+                await session.add_items([call("call_7", "b.py")])
+        with memory.lease_writes(holder="worker-a", timeout=5.0):
+            await session.add_items([call("call_7", "b.py")])
+            await session.add_items([output("call_7", "b.py")])
+        stored = await session.get_items()
+        assert [item.get("call_id") for item in stored if item.get("call_id")] == [
+            "call_7",
+            "call_7",
+        ]
+
+    with tempfile.TemporaryDirectory() as folder:
+        asyncio.run(scenario(f"sqlite:///{folder}/agents.db"))
