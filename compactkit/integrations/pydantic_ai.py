@@ -310,10 +310,11 @@ class CompactkitHistory:
         return self._schemas(definitions) if definitions else []
 
     def _schemas(self, definitions: tuple[Any, ...]) -> list[Tool]:
+        """The ``Tool``s of ``definitions``, converted once while they stay equal (pydantic-ai
+        builds new ``ToolDefinition`` objects every step: the same ``Tool`` objects keep the
+        counter's per-tool count)."""
         cached, schemas = self._tools
-        if len(cached) == len(definitions) and all(
-            a is b for a, b in zip(cached, definitions, strict=True)
-        ):
+        if cached == definitions:  # (a tuple compares identity first, then the dataclasses)
             return schemas
         schemas = convert.to_tools(definitions)
         self._tools = (definitions, schemas)

@@ -99,21 +99,27 @@ class FakeResponsesAPI:
         return httpx2.Response(200, json=reply(n, output))
 
 
-def test_every_request_of_a_long_tool_loop_fits_the_budget() -> None:
-    api = FakeResponsesAPI(reads=15)
+def fixer(api: FakeResponsesAPI, **options: Any) -> Agent[Any]:
+    """The fixing agent, its model the SDK's ``OpenAIResponsesModel`` over ``api``."""
     client = AsyncOpenAI(
         api_key="sk-test",
         max_retries=0,
         http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(api)),
     )
-    store = SQLiteSession("http")
-    session = CompactkitSession(store, model=MODEL)
-    agent = Agent(
+    return Agent(
         name="fixer",
         instructions="Fix the failing tests.",
         model=OpenAIResponsesModel(model="gpt-4.1", openai_client=client),
         tools=[read_file],
+        **options,
     )
+
+
+def test_every_request_of_a_long_tool_loop_fits_the_budget() -> None:
+    api = FakeResponsesAPI(reads=15)
+    store = SQLiteSession("http")
+    session = CompactkitSession(store, model=MODEL)
+    agent = fixer(api)
     result = asyncio.run(
         Runner.run(
             agent,
@@ -173,19 +179,9 @@ def test_reported_usage_calibrates_the_count_through_the_hooks() -> None:
             return httpx2.Response(200, json=data)
 
     api = Overcounting(reads=15)
-    client = AsyncOpenAI(
-        api_key="sk-test",
-        max_retries=0,
-        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(api)),
-    )
     session = CompactkitSession(SQLiteSession("calibrated"), model=MODEL)
     governed = session.input_filter()
-    agent = Agent(
-        name="fixer",
-        instructions="Fix the failing tests.",
-        model=OpenAIResponsesModel(model="gpt-4.1", openai_client=client),
-        tools=[read_file],
-    )
+    agent = fixer(api)
     asyncio.run(
         Runner.run(
             agent,
@@ -231,24 +227,12 @@ def test_handoffs_and_the_output_schema_count_in_the_budget() -> None:
     # The SDK sends a tool per handoff and the output type's JSON schema with every call,
     # beside the agent's tools: ~1,000 tokens here, counted by the filter.
     api = StructuredResponsesAPI(reads=15)
-    client = AsyncOpenAI(
-        api_key="sk-test",
-        max_retries=0,
-        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(api)),
-    )
     session = CompactkitSession(SQLiteSession("handoffs"), model=MODEL)
     specialists = [
         Agent(name=f"specialist {n}", handoff_description=f"Knows module {n} well. " * 20)
         for n in range(3)
     ]
-    agent = Agent(
-        name="fixer",
-        instructions="Fix the failing tests.",
-        model=OpenAIResponsesModel(model="gpt-4.1", openai_client=client),
-        tools=[read_file],
-        handoffs=specialists,  # type: ignore[arg-type]
-        output_type=Verdict,
-    )
+    agent = fixer(api, handoffs=specialists, output_type=Verdict)
     result = asyncio.run(
         Runner.run(
             agent,
